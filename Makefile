@@ -1,0 +1,42 @@
+# bgpadv — the two newcomer commands are `make demo` and `make test` (see README.md).
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test lint unit lab bench system-deps venv clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+system-deps:
+	bash scripts/install-system-deps.sh
+
+## demo: build a local lab (FRR ToR + node namespaces + embedded API), run bgpadv, migrate a VM, tear down
+demo: system-deps $(STAMP)
+	$(PY) -m bgpadv.lab.demo
+
+## test: install what the tests need, lint, and run every test (unit + lab against a real FRR)
+test: system-deps $(STAMP)
+	$(VENV)/bin/ruff check bgpadv tests bench
+	$(VENV)/bin/ruff format --check bgpadv tests bench
+	$(PY) -m pytest -q -p no:cacheprovider tests
+
+unit: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider tests -m "not lab"
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check bgpadv tests bench
+	$(VENV)/bin/ruff format --check bgpadv tests bench
+
+## bench: speed and memory figures (printed, never asserted)
+bench: system-deps $(STAMP)
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

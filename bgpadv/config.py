@@ -1,0 +1,379 @@
+"""bgpadv's configuration: frozen dataclasses, loaded from one YAML file and validated on load.
+
+Every error names the field path (`peers[0].asn`) and the problem. Keys are camelCase, as in Kubernetes objects.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from netaddr import AddrFormatError, IPAddress
+
+from bgpadv.model import Attributes
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid. `problems` lists every `path: message` found."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A Kubernetes LabelSelector (matchLabels AND matchExpressions). An empty selector matches everything."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # (key, operator, values)
+
+    def matches(self, labels: dict[str, str] | None) -> bool:
+        labels = labels or {}
+        for k, v in self.match_labels:
+            if labels.get(k) != v:
+                return False
+        for key, op, values in self.match_expressions:
+            present = key in labels
+            if op == "In" and not (present and labels[key] in values):
+                return False
+            if op == "NotIn" and present and labels[key] in values:
+                return False
+            if op == "Exists" and not present:
+                return False
+            if op == "DoesNotExist" and present:
+                return False
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class PeerConfig:
+    address: IPAddress
+    asn: int
+    local_address: IPAddress | None = None  # omitted: ExaBGP picks the source address (`local-address auto`)
+    hold_time: int = 90
+    passive: bool = False
+    md5_password: str | None = None
+    graceful_restart: int | None = 120  # seconds advertised in the GR capability; None disables it
+    families: tuple[str, ...] = ("ipv4 unicast", "ipv6 unicast")
+
+    @property
+    def name(self) -> str:
+        """The peer's label in metrics and logs."""
+        return str(self.address)
+
+
+@dataclass(frozen=True, slots=True)
+class NetworksConfig:
+    selector: LabelSelector | None = None  # None: all CUDNs
+    follow_route_advertisements: bool = False
+    subnets: bool = True
+    host_routes: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class KubernetesConfig:
+    kubeconfig: str | None = None  # None: in-cluster, then $KUBECONFIG
+    context: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsConfig:
+    listen: str = "0.0.0.0:9179"
+
+    @property
+    def host_port(self) -> tuple[str, int]:
+        host, _, port = self.listen.rpartition(":")
+        return host.strip("[]") or "0.0.0.0", int(port)
+
+
+@dataclass(frozen=True, slots=True)
+class ExaBGPConfig:
+    """Knobs for the ExaBGP process bgpadv runs; defaults follow the measured facts in the reference notes."""
+
+    reactor_speed: float = 0.1  # exabgp.reactor.speed: lower = faster bulk loads, more idle CPU
+    max_inflight: int = 100  # commands written but not yet acknowledged
+    chunk_prefixes: int = 1000  # NLRI per bulk command line
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    local_asn: int
+    peers: tuple[PeerConfig, ...]
+    router_id: IPAddress | None = None
+    networks: NetworksConfig = field(default_factory=NetworksConfig)
+    next_hop: str = "node"  # "node" | "self"
+    attributes: Attributes = field(default_factory=Attributes)
+    kubernetes: KubernetesConfig = field(default_factory=KubernetesConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    exabgp: ExaBGPConfig = field(default_factory=ExaBGPConfig)
+    node_name: str | None = None  # per-node mode: announce only this node's view (None: the whole cluster)
+
+
+_COMMUNITY = re.compile(r"^(\d{1,5}):(\d{1,5})$")
+_LARGE_COMMUNITY = re.compile(r"^(\d{1,10}):(\d{1,10}):(\d{1,10})$")
+_LISTEN = re.compile(r"^(\[[0-9a-fA-F:.]+\]|[^:\s]*):(\d{1,5})$")
+_FAMILIES = ("ipv4 unicast", "ipv6 unicast")
+
+
+class _Reader:
+    """Walks the raw YAML, collecting every problem with its path instead of stopping at the first."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def fail(self, path: str, message: str) -> None:
+        self.problems.append(f"{path}: {message}")
+
+    def mapping(self, raw: Any, path: str, allowed: set[str]) -> dict:
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            self.fail(path, f"must be a mapping, got {type(raw).__name__}")
+            return {}
+        for key in raw:
+            if key not in allowed:
+                self.fail(
+                    f"{path}.{key}" if path else str(key), f"unknown field (allowed: {', '.join(sorted(allowed))})"
+                )
+        return raw
+
+    def boolean(self, raw: dict, key: str, path: str, default: bool) -> bool:
+        value = raw.get(key, default)
+        if not isinstance(value, bool):
+            self.fail(f"{path}.{key}" if path else key, f"must be true or false, got {value!r}")
+            return default
+        return value
+
+    def integer(self, raw: dict, key: str, path: str, lo: int, hi: int, default: int | None = None) -> int | None:
+        p = f"{path}.{key}" if path else key
+        if key not in raw or raw[key] is None:
+            if default is None and key in raw:
+                return None
+            return default
+        value = raw[key]
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(p, f"must be an integer, got {value!r}")
+            return default
+        if not lo <= value <= hi:
+            self.fail(p, f"must be between {lo} and {hi}, got {value}")
+            return default
+        return value
+
+    def address(self, raw: dict, key: str, path: str, required: bool = False) -> IPAddress | None:
+        p = f"{path}.{key}" if path else key
+        value = raw.get(key)
+        if value is None:
+            if required:
+                self.fail(p, "is required")
+            return None
+        try:
+            if not isinstance(value, str) or "/" in value:
+                raise AddrFormatError(value)
+            return IPAddress(value)
+        except (AddrFormatError, ValueError, TypeError):
+            self.fail(p, f"must be an IPv4 or IPv6 address, got {value!r}")
+            return None
+
+    def string(self, raw: dict, key: str, path: str, default: str | None = None) -> str | None:
+        value = raw.get(key, default)
+        if value is not None and not isinstance(value, str):
+            self.fail(f"{path}.{key}" if path else key, f"must be a string, got {value!r}")
+            return default
+        return value
+
+    def selector(self, raw: Any, path: str) -> LabelSelector | None:
+        if raw is None:
+            return None
+        raw = self.mapping(raw, path, {"matchLabels", "matchExpressions"})
+        labels = raw.get("matchLabels") or {}
+        if not isinstance(labels, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+        ):
+            self.fail(f"{path}.matchLabels", "must map label keys to string values")
+            labels = {}
+        exprs: list[tuple[str, str, tuple[str, ...]]] = []
+        raw_exprs = raw.get("matchExpressions") or []
+        if not isinstance(raw_exprs, list):
+            self.fail(f"{path}.matchExpressions", "must be a list")
+            raw_exprs = []
+        for i, e in enumerate(raw_exprs):
+            ep = f"{path}.matchExpressions[{i}]"
+            e = self.mapping(e, ep, {"key", "operator", "values"})
+            key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
+            if not isinstance(key, str) or not key:
+                self.fail(f"{ep}.key", "is required")
+                continue
+            if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+                self.fail(f"{ep}.operator", f"must be In, NotIn, Exists or DoesNotExist, got {op!r}")
+                continue
+            if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+                self.fail(f"{ep}.values", "must be a list of strings")
+                continue
+            if op in ("In", "NotIn") and not values:
+                self.fail(f"{ep}.values", f"must not be empty with operator {op}")
+                continue
+            exprs.append((key, op, tuple(values)))
+        return LabelSelector(tuple(sorted(labels.items())), tuple(exprs))
+
+    def attributes(self, raw: Any, path: str) -> Attributes:
+        raw = self.mapping(raw, path, {"localPreference", "med", "communities", "largeCommunities", "asPathPrepend"})
+        communities = self._string_list(raw, "communities", path, _COMMUNITY, 65535)
+        large = self._string_list(raw, "largeCommunities", path, _LARGE_COMMUNITY, 4294967295)
+        return Attributes(
+            local_preference=self.integer(raw, "localPreference", path, 0, 4294967295),
+            med=self.integer(raw, "med", path, 0, 4294967295),
+            communities=communities,
+            large_communities=large,
+            as_path_prepend=self.integer(raw, "asPathPrepend", path, 0, 10, 0) or 0,
+        )
+
+    def _string_list(self, raw: dict, key: str, path: str, pattern: re.Pattern, limit: int) -> tuple[str, ...]:
+        values = raw.get(key) or []
+        p = f"{path}.{key}"
+        if not isinstance(values, list):
+            self.fail(p, "must be a list")
+            return ()
+        out: list[str] = []
+        for i, v in enumerate(values):
+            m = pattern.match(v) if isinstance(v, str) else None
+            if m is None or any(int(g) > limit for g in m.groups()):
+                self.fail(f"{p}[{i}]", f"is not a valid community value: {v!r}")
+                continue
+            out.append(":".join(str(int(g)) for g in m.groups()))
+        return tuple(out)
+
+
+def parse(raw: Any) -> Config:
+    """Validate a decoded YAML document; raise ConfigError listing every problem."""
+    r = _Reader()
+    top = r.mapping(
+        raw,
+        "",
+        {
+            "localASN",
+            "routerID",
+            "peers",
+            "networks",
+            "nextHop",
+            "attributes",
+            "kubernetes",
+            "metrics",
+            "exabgp",
+            "nodeName",
+        },
+    )
+    if raw is None or not isinstance(raw, dict):
+        raise ConfigError(r.problems or [": the configuration is empty"])
+    local_asn = r.integer(top, "localASN", "", 1, 4294967295)
+    if "localASN" not in top:
+        r.fail("localASN", "is required")
+    router_id = r.address(top, "routerID", "")
+    if router_id is not None and router_id.version != 4:
+        r.fail("routerID", "must be an IPv4 address")
+
+    peers: list[PeerConfig] = []
+    raw_peers = top.get("peers")
+    if not isinstance(raw_peers, list) or not raw_peers:
+        r.fail("peers", "must be a non-empty list")
+        raw_peers = []
+    seen: set[IPAddress] = set()
+    for i, rp in enumerate(raw_peers):
+        p = f"peers[{i}]"
+        rp = r.mapping(
+            rp,
+            p,
+            {"address", "asn", "localAddress", "holdTime", "passive", "md5Password", "gracefulRestart", "families"},
+        )
+        address = r.address(rp, "address", p, required=True)
+        asn = r.integer(rp, "asn", p, 1, 4294967295)
+        if "asn" not in rp:
+            r.fail(f"{p}.asn", "is required")
+        hold = r.integer(rp, "holdTime", p, 0, 65535, 90)
+        if hold is not None and 0 < hold < 3:
+            r.fail(f"{p}.holdTime", "must be 0 or at least 3 seconds")
+        gr = r.integer(rp, "gracefulRestart", p, 0, 4095, 120) if rp.get("gracefulRestart") is not False else None
+        families = rp.get("families", list(_FAMILIES))
+        if not isinstance(families, list) or not families or any(f not in _FAMILIES for f in families):
+            r.fail(f"{p}.families", f"must be a non-empty list of {', '.join(_FAMILIES)}")
+            families = list(_FAMILIES)
+        if address is not None:
+            if address in seen:
+                r.fail(f"{p}.address", f"peer {address} is listed twice")
+            seen.add(address)
+        if address is not None and asn is not None:
+            peers.append(
+                PeerConfig(
+                    address=address,
+                    asn=asn,
+                    local_address=r.address(rp, "localAddress", p),
+                    hold_time=hold if hold is not None else 90,
+                    passive=r.boolean(rp, "passive", p, False),
+                    md5_password=r.string(rp, "md5Password", p),
+                    graceful_restart=gr,
+                    families=tuple(families),
+                )
+            )
+
+    rn = r.mapping(top.get("networks"), "networks", {"selector", "followRouteAdvertisements", "subnets", "hostRoutes"})
+    networks = NetworksConfig(
+        selector=r.selector(rn.get("selector"), "networks.selector"),
+        follow_route_advertisements=r.boolean(rn, "followRouteAdvertisements", "networks", False),
+        subnets=r.boolean(rn, "subnets", "networks", True),
+        host_routes=r.boolean(rn, "hostRoutes", "networks", True),
+    )
+    next_hop = top.get("nextHop", "node")
+    if next_hop not in ("node", "self"):
+        r.fail("nextHop", f"must be node or self, got {next_hop!r}")
+        next_hop = "node"
+
+    rk = r.mapping(top.get("kubernetes"), "kubernetes", {"kubeconfig", "context"})
+    rm = r.mapping(top.get("metrics"), "metrics", {"listen"})
+    listen = r.string(rm, "listen", "metrics", "0.0.0.0:9179") or "0.0.0.0:9179"
+    m = _LISTEN.match(listen)
+    if m is None or not 0 <= int(m.group(2)) <= 65535:
+        r.fail("metrics.listen", f"must be HOST:PORT, got {listen!r}")
+        listen = "0.0.0.0:9179"
+    re_ = r.mapping(top.get("exabgp"), "exabgp", {"reactorSpeed", "maxInflight", "chunkPrefixes"})
+    speed = re_.get("reactorSpeed", 0.1)
+    if isinstance(speed, bool) or not isinstance(speed, int | float) or not 0.001 <= speed <= 10:
+        r.fail("exabgp.reactorSpeed", f"must be a number between 0.001 and 10, got {speed!r}")
+        speed = 0.1
+    exabgp = ExaBGPConfig(
+        reactor_speed=float(speed),
+        max_inflight=r.integer(re_, "maxInflight", "exabgp", 1, 10000, 100) or 100,
+        chunk_prefixes=r.integer(re_, "chunkPrefixes", "exabgp", 1, 5000, 1000) or 1000,
+    )
+    node_name = r.string(top, "nodeName", "")
+    attributes = r.attributes(top.get("attributes"), "attributes")
+
+    if r.problems:
+        raise ConfigError(r.problems)
+    assert local_asn is not None
+    return Config(
+        local_asn=local_asn,
+        peers=tuple(peers),
+        router_id=router_id,
+        networks=networks,
+        next_hop=next_hop,
+        attributes=attributes,
+        kubernetes=KubernetesConfig(
+            kubeconfig=r.string(rk, "kubeconfig", "kubernetes"), context=r.string(rk, "context", "kubernetes")
+        ),
+        metrics=MetricsConfig(listen=listen),
+        exabgp=exabgp,
+        node_name=node_name,
+    )
+
+
+def load(path: str | Path) -> Config:
+    """Read and validate a configuration file; raise ConfigError (with field paths) or OSError."""
+    text = Path(path).read_text()
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError([f"{path}: not valid YAML: {e}"]) from e
+    return parse(raw)

@@ -1,0 +1,117 @@
+"""The values that flow from the planner to the speaker: routes, refusals and the plan.
+
+Every address here is a parsed netaddr object. Strings from the cluster never travel past the planner: the
+speaker renders its command lines from these objects only, so a hostile string cannot reach ExaBGP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from netaddr import IPAddress, IPNetwork
+
+
+class RouteKind(StrEnum):
+    """What a route stands for."""
+
+    SUBNET = "subnet"  # a UDN subnet (Layer2) or one node's host subnet (Layer3)
+    HOST = "host"  # one VM address, /32 or /128
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """The Kubernetes object a route or a refusal comes from (for logs, `render` and Events)."""
+
+    kind: str
+    name: str
+    namespace: str = ""
+    uid: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Attributes:
+    """Path attributes a route carries. Defaults give a plain IGP-origin route."""
+
+    local_preference: int | None = None
+    med: int | None = None
+    communities: tuple[str, ...] = ()  # canonical "65000:100" strings, validated by config
+    large_communities: tuple[str, ...] = ()  # canonical "65000:1:2"
+    as_path_prepend: int = 0  # how many times to prepend the local ASN
+
+
+DEFAULT_ATTRIBUTES = Attributes()
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One desired advertisement.
+
+    `next_hop` None means "the speaker's own address" (ExaBGP `next-hop self`).
+    `node` is the node the route points at (host routes and Layer3 host subnets); None for network-wide routes.
+    Equality covers what goes on the wire (prefix, next hop, attributes) plus provenance; the speaker diffs on
+    `wire_key()` only, so a change of provenance alone never causes an UPDATE.
+    """
+
+    prefix: IPNetwork
+    next_hop: IPAddress | None
+    network: str  # CUDN name
+    kind: RouteKind
+    source: ObjectRef
+    node: str | None = None
+    attributes: Attributes = DEFAULT_ATTRIBUTES
+
+    @property
+    def family(self) -> int:
+        """4 or 6."""
+        return self.prefix.version
+
+    def wire_key(self) -> tuple[IPNetwork, IPAddress | None, Attributes]:
+        return (self.prefix, self.next_hop, self.attributes)
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A value the planner will not announce, with a stable machine-readable reason code.
+
+    `reason` is one of the codes in `bgpadv.planner.checks` (kebab-case, e.g. "outside-network-subnets"); it becomes
+    a metric label, a log field and a Kubernetes Event reason, so it never changes once published.
+    """
+
+    source: ObjectRef
+    value: str  # the offending value as the cluster wrote it (for people; never rendered into a command)
+    reason: str
+    message: str = ""
+    network: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What the fabric must see: routes sorted by (family, prefix), and what was refused."""
+
+    routes: tuple[Route, ...] = ()
+    rejected: tuple[Refusal, ...] = ()
+
+    @staticmethod
+    def build(routes: Iterable[Route], rejected: Iterable[Refusal]) -> Plan:
+        return Plan(
+            routes=tuple(sorted(routes, key=lambda r: (r.prefix.version, r.prefix.value, r.prefix.prefixlen))),
+            rejected=tuple(sorted(rejected, key=lambda x: (str(x.source), x.value, x.reason))),
+        )
+
+    def for_node(self, node: str) -> Plan:
+        """One node's view (per-node mode): only routes that point at that node."""
+        return Plan(routes=tuple(r for r in self.routes if r.node == node), rejected=self.rejected)
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """When the cluster change that led to a plan was seen, for convergence metrics (monotonic seconds)."""
+
+    received_at: float  # first watch event of the coalesced batch reached bgpadv
+    planned_at: float  # the planner returned
+    kinds: tuple[str, ...] = field(default_factory=tuple)  # resource kinds in the batch, for logs

@@ -1,0 +1,57 @@
+"""The Kubernetes resources bgpadv reads: one table shared by the sources, the manifests loader and the fake API."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """One watched kind. `field` is the attribute of `ClusterState` that holds its objects."""
+
+    kind: str
+    group: str  # "" for the core group
+    version: str
+    plural: str
+    namespaced: bool
+    field: str
+    label_selector: str = ""  # what the watch asks for (server-side filter)
+    optional: bool = True  # a CRD that may be absent (KubeVirt not installed): logged and retried, never fatal
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def key(self, obj: dict) -> tuple[str, str] | str:
+        """The key an object is stored under: name, or (namespace, name) for namespaced kinds."""
+        meta = obj.get("metadata") or {}
+        if self.namespaced:
+            return (meta.get("namespace") or "", meta.get("name") or "")
+        return meta.get("name") or ""
+
+
+CUDN = Resource("ClusterUserDefinedNetwork", "k8s.ovn.org", "v1", "clusteruserdefinednetworks", False, "cudns")
+ROUTE_ADVERTISEMENTS = Resource(
+    "RouteAdvertisements", "k8s.ovn.org", "v1", "routeadvertisements", False, "route_advertisements"
+)
+IPAM_CLAIM = Resource("IPAMClaim", "k8s.cni.cncf.io", "v1alpha1", "ipamclaims", True, "ipam_claims")
+VMI = Resource("VirtualMachineInstance", "kubevirt.io", "v1", "virtualmachineinstances", True, "vmis")
+LAUNCHER_POD = Resource(
+    "Pod", "", "v1", "pods", True, "pods", label_selector="kubevirt.io=virt-launcher", optional=False
+)
+NODE = Resource("Node", "", "v1", "nodes", False, "nodes", optional=False)
+
+ALL: tuple[Resource, ...] = (CUDN, ROUTE_ADVERTISEMENTS, IPAM_CLAIM, VMI, LAUNCHER_POD, NODE)
+BY_KIND: dict[str, Resource] = {r.kind: r for r in ALL}
+
+
+def resource_for(obj: dict) -> Resource | None:
+    """The watched resource an object belongs to, by apiVersion and kind; None for anything else."""
+    res = BY_KIND.get(obj.get("kind") or "")
+    if res is None or obj.get("apiVersion") != res.api_version:
+        return None
+    if res is LAUNCHER_POD:
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        if labels.get("kubevirt.io") != "virt-launcher":
+            return None
+    return res
