@@ -1,0 +1,79 @@
+"""The `bgpadv` command: a thin entry that parses arguments and hands over to the module that does the work."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from bgpadv import __version__
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bgpadv", description="Advertise KubeVirt VM and UDN routes through ExaBGP.")
+    p.add_argument("--version", action="version", version=f"bgpadv {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run the service: ExaBGP with bgpadv's controller as its API process")
+    run.add_argument("--config", required=True, help="bgpadv configuration file (YAML)")
+    run.add_argument("--runtime-dir", help="where ExaBGP's rendered configuration goes (default: a private temp dir)")
+
+    ctl = sub.add_parser("controller", help="(internal) the API process ExaBGP runs; speaks ExaBGP's text protocol")
+    ctl.add_argument("--config", required=True)
+
+    render = sub.add_parser("render", help="print the routes and refusals for a directory of cluster manifests")
+    render.add_argument("--config", required=True)
+    render.add_argument("--manifests", required=True, help="directory of YAML/JSON manifests (kubectl get -o yaml)")
+    render.add_argument("--output", choices=("table", "json"), default="table")
+
+    check = sub.add_parser("check-config", help="validate a configuration file (exit 2 when invalid)")
+    check.add_argument("file")
+
+    status = sub.add_parser("status", help="print peers, routes and convergence of a running instance")
+    status.add_argument("--url", default="http://127.0.0.1:9179", help="the instance's metrics listener")
+    status.add_argument("--json", action="store_true", help="print the raw status document")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "check-config":
+        return _check_config(args.file)
+    if args.command == "render":
+        from bgpadv import render
+
+        return render.main(args.config, args.manifests, args.output)
+    if args.command == "run":
+        from bgpadv import service
+
+        return service.run(args.config, args.runtime_dir)
+    if args.command == "controller":
+        from bgpadv import service
+
+        return service.controller_main(args.config)
+    if args.command == "status":
+        from bgpadv import status
+
+        return status.main(args.url, as_json=args.json)
+    raise AssertionError(args.command)
+
+
+def _check_config(path: str) -> int:
+    from bgpadv.config import ConfigError, load
+
+    try:
+        cfg = load(path)
+    except ConfigError as e:
+        for problem in e.problems:
+            print(f"{path}: {problem}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"{path}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    peers = ", ".join(f"{p.address} (AS{p.asn})" for p in cfg.peers)
+    print(f"{path}: valid — local AS{cfg.local_asn}, peers: {peers}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

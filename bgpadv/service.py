@@ -1,0 +1,354 @@
+"""Wiring and lifecycle: sources → coalesce → planner → speaker, on one thread.
+
+`bgpadv run` renders ExaBGP's configuration and execs ExaBGP; ExaBGP starts `bgpadv controller` as its API process.
+The controller is where everything happens:
+
+    reflector threads ──WatchEvent──┐
+                                    ├──▶ one queue ──▶ main loop: store.apply → plan → speaker.set_desired
+    stdin reader thread ──line─────┘                              speaker.handle_line (acks, peer events)
+
+Only the main loop touches the store, the planner's inputs and the speaker, so none of them needs a lock. Bursts
+coalesce by construction: the loop drains everything already queued (plus a short window after a watch event)
+before it plans once. A controller crash does not drop BGP sessions: ExaBGP keeps its RIB and respawns the
+controller, whose speaker relearns what is advertised before it changes anything.
+
+Fail-static: when the API is unreachable the reflectors keep retrying and the store keeps the last view, so the
+advertised routes stay as they were; nothing is planned from a partial view (before every resource's first LIST).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from bgpadv import planner, resources
+from bgpadv.config import Config, ConfigError, load
+from bgpadv.model import Cause, Plan, Route, RouteKind
+from bgpadv.sources.reflector import WatchEvent
+from bgpadv.sources.store import Store
+
+log = logging.getLogger("bgpadv.service")
+
+
+@dataclass(frozen=True, slots=True)
+class LoopSettings:
+    """Timing of the main loop."""
+
+    coalesce_window: float = 0.002
+    """After a watch event, keep collecting events for this long before planning (seconds)."""
+    heartbeat: float = 1.0
+    """The loop wakes at least this often, to heartbeat the health check and run timers (seconds)."""
+    resync_interval: float = 300.0
+    """Replan from the full store this often even without events: level-based healing of any drift (seconds)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _ExaBGPLine:
+    line: str
+    at: float
+
+
+class _StdinClosed:
+    pass
+
+
+def watched_resources(config: Config) -> tuple[resources.Resource, ...]:
+    """The resources a configuration needs: RouteAdvertisements only when it follows them."""
+    return tuple(
+        r
+        for r in resources.ALL
+        if r is not resources.ROUTE_ADVERTISEMENTS or config.networks.follow_route_advertisements
+    )
+
+
+def desired_per_peer(config: Config, plan: Plan) -> dict[str, tuple[Route, ...]]:
+    """Every peer gets the plan's routes (the speaker drops families a peer does not carry)."""
+    view = plan.for_node(config.node_name) if config.node_name else plan
+    return {peer.name: view.routes for peer in config.peers}
+
+
+class Controller:
+    """The API process: owns the store, runs the planner and drives the speaker from one loop."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        speaker,
+        sources_factory: Callable[[Callable[[WatchEvent], None]], object],
+        observer=None,
+        settings: LoopSettings | None = None,
+    ) -> None:
+        from bgpadv.observe import NullObserver
+
+        self.config = config
+        self.settings = settings or LoopSettings()
+        self.observer = observer if observer is not None else NullObserver()
+        self.store = Store()
+        self.speaker = speaker
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.sources = sources_factory(self.queue.put)
+        self.plan: Plan | None = None
+        self._stop = threading.Event()
+        self._pending_since: float | None = None  # first unplanned watch event
+        self._kinds: set[str] = set()
+        self._last_plan_at = 0.0
+
+    # -- inputs from other threads -------------------------------------------------------------------------------
+    def feed_exabgp(self, stream: TextIO) -> threading.Thread:
+        """Start the reader thread: it only reads ExaBGP's lines and queues them, so the pipe never fills."""
+
+        def read() -> None:
+            try:
+                for line in stream:
+                    self.queue.put(_ExaBGPLine(line.rstrip("\n"), time.monotonic()))
+            except (OSError, ValueError) as e:
+                log.warning("reading from ExaBGP failed: %s", e)
+            self.queue.put(_StdinClosed())
+
+        t = threading.Thread(target=read, name="exabgp-reader", daemon=True)
+        t.start()
+        return t
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.queue.put(_StdinClosed())
+
+    # -- the loop --------------------------------------------------------------------------------------------------
+    def run(self) -> int:
+        self.speaker.start()
+        self.sources.start()
+        try:
+            while not self._stop.is_set():
+                self._heartbeat()
+                try:
+                    item = self.queue.get(timeout=self.settings.heartbeat)
+                except queue.Empty:
+                    self._maybe_resync()
+                    continue
+                if not self._handle(item):
+                    break
+                if not self._drain():
+                    break
+                self._maybe_plan()
+        finally:
+            self.sources.stop()
+        return 0
+
+    def _heartbeat(self) -> None:
+        beat = getattr(self.observer, "heartbeat", None)
+        if beat is not None:
+            beat()
+
+    def _drain(self) -> bool:
+        """Take everything already queued; after a watch event, wait out the coalescing window."""
+        deadline = None
+        while True:
+            if self._pending_since is not None and deadline is None:
+                deadline = time.monotonic() + self.settings.coalesce_window
+            try:
+                if deadline is None:
+                    item = self.queue.get_nowait()
+                else:
+                    remaining = deadline - time.monotonic()
+                    item = self.queue.get(timeout=remaining) if remaining > 0 else self.queue.get_nowait()
+            except queue.Empty:
+                return True
+            if not self._handle(item):
+                return False
+
+    def _handle(self, item: object) -> bool:
+        if isinstance(item, _ExaBGPLine):
+            self.speaker.handle_line(item.line, item.at)
+            return True
+        if isinstance(item, _StdinClosed):
+            log.info("ExaBGP closed our input: exiting")
+            return False
+        if isinstance(item, WatchEvent):
+            self.observer.watch_event(item.resource.plural, item.type, item.received_at, item.object_wall_time)
+            if item.type == "SYNCED":
+                self.observer.initial_sync(item.resource.plural, item.received_at)
+            if self.store.apply(item):
+                if self._pending_since is None:
+                    self._pending_since = item.received_at
+                self._kinds.add(item.resource.kind)
+            return True
+        log.warning("ignoring unexpected queue item %r", type(item).__name__)
+        return True
+
+    def _maybe_plan(self) -> None:
+        """Plan when something changed, or for the first time, once every resource is listed and the speaker knows
+        what ExaBGP already advertises (never from a partial view)."""
+        if not self.store.synced or not self.speaker.ready:
+            return
+        if self._pending_since is None and self.plan is not None:
+            return
+        cause_start = self._pending_since
+        self._pending_since = None
+        self._plan_and_send(cause_start, full=self.plan is None)
+
+    def _maybe_resync(self) -> None:
+        now = time.monotonic()
+        if self.plan is None:
+            self._maybe_plan()
+        elif now - self._last_plan_at >= self.settings.resync_interval:
+            self._plan_and_send(None, full=True)
+
+    def _plan_and_send(self, received_at: float | None, *, full: bool) -> None:
+        started = time.monotonic()
+        try:
+            plan = planner.plan(self.store.state, self.config)
+        except Exception:  # the planner is pure and tested not to raise; never let a bug take the sessions down
+            log.exception("planner failed; keeping the current advertisements")
+            return
+        planned_at = time.monotonic()
+        cause = (
+            Cause(received_at=received_at, planned_at=planned_at, kinds=tuple(sorted(self._kinds)))
+            if received_at is not None
+            else None
+        )
+        self._kinds.clear()
+        self._note_migrations(self.plan, plan)
+        self.observer.planned(plan, cause, planned_at - started, full)
+        self.plan = plan
+        self._last_plan_at = planned_at
+        self.speaker.set_desired(desired_per_peer(self.config, plan), cause)
+
+    def _note_migrations(self, old: Plan | None, new: Plan) -> None:
+        """Tell the observer when a host route moved because a live migration's target became ready."""
+        started = getattr(self.observer, "migration_handover_started", None)
+        if old is None or started is None:
+            return
+        before = {r.prefix: r for r in old.routes if r.kind is RouteKind.HOST}
+        for route in new.routes:
+            prev = before.get(route.prefix)
+            if prev is None or prev.node == route.node or route.node is None:
+                continue
+            ready = migration_ready_wall(self.store.state.vmis, self.store.state.ipam_claims, route)
+            if ready is not None:
+                started(str(route.prefix), ready)
+
+
+def migration_ready_wall(vmis: Mapping, claims: Mapping, route: Route) -> float | None:
+    """The wall time the migration target of a host route's VM became ready, if the VMI says so."""
+    from datetime import datetime
+
+    src = route.source
+    claim = claims.get((src.namespace, src.name)) or {}
+    vm = ((claim.get("metadata") or {}).get("labels") or {}).get("kubevirt.io/vm")
+    vmi = vmis.get((src.namespace, vm)) if vm else None
+    state = ((vmi or {}).get("status") or {}).get("migrationState") or {}
+    stamp = state.get("targetNodeDomainReadyTimestamp")
+    if not isinstance(stamp, str):
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+# -- process entry points ------------------------------------------------------------------------------------------
+
+
+def run(config_path: str, runtime_dir: str | None = None) -> int:
+    """`bgpadv run`: render ExaBGP's configuration, then replace this process with ExaBGP."""
+    from bgpadv.speaker.exabgp_config import exabgp_argv, exabgp_environment, render_exabgp_config
+
+    try:
+        config = load(config_path)
+    except (ConfigError, OSError) as e:
+        problems = e.problems if isinstance(e, ConfigError) else [str(e)]
+        for p in problems:
+            print(f"{config_path}: {p}", file=sys.stderr)
+        return 2
+    rdir = Path(runtime_dir or tempfile.mkdtemp(prefix="bgpadv-"))
+    rdir.mkdir(parents=True, exist_ok=True)
+    api_argv = [sys.executable, "-m", "bgpadv", "controller", "--config", str(Path(config_path).resolve())]
+    conf = rdir / "exabgp.conf"
+    conf.write_text(render_exabgp_config(config, api_argv))
+    env = {**os.environ, **exabgp_environment(config, str(rdir))}
+    argv = exabgp_argv(str(conf))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execvpe(argv[0], argv, env)
+    return 1  # not reached
+
+
+def controller_main(config_path: str) -> int:
+    """`bgpadv controller`: the API process. stdout is ExaBGP's command pipe, so nothing else may write to it."""
+    from bgpadv.events import EventRecorder
+    from bgpadv.health import HealthServer
+    from bgpadv.logs import setup_logging
+    from bgpadv.metrics import MetricsObserver
+    from bgpadv.sources.client import make_api_client
+    from bgpadv.sources.reflector import ReflectorSettings, Sources
+    from bgpadv.speaker.session import Speaker
+
+    commands = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # a stray print() must never reach ExaBGP as a command
+    setup_logging(os.environ.get("BGPADV_LOG_LEVEL", "INFO"))
+    try:
+        config = load(config_path)
+    except (ConfigError, OSError) as e:
+        log.error("invalid configuration %s: %s", config_path, e)
+        return 2
+
+    metrics = MetricsObserver()
+    api_client = make_api_client(config.kubernetes)
+    events = EventRecorder(api_client)
+    observer = _Fanout(metrics, events)
+
+    def write(line: str) -> None:
+        commands.write(line + "\n")
+        commands.flush()
+
+    speaker = Speaker(
+        config.peers,
+        write,
+        observer,
+        max_inflight=config.exabgp.max_inflight,
+        chunk_prefixes=config.exabgp.chunk_prefixes,
+    )
+
+    def sources_factory(emit: Callable[[WatchEvent], None]) -> Sources:
+        return Sources(api_client, watched_resources(config), emit, ReflectorSettings(), observer)
+
+    controller = Controller(config, speaker=speaker, sources_factory=sources_factory, observer=observer)
+    health = HealthServer(config.metrics.host_port, metrics)
+    health.start()
+    events.start()
+    controller.feed_exabgp(sys.stdin)
+    try:
+        return controller.run()
+    finally:
+        events.stop()
+        health.stop()
+
+
+class _Fanout:
+    """Hands each observation to every observer that implements it; an observer's failure is logged, not raised."""
+
+    def __init__(self, *observers: object) -> None:
+        self._observers = observers
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        targets = [getattr(o, name) for o in self._observers if hasattr(o, name)]
+
+        def call(*args: object, **kwargs: object) -> None:
+            for target in targets:
+                try:
+                    target(*args, **kwargs)
+                except Exception:
+                    log.exception("observer %s failed", name)
+
+        setattr(self, name, call)
+        return call

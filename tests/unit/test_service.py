@@ -1,0 +1,203 @@
+"""The controller loop: when it plans, what it hands the speaker, and how it survives failures.
+
+The speaker and the sources are replaced by recorders; the planner and the store are the real ones.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+
+import pytest
+
+from bgpadv import resources
+from bgpadv.config import parse
+from bgpadv.model import Plan
+from bgpadv.service import Controller, LoopSettings, desired_per_peer, watched_resources
+from bgpadv.sources.reflector import WatchEvent
+
+CONFIG = parse(
+    {
+        "localASN": 64513,
+        "peers": [{"address": "10.0.0.1", "asn": 64512}, {"address": "fd00::1", "asn": 64512}],
+        "networks": {"selector": {"matchLabels": {"bgpadv.io/advertise": "true"}}},
+    }
+)
+
+CUDN = {
+    "apiVersion": "k8s.ovn.org/v1",
+    "kind": "ClusterUserDefinedNetwork",
+    "metadata": {"name": "vmnet-a", "labels": {"bgpadv.io/advertise": "true"}, "resourceVersion": "10"},
+    "spec": {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "imported-vms"}},
+        "network": {
+            "topology": "Layer2",
+            "layer2": {
+                "role": "Primary",
+                "subnets": ["192.168.100.0/24"],
+                "defaultGatewayIPs": ["192.168.100.1"],
+                "ipam": {"mode": "Enabled", "lifecycle": "Persistent"},
+            },
+        },
+    },
+    "status": {"conditions": [{"type": "NetworkCreated", "status": "True", "reason": "NetworkAttachmentDefinitionCreated"}]},
+}
+
+
+class RecordingSpeaker:
+    """Records every desired set; `ready` is controlled by the test."""
+
+    def __init__(self) -> None:
+        self.ready = True
+        self.started = False
+        self.desired: list[dict] = []
+        self.lines: list[str] = []
+
+    def start(self) -> None:
+        self.started = True
+
+    def set_desired(self, desired, cause=None) -> None:
+        self.desired.append({peer: tuple(routes) for peer, routes in desired.items()})
+
+    def handle_line(self, line: str, at: float | None = None) -> None:
+        self.lines.append(line)
+
+
+class IdleSources:
+    def __init__(self, emit) -> None:
+        self.emit = emit
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+def event(res: resources.Resource, kind: str, obj: dict | None) -> WatchEvent:
+    return WatchEvent(resource=res, type=kind, obj=obj, received_at=time.monotonic(), object_wall_time=None)
+
+
+def synced_all(c: Controller) -> None:
+    for res in watched_resources(CONFIG):
+        c.queue.put(event(res, "SYNCED", None))
+
+
+def run_in_thread(c: Controller) -> threading.Thread:
+    t = threading.Thread(target=c.run, daemon=True)
+    t.start()
+    return t
+
+
+def wait_until(pred, timeout: float = 5.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return
+        time.sleep(0.005)
+    raise AssertionError("condition not met in time")
+
+
+@pytest.fixture
+def controller():
+    speaker = RecordingSpeaker()
+    c = Controller(CONFIG, speaker=speaker, sources_factory=IdleSources, settings=LoopSettings(heartbeat=0.05))
+    yield c
+    c.stop()
+
+
+def test_route_advertisements_are_watched_only_when_followed():
+    assert resources.ROUTE_ADVERTISEMENTS not in watched_resources(CONFIG)
+    follow = parse({**_raw(), "networks": {"followRouteAdvertisements": True}})
+    assert resources.ROUTE_ADVERTISEMENTS in watched_resources(follow)
+
+
+def _raw() -> dict:
+    return {"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512}]}
+
+
+def test_nothing_is_planned_before_every_resource_finished_its_first_list(controller):
+    run_in_thread(controller)
+    controller.queue.put(event(resources.CUDN, "ADDED", CUDN))
+    time.sleep(0.2)
+    assert controller.speaker.desired == []
+    synced_all(controller)
+    wait_until(lambda: controller.speaker.desired)
+    routes = controller.speaker.desired[-1]["10.0.0.1"]
+    assert [str(r.prefix) for r in routes] == ["192.168.100.0/24"]
+
+
+def test_an_empty_cluster_still_gets_a_plan_so_stale_routes_are_withdrawn(controller):
+    run_in_thread(controller)
+    synced_all(controller)
+    wait_until(lambda: controller.speaker.desired)
+    assert controller.speaker.desired[-1] == {"10.0.0.1": (), "fd00::1": ()}
+
+
+def test_nothing_is_planned_until_the_speaker_knows_what_exabgp_advertises(controller):
+    controller.speaker.ready = False
+    run_in_thread(controller)
+    synced_all(controller)
+    time.sleep(0.2)
+    assert controller.speaker.desired == []
+    controller.speaker.ready = True
+    controller.queue.put(event(resources.CUDN, "ADDED", CUDN))
+    wait_until(lambda: controller.speaker.desired)
+
+
+def test_a_burst_of_events_is_planned_once(controller):
+    run_in_thread(controller)
+    synced_all(controller)
+    wait_until(lambda: len(controller.speaker.desired) == 1)
+    for i in range(50):
+        obj = {**CUDN, "metadata": {**CUDN["metadata"], "resourceVersion": str(100 + i)}}
+        controller.queue.put(event(resources.CUDN, "MODIFIED", obj))
+    wait_until(lambda: len(controller.speaker.desired) >= 2)
+    time.sleep(0.1)
+    assert len(controller.speaker.desired) <= 3
+
+
+def test_exabgp_lines_reach_the_speaker_in_order(controller):
+    run_in_thread(controller)
+    controller.feed_exabgp(_Lines(["done", "error", "done"]))
+    wait_until(lambda: len(controller.speaker.lines) == 3)
+    assert controller.speaker.lines == ["done", "error", "done"]
+
+
+def test_the_loop_ends_when_exabgp_closes_its_pipe(controller):
+    t = run_in_thread(controller)
+    controller.feed_exabgp(_Lines([]))
+    t.join(timeout=5)
+    assert not t.is_alive()
+
+
+def test_a_planner_bug_keeps_the_current_advertisements(controller, monkeypatch):
+    from bgpadv import service
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(service.planner, "plan", broken)
+    t = run_in_thread(controller)
+    synced_all(controller)
+    time.sleep(0.2)
+    assert t.is_alive()
+    assert controller.speaker.desired == []
+
+
+def test_per_node_mode_hands_each_peer_only_that_nodes_routes():
+    cfg = parse({**_raw(), "nodeName": "worker-2"})
+    plan = Plan()
+    assert desired_per_peer(cfg, plan) == {"10.0.0.1": ()}
+
+
+class _Lines:
+    def __init__(self, lines: list[str]) -> None:
+        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        for line in lines:
+            self._q.put(line + "\n")
+
+    def __iter__(self):
+        while not self._q.empty():
+            yield self._q.get()
