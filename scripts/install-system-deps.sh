@@ -20,5 +20,4 @@ fi
 for svc in frr prometheus; do
   if command -v systemctl >/dev/null && systemctl is-active --quiet "$svc" 2>/dev/null; then systemctl stop "$svc" || true; fi
 done
-pkill -x prometheus 2>/dev/null || true
 exit 0
