@@ -1,0 +1,109 @@
+"""`bgpadv status`: what a running instance reports on its /status endpoint, printed for people."""
+
+from __future__ import annotations
+
+import json
+import sys
+import urllib.error
+import urllib.request
+from datetime import UTC, datetime
+from typing import IO, Any
+
+DEFAULT_URL = "http://127.0.0.1:9179"
+
+
+def fetch(url: str = DEFAULT_URL, timeout: float = 5.0) -> dict[str, Any]:
+    """The /status JSON of the instance at `url` (the metrics listener's base URL)."""
+    with urllib.request.urlopen(url.rstrip("/") + "/status", timeout=timeout) as resp:
+        return json.loads(resp.read())
+
+
+def main(url: str = DEFAULT_URL, *, as_json: bool = False, out: IO[str] | None = None) -> int:
+    """Print the status of the instance at `url`; 0 if it answered (ready or not), 1 if it could not be reached."""
+    out = out if out is not None else sys.stdout
+    try:
+        status = fetch(url)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        print(f"bgpadv status: cannot read {url.rstrip('/')}/status: {exc}", file=sys.stderr)
+        return 1
+    out.write(json.dumps(status, indent=2, sort_keys=True) + "\n" if as_json else render(status))
+    return 0
+
+
+def render(status: dict[str, Any]) -> str:
+    """The status as aligned tables."""
+    lines: list[str] = []
+    ready = status.get("ready") or {}
+    alive = status.get("alive") or {}
+    lines.append(
+        f"bgpadv {status.get('version', '?')}  "
+        f"ready: {'yes' if ready.get('ok') else 'no (' + str(ready.get('reason', '?')) + ')'}  "
+        f"alive: {'yes' if alive.get('ok', True) else 'no (' + str(alive.get('reason', '?')) + ')'}"
+    )
+    now = status.get("time")
+    lines.append(f"last sync: {_ago(status.get('last_sync'), now)}   last plan: {_ago(status.get('last_plan'), now)}")
+    lines.append("")
+
+    peers = status.get("peers") or {}
+    rows = [
+        [
+            name,
+            str(p.get("state", "?")),
+            _duration(p.get("uptime_seconds")),
+            _num(p.get("routes_advertised")),
+            _num(p.get("prefixes_announced")),
+            _num(p.get("prefixes_withdrawn")),
+        ]
+        for name, p in peers.items()
+    ]
+    lines += _table(["PEER", "STATE", "UPTIME", "ROUTES", "ANNOUNCED", "WITHDRAWN"], rows, "no peers")
+    lines.append("")
+
+    routes = status.get("routes") or []
+    rows = [[r["network"], r["family"], r["kind"], str(r["count"])] for r in routes]
+    lines += _table(["NETWORK", "FAMILY", "KIND", "ROUTES"], rows, "no routes planned")
+    lines.append(f"total {status.get('routes_total', 0)} routes, {status.get('refusals', 0)} refused values")
+    lines.append("")
+
+    conv = status.get("convergence") or {}
+    rows = [
+        [stage, str(c.get("samples", 0)), _ms(c.get("p50")), _ms(c.get("p90")), _ms(c.get("p99")), _ms(c.get("max"))]
+        for stage, c in conv.items()
+    ]
+    lines += _table(["STAGE (since event)", "SAMPLES", "P50", "P90", "P99", "MAX"], rows, "no samples")
+    return "\n".join(lines) + "\n"
+
+
+def _table(header: list[str], rows: list[list[str]], empty: str) -> list[str]:
+    if not rows:
+        return [header[0], f"  ({empty})"]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    return [fmt.format(*header).rstrip()] + [fmt.format(*r).rstrip() for r in rows]
+
+
+def _ms(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return f"{seconds * 1000:.1f} ms" if seconds < 10 else f"{seconds:.1f} s"
+
+
+def _num(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = int(seconds)
+    d, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    return f"{d}d{h:02}h{m:02}m" if d else f"{h}h{m:02}m{s:02}s" if h else f"{m}m{s:02}s"
+
+
+def _ago(wall: float | None, now: float | None) -> str:
+    if wall is None:
+        return "never"
+    stamp = datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"{stamp} ({_duration(max(0.0, now - wall))} ago)" if now else stamp
