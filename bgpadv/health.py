@@ -72,7 +72,8 @@ class HealthServer:
         return True, "ok"
 
     def start(self) -> HealthServer:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="bgpadv-health", daemon=True)
+        serve = self._server.serve_forever
+        self._thread = threading.Thread(target=serve, args=(0.1,), name="bgpadv-health", daemon=True)
         self._thread.start()
         log.info("health server listening", extra={"url": self.url})
         return self

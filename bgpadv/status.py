@@ -56,29 +56,37 @@ def render(status: dict[str, Any]) -> str:
         ]
         for name, p in peers.items()
     ]
-    lines += _table(["PEER", "STATE", "UPTIME", "ROUTES", "ANNOUNCED", "WITHDRAWN"], rows, "no peers")
+    lines += _table(["PEER", "STATE", "UPTIME", "ROUTES", "ANNOUNCED", "WITHDRAWN"], rows, "no peers", "llrrrr")
     lines.append("")
 
     routes = status.get("routes") or []
     rows = [[r["network"], r["family"], r["kind"], str(r["count"])] for r in routes]
-    lines += _table(["NETWORK", "FAMILY", "KIND", "ROUTES"], rows, "no routes planned")
+    lines += _table(["NETWORK", "FAMILY", "KIND", "ROUTES"], rows, "no routes planned", "lllr")
     lines.append(f"total {status.get('routes_total', 0)} routes, {status.get('refusals', 0)} refused values")
     lines.append("")
 
     conv = status.get("convergence") or {}
     rows = [
         [stage, str(c.get("samples", 0)), _ms(c.get("p50")), _ms(c.get("p90")), _ms(c.get("p99")), _ms(c.get("max"))]
-        for stage, c in conv.items()
+        for stage, c in sorted(conv.items(), key=lambda kv: _stage_order(kv[0]))
     ]
-    lines += _table(["STAGE (since event)", "SAMPLES", "P50", "P90", "P99", "MAX"], rows, "no samples")
+    lines += _table(["STAGE (since event)", "SAMPLES", "P50", "P90", "P99", "MAX"], rows, "no samples", "lrrrrr")
     return "\n".join(lines) + "\n"
 
 
-def _table(header: list[str], rows: list[list[str]], empty: str) -> list[str]:
+STAGE_ORDER = ("planned", "written", "acked", "sent", "handover")
+
+
+def _stage_order(stage: str) -> tuple[int, str]:
+    return (STAGE_ORDER.index(stage) if stage in STAGE_ORDER else len(STAGE_ORDER), stage)
+
+
+def _table(header: list[str], rows: list[list[str]], empty: str, align: str) -> list[str]:
+    """Columns padded to their widest cell; `align` has one l (left) or r (right) per column."""
     if not rows:
         return [header[0], f"  ({empty})"]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    fmt = "  ".join(f"{{:<{w}}}" if a == "l" else f"{{:>{w}}}" for a, w in zip(align, widths, strict=True))
     return [fmt.format(*header).rstrip()] + [fmt.format(*r).rstrip() for r in rows]
 
 

@@ -1,0 +1,186 @@
+"""The metrics listener over real HTTP on loopback, `bgpadv status` reading it, and the JSON log lines.
+
+Scope: /metrics exposition (text and OpenMetrics), /healthz following the main loop's heartbeat, /readyz following
+the initial sync and the peers, /status as JSON and as printed by `bgpadv.status.main`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import urllib.error
+import urllib.request
+
+import pytest
+from netaddr import IPAddress, IPNetwork
+
+from bgpadv import status as status_cli
+from bgpadv.health import HealthServer
+from bgpadv.logs import setup_logging
+from bgpadv.metrics import Metrics, MetricsObserver
+from bgpadv.model import Cause, ObjectRef, Plan, Route, RouteKind
+from bgpadv.observe import RouteChange
+
+PEER = "10.0.0.1"
+CLAIM = ObjectRef("IPAMClaim", "vm-a.default", "imported-vms", "0b6a4c1e-2f4d-4b8e-9c1a-7d2e3f4a5b6c")
+CUDN = ObjectRef("ClusterUserDefinedNetwork", "vmnet-a", uid="6f1c2a9e-0d6b-4d1e-9a52-1f7f0c2b8a01")
+VM_A = Route(
+    IPNetwork("192.168.100.205/32"), IPAddress("192.0.2.11"), "vmnet-a", RouteKind.HOST, CLAIM, node="worker-1"
+)
+SUBNET = Route(IPNetwork("192.168.100.0/24"), None, "vmnet-a", RouteKind.SUBNET, CUDN)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.mono = 1000.0
+
+    def monotonic(self) -> float:
+        return self.mono
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def observer(clock: Clock) -> MetricsObserver:
+    return MetricsObserver(Metrics(), clock=clock.monotonic)
+
+
+@pytest.fixture
+def server(observer: MetricsObserver):
+    with HealthServer(("127.0.0.1", 0), observer.metrics.registry, observer, stale_after=10.0) as srv:
+        yield srv
+
+
+def get(url: str, accept: str | None = None) -> tuple[int, str, str]:
+    req = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            return resp.status, resp.headers["Content-Type"], resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers["Content-Type"], e.read().decode()
+
+
+def converge_one_change(observer: MetricsObserver) -> None:
+    observer.peer_state(PEER, "up", 1.0)
+    observer.planned(Plan.build([SUBNET, VM_A], []), Cause(10.0, 10.001), 0.001, True)
+    observer.commands_written(1, [RouteChange(PEER, "announce", VM_A)], Cause(10.0, 10.001), at=10.002)
+    observer.command_acked(1, True, at=10.003)
+    observer.updates_sent(PEER, ["192.168.100.205/32"], [], at=10.004)
+    observer.synced(PEER, 2, at=10.005)
+
+
+def test_metrics_endpoint_serves_the_registry_with_process_metrics(
+    server: HealthServer, observer: MetricsObserver
+) -> None:
+    converge_one_change(observer)
+    code, ctype, body = get(server.url + "/metrics")
+    assert code == 200
+    assert ctype.startswith("text/plain; version=0.0.4")
+    assert 'bgpadv_convergence_seconds_bucket{kind="host",le="0.005",op="announce",stage="sent"} 1.0' in body
+    assert 'bgpadv_routes_advertised{family="ipv4",kind="host",network="vmnet-a"} 1.0' in body
+    assert "process_cpu_seconds_total" in body
+    assert "python_info" in body
+
+
+def test_metrics_endpoint_speaks_openmetrics_when_asked(server: HealthServer) -> None:
+    code, ctype, body = get(server.url + "/metrics", accept="application/openmetrics-text; version=1.0.0")
+    assert code == 200
+    assert ctype.startswith("application/openmetrics-text")
+    assert body.rstrip().endswith("# EOF")
+
+
+def test_healthz_follows_the_main_loop_heartbeat(server: HealthServer, clock: Clock) -> None:
+    assert get(server.url + "/healthz")[0] == 200
+    clock.mono += 11.0  # the loop is stuck
+    code, _, body = get(server.url + "/healthz")
+    assert code == 503
+    assert "main loop silent for 11.0s" in body
+    server.heartbeat()
+    assert get(server.url + "/healthz")[0] == 200
+
+
+def test_readyz_waits_for_the_initial_sync_and_an_established_peer(
+    server: HealthServer, observer: MetricsObserver
+) -> None:
+    code, _, body = get(server.url + "/readyz")
+    assert (code, body.strip()) == (503, "initial sync not done (no plan yet)")
+    observer.planned(Plan.build([SUBNET], []), None, 0.001, True)
+    code, _, body = get(server.url + "/readyz")
+    assert (code, body.strip()) == (503, "no BGP peer established")
+    observer.peer_state(PEER, "up", 2.0)
+    assert get(server.url + "/readyz")[:1] == (200,)
+
+
+def test_status_is_json_with_peers_routes_and_convergence(server: HealthServer, observer: MetricsObserver) -> None:
+    converge_one_change(observer)
+    code, ctype, body = get(server.url + "/status")
+    assert (code, ctype) == (200, "application/json")
+    doc = json.loads(body)
+    assert doc["peers"][PEER]["state"] == "up"
+    assert doc["peers"][PEER]["routes_advertised"] == 2
+    assert doc["routes"] == [
+        {"network": "vmnet-a", "family": "ipv4", "kind": "host", "count": 1},
+        {"network": "vmnet-a", "family": "ipv4", "kind": "subnet", "count": 1},
+    ]
+    assert doc["convergence"]["sent"]["p50"] == pytest.approx(0.004)
+    assert doc["ready"] == {"ok": True, "reason": "ok"}
+    assert doc["alive"] == {"ok": True, "reason": "ok"}
+    assert doc["version"] == "0.1.0"
+
+
+def test_unknown_paths_are_404(server: HealthServer) -> None:
+    assert get(server.url + "/nope")[0] == 404
+
+
+def test_the_observer_alone_is_enough_to_build_the_server(observer: MetricsObserver) -> None:
+    with HealthServer(("127.0.0.1", 0), observer) as srv:
+        assert srv.registry is observer.metrics.registry
+        assert get(srv.url + "/metrics")[0] == 200
+
+
+def test_bgpadv_status_prints_aligned_tables(server: HealthServer, observer: MetricsObserver) -> None:
+    converge_one_change(observer)
+    out = io.StringIO()
+    assert status_cli.main(server.url, out=out) == 0
+    text = out.getvalue()
+    assert text.startswith("bgpadv 0.1.0  ready: yes  alive: yes\n")
+    lines = text.splitlines()
+    peer_header = next(i for i, line in enumerate(lines) if line.startswith("PEER"))
+    assert lines[peer_header].split() == ["PEER", "STATE", "UPTIME", "ROUTES", "ANNOUNCED", "WITHDRAWN"]
+    assert lines[peer_header + 1].split()[:2] == [PEER, "up"]
+    assert lines[peer_header].index("ROUTES") + len("ROUTES") == lines[peer_header + 1].index(" 2 ") + 2
+    assert any(line.split()[:5] == ["sent", "1", "4.0", "ms", "4.0"] for line in lines)
+    assert "vmnet-a" in text and "total 2 routes, 0 refused values" in text
+
+
+def test_bgpadv_status_json_passthrough(server: HealthServer, observer: MetricsObserver) -> None:
+    out = io.StringIO()
+    assert status_cli.main(server.url, as_json=True, out=out) == 0
+    assert json.loads(out.getvalue())["version"] == "0.1.0"
+
+
+def test_bgpadv_status_reports_an_unreachable_instance(capsys: pytest.CaptureFixture[str]) -> None:
+    assert status_cli.main("http://127.0.0.1:9") == 1
+    assert "cannot read http://127.0.0.1:9/status" in capsys.readouterr().err
+
+
+def test_logs_are_one_json_object_per_line_with_extra_fields() -> None:
+    stream = io.StringIO()
+    handler = setup_logging("debug", json=True, stream=stream)
+    try:
+        logging.getLogger("bgpadv.speaker").info("peer %s up", PEER, extra={"peer": PEER, "routes": 12})
+        try:
+            raise ValueError("bad line")
+        except ValueError:
+            logging.getLogger("bgpadv.speaker").exception("parse failed")
+    finally:
+        logging.getLogger().removeHandler(handler)
+    first, second = (json.loads(line) for line in stream.getvalue().splitlines())
+    assert first["level"] == "info" and first["logger"] == "bgpadv.speaker" and first["msg"] == f"peer {PEER} up"
+    assert first["peer"] == PEER and first["routes"] == 12
+    assert first["ts"].endswith("Z") and "T" in first["ts"]
+    assert second["level"] == "error" and "ValueError: bad line" in second["exc"]
