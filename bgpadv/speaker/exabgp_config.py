@@ -1,0 +1,122 @@
+"""ExaBGP's configuration file, environment and command line, rendered from bgpadv's configuration.
+
+bgpadv runs ExaBGP, and ExaBGP runs bgpadv's controller as its API process (`process bgpadv`), so a controller
+crash never drops a BGP session: ExaBGP keeps its routes and respawns the controller. Every value is rendered from
+a parsed object (IPAddress, int); the MD5 password, the only free string, is refused if it could break the syntax.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from netaddr import IPAddress
+
+from bgpadv.config import Config, PeerConfig
+
+PROCESS_NAME = "bgpadv"
+_SAFE_PASSWORD = re.compile(r"^[A-Za-z0-9!#$%&()*+,\-./:<=>?@\[\]^_{|}~]{1,80}$")
+
+
+def _derived_router_id(config: Config) -> IPAddress:
+    return IPAddress((10 << 24) | (config.local_asn & 0x00FFFFFF))
+
+
+def _neighbor(config: Config, peer: PeerConfig, receive_routes: bool) -> list[str]:
+    rid = config.router_id
+    if rid is None:
+        rid = peer.local_address if peer.local_address is not None and peer.local_address.version == 4 else None
+    if rid is None:
+        rid = _derived_router_id(config)
+    lines = [
+        f"neighbor {peer.address} {{",
+        f"    router-id {rid};",
+        f"    local-address {peer.local_address if peer.local_address is not None else 'auto'};",
+        f"    local-as {int(config.local_asn)};",
+        f"    peer-as {int(peer.asn)};",
+        f"    hold-time {int(peer.hold_time)};",
+    ]
+    if peer.passive:
+        lines.append("    passive true;")
+    if peer.md5_password:
+        if not _SAFE_PASSWORD.match(peer.md5_password):
+            raise ValueError(f"peer {peer.address}: the MD5 password contains characters ExaBGP cannot parse")
+        lines.append(f'    md5-password "{peer.md5_password}";')
+    lines.append("    manual-eor true;")
+    lines.append("    capability {")
+    if peer.graceful_restart is not None:
+        lines.append(f"        graceful-restart {int(peer.graceful_restart)};")
+    lines.append("        route-refresh;")
+    lines.append("    }")
+    lines.append("    family {")
+    lines.extend(f"        {family};" for family in peer.families if family in ("ipv4 unicast", "ipv6 unicast"))
+    lines.append("    }")
+    lines.append("    api {")
+    lines.append(f"        processes [ {PROCESS_NAME} ];")
+    lines.append("        neighbor-changes;")
+    lines.append("        send { update; }")
+    if receive_routes:
+        lines.append("        receive { parsed; update; }")
+    lines.append("    }")
+    lines.append("}")
+    return lines
+
+
+def render_exabgp_config(config: Config, api_argv: Sequence[str], *, receive_routes: bool = False) -> str:
+    """The whole ExaBGP configuration: the API process and one neighbor block per peer.
+
+    `api_argv` is the controller's command line (argv[0] absolute). `receive_routes` adds `receive { parsed;
+    update; }` (not needed for announcing; a future per-node egress mode will want the ToR's routes).
+    """
+    if not api_argv:
+        raise ValueError("api_argv must not be empty")
+    run = " ".join(shlex.quote(str(a)) for a in api_argv)
+    if ";" in run or "\n" in run or "{" in run or "}" in run:
+        raise ValueError("the API process command line contains characters ExaBGP's syntax cannot carry")
+    lines = [
+        "# rendered by bgpadv: do not edit",
+        f"process {PROCESS_NAME} {{",
+        f"    run {run};",
+        "    encoder json;",
+        "}",
+        "",
+    ]
+    for peer in config.peers:
+        lines.extend(_neighbor(config, peer, receive_routes))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def exabgp_environment(config: Config, runtime_dir: str | Path) -> dict[str, str]:
+    """ExaBGP settings (passed as environment variables, `exabgp.section.key` form)."""
+    runtime = Path(runtime_dir)
+    return {
+        "exabgp.api.ack": "true",
+        "exabgp.api.encoder": "json",
+        "exabgp.api.show-routes-format": "v2",  # one line per route (v1 re-prints the whole list for each route)
+        "exabgp.api.chunk": "1000",
+        "exabgp.api.respawn": "true",
+        "exabgp.daemon.daemonize": "false",
+        "exabgp.daemon.drop": "false",
+        "exabgp.daemon.user": "root",
+        "exabgp.daemon.pid": str(runtime / "exabgp.pid"),
+        "exabgp.log.destination": "stdout",
+        "exabgp.log.statistics": "false",
+        "exabgp.log.processes": "false",
+        "exabgp.log.routes": "false",
+        "exabgp.log.packets": "false",
+        "exabgp.log.rib": "false",
+        "exabgp.reactor.speed": repr(float(config.exabgp.reactor_speed)),
+        "exabgp.cache.attributes": "true",
+        "exabgp.api.cli": "false",  # no named pipes: bgpadv is the only API client
+    }
+
+
+def exabgp_argv(config_file: str | Path, *, validate: bool = False) -> list[str]:
+    """ExaBGP's command line from the Python environment bgpadv runs in (`validate`: check the file and exit)."""
+    script = Path(sys.executable).with_name("exabgp")
+    base = [str(script)] if script.exists() else [sys.executable, "-m", "exabgp"]
+    return [*base, "validate" if validate else "server", str(config_file)]

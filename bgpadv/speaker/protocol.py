@@ -1,0 +1,327 @@
+"""ExaBGP's text API: command lines rendered from model objects, and the lines ExaBGP writes back.
+
+Every value in a command line is rendered here from a parsed object (IPNetwork, IPAddress, int, a validated
+Attributes); nothing from the cluster is ever copied into a line as a string, so a hostile value cannot add words
+to a command. Lines carry no trailing newline: the writer adds it.
+
+Commands (ExaBGP 5.0, checked against its `reactor/api/command/*.py`):
+- `neighbor <peer> announce attributes next-hop <ip|self> origin igp [...] nlri <p1> <p2> ...`: one line, many
+  NLRI sharing attributes. IPv6 prefixes go in the same syntax with an IPv6 next hop (MP_REACH is built from it).
+- `neighbor <peer> withdraw attributes nlri ...`: ExaBGP indexes its RIB by prefix only, so a withdrawal carries no
+  next hop (measured: accepted for IPv4 and IPv6). `next-hop self` for an IPv6 prefix on an IPv4 session is answered
+  `error`, so the speaker never renders it.
+- `neighbor <peer> announce eor <afi> <safi>`: only accepted for an established peer (ExaBGP answers `error` else).
+- `show neighbor json` (one JSON list line) and `show adj-rib out json` (one line per route with
+  `exabgp.api.show-routes-format=v2`): both run on ExaBGP's ordered async queue, which the start-up resync uses.
+
+Replies: `done` / `error` (plain text even with the JSON encoder; the JSON answer form is accepted too), JSON events
+(`{"exabgp": ..., "type": "state" | "update" | "notification", ...}`), and the answers of the show commands.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from netaddr import AddrFormatError, IPAddress, IPNetwork
+
+from bgpadv.model import Attributes
+
+MAX_LINE_BYTES = 256 * 1024  # ExaBGP kills an API process at 1 MiB without a newline; stay far below
+FAMILIES: dict[str, tuple[str, str]] = {"ipv4 unicast": ("ipv4", "unicast"), "ipv6 unicast": ("ipv6", "unicast")}
+SHOW_NEIGHBORS = "show neighbor json"
+SHOW_ADJ_RIB_OUT = "show adj-rib out json"
+_COMMUNITY = re.compile(r"^(\d{1,5}):(\d{1,5})$")
+_LARGE_COMMUNITY = re.compile(r"^(\d{1,10}):(\d{1,10}):(\d{1,10})$")
+_U32 = 4294967295
+
+
+def family_of(prefix: IPNetwork) -> str:
+    """The ExaBGP family name of a prefix: "ipv4 unicast" or "ipv6 unicast"."""
+    return "ipv4 unicast" if prefix.version == 4 else "ipv6 unicast"
+
+
+def _address(value: IPAddress) -> str:
+    if not isinstance(value, IPAddress):
+        raise TypeError(f"expected an IPAddress, got {type(value).__name__}")
+    return str(value)
+
+
+def _prefix(value: IPNetwork) -> str:
+    if not isinstance(value, IPNetwork):
+        raise TypeError(f"expected an IPNetwork, got {type(value).__name__}")
+    return str(value.cidr)
+
+
+def _u32(name: str, value: int) -> str:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _U32:
+        raise ValueError(f"{name} must be an integer between 0 and {_U32}, got {value!r}")
+    return str(value)
+
+
+def _community(value: str, pattern: re.Pattern, limit: int) -> str:
+    m = pattern.match(value) if isinstance(value, str) else None
+    if m is None or any(int(g) > limit for g in m.groups()):
+        raise ValueError(f"invalid community {value!r}")
+    return ":".join(str(int(g)) for g in m.groups())
+
+
+def render_attributes(attributes: Attributes, local_asn: int | None = None) -> str:
+    """The shared path attributes, in ExaBGP's order: origin, local-preference, med, communities, as-path."""
+    words = ["origin igp"]
+    if attributes.local_preference is not None:
+        words.append(f"local-preference {_u32('local-preference', attributes.local_preference)}")
+    if attributes.med is not None:
+        words.append(f"med {_u32('med', attributes.med)}")
+    if attributes.communities:
+        values = " ".join(_community(c, _COMMUNITY, 65535) for c in attributes.communities)
+        words.append(f"community [ {values} ]")
+    if attributes.large_communities:
+        values = " ".join(_community(c, _LARGE_COMMUNITY, _U32) for c in attributes.large_communities)
+        words.append(f"large-community [ {values} ]")
+    if attributes.as_path_prepend:
+        if local_asn is None:
+            raise ValueError("as-path prepending needs the local ASN")
+        count = int(attributes.as_path_prepend)
+        if not 0 < count <= 10:
+            raise ValueError(f"as-path prepend must be between 0 and 10, got {count}")
+        asn = _u32("local ASN", local_asn)
+        words.append(f"as-path [ {' '.join([asn] * count)} ]")
+    return " ".join(words)
+
+
+def _next_hop(next_hop: IPAddress | None) -> str:
+    return "self" if next_hop is None else _address(next_hop)
+
+
+def render_announce(
+    peer: IPAddress,
+    next_hop: IPAddress | None,
+    attributes: Attributes,
+    prefixes: Sequence[IPNetwork],
+    *,
+    local_asn: int | None = None,
+) -> str:
+    """One bulk announcement: every prefix shares the next hop (None = `self`) and the attributes."""
+    if not prefixes:
+        raise ValueError("an announcement needs at least one prefix")
+    nlri = " ".join(_prefix(p) for p in prefixes)
+    attrs = render_attributes(attributes, local_asn)
+    return f"neighbor {_address(peer)} announce attributes next-hop {_next_hop(next_hop)} {attrs} nlri {nlri}"
+
+
+def render_withdraw(peer: IPAddress, prefixes: Sequence[IPNetwork]) -> str:
+    """One bulk withdrawal. ExaBGP indexes its RIB by prefix only, so no next hop is needed (nor `self`, which
+    ExaBGP rejects for an IPv6 prefix on an IPv4 session)."""
+    if not prefixes:
+        raise ValueError("a withdrawal needs at least one prefix")
+    nlri = " ".join(_prefix(p) for p in prefixes)
+    return f"neighbor {_address(peer)} withdraw attributes nlri {nlri}"
+
+
+def render_eor(peer: IPAddress, family: str) -> str:
+    """End-of-RIB for one family (the speaker's neighbors run with `manual-eor true`)."""
+    afi, safi = FAMILIES[family]
+    return f"neighbor {_address(peer)} announce eor {afi} {safi}"
+
+
+def chunks(prefixes: Sequence[IPNetwork], max_prefixes: int, max_bytes: int = MAX_LINE_BYTES) -> Iterator[list]:
+    """Split prefixes into runs of at most `max_prefixes` whose rendered NLRI stays under `max_bytes`."""
+    if max_prefixes < 1:
+        raise ValueError("max_prefixes must be at least 1")
+    budget = max_bytes - 1024  # room for the command words and the attributes
+    run: list[IPNetwork] = []
+    size = 0
+    for p in prefixes:
+        width = len(str(p.cidr)) + 1
+        if run and (len(run) >= max_prefixes or size + width > budget):
+            yield run
+            run, size = [], 0
+        run.append(p)
+        size += width
+    if run:
+        yield run
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What ExaBGP writes back
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    """`done` (ok) or `error`: the answer to the oldest unanswered command."""
+
+    ok: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Shutdown:
+    """ExaBGP is exiting."""
+
+
+@dataclass(frozen=True, slots=True)
+class PeerState:
+    peer: str  # canonical peer address
+    state: str  # "up" | "down" | "connected"
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateEvent:
+    """An UPDATE ExaBGP sent (direction "send", from `api { send { update; } }`) or received ("receive")."""
+
+    peer: str
+    direction: str
+    announced: tuple[tuple[IPNetwork, IPAddress | None], ...]  # (prefix, next hop)
+    withdrawn: tuple[IPNetwork, ...]
+    eor: tuple[str, ...] = ()  # families of an End-of-RIB marker
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    peer: str
+    direction: str
+    code: int
+    subcode: int
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class NeighborList:
+    """The answer to `show neighbor json`: (peer address, "up" | "down") for every configured neighbor."""
+
+    peers: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RibRoute:
+    """One line of `show adj-rib out json` (format v2): a route in ExaBGP's adj-rib-out for `peer`."""
+
+    peer: str
+    prefix: IPNetwork
+    next_hop: IPAddress | None
+
+
+@dataclass(frozen=True, slots=True)
+class Other:
+    """Anything else (version banner, an event type bgpadv does not use, unparsable text)."""
+
+    line: str
+
+
+Reply = Ack | Shutdown | PeerState | UpdateEvent | Notification | NeighborList | RibRoute | Other
+
+_DONE = {"done", '{ "answer": "done", "message": "command completed" }'}
+_ERROR = {"error"}
+
+
+def _net(value: object) -> IPNetwork | None:
+    if isinstance(value, dict):
+        value = value.get("nlri", value.get("prefix"))
+    if not isinstance(value, str):
+        return None
+    try:
+        return IPNetwork(value).cidr
+    except (AddrFormatError, ValueError, TypeError):
+        return None
+
+
+def _addr(value: object) -> IPAddress | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return IPAddress(value)
+    except (AddrFormatError, ValueError, TypeError):
+        return None
+
+
+def _peer_of(event: dict) -> str:
+    address = (event.get("neighbor") or {}).get("address") or {}
+    peer = _addr(address.get("peer")) if isinstance(address, dict) else None
+    return str(peer) if peer is not None else ""
+
+
+def _update(event: dict) -> UpdateEvent:
+    neighbor = event.get("neighbor") or {}
+    update = ((neighbor.get("message") or {}).get("update")) or {}
+    announced: list[tuple[IPNetwork, IPAddress | None]] = []
+    withdrawn: list[IPNetwork] = []
+    eor: list[str] = []
+    for _family, by_next_hop in (update.get("announce") or {}).items():
+        if not isinstance(by_next_hop, dict):
+            continue
+        for nh, nlris in by_next_hop.items():
+            for item in nlris or ():
+                net = _net(item)
+                if net is not None:
+                    announced.append((net, _addr(nh)))
+    for _family, nlris in (update.get("withdraw") or {}).items():
+        for item in nlris or ():
+            net = _net(item)
+            if net is not None:
+                withdrawn.append(net)
+    marker = (neighbor.get("message") or {}).get("eor")
+    if isinstance(marker, dict):
+        eor.append(f"{marker.get('afi')} {marker.get('safi')}")
+    return UpdateEvent(
+        peer=_peer_of(event),
+        direction=str(neighbor.get("direction", "")),
+        announced=tuple(announced),
+        withdrawn=tuple(withdrawn),
+        eor=tuple(eor),
+    )
+
+
+def parse_reply(line: str) -> Reply:
+    """Classify one line ExaBGP wrote to the API process's stdin."""
+    text = line.strip()
+    if text in _DONE:
+        return Ack(True)
+    if text in _ERROR or text.startswith('{ "answer": "error"'):
+        return Ack(False)
+    if text == "shutdown":
+        return Shutdown()
+    if not text or text[0] not in "[{":
+        return Other(text)
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return Other(text)
+    if isinstance(data, list):
+        peers = []
+        for item in data:
+            if isinstance(item, dict):
+                addr = _addr((item.get("peer") or {}).get("address") if isinstance(item.get("peer"), dict) else None)
+                if addr is not None:
+                    peers.append((str(addr), str(item.get("state", ""))))
+        return NeighborList(tuple(peers))
+    if not isinstance(data, dict):
+        return Other(text)
+    if "exabgp" in data:
+        kind = data.get("type")
+        neighbor = data.get("neighbor") or {}
+        if kind == "state":
+            return PeerState(_peer_of(data), str(neighbor.get("state", "")), str(neighbor.get("reason", "")))
+        if kind == "update":
+            return _update(data)
+        if kind == "notification":
+            if data.get("notification") == "shutdown":
+                return Shutdown()
+            note = neighbor.get("notification") or {}
+            return Notification(
+                peer=_peer_of(data),
+                direction=str(neighbor.get("direction", "")),
+                code=int(note.get("code", 0) or 0),
+                subcode=int(note.get("subcode", 0) or 0),
+                message=str(note.get("message", "")),
+            )
+        return Other(text)
+    if "route" in data and "peer" in data:  # show adj-rib out json, format v2
+        peer = _addr((data.get("peer") or {}).get("address"))
+        nlri = (data.get("route") or {}).get("nlri") or {}
+        prefix = _net(nlri.get("prefix"))
+        if peer is not None and prefix is not None:
+            return RibRoute(str(peer), prefix, _addr(nlri.get("nexthop")))
+    return Other(text)

@@ -1,0 +1,370 @@
+"""The speaker: takes the whole desired set per peer, diffs it against what ExaBGP holds, and drives ExaBGP.
+
+A single-threaded state machine around a `write` callable (one command line, no newline). The controller feeds it
+every line ExaBGP writes (`handle_line`) and every new plan (`set_desired`); it never blocks and never reads.
+
+What it keeps, per peer:
+- `advertised`: what ExaBGP's adj-rib-out holds according to acknowledged commands. A prefix mapped to None is
+  *unknown*: learned at start-up from ExaBGP (attributes not compared) or touched by a command answered `error`. An
+  unknown prefix is re-announced if desired (ExaBGP drops an identical re-announcement without sending an UPDATE)
+  and withdrawn otherwise, so nothing diverges silently.
+- in flight: written, unacknowledged commands (at most `max_inflight`), matched to `done`/`error` in order.
+- queued: rendered but unwritten commands; a newer `set_desired` replaces them, diffing against advertised + in
+  flight so nothing is lost.
+
+Start-up (`start()`): ExaBGP keeps its routes when the API process (the controller) dies and respawns it, so a new
+speaker first learns ExaBGP's adj-rib-out. It writes `show neighbor json` and `show adj-rib out json`; both run on
+ExaBGP's ordered async queue, behind any command the previous instance left half-done, whose late `done`/`error`
+would otherwise be taken for ours. Acks are discarded until the neighbor list (a JSON list) arrives. When the RIB
+dump is acknowledged the speaker is `ready`; a `set_desired` before that only records the desired set.
+
+End-of-RIB: the neighbors run with `manual-eor true` (otherwise ExaBGP sends EoR before the routes are re-announced
+after a restart and the ToR flushes its stale routes). The speaker sends `announce eor` for each family of each peer
+once the first full desired set is acknowledged, and again whenever a peer comes up afterwards (ExaBGP has then
+queued its whole adj-rib-out for that peer and emits the EoR after it). ExaBGP answers `error` for a peer that is not
+established; that is expected and ignored (the peer's `up` will trigger the EoR).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from netaddr import IPAddress, IPNetwork
+
+from bgpadv.config import PeerConfig
+from bgpadv.model import Attributes, Cause, Route
+from bgpadv.observe import NullObserver, RouteChange, SpeakerObserver
+from bgpadv.speaker import protocol
+from bgpadv.speaker.protocol import (
+    Ack,
+    NeighborList,
+    Notification,
+    PeerState,
+    RibRoute,
+    Shutdown,
+    UpdateEvent,
+)
+
+log = logging.getLogger(__name__)
+
+_ANNOUNCE = "announce"
+_WITHDRAW = "withdraw"
+_EOR = "eor"
+_SHOW_NEIGHBORS = "show-neighbors"
+_SHOW_RIB = "show-rib"
+
+
+@dataclass(slots=True)
+class _Command:
+    kind: str
+    peer: str  # PeerConfig.name ("" for commands addressed to ExaBGP itself)
+    line: str
+    routes: tuple[Route, ...] = ()  # announce
+    prefixes: tuple[IPNetwork, ...] = ()  # withdraw
+    cause: Cause | None = None
+    seq: int = 0
+    changes: list[RouteChange] = field(default_factory=list)
+
+
+class Speaker:
+    """Drives one ExaBGP through its process API. Not thread-safe: one thread calls every method."""
+
+    def __init__(
+        self,
+        peers: Sequence[PeerConfig],
+        write: Callable[[str], None],
+        observer: SpeakerObserver = NullObserver(),  # noqa: B008 - stateless default
+        *,
+        max_inflight: int = 100,
+        chunk_prefixes: int = 1000,
+        local_asn: int | None = None,
+        max_line_bytes: int = protocol.MAX_LINE_BYTES,
+    ) -> None:
+        if max_inflight < 1 or chunk_prefixes < 1:
+            raise ValueError("max_inflight and chunk_prefixes must be at least 1")
+        self._peers = {p.name: p for p in peers}
+        self._write = write
+        self._observer = observer
+        self._max_inflight = max_inflight
+        self._chunk = chunk_prefixes
+        self._local_asn = local_asn
+        self._max_line_bytes = max_line_bytes
+        self._advertised: dict[str, dict[IPNetwork, Route | None]] = {name: {} for name in self._peers}
+        self._desired: dict[str, dict[IPNetwork, Route]] | None = None  # None: nothing asked for yet
+        self._cause: Cause | None = None
+        self._inflight: deque[_Command] = deque()
+        self._queue: deque[_Command] = deque()
+        self._seq = 0
+        self._started = False
+        self._discarding = False  # start-up: acks of a previous instance's commands may still arrive
+        self._rib_dump: dict[str, dict[IPNetwork, Route | None]] = {}
+        self._ready = False
+        self._eor_done = False  # the first full desired set was acknowledged and EoR sent
+        self._peer_states: dict[str, str] = {}
+        self._synced: dict[str, bool] = {name: False for name in self._peers}
+        self.errors = 0  # commands answered `error` (EoR excluded)
+        self.skipped = 0  # desired routes a peer cannot carry (family not configured, next hop of another family)
+        self.closed = False  # ExaBGP said it is shutting down
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def ready(self) -> bool:
+        """The start-up resync finished: set_desired now sends."""
+        return self._ready
+
+    @property
+    def inflight(self) -> int:
+        return len(self._inflight)
+
+    @property
+    def queued(self) -> int:
+        return len(self._queue)
+
+    @property
+    def peer_states(self) -> dict[str, str]:
+        return dict(self._peer_states)
+
+    def advertised(self, peer: str) -> Mapping[IPNetwork, Route]:
+        """Routes ExaBGP holds for `peer` according to acknowledged commands (unknown prefixes left out)."""
+        return {p: r for p, r in self._advertised.get(peer, {}).items() if r is not None}
+
+    def unknown(self, peer: str) -> int:
+        """How many prefixes for `peer` are in an unknown state (learned at start-up or after an error)."""
+        return sum(1 for r in self._advertised.get(peer, {}).values() if r is None)
+
+    @property
+    def needs_retry(self) -> bool:
+        """An `error` left prefixes unknown that the last desired set cares about: call `resync()` later."""
+        return self._ready and self._pending_work() == 0 and any(self.unknown(p) for p in self._peers)
+
+    def start(self) -> None:
+        """Learn ExaBGP's adj-rib-out (hitless restart of the controller). Call once, before anything else."""
+        if self._started:
+            return
+        self._started = True
+        self._discarding = True
+        self._rib_dump = {name: {} for name in self._peers}
+        self._queue.append(_Command(_SHOW_NEIGHBORS, "", protocol.SHOW_NEIGHBORS))
+        self._queue.append(_Command(_SHOW_RIB, "", protocol.SHOW_ADJ_RIB_OUT))
+        self._pump(time.monotonic())
+
+    def set_desired(self, desired: Mapping[str, Iterable[Route]], cause: Cause | None = None) -> None:
+        """The WHOLE desired set per peer (key = PeerConfig.name); a configured peer left out gets nothing."""
+        table: dict[str, dict[IPNetwork, Route]] = {}
+        for name, peer in self._peers.items():
+            wanted: dict[IPNetwork, Route] = {}
+            for route in desired.get(name, ()):
+                if self._eligible(peer, route):
+                    wanted[route.prefix.cidr] = route
+                else:
+                    self.skipped += 1
+            table[name] = wanted
+        unknown = set(desired) - set(self._peers)
+        if unknown:
+            log.warning("desired routes for unconfigured peers ignored", extra={"peers": sorted(unknown)})
+        self._desired = table
+        self._cause = cause
+        if self._ready:
+            self._replan()
+
+    def resync(self) -> None:
+        """Diff the last desired set again (after errors left prefixes unknown)."""
+        if self._ready and self._desired is not None:
+            self._replan()
+
+    def handle_line(self, line: str, at: float | None = None) -> None:
+        """One line ExaBGP wrote on the API process's stdin."""
+        at = time.monotonic() if at is None else at
+        reply = protocol.parse_reply(line)
+        if isinstance(reply, Ack):
+            self._on_ack(reply.ok, at)
+        elif isinstance(reply, RibRoute):
+            self._on_rib_route(reply)
+        elif isinstance(reply, NeighborList):
+            self._discarding = False
+            for peer, state in reply.peers:
+                if peer in self._peers:
+                    self._peer_states[peer] = state
+        elif isinstance(reply, PeerState):
+            self._on_peer_state(reply, at)
+        elif isinstance(reply, UpdateEvent):
+            if reply.direction == "send":
+                self._observer.updates_sent(
+                    reply.peer, [str(p) for p, _ in reply.announced], [str(p) for p in reply.withdrawn], at
+                )
+        elif isinstance(reply, Notification):
+            log.warning(
+                "BGP notification",
+                extra={"peer": reply.peer, "direction": reply.direction, "code": reply.code, "sub": reply.subcode},
+            )
+        elif isinstance(reply, Shutdown):
+            log.warning("ExaBGP is shutting down")
+            self.closed = True
+        self._pump(at)
+
+    # ------------------------------------------------------------------ internals
+
+    @staticmethod
+    def _eligible(peer: PeerConfig, route: Route) -> bool:
+        if protocol.family_of(route.prefix) not in peer.families:
+            return False
+        if route.next_hop is None:  # `next-hop self`: ExaBGP resolves it only within the session's family (or v4)
+            session = (peer.local_address or peer.address).version
+            return route.prefix.version == 4 or session == route.prefix.version
+        return route.next_hop.version == route.prefix.version
+
+    def _pending_work(self) -> int:
+        return len(self._queue) + sum(1 for c in self._inflight if c.kind in (_ANNOUNCE, _WITHDRAW))
+
+    def _projected(self, peer: str) -> dict[IPNetwork, Route | None]:
+        view = dict(self._advertised[peer])
+        for cmd in self._inflight:
+            if cmd.peer != peer:
+                continue
+            if cmd.kind == _ANNOUNCE:
+                for r in cmd.routes:
+                    view[r.prefix.cidr] = r
+            elif cmd.kind == _WITHDRAW:
+                for p in cmd.prefixes:
+                    view.pop(p, None)
+        return view
+
+    def _replan(self) -> None:
+        assert self._desired is not None
+        self._queue = deque(c for c in self._queue if c.kind not in (_ANNOUNCE, _WITHDRAW))  # latest wins
+        for name, peer in self._peers.items():
+            wanted = self._desired.get(name, {})
+            have = self._projected(name)
+            groups: dict[tuple[IPAddress | None, Attributes], list[Route]] = {}
+            for prefix, route in wanted.items():
+                current = have.get(prefix)
+                if current is None or current.wire_key() != route.wire_key():
+                    groups.setdefault((route.next_hop, route.attributes), []).append(route)
+            gone: dict[int, list[IPNetwork]] = {}
+            for prefix in have:
+                if prefix not in wanted:
+                    gone.setdefault(prefix.version, []).append(prefix)
+            for (next_hop, attributes), routes in sorted(groups.items(), key=_group_order):
+                routes.sort(key=lambda r: (r.prefix.version, r.prefix.value, r.prefix.prefixlen))
+                by_prefix = {r.prefix.cidr: r for r in routes}
+                for run in protocol.chunks(list(by_prefix), self._chunk, self._max_line_bytes):
+                    line = protocol.render_announce(peer.address, next_hop, attributes, run, local_asn=self._local_asn)
+                    chosen = tuple(by_prefix[p] for p in run)
+                    self._queue.append(_Command(_ANNOUNCE, name, line, routes=chosen, cause=self._cause))
+            for version in sorted(gone):
+                prefixes = sorted(gone[version], key=lambda p: (p.value, p.prefixlen))
+                for run in protocol.chunks(prefixes, self._chunk, self._max_line_bytes):
+                    line = protocol.render_withdraw(peer.address, run)
+                    self._queue.append(_Command(_WITHDRAW, name, line, prefixes=tuple(run), cause=self._cause))
+            if any(c.peer == name and c.kind in (_ANNOUNCE, _WITHDRAW) for c in self._queue):
+                self._synced[name] = False
+        at = time.monotonic()
+        for name in self._peers:
+            self._check_synced(name, at)
+        self._maybe_initial_eor()
+        self._pump(at)
+
+    def _send_now(self, cmd: _Command) -> None:
+        self._seq += 1
+        cmd.seq = self._seq
+        if len(cmd.line) + 1 > self._max_line_bytes:
+            raise AssertionError(f"command of {len(cmd.line)} bytes exceeds the line limit")
+        self._write(cmd.line)
+        self._inflight.append(cmd)
+
+    def _pump(self, at: float) -> None:
+        while self._queue and len(self._inflight) < self._max_inflight and not self.closed:
+            cmd = self._queue.popleft()
+            if cmd.kind == _ANNOUNCE:
+                cmd.changes = [RouteChange(cmd.peer, "announce", r) for r in cmd.routes]
+            elif cmd.kind == _WITHDRAW:
+                old = self._advertised[cmd.peer]
+                cmd.changes = [RouteChange(cmd.peer, "withdraw", r) for p in cmd.prefixes if (r := old.get(p))]
+            self._send_now(cmd)
+            if cmd.kind in (_ANNOUNCE, _WITHDRAW):
+                self._observer.commands_written(cmd.seq, cmd.changes, cmd.cause, at)
+
+    def _on_ack(self, ok: bool, at: float) -> None:
+        if self._discarding or not self._inflight:
+            log.debug("ack of a command this speaker did not write ignored", extra={"ok": ok})
+            return
+        cmd = self._inflight.popleft()
+        if cmd.kind in (_ANNOUNCE, _WITHDRAW):
+            self._observer.command_acked(cmd.seq, ok, at)
+            rib = self._advertised[cmd.peer]
+            if cmd.kind == _ANNOUNCE:
+                for r in cmd.routes:
+                    rib[r.prefix.cidr] = r if ok else None
+            else:
+                for p in cmd.prefixes:
+                    if ok:
+                        rib.pop(p, None)
+                    else:
+                        rib[p] = None
+            if not ok:
+                self.errors += 1
+                log.error(
+                    "ExaBGP refused a command; its prefixes are now unknown and will be retried",
+                    extra={"peer": cmd.peer, "kind": cmd.kind, "prefixes": len(cmd.routes) + len(cmd.prefixes)},
+                )
+            self._check_synced(cmd.peer, at)
+        elif cmd.kind == _EOR:
+            if not ok:
+                log.debug("End-of-RIB refused (peer not established)", extra={"peer": cmd.peer})
+        elif cmd.kind == _SHOW_RIB:
+            self._advertised = {name: self._rib_dump.get(name, {}) for name in self._peers}
+            self._rib_dump = {}
+            self._ready = True
+            log.info(
+                "start-up resync done",
+                extra={"learned": {p: len(v) for p, v in self._advertised.items()}, "ok": ok},
+            )
+            if self._desired is not None:
+                self._replan()
+        self._maybe_initial_eor()
+
+    def _on_rib_route(self, route: RibRoute) -> None:
+        if route.peer in self._rib_dump:
+            self._rib_dump[route.peer][route.prefix] = None  # present; attributes not compared
+
+    def _on_peer_state(self, event: PeerState, at: float) -> None:
+        if event.peer not in self._peers:
+            return
+        self._peer_states[event.peer] = event.state
+        self._observer.peer_state(event.peer, event.state, at)
+        if event.state == "up" and self._eor_done:
+            self._queue_eor(event.peer)
+
+    def _queue_eor(self, name: str) -> None:
+        peer = self._peers[name]
+        for family in peer.families:
+            self._queue.append(_Command(_EOR, name, protocol.render_eor(peer.address, family)))
+
+    def _check_synced(self, name: str, at: float) -> None:
+        if self._synced.get(name) or self._desired is None:
+            return
+        busy = any(c.peer == name and c.kind in (_ANNOUNCE, _WITHDRAW) for c in (*self._queue, *self._inflight))
+        if not busy:
+            self._synced[name] = True
+            self._observer.synced(name, len(self.advertised(name)), at)
+
+    def _maybe_initial_eor(self) -> None:
+        if self._eor_done or not self._ready or self._desired is None or self._pending_work():
+            return
+        self._eor_done = True
+        for name in self._peers:
+            self._queue_eor(name)
+
+
+def _group_order(item: tuple[tuple[IPAddress | None, Attributes], list[Route]]) -> tuple:
+    (next_hop, attributes), _ = item
+    return (
+        0 if next_hop is None else next_hop.version,
+        0 if next_hop is None else next_hop.value,
+        repr(attributes),
+    )
