@@ -119,7 +119,7 @@ class EventRecorder:
         self._metrics = metrics
         self._clock = clock
         self._wall = wall_clock
-        self._bucket = TokenBucket(rate, burst, clock)
+        self._bucket = TokenBucket(rate, burst)  # real time: it paces real API calls
         self._queue: queue.Queue[_Call | None] = queue.Queue(maxsize=queue_size)
         self._tracked: dict[_Key, _Tracked] = {}
         self._stop = threading.Event()
@@ -135,7 +135,7 @@ class EventRecorder:
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop after the calls already queued (within `timeout`)."""
+        """Stop the thread: queued calls still go out while tokens last (within `timeout`), the rest are dropped."""
         self._stop.set()
         with contextlib.suppress(queue.Full):
             self._queue.put_nowait(None)
@@ -144,8 +144,8 @@ class EventRecorder:
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Wait until every queued call went out; True if the queue emptied in time (for tests and shutdown)."""
-        deadline = self._clock() + timeout
-        while self._clock() < deadline:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
             if self._queue.unfinished_tasks == 0:
                 return True
             time.sleep(0.01)
@@ -244,15 +244,19 @@ class EventRecorder:
 
     def _run(self) -> None:
         while True:
-            call = self._queue.get()
+            try:
+                call = self._queue.get(timeout=0.2)
+            except queue.Empty:
+                if self._stop.is_set():
+                    return
+                continue
             try:
                 if call is None:
                     if self._stop.is_set():
                         return
                     continue
-                if not self._wait_token():
-                    return
-                self._send(call)
+                if self._wait_token():
+                    self._send(call)
             except Exception:
                 self._count("failed")
                 log.exception("events: sending failed")
@@ -260,11 +264,13 @@ class EventRecorder:
                 self._queue.task_done()
 
     def _wait_token(self) -> bool:
+        """Wait for a token; False when stopping without one (the call is dropped)."""
         while True:
             wait = self._bucket.take()
             if wait == 0.0:
                 return True
-            if self._stop.wait(min(wait, 1.0)) and self._queue.empty():
+            if self._stop.is_set() or self._stop.wait(min(wait, 1.0)):
+                self._count("dropped")
                 return False
 
     def _send(self, call: _Call) -> None:
