@@ -1,0 +1,239 @@
+"""The monitoring files in deploy/: PrometheusRule alerts and the Grafana dashboard.
+
+Scope: the rules pass `promtool check rules`, each alert fires (and stays quiet) as intended under `promtool test
+rules` with synthetic series, every dashboard query is valid PromQL, and every bgpadv metric the rules and the
+dashboard name exists in `bgpadv.metrics`. promtool comes with Debian's `prometheus` package, which the project's
+install script puts on every machine: its absence is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from prometheus_client import generate_latest
+
+from bgpadv.metrics import Metrics
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+RULES = DEPLOY / "prometheus-rules.yaml"
+DASHBOARD = DEPLOY / "grafana-dashboard.json"
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+
+T = 'job="bgpadv", instance="10.0.0.9:9179"'
+
+
+def promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    assert Path(PROMTOOL).exists(), "promtool missing: run scripts/install-system-deps.sh (Debian package prometheus)"
+    return subprocess.run([PROMTOOL, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def rule_file(tmp_path: Path) -> Path:
+    """The PrometheusRule's spec, as the plain rule file promtool reads."""
+    doc = yaml.safe_load(RULES.read_text())
+    assert doc["apiVersion"] == "monitoring.coreos.com/v1" and doc["kind"] == "PrometheusRule"
+    path = tmp_path / "rules.yaml"
+    path.write_text(yaml.safe_dump(doc["spec"]))
+    return path
+
+
+def test_rules_pass_promtool_check(rule_file: Path) -> None:
+    result = promtool("check", "rules", str(rule_file), cwd=rule_file.parent)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS: 6 rules found" in result.stdout
+
+
+def test_the_four_alerts_exist() -> None:
+    spec = yaml.safe_load(RULES.read_text())["spec"]
+    alerts = {r["alert"] for g in spec["groups"] for r in g["rules"] if "alert" in r}
+    assert alerts == {"BgpadvPeerDown", "BgpadvConvergenceSlow", "BgpadvRoutesRejected", "BgpadvNoRecentSync"}
+
+
+def alert(name: str, at: str, labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None) -> dict:
+    """An alert_rule_test entry: no labels means "must not fire" at that time."""
+    exp = [{"exp_labels": labels, "exp_annotations": annotations or {}}] if labels is not None else []
+    return {"eval_time": at, "alertname": name, "exp_alerts": exp}
+
+
+BASE = {"job": "bgpadv", "instance": "10.0.0.9:9179"}
+
+# Histogram buckets of the `sent` stage growing by 60 changes a minute; `slow` puts them all above 1 s.
+_LE = ("0.005", "0.05", "1.0", "2.5", "+Inf")
+
+
+def _sent_buckets(slow: bool) -> list[dict[str, str]]:
+    out = []
+    for le in _LE:
+        per_min = 60 if le in ("2.5", "+Inf") or not slow else 0  # slow: every change between 1 s and 2.5 s
+        series = f'bgpadv_convergence_seconds_bucket{{{T}, stage="sent", op="announce", kind="host", le="{le}"}}'
+        out.append({"series": series, "values": f"0+{per_min}x40"})
+    return out
+
+
+UNIT_TESTS = {
+    "rule_files": ["rules.yaml"],
+    "evaluation_interval": "1m",
+    "tests": [
+        {
+            "name": "a peer down for 2 minutes alerts; a flap shorter than that does not",
+            "interval": "1m",
+            "input_series": [
+                {"series": f'bgpadv_peer_up{{{T}, peer="192.0.2.1"}}', "values": "1 1 0 0 0 0 0 0"},
+                {"series": f'bgpadv_peer_up{{{T}, peer="192.0.2.2"}}', "values": "1 0 1 1 1 1 1 1"},
+            ],
+            "alert_rule_test": [
+                alert("BgpadvPeerDown", "3m"),
+                alert(
+                    "BgpadvPeerDown",
+                    "5m",
+                    {**BASE, "peer": "192.0.2.1", "severity": "critical"},
+                    {
+                        "summary": "bgpadv has no BGP session with 192.0.2.1",
+                        "description": "The session from 10.0.0.9:9179 to the peer 192.0.2.1 has not been established "
+                        "for 2 minutes: the VM and network routes bgpadv advertises are not reaching that router. "
+                        "See `bgpadv status`, ExaBGP's log and the router's neighbor state.",
+                    },
+                ),
+            ],
+        },
+        {
+            "name": "convergence p99 over 1s for 10 minutes alerts",
+            "interval": "1m",
+            "input_series": _sent_buckets(slow=True),
+            "alert_rule_test": [
+                alert("BgpadvConvergenceSlow", "5m"),
+                alert(
+                    "BgpadvConvergenceSlow",
+                    "25m",
+                    {**BASE, "severity": "warning"},
+                    {
+                        "summary": "bgpadv p99 convergence above 1s on 10.0.0.9:9179",
+                        "description": "The 99th percentile from a watch event to the route on the wire is 2.485s "
+                        "(threshold 1s). VM migrations take that long to be followed by the fabric.",
+                    },
+                ),
+            ],
+        },
+        {
+            "name": "fast convergence does not alert",
+            "interval": "1m",
+            "input_series": _sent_buckets(slow=False),
+            "alert_rule_test": [alert("BgpadvConvergenceSlow", "25m")],
+        },
+        {
+            "name": "new refusals alert by reason; a steady counter does not",
+            "interval": "1m",
+            "input_series": [
+                {
+                    "series": f'bgpadv_routes_rejected_total{{{T}, reason="outside-network-subnets"}}',
+                    "values": "0 0 0 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1",
+                },
+                {"series": f'bgpadv_routes_rejected_total{{{T}, reason="link-local"}}', "values": "3x40"},
+            ],
+            "alert_rule_test": [
+                alert("BgpadvRoutesRejected", "2m"),
+                alert(
+                    "BgpadvRoutesRejected",
+                    "5m",
+                    {**BASE, "reason": "outside-network-subnets", "severity": "warning"},
+                    {
+                        "summary": "bgpadv refused addresses (outside-network-subnets)",
+                        "description": "1 new value(s) refused with reason outside-network-subnets in the last 15 "
+                        "minutes. `kubectl get events -A --field-selector type=Warning,source=bgpadv` names the "
+                        "objects.",
+                    },
+                ),
+                alert("BgpadvRoutesRejected", "24m"),
+            ],
+        },
+        {
+            "name": "no sync for 15 minutes alerts once the process has run that long",
+            "interval": "1m",
+            "input_series": [
+                # The last sync happened at t=0 (epoch 0 in promtool's clock), then never again.
+                {"series": f"bgpadv_last_sync_timestamp_seconds{{{T}}}", "values": "0x40"},
+                {"series": f"process_start_time_seconds{{{T}}}", "values": "0x40"},
+            ],
+            "alert_rule_test": [
+                alert("BgpadvNoRecentSync", "10m"),
+                alert(
+                    "BgpadvNoRecentSync",
+                    "16m",
+                    {**BASE, "severity": "critical"},
+                    {
+                        "summary": "bgpadv has not completed a sync for 15 minutes on 10.0.0.9:9179",
+                        "description": "bgpadv last confirmed that ExaBGP holds the desired routes 16m 0s ago: the "
+                        "advertised routes may be stale. Check the controller's logs, the Kubernetes API and ExaBGP.",
+                    },
+                ),
+            ],
+        },
+        {
+            "name": "regular syncs keep it quiet",
+            "interval": "1m",
+            "input_series": [
+                {"series": f"bgpadv_last_sync_timestamp_seconds{{{T}}}", "values": "0+60x40"},
+                {"series": f"process_start_time_seconds{{{T}}}", "values": "0x40"},
+            ],
+            "alert_rule_test": [alert("BgpadvNoRecentSync", "30m")],
+        },
+    ],
+}
+
+
+def test_alerts_fire_as_intended_under_promtool_test_rules(rule_file: Path) -> None:
+    tests = rule_file.parent / "tests.yaml"
+    tests.write_text(yaml.safe_dump(UNIT_TESTS, sort_keys=False))
+    result = promtool("test", "rules", str(tests), cwd=rule_file.parent)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def dashboard_exprs() -> list[str]:
+    dash = json.loads(DASHBOARD.read_text())
+    return [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+
+
+def test_every_dashboard_query_is_valid_promql(tmp_path: Path) -> None:
+    exprs = dashboard_exprs()
+    assert len(exprs) >= 15
+    rules = [
+        {"record": f"dashboard:query_{i}", "expr": e.replace("$__rate_interval", "5m").replace("$job", ".*")}
+        for i, e in enumerate(exprs)
+    ]
+    for r in rules:
+        r["expr"] = r["expr"].replace("$instance", ".*")
+    path = tmp_path / "dashboard-queries.yaml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}))
+    result = promtool("check", "rules", str(path), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_dashboard_shows_what_the_issue_asks_for() -> None:
+    joined = "\n".join(dashboard_exprs())
+    for needle in (
+        "bgpadv_convergence_seconds_bucket",
+        "histogram_quantile(0.5",
+        "histogram_quantile(0.99",
+        "bgpadv_migration_handover_seconds_bucket",
+        "bgpadv_routes_advertised",
+        "bgpadv_routes_rejected_total",
+        "bgpadv_peer_up",
+        "bgpadv_watch_restarts_total",
+    ):
+        assert needle in joined, needle
+
+
+def test_every_bgpadv_metric_named_in_deploy_exists() -> None:
+    exposition = generate_latest(Metrics(process_collectors=False).registry).decode()
+    names = set(re.findall(r"^# TYPE (\S+) ", exposition, re.MULTILINE))
+    text = RULES.read_text() + "\n".join(dashboard_exprs())
+    used = set(re.findall(r"\bbgpadv_[a-z_]+", text)) - {"bgpadv_convergence_seconds"}
+    missing = {n for n in used if n not in names and not n.endswith(("_bucket", "_count", "_sum"))}
+    missing |= {n for n in used if n.endswith(("_bucket", "_count", "_sum")) and n.rsplit("_", 1)[0] not in names}
+    assert not missing
