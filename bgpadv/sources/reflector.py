@@ -1,0 +1,455 @@
+"""List+watch loops ("reflectors"): one thread per watched resource, each turning the API into `WatchEvent`s.
+
+A reflector LISTs its resource in pages, then WATCHes from the list's resourceVersion with bookmarks, remembering
+the newest resourceVersion it saw (bookmarks included):
+
+- a stream that ends (server timeout, apiserver restart, cut connection) is resumed from that resourceVersion,
+  without a new LIST;
+- 410 Gone (an ERROR event or an HTTP 410) means the history is gone: it relists and diffs the fresh list against
+  its cache, emitting the DELETED events it missed, and ADDED/MODIFIED for objects whose resourceVersion changed;
+- 404 (the CRD is not installed, e.g. KubeVirt absent) counts as synced-and-empty: SYNCED is emitted so the service
+  never waits for an absent kind, objects it held are deleted, and it retries with backoff until the CRD appears;
+- 429, 5xx and connection errors back off exponentially with jitter, then resume (or relist if no list succeeded).
+
+Nothing escapes the thread: every failure is logged on the "bgpadv.sources" logger and retried.
+
+Why raw lines rather than `kubernetes.watch.Watch`: the reflector calls the official client's list functions with
+`_preload_content=False` and decodes the JSON itself, for LIST pages and for watch lines. Core objects then come
+back as the same camelCase dicts as custom objects (no OpenAPI model classes), a custom-resource watch event is
+decoded once instead of three times (~2x faster, /work/shared/reference/kubernetes-client.md), and the reflector
+handles BOOKMARK and ERROR events itself, where `Watch` retries a 410 once with the same stale resourceVersion
+before raising, and resumes dropped streams by itself in ways the caller cannot count or back off.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+import urllib3
+from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
+from kubernetes.client.exceptions import ApiException
+
+from bgpadv.observe import NullObserver, SourcesObserver
+from bgpadv.resources import Resource
+
+log = logging.getLogger("bgpadv.sources")
+
+EventType = Literal["ADDED", "MODIFIED", "DELETED", "SYNCED"]
+_OBJECT_EVENTS = frozenset({"ADDED", "MODIFIED", "DELETED"})
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One change of one watched object, or SYNCED: `resource` finished a full list (or is not installed, which
+    counts as synced and empty). SYNCED is emitted after the first list and again after every relist."""
+
+    resource: Resource
+    type: EventType
+    obj: dict | None
+    received_at: float  # time.monotonic() when the bytes carrying the event arrived
+    object_wall_time: float | None = None  # newest usable timestamp inside the object (epoch seconds), for lag
+
+
+@dataclass(frozen=True, slots=True)
+class ReflectorSettings:
+    """How a reflector lists, watches and backs off. Times are seconds."""
+
+    page_size: int = 500
+    """LIST page size (`limit`); pages are a consistent snapshot, so a big list costs no extra consistency."""
+    watch_timeout: int = 300
+    """`timeoutSeconds` asked of the server: it ends the stream cleanly after this long and we resume from the
+    last resourceVersion (no relist); keeps connections fresh through load balancers."""
+    inactivity_timeout: float = 360.0
+    """Read timeout on a watch stream: when no byte (event or bookmark) arrives for this long, the connection is
+    presumed dead and the watch is reopened. Keep it above `watch_timeout` unless bookmarks are frequent."""
+    connect_timeout: float = 10.0
+    """TCP connect timeout for every request."""
+    request_timeout: float = 60.0
+    """Read timeout for one LIST page."""
+    backoff_min: float = 0.5
+    """First delay after a failure (429, 5xx, connection error, CRD not installed)."""
+    backoff_max: float = 30.0
+    """Ceiling of the exponential backoff (it doubles per consecutive failure)."""
+    backoff_jitter: float = 0.25
+    """Each delay is multiplied by a random factor in [1 - jitter, 1 + jitter], so reflectors do not retry in step."""
+    bookmarks: bool = True
+    """Ask for BOOKMARK events, which advance the resourceVersion while nothing changes, so a resumed watch rarely
+    falls out of the server's history window (and needs no relist)."""
+
+
+class _Gone(Exception):
+    """The watch's resourceVersion is older than the server's history: relist."""
+
+
+class _StreamError(Exception):
+    """An ERROR event other than 410 arrived in the stream."""
+
+
+def _parse_time(text: str) -> float | None:
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return None
+
+
+_parse_time_cached = functools.lru_cache(maxsize=4096)(_parse_time)
+_MIGRATION_TIMES = ("startTimestamp", "endTimestamp", "targetNodeDomainReadyTimestamp")
+
+
+def object_wall_time(obj: dict, now: float | None = None) -> float | None:
+    """The newest timestamp an object carries (managedFields[].time, VMI migrationState times, creation and
+    deletion timestamps) as epoch seconds; timestamps in the future (a graceful deletion) are not usable."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return None
+    stamps: list[object] = [meta.get("creationTimestamp"), meta.get("deletionTimestamp")]
+    managed = meta.get("managedFields")
+    if isinstance(managed, list):
+        stamps.extend(entry.get("time") for entry in managed if isinstance(entry, dict))
+    status = obj.get("status")
+    migration = status.get("migrationState") if isinstance(status, dict) else None
+    if isinstance(migration, dict):
+        stamps.extend(migration.get(name) for name in _MIGRATION_TIMES)
+    limit = (time.time() if now is None else now) + 1.0
+    best: float | None = None
+    for stamp in stamps:
+        if not isinstance(stamp, str):
+            continue
+        at = _parse_time_cached(stamp)
+        if at is not None and at <= limit and (best is None or at > best):
+            best = at
+    return best
+
+
+def list_function(api_client: ApiClient, resource: Resource) -> Callable[..., Any]:
+    """The official client's list/watch call for a resource (all namespaces)."""
+    if resource.group:
+        custom = CustomObjectsApi(api_client)
+        return functools.partial(custom.list_cluster_custom_object, resource.group, resource.version, resource.plural)
+    core = CoreV1Api(api_client)
+    calls = {"nodes": core.list_node, "pods": core.list_pod_for_all_namespaces, "namespaces": core.list_namespace}
+    if resource.plural not in calls:
+        raise ValueError(f"no list function for core resource {resource.plural!r}")
+    return calls[resource.plural]
+
+
+def _lines(response: Any) -> Iterator[tuple[bytes, float]]:
+    """Complete lines of a chunked watch response, each with the monotonic time its last bytes arrived."""
+    pending = b""
+    for chunk in response.stream(amt=None, decode_content=False):
+        at = time.monotonic()
+        pending += chunk
+        if b"\n" not in chunk:
+            continue
+        *complete, pending = pending.split(b"\n")
+        for line in complete:
+            if line.strip():
+                yield line, at
+    if pending.strip():
+        yield pending, time.monotonic()
+
+
+class Reflector:
+    """One list+watch loop for one resource, on its own daemon thread. `emit` is called from that thread."""
+
+    def __init__(
+        self,
+        api_client: ApiClient,
+        resource: Resource,
+        emit: Callable[[WatchEvent], None],
+        settings: ReflectorSettings | None = None,
+        observer: SourcesObserver | None = None,
+    ) -> None:
+        self.resource = resource
+        self._call = list_function(api_client, resource)
+        self._emit_to = emit
+        self.settings = settings or ReflectorSettings()
+        self._observer: SourcesObserver = observer if observer is not None else NullObserver()
+        self._cache: dict[tuple[str, str] | str, dict] = {}  # what we last emitted, by key
+        self._rv: str | None = None  # newest resourceVersion seen; None: a LIST is needed
+        self._synced = False
+        self._failures = 0  # consecutive failures, for the backoff
+        self._not_installed_logged = False
+        self._stop = threading.Event()
+        self._response: Any = None  # the open watch response, so stop() can cut a blocking read
+        self._thread: threading.Thread | None = None
+
+    @property
+    def synced(self) -> bool:
+        """The resource finished its first list (or was found not installed)."""
+        return self._synced
+
+    @property
+    def resource_version(self) -> str | None:
+        return self._rv
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"reflector-{self.resource.plural}", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._cut()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def _cut(self) -> None:
+        response = self._response
+        if response is not None:
+            try:
+                response.shutdown()  # urllib3 >= 2.3: interrupts a read blocked in another thread
+            except Exception as e:  # pragma: no cover - best effort
+                log.debug("cutting the %s watch: %s", self.resource.plural, e)
+
+    # -- the loop -------------------------------------------------------------------------------------------------
+    def _run(self) -> None:
+        plural = self.resource.plural
+        while not self._stop.is_set():
+            try:
+                if self._rv is None:
+                    self._list()
+                started = time.monotonic()
+                delivered = self._watch()
+                if self._stop.is_set():
+                    break
+                self._observer.watch_restart(plural, "stream-ended")
+                if delivered:
+                    self._failures = 0
+                elif time.monotonic() - started < self.settings.backoff_min:
+                    self._sleep()  # a server that closes at once must not make us spin
+            except _Gone as e:
+                log.info("%s: %s; relisting", plural, e)
+                self._observer.watch_restart(plural, "gone-410")
+                self._rv = None
+            except ApiException as e:
+                if e.status == 410:
+                    log.info("%s: 410 Gone (%s); relisting", plural, e.reason)
+                    self._observer.watch_restart(plural, "gone-410")
+                    self._rv = None
+                elif e.status == 404 and self.resource.optional:
+                    self._not_installed()
+                else:
+                    self._error(f"HTTP {e.status} {e.reason}")
+            except (_StreamError, urllib3.exceptions.HTTPError, OSError, ValueError) as e:
+                self._error(f"{type(e).__name__}: {e}")
+            except Exception as e:
+                log.exception("%s: unexpected failure in the list/watch loop", plural)
+                self._error(f"{type(e).__name__}: {e}")
+        log.debug("%s reflector stopped", plural)
+
+    def _sleep(self) -> None:
+        s = self.settings
+        delay = min(s.backoff_max, s.backoff_min * 2 ** min(self._failures, 30))
+        self._failures += 1
+        self._stop.wait(delay * random.uniform(1 - s.backoff_jitter, 1 + s.backoff_jitter))
+
+    def _error(self, what: str) -> None:
+        if self._stop.is_set():
+            return
+        log.warning("%s: list/watch failed (%s); retrying", self.resource.plural, what)
+        self._observer.watch_restart(self.resource.plural, "error")
+        self._sleep()
+
+    def _not_installed(self) -> None:
+        plural = self.resource.plural
+        if not self._not_installed_logged:
+            log.warning("%s: not served by the API (CRD not installed?); treated as empty, retrying", plural)
+            self._not_installed_logged = True
+        self._observer.watch_restart(plural, "not-installed")
+        self._rv = None
+        now = time.monotonic()
+        for obj in list(self._cache.values()):
+            self._emit("DELETED", obj, now)  # the CRD went away with its objects
+        self._cache.clear()
+        if not self._synced:
+            self._synced = True
+            self._emit("SYNCED", None, now)
+        self._sleep()
+
+    def _emit(self, kind: EventType, obj: dict | None, at: float) -> None:
+        wall = object_wall_time(obj) if obj is not None else None
+        try:
+            self._emit_to(WatchEvent(self.resource, kind, obj, at, wall))
+        except Exception:
+            log.exception("%s: the event consumer failed", self.resource.plural)
+
+    def _normalize(self, obj: dict) -> dict:
+        """Typed lists carry no kind/apiVersion per item: add them, so every object names its type."""
+        if "kind" not in obj:
+            obj["kind"] = self.resource.kind
+        if "apiVersion" not in obj:
+            obj["apiVersion"] = self.resource.api_version
+        return obj
+
+    # -- LIST -----------------------------------------------------------------------------------------------------
+    def _list(self) -> None:
+        s, r = self.settings, self.resource
+        fresh: dict[tuple[str, str] | str, tuple[dict, float]] = {}
+        token: str | None = None
+        restarts = 0
+        while True:
+            kwargs: dict[str, Any] = {
+                "limit": s.page_size,
+                "_preload_content": False,
+                "_request_timeout": (s.connect_timeout, s.request_timeout),
+            }
+            if r.label_selector:
+                kwargs["label_selector"] = r.label_selector
+            if token:
+                kwargs["_continue"] = token
+            try:
+                response = self._call(**kwargs)
+            except ApiException as e:
+                if e.status == 410 and token and restarts < 3:  # the continue token expired: start over
+                    log.info("%s: list continue token expired; listing again from the start", r.plural)
+                    self._observer.watch_restart(r.plural, "relist")
+                    fresh.clear()
+                    token, restarts = None, restarts + 1
+                    continue
+                raise
+            try:
+                data = response.data
+            finally:
+                response.release_conn()
+            at = time.monotonic()
+            page = json.loads(data)
+            for obj in page.get("items") or ():
+                if isinstance(obj, dict):
+                    fresh[r.key(obj)] = (self._normalize(obj), at)
+            meta = page.get("metadata") or {}
+            token = meta.get("continue") or None
+            if token is None:
+                self._replace(fresh, str(meta.get("resourceVersion") or ""))
+                return
+            if self._stop.is_set():
+                return
+
+    def _replace(self, fresh: dict[tuple[str, str] | str, tuple[dict, float]], rv: str) -> None:
+        """Adopt a complete list: emit what differs from the cache (missed deletions included), then SYNCED."""
+        cache = self._cache
+        for key, (obj, at) in fresh.items():
+            old = cache.get(key)
+            if old is None:
+                self._emit("ADDED", obj, at)
+            elif _rv_of(old) != _rv_of(obj):
+                self._emit("MODIFIED", obj, at)
+        now = time.monotonic()
+        for key in cache.keys() - fresh.keys():
+            self._emit("DELETED", cache[key], now)
+        self._cache = {key: obj for key, (obj, _) in fresh.items()}
+        self._rv = rv or None
+        first = not self._synced
+        self._synced = True
+        self._failures = 0
+        self._emit("SYNCED", None, now)
+        if first:
+            log.info("%s: initial list done (%d objects, resourceVersion %s)", self.resource.plural, len(fresh), rv)
+
+    # -- WATCH ----------------------------------------------------------------------------------------------------
+    def _watch(self) -> int:
+        """Watch from the last resourceVersion until the stream ends; returns how many lines it delivered."""
+        s, r = self.settings, self.resource
+        kwargs: dict[str, Any] = {
+            "watch": True,
+            "resource_version": self._rv,
+            "allow_watch_bookmarks": s.bookmarks,
+            "timeout_seconds": int(s.watch_timeout),
+            "_preload_content": False,
+            "_request_timeout": (s.connect_timeout, s.inactivity_timeout),
+        }
+        if r.label_selector:
+            kwargs["label_selector"] = r.label_selector
+        response = self._call(**kwargs)
+        self._response = response
+        delivered = 0
+        clean = False
+        try:
+            if self._stop.is_set():
+                return 0
+            for line, at in _lines(response):
+                delivered += 1
+                self._handle(line, at)
+            clean = True
+        finally:
+            self._response = None
+            if not clean:
+                response.close()
+            response.release_conn()
+        return delivered
+
+    def _handle(self, line: bytes, at: float) -> None:
+        plural = self.resource.plural
+        try:
+            event = json.loads(line)
+            kind, obj = event["type"], event["object"]
+        except (ValueError, KeyError, TypeError):
+            log.warning("%s: skipping an undecodable watch line (%d bytes)", plural, len(line))
+            return
+        if not isinstance(obj, dict):
+            log.warning("%s: skipping a %s event without an object", plural, kind)
+            return
+        if kind == "BOOKMARK":
+            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            if rv:
+                self._rv = str(rv)
+            return
+        if kind == "ERROR":
+            if obj.get("code") == 410:
+                raise _Gone(obj.get("message") or "410 Gone")
+            raise _StreamError(f"{obj.get('code')} {obj.get('reason')}: {obj.get('message')}")
+        if kind not in _OBJECT_EVENTS:
+            log.warning("%s: skipping a watch event of unknown type %r", plural, kind)
+            return
+        obj = self._normalize(obj)
+        rv = _rv_of(obj)
+        if rv:
+            self._rv = rv
+        key = self.resource.key(obj)
+        if kind == "DELETED":
+            self._cache.pop(key, None)
+        else:
+            self._cache[key] = obj
+        self._emit(kind, obj, at)
+
+
+def _rv_of(obj: dict) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+class Sources:
+    """One reflector per resource, started and stopped together."""
+
+    def __init__(
+        self,
+        api_client: ApiClient,
+        resources: Sequence[Resource],
+        emit: Callable[[WatchEvent], None],
+        settings: ReflectorSettings | None = None,
+        observer: SourcesObserver | None = None,
+    ) -> None:
+        self.reflectors = [Reflector(api_client, r, emit, settings, observer) for r in resources]
+
+    def start(self) -> None:
+        for reflector in self.reflectors:
+            reflector.start()
+
+    def stop(self) -> None:
+        for reflector in self.reflectors:
+            reflector._stop.set()
+            reflector._cut()
+        for reflector in self.reflectors:
+            reflector.stop()
+
+    @property
+    def synced(self) -> bool:
+        """Every resource finished its first list (or is not installed)."""
+        return all(r.synced for r in self.reflectors)

@@ -1,0 +1,75 @@
+"""The store: every watched object, indexed as the planner reads it, fed by `WatchEvent`s.
+
+Single-threaded by design: the service's loop applies events and runs the planner on the same thread, so the
+`ClusterState` it hands out is the store's own dicts (no copies) and is never mutated while a plan runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from bgpadv import resources
+from bgpadv.resources import Resource
+from bgpadv.sources.reflector import WatchEvent
+from bgpadv.sources.snapshot import ClusterState
+
+# What the default configuration watches: RouteAdvertisements only when `followRouteAdvertisements` is set.
+DEFAULT_RESOURCES: tuple[Resource, ...] = tuple(r for r in resources.ALL if r is not resources.ROUTE_ADVERTISEMENTS)
+
+
+class Store:
+    """Watched objects by resource and key. `expected` are the resources that must sync before `synced` is True:
+    pass the resources actually watched (service.watched_resources(config))."""
+
+    def __init__(self, expected: Iterable[Resource] = DEFAULT_RESOURCES) -> None:
+        self._maps: dict[str, dict] = {r.field: {} for r in resources.ALL}
+        self._state = ClusterState(**self._maps)
+        self._expected = frozenset(expected)
+        self._synced: set[Resource] = set()
+
+    def apply(self, event: WatchEvent) -> bool:
+        """Take one event; True when the store changed: an object added, replaced or removed, or a resource's
+        first SYNCED (so the caller knows the view may just have become complete).
+
+        A MODIFIED (or ADDED) carrying the resourceVersion already stored changes nothing; a DELETED for an unknown
+        key changes nothing.
+        """
+        res = event.resource
+        if event.type == "SYNCED":
+            if res in self._synced:
+                return False
+            self._synced.add(res)
+            return True
+        obj = event.obj
+        if obj is None:
+            return False
+        objects = self._maps[res.field]
+        key = res.key(obj)
+        if event.type == "DELETED":
+            return objects.pop(key, None) is not None
+        old = objects.get(key)
+        if old is not None and _rv(old) == _rv(obj) and _rv(obj):
+            return False
+        objects[key] = obj
+        return True
+
+    @property
+    def state(self) -> ClusterState:
+        """The current view; its mappings are the store's own (read them, never mutate them)."""
+        return self._state
+
+    @property
+    def synced(self) -> bool:
+        """Every expected resource finished its first list (or was found not installed)."""
+        return self._expected <= self._synced
+
+    def synced_resources(self) -> frozenset[Resource]:
+        return frozenset(self._synced)
+
+    def counts(self) -> dict[str, int]:
+        """Objects held per ClusterState field, e.g. {"cudns": 2, "vmis": 40, ...}."""
+        return {name: len(objects) for name, objects in self._maps.items()}
+
+
+def _rv(obj: dict) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
