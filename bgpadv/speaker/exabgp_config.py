@@ -57,7 +57,7 @@ def _neighbor(config: Config, peer: PeerConfig, receive_routes: bool) -> list[st
     lines.append("    api {")
     lines.append(f"        processes [ {PROCESS_NAME} ];")
     lines.append("        neighbor-changes;")
-    lines.append("        send { update; }")
+    lines.append("        send { parsed; update; }")  # `parsed` is needed for the echo to be written
     if receive_routes:
         lines.append("        receive { parsed; update; }")
     lines.append("    }")

@@ -294,8 +294,10 @@ def parse_reply(line: str) -> Reply:
         for item in data:
             if isinstance(item, dict):
                 addr = _addr((item.get("peer") or {}).get("address") if isinstance(item.get("peer"), dict) else None)
-                if addr is not None:
-                    peers.append((str(addr), str(item.get("state", ""))))
+                if addr is not None:  # "fsm" is ExaBGP's FSM state; its "state" says down for the first second
+                    fsm = str(item.get("fsm", "")).upper()
+                    state = ("up" if fsm == "ESTABLISHED" else "down") if fsm else str(item.get("state", ""))
+                    peers.append((str(addr), state))
         return NeighborList(tuple(peers))
     if not isinstance(data, dict):
         return Other(text)

@@ -1,0 +1,196 @@
+"""FRR (Debian's zebra + bgpd) as the lab's top-of-rack router, inside a network namespace.
+
+Private config/pid/vty/zserv paths in a work directory owned by `frr`, so several labs can run side by side and
+never touch the host's FRR. Queries go through `vtysh --vty_socket DIR` and `ip -j route` inside the namespace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from bgpadv.lab.netns import Netns, sh
+
+FRR_DIR = Path("/usr/lib/frr")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class TorSettings:
+    asn: int = 64512
+    router_id: str = "10.0.0.1"
+    listen: str = "10.0.0.1"  # bgpd listens only here
+    cluster_asn: int = 64513
+    cluster_ranges: tuple[str, ...] = ("10.0.0.0/24",)  # `bgp listen range`: the nodes connect to the ToR
+    keepalive: int = 1
+    hold: int = 3
+    graceful_restart: bool = True
+    stalepath_time: int = 60
+
+
+def render_frr_config(s: TorSettings, log_file: Path) -> str:
+    """bgpd/zebra configuration: dynamic neighbors from the cluster, accept /32 and /128, send nothing back."""
+    ranges = "\n".join(f" bgp listen range {r} peer-group CLUSTER" for r in s.cluster_ranges)
+    gr = (
+        f" bgp graceful-restart\n bgp graceful-restart stalepath-time {s.stalepath_time}\n"
+        if s.graceful_restart
+        else ""
+    )
+    families = ""
+    for afi in ("ipv4", "ipv6"):
+        families += (
+            f" address-family {afi} unicast\n"
+            "  neighbor CLUSTER activate\n"
+            "  neighbor CLUSTER route-map FROM-CLUSTER in\n"
+            "  neighbor CLUSTER route-map TO-CLUSTER out\n"
+            " exit-address-family\n"
+        )
+    return f"""frr defaults traditional
+hostname tor
+log file {log_file}
+no ipv6 forwarding
+ip forwarding
+ipv6 forwarding
+!
+route-map FROM-CLUSTER permit 10
+!
+route-map TO-CLUSTER deny 10
+!
+router bgp {s.asn}
+ bgp router-id {s.router_id}
+ no bgp ebgp-requires-policy
+ no bgp default ipv4-unicast
+ bgp bestpath as-path multipath-relax
+{gr} neighbor CLUSTER peer-group
+ neighbor CLUSTER remote-as {s.cluster_asn}
+ neighbor CLUSTER timers {s.keepalive} {s.hold}
+{ranges}
+{families}!
+"""
+
+
+class FrrRouter:
+    """zebra + bgpd in `ns`, started by `start()`, stopped by PID in `stop()`."""
+
+    def __init__(self, lab: Netns, ns: str, workdir: Path, settings: TorSettings = TorSettings()) -> None:
+        self.lab = lab
+        self.ns = ns
+        self.dir = workdir
+        self.settings = settings
+        self.procs: list[subprocess.Popen] = []
+
+    def start(self, timeout: float = 20.0) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        conf = self.dir / "frr.conf"
+        conf.write_text(render_frr_config(self.settings, self.dir / "frr.log"))
+        shutil.chown(self.dir, "frr", "frr")
+        for path in self.dir.iterdir():
+            shutil.chown(path, "frr", "frr")
+        common = ["-u", "frr", "-g", "frr", "-P", "0", "--vty_socket", str(self.dir), "-f", str(conf)]
+        zserv = ["-z", str(self.dir / "zserv.api")]
+        out = (self.dir / "daemons.out").open("ab")
+        self.procs.append(
+            self.lab.spawn(
+                self.ns,
+                [str(FRR_DIR / "zebra"), *common, "-i", str(self.dir / "zebra.pid"), *zserv],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        )
+        self.wait_for(lambda: (self.dir / "zserv.api").exists(), timeout, "zebra's zserv socket")
+        bgp = [str(FRR_DIR / "bgpd"), *common, "-i", str(self.dir / "bgpd.pid"), *zserv, "-l", self.settings.listen]
+        self.procs.append(self.lab.spawn(self.ns, bgp, stdout=out, stderr=subprocess.STDOUT))
+        self.wait_for(lambda: self._ok("show bgp summary json"), timeout, "bgpd's vty")
+
+    def stop(self) -> None:
+        pids = [p.pid for p in self.procs]
+        for proc in reversed(self.procs):
+            with contextlib.suppress(Exception):
+                self.lab.kill(proc)
+        self.procs.clear()
+        for pid in pids:  # FRR's crash-log scratch directories
+            for daemon in ("zebra", "bgpd"):
+                for sep in ("-", "."):
+                    shutil.rmtree(f"/var/tmp/frr/{daemon}{sep}{pid}", ignore_errors=True)
+
+    # ------------------------------------------------------------------ queries
+
+    def vtysh(self, command: str) -> str:
+        result = subprocess.run(
+            ["vtysh", "--vty_socket", str(self.dir), "-c", command], capture_output=True, text=True, timeout=30
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"vtysh {command!r}: {result.stderr.strip() or result.stdout.strip()}")
+        return result.stdout
+
+    def vtysh_json(self, command: str) -> Any:
+        return json.loads(self.vtysh(command) or "{}")
+
+    def _ok(self, command: str) -> bool:
+        try:
+            self.vtysh_json(command)
+            return True
+        except (RuntimeError, ValueError, subprocess.TimeoutExpired):
+            return False
+
+    def bgp_routes(self, afi: str = "ipv4") -> dict[str, list[str]]:
+        """Best paths in bgpd's table: prefix -> next hops of the best (and multipath) paths."""
+        data = self.vtysh_json(f"show bgp {afi} unicast json")
+        out: dict[str, list[str]] = {}
+        for prefix, paths in (data.get("routes") or {}).items():
+            hops = []
+            for path in paths:
+                if path.get("bestpath") or path.get("multipath"):
+                    hops.extend(nh.get("ip", "") for nh in path.get("nexthops", []) if nh.get("afi") == afi)
+            if hops:
+                out[prefix] = sorted(set(hops))
+        return out
+
+    def fib_routes(self, family: int = 4) -> dict[str, list[str]]:
+        """The ToR kernel's BGP routes: prefix -> gateways."""
+        raw = sh(["ip", f"-{family}", "-j", "route", "show", "proto", "bgp"], netns=self.ns).stdout
+        out: dict[str, list[str]] = {}
+        for route in json.loads(raw or "[]"):
+            dst = route["dst"]
+            if "/" not in dst:
+                dst += "/32" if family == 4 else "/128"
+            gateways = [route["gateway"]] if "gateway" in route else [h["gateway"] for h in route.get("nexthops", [])]
+            out[dst] = sorted(gateways)
+        return out
+
+    def neighbor(self, address: str) -> dict:
+        data = self.vtysh_json(f"show bgp neighbors {address} json")
+        return data.get(address, {})
+
+    def neighbor_state(self, address: str) -> str:
+        """bgpd's FSM state for the neighbor ("Established", "Active", ...; "" if unknown)."""
+        try:
+            return str(self.neighbor(address).get("bgpState", ""))
+        except (RuntimeError, ValueError):
+            return ""
+
+    def graceful_restart(self, address: str, afi: str = "ipv4") -> dict:
+        return self.vtysh_json(f"show bgp {afi} neighbors {address} graceful-restart json").get(address, {})
+
+    @staticmethod
+    def wait_for(predicate: Callable[[], T], timeout: float = 30.0, what: str = "condition", every=0.1) -> T:
+        """Poll until `predicate()` is truthy; return its value or raise TimeoutError naming `what`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+            time.sleep(every)
+
+
+def prefixes(routes: Iterable[str]) -> set[str]:
+    return set(routes)

@@ -1,0 +1,111 @@
+"""The standard lab: a ToR running FRR, two workers and an external host, joined by veths.
+
+```
+ <p>-w1 (10.0.0.11, fd00::11) ──┐
+ <p>-w2 (10.0.0.12, fd00::12) ──┤ br0 (10.0.0.1/24, fd00::1/64)  <p>-tor  ext (198.51.100.1/24) ── <p>-ext
+                                                                                           (198.51.100.10)
+```
+Each worker's default route points at the ToR; forwarding is on everywhere. `add_vm()` puts a VM namespace behind
+a worker. Everything is named from `prefix`, so concurrent labs (bgpsp, bgpe2e, bgpmx) never collide.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from bgpadv.lab.frr import FrrRouter, TorSettings
+from bgpadv.lab.netns import Netns, sweep
+
+WORKERS = {"w1": ("10.0.0.11", "fd00::11"), "w2": ("10.0.0.12", "fd00::12")}
+TOR_V4, TOR_V6 = "10.0.0.1", "fd00::1"
+EXT_TOR, EXT_HOST = "198.51.100.1", "198.51.100.10"
+
+
+def unique_prefix(base: str) -> str:
+    """`<base>-<pid>`, after removing leftovers of `<base>-<pid>` runs whose process is gone."""
+    run = Path("/run/netns")
+    if run.is_dir():
+        dead = set()
+        for entry in run.iterdir():
+            parts = entry.name.split("-")
+            if len(parts) >= 3 and parts[0] == base and parts[1].isdigit() and not Path(f"/proc/{parts[1]}").exists():
+                dead.add(f"{base}-{parts[1]}")
+        for stale in dead:
+            sweep(stale)
+    return f"{base}-{os.getpid()}"
+
+
+class Lab:
+    """Builds the lab on `__enter__` (or `build()`), tears it down by PID on `__exit__` (or `teardown()`)."""
+
+    def __init__(self, base: str = "bgpsp", tor: TorSettings | None = None, start_frr: bool = True) -> None:
+        self.prefix = unique_prefix(base)
+        self.net = Netns(self.prefix)
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"{self.prefix}-"))
+        self.workdir.chmod(0o755)  # FRR drops to user frr and must reach its directory inside
+        self.tor_settings = tor or TorSettings()
+        self.start_frr = start_frr
+        self.frr: FrrRouter | None = None
+        self._vms = 0
+
+    def ns(self, role: str) -> str:
+        """Namespace name of "tor", "w1", "w2", "ext" or a VM."""
+        return self.net.name(role)
+
+    def build(self) -> Lab:
+        net = self.net
+        tor = net.create("tor")
+        net.forwarding(tor)
+        ports = []
+        for role, (v4, v6) in WORKERS.items():
+            ns = net.create(role)
+            net.forwarding(ns)
+            net.veth(tor, role, ns, "eth0")
+            ports.append(role)
+            net.address(ns, "eth0", f"{v4}/24")
+            net.address(ns, "eth0", f"{v6}/64")
+            net.route(ns, "default", TOR_V4)
+            net.route(ns, "default", TOR_V6)
+        net.bridge(tor, "br0", ports)
+        net.address(tor, "br0", f"{TOR_V4}/24")
+        net.address(tor, "br0", f"{TOR_V6}/64")
+        ext = net.create("ext")
+        net.veth(tor, "ext", ext, "eth0")
+        net.address(tor, "ext", f"{EXT_TOR}/24")
+        net.address(ext, "eth0", f"{EXT_HOST}/24")
+        net.route(ext, "default", EXT_TOR)
+        if self.start_frr:
+            self.frr = FrrRouter(net, tor, self.workdir / "frr", self.tor_settings)
+            self.frr.start()
+        return self
+
+    def add_vm(self, worker: str, ip: str, gateway: str, prefixlen: int = 24) -> str:
+        """A VM namespace behind `worker`: the VM holds `ip/prefixlen` with `gateway`, the worker holds the gateway."""
+        self._vms += 1
+        name = f"vm{self._vms}"
+        vm = self.net.create(name)
+        wdev = f"vm{self._vms}"
+        self.net.veth(self.ns(worker), wdev, vm, "eth0")
+        self.net.address(self.ns(worker), wdev, f"{gateway}/{prefixlen}")
+        self.net.address(vm, "eth0", f"{ip}/{prefixlen}")
+        self.net.route(vm, "default", gateway)
+        return vm
+
+    def teardown(self) -> None:
+        if self.frr is not None:
+            self.frr.stop()
+        self.net.teardown()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> Lab:
+        try:
+            return self.build()
+        except BaseException:
+            self.teardown()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.teardown()

@@ -1,0 +1,181 @@
+"""The real Speaker driving a real ExaBGP against a real FRR ToR, asserted on FRR's RIB and the ToR kernel's FIB.
+
+ExaBGP runs in worker-1 with tests/lab/speaker_driver.py as its API process (the Speaker in a minimal controller);
+the test rewrites the driver's desired-set file and waits on FRR. Tests in this module run in order and share one
+ExaBGP session: bulk load, IPv6, next-hop move, withdrawal, then the controller is killed and respawned.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bgpadv.config import load
+from bgpadv.lab.frr import FrrRouter
+from bgpadv.speaker.exabgp_config import exabgp_argv, exabgp_environment, render_exabgp_config
+
+pytestmark = pytest.mark.lab
+
+DRIVER = Path(__file__).with_name("speaker_driver.py")
+W1, W2, W1_6 = "10.0.0.11", "10.0.0.12", "fd00::11"
+
+
+def v4_hosts(start: int, count: int) -> list[str]:
+    return [f"10.{128 + (i >> 16)}.{(i >> 8) & 255}.{i & 255}/32" for i in range(start, start + count)]
+
+
+class Speaker:
+    """The test's handle on ExaBGP + the driver in worker-1."""
+
+    def __init__(self, lab, workdir: Path) -> None:
+        self.lab = lab
+        self.dir = workdir
+        self.desired = workdir / "desired.json"
+        self.status_file = workdir / "status.json"
+        self.gen = 0
+        cfg = {
+            "localASN": 64513,
+            "routerID": W1,
+            "peers": [{"address": "10.0.0.1", "asn": 64512, "localAddress": W1, "holdTime": 9, "gracefulRestart": 60}],
+        }
+        (workdir / "bgpadv.yaml").write_text(yaml.safe_dump(cfg))
+        config = load(workdir / "bgpadv.yaml")
+        api = [sys.executable, str(DRIVER), str(workdir / "bgpadv.yaml"), str(self.desired), str(self.status_file)]
+        (workdir / "exabgp.conf").write_text(render_exabgp_config(config, api))
+        env = {**os.environ, **exabgp_environment(config, workdir)}
+        self.log = (workdir / "exabgp.log").open("ab")
+        self.proc = lab.net.spawn(
+            lab.ns("w1"), exabgp_argv(workdir / "exabgp.conf"), env=env, stdout=self.log, stderr=subprocess.STDOUT
+        )
+
+    def set(self, routes: list[tuple[str, str | None]]) -> int:
+        self.gen += 1
+        tmp = self.desired.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"gen": self.gen, "routes": routes}))
+        time.sleep(0.01)  # distinct mtime
+        tmp.replace(self.desired)
+        return self.gen
+
+    def status(self) -> dict:
+        try:
+            return json.loads(self.status_file.read_text())
+        except (FileNotFoundError, ValueError):
+            return {}
+
+    def wait_idle(self, gen: int, timeout: float = 30) -> dict:
+        return FrrRouter.wait_for(
+            lambda: (s := self.status()).get("gen") == gen and s.get("idle") and s, timeout, f"driver idle at {gen}"
+        )
+
+
+@pytest.fixture(scope="module")
+def speaker(lab, tmp_path_factory):
+    s = Speaker(lab, tmp_path_factory.mktemp("exabgp"))
+    try:
+        lab.frr.wait_for(lambda: lab.frr.neighbor_state(W1) == "Established", 30, "BGP session from worker-1")
+        yield s
+    finally:
+        lab.net.kill(s.proc)
+        s.log.close()
+
+
+class FibWatch:
+    """Samples the ToR's FIB in the background: the fewest of `watched` prefixes present at any sample."""
+
+    def __init__(self, frr: FrrRouter, watched: set[str]) -> None:
+        self.frr, self.watched, self.minimum, self.samples = frr, watched, len(watched), 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            present = len(self.watched & set(self.frr.fib_routes()))
+            self.minimum = min(self.minimum, present)
+            self.samples += 1
+
+    def __enter__(self) -> FibWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+BULK = v4_hosts(0, 1000)
+V6 = "fd00:10::5/128"
+
+
+def test_bulk_announcement_of_1000_routes_and_an_ipv6_host_reaches_rib_and_fib(lab, speaker):
+    gen = speaker.set([(p, W1) for p in BULK] + [(V6, W1_6)])
+    frr = lab.frr
+    frr.wait_for(lambda: len(frr.fib_routes()) == 1000, 30, "1000 routes in the ToR FIB")
+    assert frr.bgp_routes("ipv4") == {p: [W1] for p in BULK}
+    frr.wait_for(lambda: V6 in frr.fib_routes(6), 10, "the IPv6 host route in the FIB")
+    assert frr.bgp_routes("ipv6") == {V6: [W1_6]}
+    assert frr.fib_routes(6)[V6] == [W1_6]
+    status = FrrRouter.wait_for(lambda: (s := speaker.wait_idle(gen))["announced_sent"] >= 1001 and s, 10, "echoes")
+    assert status["errors"] == 0
+
+
+def test_end_of_rib_was_sent_and_graceful_restart_negotiated(lab, speaker):
+    frr = lab.frr
+    gr = frr.wait_for(
+        lambda: (
+            (g := frr.graceful_restart(W1))
+            and g.get("ipv4Unicast", {}).get("endOfRibStatus", {}).get("endOfRibRecv")
+            and g
+        ),
+        15,
+        "End-of-RIB received from worker-1",
+    )
+    assert gr["remoteGrMode"] == "Restart"
+
+
+def test_next_hop_move_replaces_the_path_without_a_withdrawal(lab, speaker):
+    moved = BULK[:100]
+    before = speaker.status()["withdrawn_sent"]
+    with FibWatch(lab.frr, set(BULK)) as watch:
+        gen = speaker.set([(p, W2) for p in moved] + [(p, W1) for p in BULK[100:]] + [(V6, W1_6)])
+        lab.frr.wait_for(lambda: all(lab.frr.fib_routes().get(p) == [W2] for p in moved), 20, "moved next hops")
+    assert watch.samples > 0 and watch.minimum == 1000, "a moved route disappeared from the FIB"
+    assert speaker.wait_idle(gen)["withdrawn_sent"] == before
+    assert lab.frr.bgp_routes()[moved[0]] == [W2]
+
+
+def test_withdrawal_removes_routes_from_rib_and_fib(lab, speaker):
+    gen = speaker.set([(p, W1) for p in BULK[:500]])
+    frr = lab.frr
+    frr.wait_for(lambda: len(frr.fib_routes()) == 500, 20, "500 routes left in the FIB")
+    assert set(frr.bgp_routes()) == set(BULK[:500])
+    frr.wait_for(lambda: not frr.bgp_routes("ipv6"), 10, "IPv6 route withdrawn")
+    assert speaker.wait_idle(gen)["errors"] == 0
+
+
+def test_killed_controller_is_respawned_keeps_routes_and_withdraws_stale_ones(lab, speaker):
+    kept, stale, new = BULK[:400], BULK[400:500], v4_hosts(5000, 50)
+    old_pid = speaker.status()["pid"]
+    with FibWatch(lab.frr, set(kept)) as watch:
+        os.kill(old_pid, signal.SIGKILL)
+        gen = speaker.set([(p, W1) for p in kept + new])
+        FrrRouter.wait_for(
+            lambda: (s := speaker.status()).get("pid") != old_pid and s.get("ready"), 20, "a respawned controller"
+        )
+        speaker.wait_idle(gen)
+        lab.frr.wait_for(lambda: set(lab.frr.fib_routes()) == set(kept + new), 20, "FIB = kept + new")
+    assert watch.minimum == len(kept), "a route that stayed desired left the FIB during the controller restart"
+    status = FrrRouter.wait_for(lambda: (s := speaker.status())["withdrawn_sent"] >= len(stale) and s, 10, "echoes")
+    assert set(status["withdrawn"]) == set(stale)  # what ExaBGP put on the wire: only the stale routes
+    assert status["peer_states"] == {"10.0.0.1": "up"}
+    assert set(lab.frr.bgp_routes()) == set(kept + new)
+    assert not set(stale) & set(lab.frr.fib_routes())
+    assert lab.frr.neighbor_state(W1) == "Established"
