@@ -111,6 +111,11 @@ class Config:
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     exabgp: ExaBGPConfig = field(default_factory=ExaBGPConfig)
     node_name: str | None = None  # per-node mode: announce only this node's view (None: the whole cluster)
+    next_hop_self: tuple[IPAddress, ...] = ()  # what `self` stands for, per family; () = the session's address
+
+    def self_address(self, version: int) -> IPAddress | None:
+        """The explicit address `next-hop self` means for IP version 4 or 6, if configured."""
+        return next((a for a in self.next_hop_self if a.version == version), None)
 
 
 _COMMUNITY = re.compile(r"^(\d{1,5}):(\d{1,5})$")
@@ -264,6 +269,7 @@ def parse(raw: Any) -> Config:
             "metrics",
             "exabgp",
             "nodeName",
+            "nextHopSelf",
         },
     )
     if raw is None or not isinstance(raw, dict):
@@ -348,6 +354,12 @@ def parse(raw: Any) -> Config:
         chunk_prefixes=r.integer(re_, "chunkPrefixes", "exabgp", 1, 5000, 1000) or 1000,
     )
     node_name = r.string(top, "nodeName", "")
+    rs = r.mapping(top.get("nextHopSelf"), "nextHopSelf", {"ipv4", "ipv6"})
+    self4, self6 = r.address(rs, "ipv4", "nextHopSelf"), r.address(rs, "ipv6", "nextHopSelf")
+    if self4 is not None and self4.version != 4:
+        r.fail("nextHopSelf.ipv4", "must be an IPv4 address")
+    if self6 is not None and self6.version != 6:
+        r.fail("nextHopSelf.ipv6", "must be an IPv6 address")
     attributes = r.attributes(top.get("attributes"), "attributes")
 
     if r.problems:
@@ -366,6 +378,7 @@ def parse(raw: Any) -> Config:
         metrics=MetricsConfig(listen=listen),
         exabgp=exabgp,
         node_name=node_name,
+        next_hop_self=tuple(a for a in (self4, self6) if a is not None),
     )
 
 

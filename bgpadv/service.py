@@ -93,7 +93,7 @@ class Controller:
         self.config = config
         self.settings = settings or LoopSettings()
         self.observer = observer if observer is not None else NullObserver()
-        self.store = Store()
+        self.store = Store(watched_resources(config))
         self.speaker = speaker
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.sources = sources_factory(self.queue.put)

@@ -1,0 +1,192 @@
+"""The whole chain in a lab: `bgpadv run` (ExaBGP + controller) in worker-1, fed by a fake Kubernetes API.
+
+```
+ test process                      <p>-w1 namespace                          <p>-tor namespace
+ FakeApiServer ◀─HTTP 127.0.0.1─ bgpadv controller ◀─pipes─▶ ExaBGP ─BGP─▶ FRR (bgpd + zebra)
+ (its listening socket is created inside w1, so the controller reaches it on w1's own loopback)
+```
+
+The test drives the cluster through `chain.api` (create/patch/delete, exactly as HTTP writes would) and asserts on
+FRR's RIB and the ToR kernel's FIB (`lab.frr`). bgpadv's metrics listener is on w1's loopback; `chain.get(path)`
+reaches it through a socket opened inside w1.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bgpadv.lab.fakeapi import FakeApiServer
+from bgpadv.lab.frr import FrrRouter
+from bgpadv.lab.netns import in_netns
+from bgpadv.lab.topology import TOR_V4, WORKERS, Lab
+
+METRICS_PORT = 9179
+
+
+def lab_config(kubeconfig: Path, node: str = "w1", **overrides: Any) -> dict:
+    """bgpadv's configuration for the lab: AS 64513 on `node`, the ToR 10.0.0.1 in AS 64512."""
+    v4 = WORKERS[node][0]
+    config: dict[str, Any] = {
+        "localASN": 64513,
+        "routerID": v4,
+        "peers": [{"address": TOR_V4, "asn": 64512, "localAddress": v4, "holdTime": 9, "gracefulRestart": 60}],
+        "networks": {"selector": {"matchLabels": {"bgpadv.io/advertise": "true"}}},
+        "nextHop": "node",
+        "kubernetes": {"kubeconfig": str(kubeconfig)},
+        "metrics": {"listen": f"127.0.0.1:{METRICS_PORT}"},
+    }
+    config.update(overrides)
+    return config
+
+
+class BgpadvInLab:
+    """`bgpadv run` in a worker namespace of `lab`, with the fake API it watches. A context manager."""
+
+    def __init__(
+        self, lab: Lab, objects: Iterable[dict] = (), *, node: str = "w1", config: dict[str, Any] | None = None
+    ) -> None:
+        self.lab = lab
+        self.node = node
+        self.ns = lab.ns(node)
+        self.address = WORKERS[node][0]
+        self.dir = lab.workdir / f"bgpadv-{node}"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with in_netns(self.ns):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", 0))
+            sock.listen(128)
+        self.api = FakeApiServer(sock=sock, bookmark_interval=1.0)
+        self._seed = list(objects)
+        kubeconfig = self.dir / "kubeconfig"
+        self.config = config if config is not None else lab_config(kubeconfig, node)
+        self.config_path = self.dir / "bgpadv.yaml"
+        self.proc: subprocess.Popen | None = None
+        self.log_path = self.dir / "bgpadv.log"
+
+    @property
+    def frr(self) -> FrrRouter:
+        assert self.lab.frr is not None, "the lab runs no FRR"
+        return self.lab.frr
+
+    def start(self, *, wait_established: bool = True, timeout: float = 30.0) -> BgpadvInLab:
+        self.api.start()
+        self.api.load(self._seed)
+        self.api.write_kubeconfig(self.dir / "kubeconfig")
+        self.config_path.write_text(yaml.safe_dump(self.config, sort_keys=False))
+        env = {**os.environ, "BGPADV_LOG_LEVEL": os.environ.get("BGPADV_LOG_LEVEL", "INFO")}
+        log = self.log_path.open("ab")
+        argv = [sys.executable, "-m", "bgpadv", "run", "--config", str(self.config_path)]
+        argv += ["--runtime-dir", str(self.dir / "run")]
+        self.proc = self.lab.net.spawn(self.ns, argv, stdout=log, stderr=subprocess.STDOUT, env=env)
+        if wait_established:
+            self.wait_established(timeout)
+        return self
+
+    def wait_established(self, timeout: float = 30.0) -> None:
+        def up() -> bool:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"bgpadv exited with {self.proc.returncode}; log:\n{self.log_tail()}")
+            return self.frr.neighbor_state(self.address) == "Established"
+
+        self.frr.wait_for(up, timeout, f"the ToR's session with {self.address}")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.lab.net.kill(self.proc)
+            self.proc = None
+        self.api.stop()
+
+    def __enter__(self) -> BgpadvInLab:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- observing bgpadv from outside -----------------------------------------------------------------------------
+    def get(self, path: str, timeout: float = 5.0) -> tuple[int, str]:
+        """GET bgpadv's metrics listener (w1's loopback) through a socket opened inside w1."""
+        with in_netns(self.ns):
+            conn = http.client.HTTPConnection("127.0.0.1", METRICS_PORT, timeout=timeout)
+            conn.connect()
+        try:
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            return resp.status, resp.read().decode()
+        finally:
+            conn.close()
+
+    def get_ok(self, path: str) -> bool:
+        """True when `path` answers 200 (False on any error: the listener may be restarting)."""
+        try:
+            return self.get(path, timeout=2.0)[0] == 200
+        except OSError:
+            return False
+
+    def status(self) -> dict:
+        code, body = self.get("/status")
+        return json.loads(body) if code == 200 else {}
+
+    def controller_pids(self) -> list[int]:
+        """PIDs of `bgpadv controller` processes (ExaBGP's API process) in this lab's namespace."""
+        out = subprocess.run(["ip", "netns", "pids", self.ns], capture_output=True, text=True).stdout.split()
+        pids = []
+        for pid in out:
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"controller" in cmdline and any(part.endswith(b"bgpadv") for part in cmdline):
+                pids.append(int(pid))
+        return pids
+
+    def kill_controller(self) -> int:
+        """SIGKILL the controller (ExaBGP respawns it); return the killed PID."""
+        pids = self.controller_pids()
+        assert pids, "no controller process found"
+        os.kill(pids[0], signal.SIGKILL)
+        return pids[0]
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+def wait_for_routes(
+    frr: FrrRouter, expected: dict[str, list[str]], afi: str = "ipv4", timeout: float = 20.0
+) -> dict[str, list[str]]:
+    """Wait until FRR's best paths for `afi` are exactly `expected` (prefix -> next hops); return them."""
+    last: dict[str, list[str]] = {}
+
+    def match() -> bool:
+        nonlocal last
+        last = frr.bgp_routes(afi)
+        return last == expected
+
+    try:
+        frr.wait_for(match, timeout, f"FRR's {afi} table to be {expected}", every=0.05)
+    except TimeoutError as e:
+        raise TimeoutError(f"{e}; FRR has {last}") from None
+    return last
+
+
+def monotonic_ms(since: float) -> float:
+    return (time.monotonic() - since) * 1000

@@ -1,0 +1,198 @@
+"""The whole chain against a real router: fake Kubernetes API → `bgpadv run` (controller + ExaBGP) → FRR ToR.
+
+Scope: what the fabric sees. Every assertion reads FRR's BGP table (`show bgp … json`) or the ToR kernel's FIB;
+none reads bgpadv's logs. One bgpadv instance runs in worker-1 for the whole module; each test uses its own VMs
+and addresses, so the tests do not depend on each other's order.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bgpadv.lab.chain import BgpadvInLab
+from bgpadv.lab.frr import FrrRouter
+from bgpadv.lab.netns import sh
+from bgpadv.lab.topology import EXT_HOST, Lab
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+import objects as k8s  # tests/objects.py: realistic object builders
+
+pytestmark = pytest.mark.lab
+
+NS = "imported-vms"
+W1, W2 = "10.0.0.11", "10.0.0.12"
+W1_6, W2_6 = "fd00::11", "fd00::12"
+ADVERTISED = {"bgpadv.io/advertise": "true"}
+
+
+def cluster() -> list[dict]:
+    return [
+        k8s.node("worker-1", W1, W1_6),
+        k8s.node("worker-2", W2, W2_6),
+        k8s.cudn_layer2(
+            "vmnet-a",
+            ["192.168.100.0/24", "fd10:100::/64"],
+            labels=ADVERTISED,
+            infrastructure_subnets=["192.168.100.0/30", "fd10:100::/125"],
+            default_gateway_ips=["192.168.100.1", "fd10:100::1"],
+        ),
+        k8s.cudn_layer2("quiet", ["192.168.200.0/24"], labels={}, namespaces=["other"]),
+        *vm("vm-a", "worker-1", ["192.168.100.10/24", "fd10:100::10/64"]),
+        *vm("vm-hostile", "worker-1", ["10.66.0.1/24"]),
+    ]
+
+
+def vm(name: str, node: str | None, ips: list[str], phase: str = "Running") -> list[dict]:
+    """An imported VM as the cluster shows it: its claim (with allocated IPs) and, if it runs, its VMI."""
+    objs = [k8s.ipam_claim(NS, f"{name}.default", name, "cluster_udn_vmnet-a", ips)]
+    if node is not None:
+        bare = [ip.split("/")[0] for ip in ips]
+        objs.append(k8s.vmi(NS, name, node, phase, interfaces=[k8s.interface(bare)]))
+    return objs
+
+
+def route(frr: FrrRouter, prefix: str) -> list[str] | None:
+    afi = "ipv6" if ":" in prefix else "ipv4"
+    return frr.bgp_routes(afi).get(prefix)
+
+
+def wait_route(frr: FrrRouter, prefix: str, next_hops: list[str] | None, timeout: float = 15.0) -> None:
+    """Wait until FRR's best path for `prefix` has `next_hops` (None: until FRR has no route for it)."""
+    frr.wait_for(
+        lambda: route(frr, prefix) == next_hops, timeout, f"{prefix} -> {next_hops} (FRR has {route(frr, prefix)})"
+    )
+
+
+@pytest.fixture(scope="module")
+def chain():
+    if sys.platform != "linux":
+        pytest.skip("needs Linux network namespaces")
+    with Lab("bgpe2e") as lab, BgpadvInLab(lab, cluster()) as running:
+        wait_route(running.frr, "192.168.100.10/32", [W1], timeout=60)
+        yield running
+
+
+def test_selected_network_subnets_and_running_vm_addresses_reach_the_tor(chain):
+    frr = chain.frr
+    assert route(frr, "192.168.100.0/24") == [W1]
+    assert route(frr, "192.168.100.10/32") == [W1]
+    wait_route(frr, "fd10:100::10/128", [W1_6])
+    assert "192.168.100.10/32" in frr.fib_routes(4), "the ToR kernel must carry the host route"
+
+
+def test_what_is_refused_or_unselected_never_reaches_the_tor(chain):
+    frr = chain.frr
+    v4 = frr.bgp_routes("ipv4")
+    assert "10.66.0.1/32" not in v4  # outside every subnet of the claim's network
+    assert "192.168.200.0/24" not in v4  # CUDN not selected
+    assert set(v4) <= {"192.168.100.0/24"} | {p for p in v4 if p.startswith("192.168.100.")}
+
+
+def test_a_new_vm_is_announced_and_a_stopped_vm_withdrawn_leaving_others_untouched(chain):
+    frr = chain.frr
+    for obj in vm("vm-b", "worker-2", ["192.168.100.11/24"]):
+        chain.api.create(obj)
+    wait_route(frr, "192.168.100.11/32", [W2])
+    chain.api.delete("kubevirt.io/v1", "VirtualMachineInstance", "vm-b", NS)  # VM stopped: the claim stays
+    wait_route(frr, "192.168.100.11/32", None)
+    assert route(frr, "192.168.100.10/32") == [W1]
+    assert route(frr, "192.168.100.0/24") == [W1]
+
+
+def test_a_deleted_claim_is_withdrawn(chain):
+    frr = chain.frr
+    for obj in vm("vm-c", "worker-1", ["192.168.100.12/24"]):
+        chain.api.create(obj)
+    wait_route(frr, "192.168.100.12/32", [W1])
+    chain.api.delete("k8s.cni.cncf.io/v1alpha1", "IPAMClaim", "vm-c.default", NS)
+    wait_route(frr, "192.168.100.12/32", None)
+
+
+def test_live_migration_moves_the_next_hop_when_the_target_is_ready_without_a_withdrawal(chain):
+    frr = chain.frr
+    for obj in vm("vm-m", "worker-1", ["192.168.100.13/24"]):
+        chain.api.create(obj)
+    wait_route(frr, "192.168.100.13/32", [W1])
+    pending = k8s.migration_state("worker-1", "worker-2", vmi="vm-m")
+    chain.api.patch_status(
+        "kubevirt.io/v1", "VirtualMachineInstance", "vm-m", NS, {"status": {"migrationState": pending}}
+    )
+    time.sleep(0.5)
+    assert route(frr, "192.168.100.13/32") == [W1], "the target is not live yet: stay on the source"
+
+    seen: list[list[str] | None] = []
+    ready = k8s.migration_state("worker-1", "worker-2", target_ready="2026-11-30T12:00:00Z", vmi="vm-m")
+    chain.api.patch_status(
+        "kubevirt.io/v1", "VirtualMachineInstance", "vm-m", NS, {"status": {"migrationState": ready}}
+    )
+    frr.wait_for(lambda: seen.append(route(frr, "192.168.100.13/32")) or seen[-1] == [W2], 15, "next hop W2")
+    assert None not in seen, "the route must move, not disappear and come back"
+    assert frr.fib_routes(4).get("192.168.100.13/32") in ([W2], None)
+    frr.wait_for(lambda: frr.fib_routes(4).get("192.168.100.13/32") == [W2], 5, "FIB via W2")
+
+
+def test_a_failed_migration_keeps_the_vm_on_its_source(chain):
+    frr = chain.frr
+    for obj in vm("vm-f", "worker-1", ["192.168.100.14/24"]):
+        chain.api.create(obj)
+    wait_route(frr, "192.168.100.14/32", [W1])
+    failed = k8s.migration_state("worker-1", "worker-2", failed=True, vmi="vm-f")
+    chain.api.patch_status(
+        "kubevirt.io/v1", "VirtualMachineInstance", "vm-f", NS, {"status": {"migrationState": failed}}
+    )
+    time.sleep(0.5)
+    assert route(frr, "192.168.100.14/32") == [W1]
+
+
+def test_external_traffic_reaches_the_vm_with_its_source_address_intact(chain):
+    """A host behind the ToR pings the VM; the VM sees the host's own address: no NAT anywhere."""
+    lab = chain.lab
+    vm_ns = lab.add_vm("w1", "192.168.100.10", "192.168.100.1")
+    capture = lab.net.spawn(
+        vm_ns,
+        ["tcpdump", "-n", "-l", "-c", "1", "-i", "eth0", "icmp[icmptype] == icmp-echo"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    time.sleep(1.0)  # tcpdump attaches
+    ping = sh(["ping", "-c", "3", "-W", "2", "192.168.100.10"], netns=lab.ns("ext"), check=False)
+    assert ping.returncode == 0, ping.stdout + ping.stderr
+    out, _ = capture.communicate(timeout=10)
+    assert f"IP {EXT_HOST} > 192.168.100.10" in out
+
+
+def test_a_controller_crash_keeps_the_routes_on_the_fabric(chain):
+    frr = chain.frr
+    before = frr.bgp_routes("ipv4")
+    killed = chain.kill_controller()
+    gaps = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        now = frr.bgp_routes("ipv4")
+        if now != before:
+            gaps.append(now)
+        pids = chain.controller_pids()
+        if pids and killed not in pids and chain.get_ok("/readyz"):
+            break
+        time.sleep(0.1)
+    assert gaps == [], "the ToR must see no change while ExaBGP respawns the controller"
+    for obj in vm("vm-r", "worker-2", ["192.168.100.15/24"]):
+        chain.api.create(obj)
+    wait_route(frr, "192.168.100.15/32", [W2])
+
+
+def test_changes_missed_while_the_watch_history_expired_are_caught_up_by_a_relist(chain):
+    frr = chain.frr
+    for obj in vm("vm-g", "worker-2", ["192.168.100.16/24"]):
+        chain.api.create(obj)
+    wait_route(frr, "192.168.100.16/32", [W2])
+    chain.api.drop_watches()
+    chain.api.delete("kubevirt.io/v1", "VirtualMachineInstance", "vm-g", NS)
+    chain.api.compact()  # the watch resumes from a resourceVersion the server has forgotten: 410, relist
+    wait_route(frr, "192.168.100.16/32", None)
