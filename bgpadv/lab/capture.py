@@ -346,7 +346,7 @@ class UpdateCapture:
     def __enter__(self) -> UpdateCapture:
         tcpdump = shutil.which("tcpdump") or "/usr/bin/tcpdump"
         argv = ["ip", "netns", "exec", self.netns, tcpdump, "-i", self.interface, "-U", "-w", "-", "-n", "-p"]
-        argv += ["-s", "0", "-B", "8192", "--time-stamp-precision=nano", self.bpf]
+        argv += ["-s", "0", "-B", "8192", "--immediate-mode", "--time-stamp-precision=nano", self.bpf]
         self.offset = clock_offset()
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         ready = threading.Event()
