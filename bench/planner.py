@@ -1,0 +1,234 @@
+"""Planner benchmark: plan() time and peak memory for a large synthetic cluster (printed, never asserted).
+
+Builds, in memory, N IPAMClaims (default 100,000) with their Running VMIs and virt-launcher pods, spread over
+4 dual-stack Layer2 CUDNs and 50 dual-stack nodes; 1 % of the VMs are live-migrating (half with the target live).
+Also a Layer3 CUDN with a host subnet per node. Every claim is dual stack, so N claims give 2N host routes.
+
+    .venv/bin/python bench/planner.py [--claims N] [--runs R] [--single-stack]
+
+Prints the median and min (wall clock) and the median CPU time (process_time: what the planner itself costs when
+other processes share the cores) of R runs of `plan()` (objects already built) and the peak memory allocated during
+one run (tracemalloc, measured on a separate run so tracing does not slow the timed ones).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bgpadv.config import parse
+from bgpadv.planner import plan
+from bgpadv.sources.snapshot import ClusterState
+
+NODES = 50
+CUDNS = 4
+
+
+def build(claims: int, dual_stack: bool = True) -> ClusterState:
+    objects: list[dict] = []
+    for n in range(NODES):
+        name = f"worker-{n}"
+        objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "uid": f"node-{n}",
+                    "annotations": {
+                        "k8s.ovn.org/node-primary-ifaddr": json.dumps(
+                            {"ipv4": f"10.0.{n // 250}.{n % 250 + 1}/16", "ipv6": f"fd00::{n + 1:x}/64"}
+                        ),
+                        "k8s.ovn.org/node-subnets": json.dumps(
+                            {
+                                "default": f"10.244.{n}.0/24",
+                                "cluster_udn_l3": [f"10.132.{n}.0/24", f"fd10:132:0:{n:x}::/64"],
+                            }
+                        ),
+                    },
+                },
+                "status": {
+                    "addresses": [
+                        {"type": "InternalIP", "address": f"10.0.{n // 250}.{n % 250 + 1}"},
+                        {"type": "InternalIP", "address": f"fd00::{n + 1:x}"},
+                        {"type": "Hostname", "address": name},
+                    ]
+                },
+            }
+        )
+    labels = {"bgpadv.io/advertise": "true"}
+    for c in range(CUDNS):
+        objects.append(
+            {
+                "apiVersion": "k8s.ovn.org/v1",
+                "kind": "ClusterUserDefinedNetwork",
+                "metadata": {"name": f"vmnet-{c}", "labels": labels, "uid": f"cudn-{c}"},
+                "spec": {
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": f"ns-{c}"}},
+                    "network": {
+                        "topology": "Layer2",
+                        "layer2": {
+                            "role": "Primary",
+                            "subnets": [f"10.{100 + c}.0.0/16", f"fd10:{100 + c}::/64"],
+                            "infrastructureSubnets": [f"10.{100 + c}.0.0/30", f"fd10:{100 + c}::/126"],
+                            "defaultGatewayIPs": [f"10.{100 + c}.0.1", f"fd10:{100 + c}::1"],
+                            "ipam": {"mode": "Enabled", "lifecycle": "Persistent"},
+                        },
+                    },
+                },
+                "status": {"conditions": [{"type": "NetworkCreated", "status": "True"}]},
+            }
+        )
+    objects.append(
+        {
+            "apiVersion": "k8s.ovn.org/v1",
+            "kind": "ClusterUserDefinedNetwork",
+            "metadata": {"name": "l3", "labels": labels},
+            "spec": {
+                "network": {
+                    "topology": "Layer3",
+                    "layer3": {
+                        "role": "Primary",
+                        "subnets": [
+                            {"cidr": "10.132.0.0/16", "hostSubnet": 24},
+                            {"cidr": "fd10:132::/48", "hostSubnet": 64},
+                        ],
+                    },
+                }
+            },
+        }
+    )
+    for i in range(claims):
+        c = i % CUDNS
+        ns = f"ns-{c}"
+        vm = f"vm-{i}"
+        host = i // CUDNS + 4
+        ips = [f"10.{100 + c}.{host >> 8}.{host & 255}/16"]
+        if dual_stack:
+            ips.append(f"fd10:{100 + c}::{host:x}/64")
+        node = f"worker-{i % NODES}"
+        objects.append(
+            {
+                "apiVersion": "k8s.cni.cncf.io/v1alpha1",
+                "kind": "IPAMClaim",
+                "metadata": {
+                    "name": f"{vm}.default",
+                    "namespace": ns,
+                    "uid": f"claim-{i}",
+                    "creationTimestamp": "2025-03-01T09:00:00Z",
+                    "labels": {"kubevirt.io/vm": vm},
+                    "ownerReferences": [{"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "name": vm}],
+                },
+                "spec": {"network": f"cluster_udn_vmnet-{c}", "interface": ""},
+                "status": {"ips": ips, "ownerPod": {"name": f"virt-launcher-{vm}-abcde"}},
+            }
+        )
+        status: dict = {"phase": "Running", "nodeName": node}
+        target = f"worker-{(i + 1) % NODES}"
+        if i % 100 == 0:
+            status["migrationState"] = {
+                "sourceNode": node,
+                "targetNode": target,
+                "sourcePod": f"virt-launcher-{vm}-abcde",
+                "targetPod": f"virt-launcher-{vm}-tgt01",
+            }
+        if i % 200 == 0:
+            status["migrationState"]["targetNodeDomainReadyTimestamp"] = "2025-03-01T10:00:00Z"
+        objects.append(
+            {
+                "apiVersion": "kubevirt.io/v1",
+                "kind": "VirtualMachineInstance",
+                "metadata": {"name": vm, "namespace": ns, "uid": f"vmi-{i}", "labels": {"kubevirt.io/vm": vm}},
+                "status": status,
+            }
+        )
+        objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"virt-launcher-{vm}-abcde",
+                    "namespace": ns,
+                    "labels": {"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": f"vmi-{i}"},
+                    "annotations": {"kubevirt.io/domain": vm},
+                },
+                "spec": {"nodeName": node},
+                "status": {"phase": "Running"},
+            }
+        )
+        if i % 100 == 0:  # the migration target pod
+            objects.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": f"virt-launcher-{vm}-tgt01",
+                        "namespace": ns,
+                        "labels": {"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": f"vmi-{i}"},
+                        "annotations": {"kubevirt.io/domain": vm}
+                        | (
+                            {"kubevirt.io/migration-target-ready-timestamp": "2025-03-01T10:00:00Z"}
+                            if i % 300 == 0
+                            else {}
+                        ),
+                    },
+                    "spec": {"nodeName": target},
+                    "status": {"phase": "Running"},
+                }
+            )
+    state, _ = ClusterState.from_objects(objects)
+    return state
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--claims", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--single-stack", action="store_true", help="one IPv4 address per claim")
+    args = parser.parse_args()
+    config = parse(
+        {
+            "localASN": 64513,
+            "peers": [{"address": "10.0.0.1", "asn": 64512}],
+            "networks": {"selector": {"matchLabels": {"bgpadv.io/advertise": "true"}}},
+        }
+    )
+    t0 = time.perf_counter()
+    state = build(args.claims, dual_stack=not args.single_stack)
+    built = time.perf_counter() - t0
+    times, cpu = [], []
+    result = None
+    for _ in range(args.runs):
+        gc.collect()
+        t0, c0 = time.perf_counter(), time.process_time()
+        result = plan(state, config)
+        times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    assert result is not None
+    gc.collect()
+    tracemalloc.start()
+    plan(state, config)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    print(
+        f"claims: {args.claims:,} ({'single' if args.single_stack else 'dual'} stack), nodes: {NODES}, CUDNs: {CUDNS}+1"
+    )
+    print(f"built in-memory state in {built:.2f} s")
+    print(f"routes: {len(result.routes):,}, refused: {len(result.rejected):,}")
+    print(
+        f"plan(): median {statistics.median(times):.3f} s, min {min(times):.3f} s wall; "
+        f"median {statistics.median(cpu):.3f} s CPU; over {args.runs} runs"
+    )
+    print(f"plan(): peak memory allocated during one run {peak / 2**20:.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()

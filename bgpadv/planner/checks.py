@@ -1,0 +1,302 @@
+"""Address parsing and validation, and the stable reason codes of every refusal.
+
+Each reason code is a module constant with its own docstring. Codes are kebab-case, and once published they never
+change: they become a metric label, a log field and a Kubernetes Event reason.
+
+Addresses are handled here as `(version, integer)` pairs: parsing a string with `socket.inet_pton` and comparing
+integers is an order of magnitude cheaper than building a netaddr object per check, and the planner validates every
+claim of the cluster on every plan. netaddr objects are built once per subnet (`SubnetRange.of`) and once per route.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from netaddr import AddrFormatError, IPNetwork
+
+OUTSIDE_NETWORK_SUBNETS = "outside-network-subnets"
+"""The address lies in no subnet of the network the claim (or the node annotation) names."""
+
+DEFAULT_GATEWAY_ADDRESS = "default-gateway-address"
+"""The address is the network's default gateway: `defaultGatewayIPs`, or, when those are not set, the address OVN-K
+takes for the gateway (the first host of the first `infrastructureSubnets` entry of that family, else the subnet's
+first host, `.1`)."""
+
+INFRASTRUCTURE_ADDRESS = "infrastructure-address"
+"""The address lies in the network's `infrastructureSubnets` (OVN gateway and management-port addresses), or, when
+the network has none, is the subnet's second host (`.2`), which OVN-K reserves for the management port."""
+
+NETWORK_OR_BROADCAST_ADDRESS = "network-or-broadcast-address"
+"""IPv4: the network or broadcast address of the containing subnet (subnets of /30 and wider). IPv6: the
+subnet-router anycast address, which is the subnet's network address."""
+
+LINK_LOCAL = "link-local"
+"""169.254.0.0/16 or fe80::/10: never routable, often reported by a guest agent."""
+
+LOOPBACK_OR_MULTICAST = "loopback-or-multicast"
+"""127.0.0.0/8, ::1, 224.0.0.0/4 or ff00::/8: not a unicast host address."""
+
+UNSPECIFIED_ADDRESS = "unspecified-address"
+"""0.0.0.0 or :: (the unspecified address)."""
+
+MALFORMED_ADDRESS = "malformed-address"
+"""A value that is not exactly one IPv4 or IPv6 address, bare or with a prefix length: wrong type, trailing words
+(`"10.0.0.1/32 next-hop 203.0.113.9"`), whitespace, zone indexes, out-of-range prefix lengths, or a subnet string
+in a network definition that does not parse."""
+
+DUPLICATE_ADDRESS = "duplicate-address"
+"""The same address is claimed by two different objects (two VMs). The claim with the oldest
+`metadata.creationTimestamp` wins, ties broken by (namespace, name); every other claimant is refused with this code.
+Applies across networks too: all routes share one table on the fabric."""
+
+NAMESPACED_UDN_NOT_ADVERTISABLE = "namespaced-udn-not-advertisable"
+"""The claim's `spec.network` names a namespaced UserDefinedNetwork (`<namespace>_<name>`), which RouteAdvertisements
+cannot select."""
+
+UNKNOWN_NETWORK = "unknown-network"
+"""The claim's `spec.network` names no ClusterUserDefinedNetwork that exists (or is no OVN-K UDN name at all)."""
+
+NETWORK_NOT_SELECTED = "network-not-selected"
+"""The claim is on an existing CUDN that the configuration (label selector and/or RouteAdvertisements) does not
+select. Refused, not silently skipped, so operators see why a VM is not announced."""
+
+NETWORK_NOT_ADVERTISABLE = "network-not-advertisable"
+"""A selected CUDN that is not a primary Layer2 or Layer3 network (Localnet, Secondary): refused for the CUDN itself
+and for every claim on it."""
+
+NO_NODE_ADDRESS = "no-node-address"
+"""The node the route must point at is unknown, or has no address of the route's family (no InternalIP and no
+`k8s.ovn.org/node-primary-ifaddr` entry)."""
+
+MALFORMED_OBJECT = "malformed-object"
+"""An object lacks the structure the planner needs (metadata, spec.network, a list where a list belongs, a
+parseable annotation): it contributes nothing."""
+
+ALL_REASONS: tuple[str, ...] = (
+    OUTSIDE_NETWORK_SUBNETS,
+    DEFAULT_GATEWAY_ADDRESS,
+    INFRASTRUCTURE_ADDRESS,
+    NETWORK_OR_BROADCAST_ADDRESS,
+    LINK_LOCAL,
+    LOOPBACK_OR_MULTICAST,
+    UNSPECIFIED_ADDRESS,
+    MALFORMED_ADDRESS,
+    DUPLICATE_ADDRESS,
+    NAMESPACED_UDN_NOT_ADVERTISABLE,
+    UNKNOWN_NETWORK,
+    NETWORK_NOT_SELECTED,
+    NETWORK_NOT_ADVERTISABLE,
+    NO_NODE_ADDRESS,
+    MALFORMED_OBJECT,
+)
+
+_EXPLANATIONS = {
+    OUTSIDE_NETWORK_SUBNETS: "lies in no subnet of",
+    DEFAULT_GATEWAY_ADDRESS: "is the default gateway of",
+    INFRASTRUCTURE_ADDRESS: "is an infrastructure (gateway/management) address of",
+    NETWORK_OR_BROADCAST_ADDRESS: "is a network or broadcast address of",
+    LINK_LOCAL: "is link-local, never announced on",
+    LOOPBACK_OR_MULTICAST: "is not a unicast host address, never announced on",
+    UNSPECIFIED_ADDRESS: "is the unspecified address, never announced on",
+}
+
+
+def explain(reason: str, network: str) -> str:
+    """A sentence for people about an address refusal on a network (the reason code stays the machine's key)."""
+    return f"the address {_EXPLANATIONS.get(reason, 'is refused on')} CUDN {network}"
+
+
+Address = tuple[int, int]
+"""(version, integer value) of one IP address."""
+
+_BITS = {4: 32, 6: 128}
+_FAMILY = {4: socket.AF_INET, 6: socket.AF_INET6}
+_MAX_VALUE_CHARS = 256
+
+
+def describe(value: object) -> str:
+    """The offending value as people should see it in a refusal (strings as written, others as repr, bounded)."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= _MAX_VALUE_CHARS else text[:_MAX_VALUE_CHARS] + "…"
+
+
+def parse_address(value: object) -> tuple[int, int, int | None] | None:
+    """Parse `"a.b.c.d"`, `"a.b.c.d/len"`, an IPv6 address or `"v6/len"`.
+
+    Returns (version, integer, prefix length or None), or None when the value is anything else. Strict: the address
+    must be in the canonical textual forms `inet_pton` accepts (no whitespace, no zone index, no shortened IPv4), and
+    the prefix length plain ASCII digits within the family's range.
+    """
+    if not isinstance(value, str) or not value or len(value) > 64:
+        return None
+    addr, slash, plen = value.partition("/")
+    version = 6 if ":" in addr else 4
+    try:
+        packed = socket.inet_pton(_FAMILY[version], addr)
+    except (OSError, ValueError):
+        return None
+    prefixlen: int | None = None
+    if slash:
+        if not (plen.isascii() and plen.isdigit()) or len(plen) > 3:
+            return None
+        prefixlen = int(plen)
+        if prefixlen > _BITS[version]:
+            return None
+    return version, int.from_bytes(packed, "big"), prefixlen
+
+
+def parse_cidr(value: object) -> IPNetwork | None:
+    """Parse a subnet string (`"192.168.100.0/24"`) strictly; host bits are cleared. None when malformed."""
+    parsed = parse_address(value)
+    if parsed is None or parsed[2] is None:
+        return None
+    version, integer, prefixlen = parsed
+    try:
+        return IPNetwork((integer, prefixlen), version).cidr
+    except (AddrFormatError, ValueError, TypeError):
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class SubnetRange:
+    """One subnet as integers, for cheap containment checks, plus the netaddr object it came from."""
+
+    network: IPNetwork
+    version: int
+    first: int
+    last: int
+    prefixlen: int
+
+    @staticmethod
+    def of(network: IPNetwork) -> SubnetRange:
+        return SubnetRange(network, network.version, network.first, network.last, network.prefixlen)
+
+    def contains(self, version: int, value: int) -> bool:
+        return version == self.version and self.first <= value <= self.last
+
+    def covers(self, other: SubnetRange) -> bool:
+        """True when `other` lies entirely inside this subnet."""
+        return other.version == self.version and self.first <= other.first and other.last <= self.last
+
+
+_V4_LINK_LOCAL = (0xA9FE0000, 0xA9FEFFFF)
+_V4_LOOPBACK = (0x7F000000, 0x7FFFFFFF)
+_V4_MULTICAST = (0xE0000000, 0xEFFFFFFF)
+_V6_LINK_LOCAL = (0xFE80 << 112, (0xFEBF << 112) | ((1 << 112) - 1))
+_V6_MULTICAST_FIRST = 0xFF << 120
+
+
+def address_class_reason(version: int, value: int) -> str | None:
+    """Refusal reason for addresses that are never a VM's unicast address, whatever the network; else None."""
+    if value == 0:
+        return UNSPECIFIED_ADDRESS
+    if version == 4:
+        if _V4_LINK_LOCAL[0] <= value <= _V4_LINK_LOCAL[1]:
+            return LINK_LOCAL
+        if _V4_LOOPBACK[0] <= value <= _V4_LOOPBACK[1] or _V4_MULTICAST[0] <= value <= _V4_MULTICAST[1]:
+            return LOOPBACK_OR_MULTICAST
+        return None
+    if _V6_LINK_LOCAL[0] <= value <= _V6_LINK_LOCAL[1]:
+        return LINK_LOCAL
+    if value == 1 or value >= _V6_MULTICAST_FIRST:
+        return LOOPBACK_OR_MULTICAST
+    return None
+
+
+def containing(subnets: Iterable[SubnetRange], version: int, value: int) -> SubnetRange | None:
+    """The first subnet that contains the address, or None."""
+    for s in subnets:
+        if s.version == version and s.first <= value <= s.last:
+            return s
+    return None
+
+
+def network_or_broadcast(subnet: SubnetRange, value: int) -> bool:
+    """IPv4: network or broadcast address (subnets of /30 and wider); IPv6: the subnet-router anycast address."""
+    if subnet.version == 4:
+        return subnet.prefixlen <= 30 and value in (subnet.first, subnet.last)
+    return subnet.prefixlen <= 126 and value == subnet.first
+
+
+def host_address_reason(
+    version: int,
+    value: int,
+    subnets: tuple[SubnetRange, ...],
+    gateways: frozenset[Address],
+    infrastructure: tuple[SubnetRange, ...],
+    infrastructure_addresses: frozenset[Address],
+) -> str | None:
+    """Why a VM address must not be announced on a network, or None when it may be.
+
+    Checks run from the most intrinsic to the most network-specific, and the first failing one gives the reason:
+    address class (unspecified, link-local, loopback/multicast), inside one of the network's subnets, network or
+    broadcast address of that subnet, default gateway, infrastructure range. `reservedSubnets` are not checked:
+    imported VMs live there by design.
+    """
+    reason = address_class_reason(version, value)
+    if reason is not None:
+        return reason
+    subnet = containing(subnets, version, value)
+    if subnet is None:
+        return OUTSIDE_NETWORK_SUBNETS
+    if network_or_broadcast(subnet, value):
+        return NETWORK_OR_BROADCAST_ADDRESS
+    if (version, value) in gateways:
+        return DEFAULT_GATEWAY_ADDRESS
+    if (version, value) in infrastructure_addresses or containing(infrastructure, version, value) is not None:
+        return INFRASTRUCTURE_ADDRESS
+    return None
+
+
+_SPECIAL_RANGES = {
+    4: ((0, 0), _V4_LINK_LOCAL, _V4_LOOPBACK, _V4_MULTICAST),
+    6: ((0, 1), _V6_LINK_LOCAL, (_V6_MULTICAST_FIRST, (1 << 128) - 1)),
+}
+
+
+def address_checker(
+    subnets: tuple[SubnetRange, ...],
+    gateways: frozenset[Address],
+    infrastructure: tuple[SubnetRange, ...],
+    infrastructure_addresses: frozenset[Address],
+) -> Callable[[int, int], str | None]:
+    """A function equivalent to `host_address_reason` for one network, with its ranges precompiled.
+
+    The address-class check is skipped for subnets that overlap no special range (a value inside such a subnet
+    cannot be link-local, loopback, multicast or unspecified), which is the common case.
+    """
+    by_version: dict[int, list[tuple[int, int, bool, bool]]] = {4: [], 6: []}
+    for s in subnets:
+        clean = not any(lo <= s.last and s.first <= hi for lo, hi in _SPECIAL_RANGES[s.version])
+        edges = s.prefixlen <= 30 if s.version == 4 else s.prefixlen <= 126
+        by_version[s.version].append((s.first, s.last, clean, edges))
+    points: dict[int, dict[int, str]] = {4: {}, 6: {}}
+    for version, value in infrastructure_addresses:
+        points[version][value] = INFRASTRUCTURE_ADDRESS
+    for version, value in gateways:
+        points[version][value] = DEFAULT_GATEWAY_ADDRESS
+    infra: dict[int, list[tuple[int, int]]] = {4: [], 6: []}
+    for s in infrastructure:
+        infra[s.version].append((s.first, s.last))
+
+    def check(version: int, value: int) -> str | None:
+        for first, last, clean, edges in by_version[version]:
+            if first <= value <= last:
+                if not clean:
+                    reason = address_class_reason(version, value)
+                    if reason is not None:
+                        return reason
+                if edges and (value == first or (version == 4 and value == last)):
+                    return NETWORK_OR_BROADCAST_ADDRESS
+                reason = points[version].get(value)
+                if reason is not None:
+                    return reason
+                for lo, hi in infra[version]:
+                    if lo <= value <= hi:
+                        return INFRASTRUCTURE_ADDRESS
+                return None
+        return address_class_reason(version, value) or OUTSIDE_NETWORK_SUBNETS
+
+    return check

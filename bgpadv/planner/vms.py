@@ -1,0 +1,474 @@
+"""VM host routes: which address (IPAMClaim, or the VMI on IPAM-disabled networks), on which node, with which next hop.
+
+Rules, in the order the planner applies them to each IPAMClaim:
+
+1. Network: `spec.network` `cluster_udn_<name>` names CUDN `<name>`. An advertised CUDN goes on; a CUDN that is
+   not selected, not advertisable or malformed refuses the claim (`network-not-selected`, `network-not-advertisable`);
+   a CUDN being deleted skips it silently; a missing CUDN gives `unknown-network`. `<ns>_<name>` is a namespaced UDN
+   (`namespaced-udn-not-advertisable`); anything else is `unknown-network`. A claim being deleted is skipped.
+2. VM: same namespace, VMI name = the claim's label `kubevirt.io/vm`, else the name of its ownerReference of kind
+   VirtualMachine or VirtualMachineInstance. The claim name is never parsed. No link at all: `malformed-object`.
+3. Addresses: `status.ips`, CIDR strings with the subnet mask (bare IPs accepted), each announced as /32 or /128.
+   Empty or missing: allocation pending, nothing to do. Each address is validated against the network
+   (`Network.address_reason`); the same address listed twice by one claim counts once.
+4. Conflicts: one address held by several claims (in any network) goes to the claim with the oldest
+   `metadata.creationTimestamp`, ties broken by (namespace, name); the others are refused `duplicate-address`. The
+   winner may be a stopped VM: its claim keeps the address reserved, so the younger claimant is still refused.
+5. Running: only a VMI in phase Running is announced; no VMI or another phase is a stopped VM, not a refusal.
+6. Node: `status.nodeName`, except during a live migration (`status.migrationState` present and neither
+   completed, failed, abort-requested nor abortStatus Succeeded) where the target node wins once the target is live:
+   `migrationState.targetNodeDomainReadyTimestamp` is set, or a launcher pod of the VMI (annotation
+   `kubevirt.io/domain` = VMI name, or label `kubevirt.io/created-by` = VMI uid) on the target node carries the
+   annotation `kubevirt.io/migration-target-ready-timestamp`. A failed or aborted migration stays on (returns to)
+   the source: `status.nodeName`, else `migrationState.sourceNode`. `status.ownerPod` of the claim is never used.
+7. Next hop: config `nextHop: self` → None (the speaker's address); `node` → that node's address of the route's
+   family, or the refusal `no-node-address` when the node is unknown or has none.
+
+IPAM-disabled Layer2 networks (`layer2.ipam.mode: Disabled`) have no claims: the addresses come from the Running
+VMI's `status.interfaces[]` whose `podInterfaceName` is `ovn-udn1` (the primary UDN), for VMIs in namespaces the
+CUDN's `namespaceSelector` matches (evaluated on the `kubernetes.io/metadata.name` label, the only namespace label
+the planner knows). They go through the same validation, conflicts and placement, with the VMI as the source.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterable, Mapping
+
+from bgpadv.config import Config
+from bgpadv.model import Attributes, ObjectRef, Refusal, Route, RouteKind
+from bgpadv.planner import checks
+from bgpadv.planner.fast import host_prefix, make_ref, make_route
+from bgpadv.planner.networks import CUDN_PREFIX, Network, Networks
+from bgpadv.planner.nodes import NodeInfo
+from bgpadv.sources.snapshot import ClusterState
+
+VM_LABEL = "kubevirt.io/vm"
+DOMAIN_ANNOTATION = "kubevirt.io/domain"
+CREATED_BY_LABEL = "kubevirt.io/created-by"
+TARGET_READY_ANNOTATION = "kubevirt.io/migration-target-ready-timestamp"
+PRIMARY_UDN_POD_INTERFACE = "ovn-udn1"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+CLAIM_KIND = "IPAMClaim"
+VMI_KIND = "VirtualMachineInstance"
+_OWNER_KINDS = ("VirtualMachine", "VirtualMachineInstance")
+_BITS = {4: 32, 6: 128}
+_NEWEST = "\uffff"  # sorts after every timestamp: an object without creationTimestamp never wins a conflict
+_EMPTY: dict = {}
+_AF = {4: socket.AF_INET, 6: socket.AF_INET6}
+_inet_pton = socket.inet_pton
+_from_bytes = int.from_bytes
+_UNSET = object()
+
+
+Candidate = tuple[int, int, str, Network, ObjectRef, tuple[str, str], tuple[str, str, str]]
+"""One validated address waiting for conflict resolution and placement:
+(version, value, text as written, network, source, (namespace, VMI name), age = (creationTimestamp, ns, name))."""
+
+
+def _mapping(value: object) -> dict:
+    return value if isinstance(value, dict) else _EMPTY
+
+
+class LauncherPods:
+    """virt-launcher pods indexed by the VMI they run (`kubevirt.io/domain` annotation and `created-by` label).
+
+    `wanted` limits the index to those (namespace, VMI name or uid) keys: the planner only needs the pods of
+    migrating VMIs, and indexing every pod of a large cluster would cost more than the rest of the plan.
+    """
+
+    def __init__(self, pods: Mapping[tuple[str, str], dict], wanted: set[tuple[str, str]] | None = None):
+        self._pods = pods
+        self._wanted = wanted
+        self._by_vmi: dict[tuple[str, str], list[dict]] | None = None
+
+    def _index(self) -> dict[tuple[str, str], list[dict]]:
+        index: dict[tuple[str, str], list[dict]] = {}
+        wanted = self._wanted
+        for pod in self._pods.values():
+            if not isinstance(pod, dict):
+                continue
+            meta = _mapping(pod.get("metadata"))
+            ns = meta.get("namespace")
+            if not isinstance(ns, str):
+                continue
+            domain = _mapping(meta.get("annotations")).get(DOMAIN_ANNOTATION)
+            created_by = _mapping(meta.get("labels")).get(CREATED_BY_LABEL)
+            for k in {domain, created_by}:
+                if isinstance(k, str) and k and (wanted is None or (ns, k) in wanted):
+                    index.setdefault((ns, k), []).append(pod)
+        return index
+
+    def for_vmi(self, namespace: str, name: str, uid: str) -> list[dict]:
+        if self._by_vmi is None:
+            self._by_vmi = self._index()
+        pods = list(self._by_vmi.get((namespace, name), ()))
+        if uid:
+            pods.extend(p for p in self._by_vmi.get((namespace, uid), ()) if not any(p is q for q in pods))
+        return pods
+
+    def target_ready(self, namespace: str, vmi: dict, target_node: str, target_pod: object = None) -> bool:
+        """True when a launcher pod of this VMI on the target node says the target domain is live.
+
+        The pod named by `migrationState.targetPod` is looked up directly; the index of every launcher pod is
+        built only when that name is missing or names no pod of this VMI.
+        """
+        meta = _mapping(vmi.get("metadata"))
+        name, uid = meta.get("name"), meta.get("uid")
+        if not isinstance(name, str):
+            return False
+        uid = uid if isinstance(uid, str) else ""
+        if isinstance(target_pod, str) and target_pod:
+            pod = self._pods.get((namespace, target_pod))
+            if isinstance(pod, dict) and _runs(pod, name, uid):
+                return _live_on(pod, target_node)
+        return any(_live_on(pod, target_node) for pod in self.for_vmi(namespace, name, uid))
+
+
+def _runs(pod: dict, vmi_name: str, vmi_uid: str) -> bool:
+    """True when the launcher pod belongs to the VMI (annotation kubevirt.io/domain or label created-by)."""
+    meta = _mapping(pod.get("metadata"))
+    if _mapping(meta.get("annotations")).get(DOMAIN_ANNOTATION) == vmi_name:
+        return True
+    return bool(vmi_uid) and _mapping(meta.get("labels")).get(CREATED_BY_LABEL) == vmi_uid
+
+
+def _live_on(pod: dict, node: str) -> bool:
+    """True when the pod runs on `node`, is not finished, and carries the migration-target-ready annotation."""
+    if _mapping(pod.get("spec")).get("nodeName") != node:
+        return False
+    if _mapping(pod.get("status")).get("phase") in ("Failed", "Succeeded"):
+        return False
+    return bool(_mapping(_mapping(pod.get("metadata")).get("annotations")).get(TARGET_READY_ANNOTATION))
+
+
+def _needs_pods(vmi: dict) -> bool:
+    """True when placing this VMI needs its launcher pods (a migration whose target is not known live yet)."""
+    ms = _mapping(vmi.get("status")).get("migrationState")
+    if not isinstance(ms, dict):
+        return False
+    if ms.get("failed") is True or ms.get("abortRequested") is True or ms.get("abortStatus") == "Succeeded":
+        return False
+    return ms.get("completed") is not True and not ms.get("targetNodeDomainReadyTimestamp")
+
+
+def vmi_node(namespace: str, vmi: Mapping, pods: LauncherPods) -> str | None:
+    """The node the VMI runs on now, by the migration rules of this module's docstring (None: unknown)."""
+    status = _mapping(vmi.get("status"))
+    current = status.get("nodeName")
+    current = current if isinstance(current, str) and current else None
+    ms = status.get("migrationState")
+    if not isinstance(ms, dict):
+        return current
+    source = ms.get("sourceNode")
+    source = source if isinstance(source, str) and source else None
+    if ms.get("failed") is True or ms.get("abortRequested") is True or ms.get("abortStatus") == "Succeeded":
+        return current or source
+    if ms.get("completed") is True:
+        target = ms.get("targetNode")
+        return current or (target if isinstance(target, str) and target else None)
+    target = ms.get("targetNode")
+    live = bool(ms.get("targetNodeDomainReadyTimestamp"))
+    if isinstance(target, str) and target and (live or pods.target_ready(namespace, vmi, target, ms.get("targetPod"))):
+        return target
+    return current or source
+
+
+def _claim_vmi_name(meta: Mapping) -> str | None:
+    name = _mapping(meta.get("labels")).get(VM_LABEL)
+    if isinstance(name, str) and name:
+        return name
+    owners = meta.get("ownerReferences")
+    if isinstance(owners, list):
+        for owner in owners:
+            if isinstance(owner, dict) and owner.get("kind") in _OWNER_KINDS:
+                owner_name = owner.get("name")
+                if isinstance(owner_name, str) and owner_name:
+                    return owner_name
+    return None
+
+
+class _Collector:
+    """Accumulates candidates and refusals while claims and VMIs are read."""
+
+    def __init__(self) -> None:
+        self.owner: dict[tuple[int, int], Candidate] = {}  # address -> first claimant seen
+        self.contested: dict[tuple[int, int], list[Candidate]] = {}  # address -> every claimant, when several
+        self.refusals: list[Refusal] = []
+
+    def refuse(self, ref: ObjectRef, value: object, reason: str, message: str, network: str = "") -> None:
+        self.refusals.append(Refusal(ref, checks.describe(value), reason, message, network))
+
+    def addresses(
+        self,
+        values: list,
+        network: Network,
+        ref: ObjectRef,
+        vmi_key: tuple[str, str],
+        age: tuple[str, str, str],
+    ) -> None:
+        """Validate each address of one object; distinct valid ones become candidates.
+
+        Parsing is `checks.parse_address`, inlined: this runs once per address of the cluster.
+        """
+        check = network.check
+        owner = self.owner
+        first: tuple[int, int] | None = None
+        seen: set[tuple[int, int]] | None = None
+        for text in values:
+            value = None
+            if text.__class__ is str:
+                addr, slash, plen = text.partition("/")
+                version = 6 if ":" in addr else 4
+                try:
+                    value = _from_bytes(_inet_pton(_AF[version], addr), "big")
+                except (OSError, ValueError):
+                    value = None
+                if (
+                    slash
+                    and value is not None
+                    and not (plen.isascii() and plen.isdigit() and len(plen) <= 3 and int(plen) <= _BITS[version])
+                ):
+                    value = None
+            if value is None:
+                self.refuse(ref, text, checks.MALFORMED_ADDRESS, "not an IP address or CIDR", network.name)
+                continue
+            key = (version, value)
+            if first is None:
+                first = key
+            elif key == first or (seen is not None and key in seen):
+                continue  # the same address listed twice by one object
+            else:
+                seen = seen or set()
+                seen.add(key)
+            reason = check(version, value)
+            if reason is not None:
+                self.refuse(ref, text, reason, checks.explain(reason, network.name), network.name)
+                continue
+            candidate = (version, value, text, network, ref, vmi_key, age)
+            holder = owner.setdefault(key, candidate)
+            if holder is not candidate:
+                self.contested.setdefault(key, [holder]).append(candidate)
+
+
+class _NetworkResolver:
+    """Maps a claim's `spec.network` to an advertised Network, or to the refusal every claim naming it gets.
+
+    Results are cached per network name: a cluster has few networks and many claims.
+    """
+
+    def __init__(self, networks: Networks):
+        self._networks = networks
+        self._cache: dict[str, tuple[Network | None, tuple[str, str, str] | None]] = {}
+
+    def resolve(self, net_name: str) -> tuple[Network | None, tuple[str, str, str] | None]:
+        """(network, None) to go on; (None, (reason, message, cudn)) to refuse; (None, None) to skip silently."""
+        found = self._cache.get(net_name)
+        if found is None:
+            found = self._cache[net_name] = self._resolve(net_name)
+        return found
+
+    def _resolve(self, net_name: str) -> tuple[Network | None, tuple[str, str, str] | None]:
+        networks = self._networks
+        if net_name.startswith(CUDN_PREFIX):
+            cudn = net_name[len(CUDN_PREFIX) :]
+            network = networks.advertised.get(cudn)
+            if network is not None or cudn in networks.withdrawn:
+                return network, None
+            refused = networks.claim_refusals.get(cudn)
+            if refused is not None:
+                return None, (refused[0], refused[1], cudn)
+            return None, (checks.UNKNOWN_NETWORK, f"no ClusterUserDefinedNetwork {cudn}", "")
+        if "_" in net_name:
+            return None, (checks.NAMESPACED_UDN_NOT_ADVERTISABLE, "RouteAdvertisements cannot select a UDN", "")
+        return None, (checks.UNKNOWN_NETWORK, "not the network name of a ClusterUserDefinedNetwork", "")
+
+
+def _read_claims(state: ClusterState, networks: Networks, out: _Collector) -> None:
+    resolve = _NetworkResolver(networks).resolve
+    for key, claim in state.ipam_claims.items():
+        meta = claim.get("metadata") if isinstance(claim, dict) else None
+        if isinstance(meta, dict):
+            name = meta.get("name")
+            namespace = meta.get("namespace")
+        else:
+            meta, name, namespace = _EMPTY, None, None
+        if not isinstance(name, str) or not name or not isinstance(namespace, str) or not namespace:
+            key_ns, key_name = key if isinstance(key, tuple) and len(key) == 2 else ("", str(key))
+            ref = ObjectRef(CLAIM_KIND, str(key_name), str(key_ns))
+            out.refuse(ref, "metadata", checks.MALFORMED_OBJECT, "no name/namespace")
+            continue
+        uid = meta.get("uid")
+        ref = make_ref(CLAIM_KIND, name, namespace, uid if uid.__class__ is str else "")
+        spec = claim.get("spec")
+        net_name = spec.get("network") if spec.__class__ is dict else None
+        if net_name.__class__ is not str or not net_name:
+            out.refuse(ref, net_name, checks.MALFORMED_OBJECT, "spec.network is missing or not a string")
+            continue
+        network, refused = resolve(net_name)
+        if network is None:
+            if refused is not None:
+                out.refuse(ref, net_name, refused[0], refused[1], refused[2])
+            continue
+        if meta.get("deletionTimestamp"):
+            continue
+        status = claim.get("status")
+        ips = status.get("ips") if isinstance(status, dict) else None
+        if not ips:
+            continue  # allocation pending (or failed): nothing to announce yet
+        if not isinstance(ips, list):
+            out.refuse(ref, ips, checks.MALFORMED_OBJECT, "status.ips is not a list", network.name)
+            continue
+        vmi_name = _claim_vmi_name(meta)
+        if vmi_name is None:
+            message = "claim names no VM (label kubevirt.io/vm or a VirtualMachine ownerReference)"
+            out.refuse(ref, spec.get("network"), checks.MALFORMED_OBJECT, message, network.name)
+            continue
+        created = meta.get("creationTimestamp")
+        age = (created if isinstance(created, str) and created else _NEWEST, namespace, name)
+        out.addresses(ips, network, ref, (namespace, vmi_name), age)
+
+
+def _namespace_networks(networks: Networks) -> list[Network]:
+    return [n for n in networks.advertised.values() if n.ipam_disabled and n.namespace_selector is not None]
+
+
+def _read_vmi_interfaces(state: ClusterState, networks: Networks, out: _Collector) -> None:
+    """Addresses of Running VMIs on IPAM-disabled networks (primary UDN interface only)."""
+    disabled = _namespace_networks(networks)
+    if not disabled:
+        return
+    for vmi in state.vmis.values():
+        if not isinstance(vmi, dict):
+            continue
+        meta = _mapping(vmi.get("metadata"))
+        name, namespace = meta.get("name"), meta.get("namespace")
+        if not isinstance(name, str) or not isinstance(namespace, str) or not name or not namespace:
+            continue
+        status = _mapping(vmi.get("status"))
+        if status.get("phase") != "Running":
+            continue
+        ns_labels = {NAMESPACE_NAME_LABEL: namespace}
+        network = next(
+            (n for n in sorted(disabled, key=lambda n: n.name) if n.namespace_selector.matches(ns_labels)), None
+        )
+        if network is None:
+            continue
+        uid = meta.get("uid")
+        ref = ObjectRef(VMI_KIND, name, namespace, uid if isinstance(uid, str) else "")
+        interfaces = status.get("interfaces")
+        for iface in interfaces if isinstance(interfaces, list) else []:
+            if not isinstance(iface, dict) or iface.get("podInterfaceName") != PRIMARY_UDN_POD_INTERFACE:
+                continue
+            values = iface.get("ipAddresses")
+            if values is None and iface.get("ipAddress") is not None:
+                values = [iface.get("ipAddress")]
+            if values is None:
+                continue
+            if not isinstance(values, list):
+                out.refuse(ref, values, checks.MALFORMED_OBJECT, "ipAddresses is not a list", network.name)
+                continue
+            created = meta.get("creationTimestamp")
+            age = (created if isinstance(created, str) and created else _NEWEST, namespace, name)
+            out.addresses(values, network, ref, (namespace, name), age)
+
+
+def _resolve_conflicts(out: _Collector) -> list[Candidate]:
+    """Keep one claimant per address (the oldest); refuse the others as duplicate-address. Returns the winners."""
+    owner = out.owner
+    for key, group in out.contested.items():
+        group.sort(key=lambda c: c[6])
+        winner = owner[key] = group[0]
+        for c in group[1:]:
+            message = f"also claimed by {winner[4]}, which is older and keeps it"
+            out.refuse(c[4], c[2], checks.DUPLICATE_ADDRESS, message, c[3].name)
+    return list(owner.values())
+
+
+def host_routes(
+    state: ClusterState, config: Config, networks: Networks, nodes: Mapping[str, NodeInfo]
+) -> tuple[list[Route], list[Refusal]]:
+    """One /32 or /128 per address of every Running VM on an advertised network, and the refusals met on the way."""
+    out = _Collector()
+    if not config.networks.host_routes:
+        return [], []
+    _read_claims(state, networks, out)
+    _read_vmi_interfaces(state, networks, out)
+    winners = _resolve_conflicts(out)
+    routes = _place(winners, state, config, nodes, out)
+    return routes, out.refusals
+
+
+_NO_PODS = LauncherPods({})
+
+
+def _placements(keys: Iterable[tuple[str, str]], state: ClusterState) -> dict[tuple[str, str], str | None]:
+    """Where each VMI runs now: None when it is not Running (or absent), "" when Running on no known node."""
+    vmis = state.vmis
+    placed: dict[tuple[str, str], str | None] = {}
+    migrating: list[tuple[tuple[str, str], dict]] = []
+    for key in keys:
+        vmi = vmis.get(key)
+        if not isinstance(vmi, dict):
+            placed[key] = None
+            continue
+        status = vmi.get("status")
+        if not isinstance(status, dict) or status.get("phase") != "Running":
+            placed[key] = None
+            continue
+        if "migrationState" not in status:
+            node = status.get("nodeName")
+            placed[key] = node if node.__class__ is str else ""
+            continue
+        if _needs_pods(vmi):
+            migrating.append((key, vmi))
+            continue
+        placed[key] = vmi_node(key[0], vmi, _NO_PODS) or ""
+    if migrating:
+        wanted: set[tuple[str, str]] = set()
+        for (ns, name), vmi in migrating:
+            wanted.add((ns, name))
+            uid = _mapping(vmi.get("metadata")).get("uid")
+            if isinstance(uid, str) and uid:
+                wanted.add((ns, uid))
+        pods = LauncherPods(state.pods, wanted)
+        for key, vmi in migrating:
+            placed[key] = vmi_node(key[0], vmi, pods) or ""
+    return placed
+
+
+def _place(
+    candidates: list[Candidate],
+    state: ClusterState,
+    config: Config,
+    nodes: Mapping[str, NodeInfo],
+    out: _Collector,
+) -> list[Route]:
+    placed = _placements({c[5] for c in candidates}, state)
+    attrs: Attributes = config.attributes
+    self_next_hop = config.next_hop == "self"
+    routes: list[Route] = []
+    append = routes.append
+    host = RouteKind.HOST
+    next_hops: dict[tuple[str, int], object] = {}
+    for version, value, text, network, ref, vmi_key, _age in candidates:
+        node_name = placed[vmi_key]
+        if node_name is None:
+            continue  # VM not running: a stopped VM is normal
+        if self_next_hop:
+            append(make_route(host_prefix(version, value), None, network.name, host, ref, node_name or None, attrs))
+            continue
+        hop_key = (node_name, version)
+        next_hop = next_hops.get(hop_key, _UNSET)
+        if next_hop is _UNSET:
+            info = nodes.get(node_name)
+            next_hop = next_hops[hop_key] = info.address(version) if info is not None else None
+        if next_hop is None:
+            if node_name not in nodes:
+                message = f"VM runs on unknown node {node_name}" if node_name else "VMI status names no node"
+            else:
+                message = f"node {node_name} has no IPv{version} address"
+            out.refuse(ref, text, checks.NO_NODE_ADDRESS, message, network.name)
+            continue
+        append(make_route(host_prefix(version, value), next_hop, network.name, host, ref, node_name, attrs))
+    return routes

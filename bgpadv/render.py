@@ -1,0 +1,136 @@
+"""`bgpadv render`: what would be announced, and what is refused, for a directory of manifests.
+
+Two forms. JSON is a contract for scripts and never loses keys:
+`{"routes": [{"prefix", "nextHop", "network", "kind", "source", "node", "family"}],
+"rejected": [{"source", "value", "reason", "message", "network"}]}` (`nextHop` is `"self"` for next-hop-self routes,
+`node` is null for network-wide routes). The table is for people: aligned columns, grouped by network, refusals last.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+
+from bgpadv import config as config_module
+from bgpadv.model import Plan, Refusal, Route
+from bgpadv.planner import plan as make_plan
+from bgpadv.sources.manifests import load_manifests
+
+OUTPUTS = ("table", "json")
+
+
+def route_json(route: Route) -> dict:
+    return {
+        "prefix": str(route.prefix),
+        "nextHop": "self" if route.next_hop is None else str(route.next_hop),
+        "network": route.network,
+        "kind": str(route.kind),
+        "source": str(route.source),
+        "node": route.node,
+        "family": route.family,
+    }
+
+
+def refusal_json(refusal: Refusal) -> dict:
+    return {
+        "source": str(refusal.source),
+        "value": refusal.value,
+        "reason": refusal.reason,
+        "message": refusal.message,
+        "network": refusal.network,
+    }
+
+
+def _printable(text: str) -> str:
+    """Escape control characters so a hostile value cannot break the table's lines."""
+    if text.isprintable():
+        return text
+    return text.encode("unicode_escape").decode("ascii")
+
+
+def _widths(header: Sequence[str], rows: list[Sequence[str]]) -> list[int]:
+    return [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
+
+
+def _line(cells: Sequence[str], widths: Sequence[int], indent: str = "  ") -> str:
+    return (indent + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True))).rstrip()
+
+
+def render_table(plan: Plan) -> str:
+    """Routes grouped by network (columns aligned across groups), then refusals with their reasons, then a summary."""
+    lines: list[str] = []
+    header = ("PREFIX", "NEXT HOP", "KIND", "NODE", "SOURCE")
+    rows = [
+        (
+            r.network,
+            (
+                str(r.prefix),
+                "self" if r.next_hop is None else str(r.next_hop),
+                str(r.kind),
+                r.node or "-",
+                _printable(str(r.source)),
+            ),
+        )
+        for r in plan.routes
+    ]
+    widths = _widths(header, [row for _, row in rows])
+    for network in sorted({net for net, _ in rows}):
+        group = [row for net, row in rows if net == network]
+        lines.append(f"network {network} ({len(group)} route(s))")
+        lines.append(_line(header, widths))
+        lines.extend(_line(row, widths) for row in group)
+        lines.append("")
+    if not plan.routes:
+        lines.extend(["no routes", ""])
+    if plan.rejected:
+        refused_header = ("SOURCE", "VALUE", "REASON", "MESSAGE")
+        refused = [
+            (_printable(str(x.source)), _printable(x.value), x.reason, _printable(x.message)) for x in plan.rejected
+        ]
+        refused_widths = _widths(refused_header, refused)
+        lines.append(f"refused ({len(refused)})")
+        lines.append(_line(refused_header, refused_widths))
+        lines.extend(_line(row, refused_widths) for row in refused)
+        lines.append("")
+    subnets = sum(1 for r in plan.routes if r.kind == "subnet")
+    lines.append(
+        f"{len(plan.routes)} route(s): {subnets} subnet, {len(plan.routes) - subnets} host; "
+        f"{len(plan.rejected)} refused"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def render_plan(plan: Plan, output: str) -> str:
+    """The plan as text: `output` is "table" or "json" (ValueError otherwise)."""
+    if output == "json":
+        doc = {"routes": [route_json(r) for r in plan.routes], "rejected": [refusal_json(x) for x in plan.rejected]}
+        return json.dumps(doc, indent=2) + "\n"
+    if output == "table":
+        return render_table(plan)
+    raise ValueError(f"unknown output {output!r} (expected one of {', '.join(OUTPUTS)})")
+
+
+def main(config_path: str, manifests_dir: str, output: str) -> int:
+    """Run `bgpadv render`: 0 ok, 2 configuration error (every field path on stderr), 1 any other error."""
+    if output not in OUTPUTS:
+        print(f"error: --output must be one of {', '.join(OUTPUTS)}, got {output!r}", file=sys.stderr)
+        return 1
+    try:
+        cfg = config_module.load(config_path)
+    except config_module.ConfigError as e:
+        for problem in e.problems:
+            print(f"{config_path}: {problem}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"{config_path}: cannot read the configuration: {e}", file=sys.stderr)
+        return 2
+    try:
+        state, warnings = load_manifests(manifests_dir)
+    except OSError as e:
+        print(f"{manifests_dir}: cannot read the manifests: {e}", file=sys.stderr)
+        return 1
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    sys.stdout.write(render_plan(make_plan(state, cfg), output))
+    return 0

@@ -1,0 +1,539 @@
+"""Builders of realistic Kubernetes objects, shaped as the API returns them (see the reference notes on the APIs).
+
+Every builder returns a plain dict with apiVersion, kind, metadata (name, namespace, uid, creationTimestamp,
+labels, annotations, ownerReferences where the real controllers set them), spec and status. UIDs are derived from
+kind/namespace/name, so they are stable across runs. Keyword arguments cover the variations tests need; anything
+else can be changed on the returned dict.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+DEFAULT_CREATED = "2025-03-01T09:00:00Z"
+OVN_NAMESPACE = "ovn-kubernetes"
+
+
+def uid(kind: str, name: str, namespace: str = "") -> str:
+    """A stable UID for an object."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"bgpadv-test/{kind}/{namespace}/{name}"))
+
+
+def _meta(kind: str, name: str, namespace: str = "", created: str = DEFAULT_CREATED, **extra: Any) -> dict:
+    meta: dict[str, Any] = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    meta.update(
+        {
+            "uid": uid(kind, name, namespace),
+            "resourceVersion": str(100000 + len(name) * 37 + len(namespace)),
+            "generation": 1,
+            "creationTimestamp": created,
+        }
+    )
+    meta.update({k: v for k, v in extra.items() if v is not None})
+    return meta
+
+
+# --- Nodes ---------------------------------------------------------------------------------------------------------
+
+
+def node(
+    name: str,
+    ipv4: str | None,
+    ipv6: str | None = None,
+    *,
+    node_subnets: dict[str, str | list[str]] | None = None,
+    internal_ip: bool = True,
+    primary_ifaddr: bool = True,
+    prefix4: int = 24,
+    prefix6: int = 64,
+) -> dict:
+    """A Node with InternalIP addresses and the OVN-K annotations `node-primary-ifaddr` and `node-subnets`.
+
+    `internal_ip=False` leaves only the annotation (the planner's fallback); `primary_ifaddr=False` drops it.
+    """
+    annotations: dict[str, str] = {
+        "k8s.ovn.org/node-chassis-id": uid("chassis", name),
+        "k8s.ovn.org/node-id": str(2 + sum(map(ord, name)) % 200),
+    }
+    if primary_ifaddr:
+        ifaddr = {}
+        if ipv4:
+            ifaddr["ipv4"] = f"{ipv4}/{prefix4}"
+        if ipv6:
+            ifaddr["ipv6"] = f"{ipv6}/{prefix6}"
+        annotations["k8s.ovn.org/node-primary-ifaddr"] = json.dumps(ifaddr)
+        annotations["k8s.ovn.org/host-cidrs"] = json.dumps(sorted(ifaddr.values()))
+    if node_subnets is not None:
+        annotations["k8s.ovn.org/node-subnets"] = json.dumps(node_subnets)
+    addresses = []
+    if internal_ip:
+        addresses += [{"type": "InternalIP", "address": a} for a in (ipv4, ipv6) if a]
+    addresses.append({"type": "Hostname", "address": name})
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": _meta(
+            "Node",
+            name,
+            labels={
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "node-role.kubernetes.io/worker": "",
+            },
+            annotations=annotations,
+        ),
+        "spec": {"podCIDR": "10.244.0.0/24"},
+        "status": {
+            "addresses": addresses,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+            "nodeInfo": {"kubeletVersion": "v1.33.2", "containerRuntimeVersion": "cri-o://1.33.2"},
+        },
+    }
+
+
+# --- Networks ------------------------------------------------------------------------------------------------------
+
+
+def _namespace_selector(namespaces: Sequence[str]) -> dict:
+    return {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": list(namespaces)}]}
+
+
+def _cudn_status(created: bool) -> dict:
+    if created:
+        return {
+            "conditions": [
+                {
+                    "type": "NetworkCreated",
+                    "status": "True",
+                    "reason": "NetworkAttachmentDefinitionCreated",
+                    "message": "NetworkAttachmentDefinition has been created in following namespaces: [...]",
+                    "lastTransitionTime": DEFAULT_CREATED,
+                },
+                {
+                    "type": "NetworkAllocationSucceeded",
+                    "status": "True",
+                    "reason": "NetworkAllocationSucceeded",
+                    "message": "Network allocation succeeded for all synced nodes.",
+                    "lastTransitionTime": DEFAULT_CREATED,
+                },
+            ]
+        }
+    return {
+        "conditions": [
+            {
+                "type": "NetworkCreated",
+                "status": "False",
+                "reason": "NetworkAttachmentDefinitionDeleted",
+                "message": "NetworkAttachmentDefinition has been deleted",
+                "lastTransitionTime": DEFAULT_CREATED,
+            }
+        ]
+    }
+
+
+def _cudn(name: str, network: dict, labels: dict | None, namespaces: Sequence[str], created: bool, deleting: bool):
+    return {
+        "apiVersion": "k8s.ovn.org/v1",
+        "kind": "ClusterUserDefinedNetwork",
+        "metadata": _meta(
+            "ClusterUserDefinedNetwork",
+            name,
+            labels=dict(labels) if labels else None,
+            finalizers=["k8s.ovn.org/user-defined-network-protection"],
+            deletionTimestamp="2025-03-02T10:00:00Z" if deleting else None,
+        ),
+        "spec": {"namespaceSelector": _namespace_selector(namespaces), "network": network},
+        "status": _cudn_status(created),
+    }
+
+
+def cudn_layer2(
+    name: str,
+    subnets: Sequence[str] | None,
+    *,
+    labels: dict[str, str] | None = None,
+    namespaces: Sequence[str] = ("imported-vms",),
+    role: str = "Primary",
+    infrastructure_subnets: Sequence[str] | None = None,
+    reserved_subnets: Sequence[str] | None = None,
+    default_gateway_ips: Sequence[str] | None = None,
+    ipam_mode: str = "Enabled",
+    persistent: bool = True,
+    mtu: int = 1400,
+    created: bool = True,
+    deleting: bool = False,
+) -> dict:
+    """A Layer2 ClusterUserDefinedNetwork (primary, persistent IPAM by default)."""
+    layer2: dict[str, Any] = {"role": role, "mtu": mtu}
+    if subnets is not None:
+        layer2["subnets"] = list(subnets)
+    if infrastructure_subnets:
+        layer2["infrastructureSubnets"] = list(infrastructure_subnets)
+    if reserved_subnets:
+        layer2["reservedSubnets"] = list(reserved_subnets)
+    if default_gateway_ips:
+        layer2["defaultGatewayIPs"] = list(default_gateway_ips)
+    ipam: dict[str, str] = {"mode": ipam_mode}
+    if persistent and ipam_mode == "Enabled":
+        ipam["lifecycle"] = "Persistent"
+    layer2["ipam"] = ipam
+    return _cudn(name, {"topology": "Layer2", "layer2": layer2}, labels, namespaces, created, deleting)
+
+
+def cudn_layer3(
+    name: str,
+    subnets: Sequence[tuple[str, int]],
+    *,
+    labels: dict[str, str] | None = None,
+    namespaces: Sequence[str] = ("l3-apps",),
+    role: str = "Primary",
+    created: bool = True,
+    deleting: bool = False,
+) -> dict:
+    """A Layer3 ClusterUserDefinedNetwork: `subnets` are (cidr, hostSubnet) pairs."""
+    layer3 = {"role": role, "mtu": 1400, "subnets": [{"cidr": c, "hostSubnet": h} for c, h in subnets]}
+    return _cudn(name, {"topology": "Layer3", "layer3": layer3}, labels, namespaces, created, deleting)
+
+
+def cudn_localnet(
+    name: str,
+    physical_network: str,
+    subnets: Sequence[str] = (),
+    *,
+    labels: dict[str, str] | None = None,
+    namespaces: Sequence[str] = ("legacy",),
+    vlan: int | None = 120,
+) -> dict:
+    """A Localnet ClusterUserDefinedNetwork (always Secondary, persistent IPs when it has subnets)."""
+    localnet: dict[str, Any] = {"role": "Secondary", "physicalNetworkName": physical_network, "mtu": 1500}
+    if subnets:
+        localnet["subnets"] = list(subnets)
+        localnet["ipam"] = {"mode": "Enabled", "lifecycle": "Persistent"}
+    else:
+        localnet["ipam"] = {"mode": "Disabled"}
+    if vlan is not None:
+        localnet["vlan"] = {"mode": "Access", "access": {"id": vlan}}
+    return _cudn(name, {"topology": "Localnet", "localnet": localnet}, labels, namespaces, True, False)
+
+
+def route_advertisements(
+    name: str,
+    network_selector: dict | None,
+    *,
+    advertisements: Sequence[str] = ("PodNetwork",),
+    accepted: bool | None = True,
+    generation: int = 1,
+    observed_generation: int | None = 1,
+    target_vrf: str = "default",
+) -> dict:
+    """A RouteAdvertisements selecting CUDNs by `network_selector` (None: a DefaultNetwork-only RA).
+
+    `accepted`: True/False writes the Accepted condition; None writes no status at all.
+    """
+    selectors: list[dict] = []
+    if network_selector is not None:
+        selectors.append(
+            {
+                "networkSelectionType": "ClusterUserDefinedNetworks",
+                "clusterUserDefinedNetworkSelector": {"networkSelector": network_selector},
+            }
+        )
+    else:
+        selectors.append({"networkSelectionType": "DefaultNetwork"})
+    ra: dict[str, Any] = {
+        "apiVersion": "k8s.ovn.org/v1",
+        "kind": "RouteAdvertisements",
+        "metadata": {**_meta("RouteAdvertisements", name), "generation": generation},
+        "spec": {
+            "targetVRF": target_vrf,
+            "advertisements": list(advertisements),
+            "networkSelectors": selectors,
+            "nodeSelector": {},
+            "frrConfigurationSelector": {"matchLabels": {"bgp": "tor"}},
+        },
+    }
+    if accepted is not None:
+        condition: dict[str, Any] = {
+            "type": "Accepted",
+            "status": "True" if accepted else "False",
+            "reason": "Accepted" if accepted else "ConfigurationError",
+            "message": "ovn-kubernetes cluster-manager validated the resource and requested the necessary changes"
+            if accepted
+            else "configuration error: selected network is not primary",
+            "lastTransitionTime": DEFAULT_CREATED,
+        }
+        if observed_generation is not None:
+            condition["observedGeneration"] = observed_generation
+        ra["status"] = {
+            "status": "Accepted" if accepted else "Not Accepted: configuration error",
+            "conditions": [condition],
+        }
+    return ra
+
+
+# --- Claims, VMIs, launcher pods ----------------------------------------------------------------------------------
+
+
+def ipam_claim(
+    ns: str,
+    name: str,
+    vm: str | None,
+    network: str,
+    ips: Sequence[Any] | Any | None,
+    *,
+    created: str = DEFAULT_CREATED,
+    owner_kind: str | None = "VirtualMachine",
+    vm_label: bool = True,
+    owner_pod: str | None = None,
+    deleting: bool = False,
+) -> dict:
+    """An IPAMClaim as kubevirt/ipam-extensions creates it and OVN-K fills its status.
+
+    `vm` names the VM (label `kubevirt.io/vm` and the ownerReference); `ips` None leaves no status at all (an old
+    CRD, or OVN-K has not allocated yet); `[]` is a pending/failed allocation.
+    """
+    labels = {"kubevirt.io/vm": vm} if vm and vm_label else None
+    owners = None
+    if vm and owner_kind:
+        owners = [
+            {
+                "apiVersion": "kubevirt.io/v1",
+                "kind": owner_kind,
+                "name": vm,
+                "uid": uid(owner_kind, vm, ns),
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
+    claim: dict[str, Any] = {
+        "apiVersion": "k8s.cni.cncf.io/v1alpha1",
+        "kind": "IPAMClaim",
+        "metadata": _meta(
+            "IPAMClaim",
+            name,
+            ns,
+            created,
+            labels=labels,
+            finalizers=["kubevirt.io/persistent-ipam"],
+            ownerReferences=owners,
+            deletionTimestamp="2025-03-02T10:00:00Z" if deleting else None,
+        ),
+        "spec": {"network": network, "interface": ""},
+    }
+    if ips is not None:
+        status: dict[str, Any] = {"ips": list(ips) if isinstance(ips, list | tuple) else ips}
+        if isinstance(ips, list | tuple) and ips:
+            status["ownerPod"] = {"name": owner_pod or f"virt-launcher-{vm or name}-x7k2p"}
+            status["conditions"] = [
+                {
+                    "type": "IPsAllocated",
+                    "status": "True",
+                    "reason": "SuccessfulAllocation",
+                    "message": "IP addresses successfully allocated",
+                    "observedGeneration": 1,
+                    "lastTransitionTime": created,
+                }
+            ]
+        claim["status"] = status
+    return claim
+
+
+def interface(
+    ips: Sequence[str],
+    *,
+    name: str = "default",
+    pod_interface: str = "ovn-udn1",
+    mac: str = "02:7b:4c:00:00:05",
+    info_source: str = "domain, guest-agent, multus-status",
+) -> dict:
+    """One VMI status.interfaces[] entry (bare IPs, as KubeVirt reports them)."""
+    entry: dict[str, Any] = {
+        "name": name,
+        "mac": mac,
+        "interfaceName": "eth0",
+        "podInterfaceName": pod_interface,
+        "infoSource": info_source,
+        "queueCount": 1,
+        "linkState": "up",
+        "ipAddresses": list(ips),
+    }
+    if ips:
+        entry["ipAddress"] = ips[0]
+    return entry
+
+
+def migration_state(
+    source: str,
+    target: str,
+    *,
+    target_ready: str | None = None,
+    completed: bool = False,
+    failed: bool = False,
+    abort_requested: bool = False,
+    abort_status: str | None = None,
+    vmi: str = "vm",
+) -> dict:
+    """A VMI status.migrationState (`target_ready`: targetNodeDomainReadyTimestamp)."""
+    state: dict[str, Any] = {
+        "migrationUid": uid("VirtualMachineInstanceMigration", vmi),
+        "sourceNode": source,
+        "sourcePod": f"virt-launcher-{vmi}-src01",
+        "targetNode": target,
+        "targetPod": f"virt-launcher-{vmi}-tgt01",
+        "targetNodeAddress": "10.128.0.9",
+        "startTimestamp": "2025-03-01T10:00:00Z",
+        "mode": "PreCopy",
+        "targetNodeDomainDetected": target_ready is not None,
+    }
+    if target_ready is not None:
+        state["targetNodeDomainReadyTimestamp"] = target_ready
+    if completed or failed:
+        state["endTimestamp"] = "2025-03-01T10:00:30Z"
+        state["completed"] = completed
+    if failed:
+        state["failed"] = True
+        state["failureReason"] = "Live migration failed: target domain did not start"
+    if abort_requested:
+        state["abortRequested"] = True
+    if abort_status is not None:
+        state["abortStatus"] = abort_status
+    return state
+
+
+def vmi(
+    ns: str,
+    name: str,
+    node: str | None,
+    phase: str = "Running",
+    interfaces: Sequence[dict] | None = None,
+    migration_state: dict | None = None,
+    *,
+    created: str = DEFAULT_CREATED,
+) -> dict:
+    """A VirtualMachineInstance owned by its VirtualMachine, on `node` (status.nodeName)."""
+    labels = {"kubevirt.io/vm": name, "kubevirt.io/domain": name}
+    if node:
+        labels["kubevirt.io/nodeName"] = node
+    if migration_state and not migration_state.get("completed") and not migration_state.get("failed"):
+        labels["kubevirt.io/migrationTargetNodeName"] = migration_state.get("targetNode", "")
+    status: dict[str, Any] = {
+        "phase": phase,
+        "interfaces": list(interfaces or []),
+        "conditions": [{"type": "Ready", "status": "True" if phase == "Running" else "False"}],
+        "guestOSInfo": {"id": "rhel", "name": "Red Hat Enterprise Linux"},
+    }
+    if node:
+        status["nodeName"] = node
+        status["activePods"] = {uid("Pod", f"virt-launcher-{name}", ns): node}
+    if migration_state is not None:
+        status["migrationState"] = migration_state
+    return {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachineInstance",
+        "metadata": _meta(
+            "VirtualMachineInstance",
+            name,
+            ns,
+            created,
+            labels=labels,
+            finalizers=["kubevirt.io/virtualMachineControllerFinalize", "foregroundDeleteVirtualMachine"],
+            ownerReferences=[
+                {
+                    "apiVersion": "kubevirt.io/v1",
+                    "kind": "VirtualMachine",
+                    "name": name,
+                    "uid": uid("VirtualMachine", name, ns),
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        ),
+        "spec": {
+            "domain": {"devices": {"interfaces": [{"name": "default", "binding": {"name": "l2bridge"}}]}},
+            "networks": [{"name": "default", "pod": {}}],
+        },
+        "status": status,
+    }
+
+
+def launcher_pod(
+    ns: str,
+    vmi_name: str,
+    node: str,
+    *,
+    suffix: str = "x7k2p",
+    claim: str | None = None,
+    ips: Sequence[str] = (),
+    nad: str | None = None,
+    target_ready: str | None = None,
+    migration_job: str | None = None,
+    phase: str = "Running",
+    domain_annotation: bool = True,
+    created_by: bool = True,
+) -> dict:
+    """A virt-launcher pod of `vmi_name` on `node` (a migration target when `migration_job` is set)."""
+    name = f"virt-launcher-{vmi_name}-{suffix}"
+    labels = {
+        "kubevirt.io": "virt-launcher",
+        "kubevirt.io/vm": vmi_name,
+        "kubevirt.io/domain": vmi_name,
+        "vm.kubevirt.io/name": vmi_name,
+        "vmi.kubevirt.io/id": vmi_name,
+    }
+    if created_by:
+        labels["kubevirt.io/created-by"] = uid("VirtualMachineInstance", vmi_name, ns)
+    if migration_job:
+        labels["kubevirt.io/migrationJobUID"] = migration_job
+    annotations: dict[str, str] = {}
+    if domain_annotation:
+        annotations["kubevirt.io/domain"] = vmi_name
+    if claim:
+        annotations["k8s.ovn.org/primary-udn-ipamclaim"] = claim
+    if ips and nad:
+        annotations["k8s.ovn.org/pod-networks"] = json.dumps(
+            {
+                f"{ns}/{nad}": {
+                    "ip_addresses": list(ips),
+                    "mac_address": "02:7b:4c:00:00:05",
+                    "role": "primary",
+                }
+            }
+        )
+    if target_ready:
+        annotations["kubevirt.io/migration-target-ready-timestamp"] = target_ready
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": _meta(
+            "Pod",
+            name,
+            ns,
+            labels=labels,
+            annotations=annotations,
+            ownerReferences=[
+                {
+                    "apiVersion": "kubevirt.io/v1",
+                    "kind": "VirtualMachineInstance",
+                    "name": vmi_name,
+                    "uid": uid("VirtualMachineInstance", vmi_name, ns),
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        ),
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "compute", "image": "quay.io/kubevirt/virt-launcher:v1.6.0"}],
+        },
+        "status": {"phase": phase, "podIP": "10.244.1.17", "podIPs": [{"ip": "10.244.1.17"}]},
+    }
+
+
+def as_list(objects: Iterable[dict]) -> dict:
+    """Objects wrapped the way `kubectl get -o yaml` writes several kinds."""
+    return {"apiVersion": "v1", "kind": "List", "items": list(objects), "metadata": {"resourceVersion": ""}}
