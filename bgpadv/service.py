@@ -135,11 +135,12 @@ class Controller:
                 except queue.Empty:
                     self._maybe_resync()
                     continue
-                if not self._handle(item):
-                    break
-                if not self._drain():
+                if not self._handle(item) or not self._drain():
                     break
                 self._maybe_plan()
+                if getattr(self.speaker, "closed", False):
+                    log.info("ExaBGP is shutting down: exiting")
+                    break
         finally:
             self.sources.stop()
         return 0
@@ -198,6 +199,8 @@ class Controller:
 
     def _maybe_resync(self) -> None:
         now = time.monotonic()
+        if getattr(self.speaker, "needs_retry", False):
+            self.speaker.resync()  # ExaBGP refused a command: diff the last desired set again
         if self.plan is None:
             self._maybe_plan()
         elif now - self._last_plan_at >= self.settings.resync_interval:
@@ -303,8 +306,13 @@ def controller_main(config_path: str) -> int:
         return 2
 
     metrics = MetricsObserver()
-    api_client = make_api_client(config.kubernetes)
-    events = EventRecorder(api_client)
+    metrics.set_peers(p.name for p in config.peers)
+    try:
+        api_client = make_api_client(config.kubernetes)
+    except Exception as e:  # no kubeconfig, no in-cluster environment: a configuration problem, said plainly
+        log.error("cannot configure the Kubernetes client: %s", e)
+        return 2
+    events = EventRecorder(api_client, metrics=metrics.metrics)
     observer = _Fanout(metrics, events)
 
     def write(line: str) -> None:
@@ -317,6 +325,8 @@ def controller_main(config_path: str) -> int:
         observer,
         max_inflight=config.exabgp.max_inflight,
         chunk_prefixes=config.exabgp.chunk_prefixes,
+        local_asn=config.local_asn,
+        self_addresses=config.next_hop_self,
     )
 
     def sources_factory(emit: Callable[[WatchEvent], None]) -> Sources:

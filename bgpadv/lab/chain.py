@@ -37,13 +37,14 @@ METRICS_PORT = 9179
 
 def lab_config(kubeconfig: Path, node: str = "w1", **overrides: Any) -> dict:
     """bgpadv's configuration for the lab: AS 64513 on `node`, the ToR 10.0.0.1 in AS 64512."""
-    v4 = WORKERS[node][0]
+    v4, v6 = WORKERS[node]
     config: dict[str, Any] = {
         "localASN": 64513,
         "routerID": v4,
         "peers": [{"address": TOR_V4, "asn": 64512, "localAddress": v4, "holdTime": 9, "gracefulRestart": 60}],
         "networks": {"selector": {"matchLabels": {"bgpadv.io/advertise": "true"}}},
         "nextHop": "node",
+        "nextHopSelf": {"ipv4": v4, "ipv6": v6},
         "kubernetes": {"kubeconfig": str(kubeconfig)},
         "metrics": {"listen": f"127.0.0.1:{METRICS_PORT}"},
     }

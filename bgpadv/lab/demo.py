@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     _say(f"lab: FRR ToR (AS 64512) + worker-1/worker-2; API seeded with {len(objects)} objects from {args.manifests}")
     with Lab("bgpdemo") as lab:
         kubeconfig = lab.workdir / "bgpadv-w1" / "kubeconfig"
-        config = lab_config(kubeconfig, nextHopSelf={"ipv4": "10.0.0.11", "ipv6": "fd00::11"})
+        config = lab_config(kubeconfig)
         with BgpadvInLab(lab, objects, config=config) as chain:
             frr = chain.frr
             prefixes = _vm_prefixes(chain)

@@ -83,6 +83,7 @@ class Speaker:
         chunk_prefixes: int = 1000,
         local_asn: int | None = None,
         max_line_bytes: int = protocol.MAX_LINE_BYTES,
+        self_addresses: Sequence[IPAddress] = (),
     ) -> None:
         if max_inflight < 1 or chunk_prefixes < 1:
             raise ValueError("max_inflight and chunk_prefixes must be at least 1")
@@ -92,6 +93,8 @@ class Speaker:
         self._max_inflight = max_inflight
         self._chunk = chunk_prefixes
         self._local_asn = local_asn
+        # what `next-hop self` stands for, per IP version (config nextHopSelf); absent: ExaBGP's own `self`
+        self._self = {a.version: a for a in self_addresses}
         self._max_line_bytes = max_line_bytes
         self._advertised: dict[str, dict[IPNetwork, Route | None]] = {name: {} for name in self._peers}
         self._desired: dict[str, dict[IPNetwork, Route]] | None = None  # None: nothing asked for yet
@@ -209,14 +212,18 @@ class Speaker:
 
     # ------------------------------------------------------------------ internals
 
-    @staticmethod
-    def _eligible(peer: PeerConfig, route: Route) -> bool:
+    def _eligible(self, peer: PeerConfig, route: Route) -> bool:
         if protocol.family_of(route.prefix) not in peer.families:
             return False
-        if route.next_hop is None:  # `next-hop self`: ExaBGP resolves it only within the session's family (or v4)
+        next_hop = self._next_hop(route)
+        if next_hop is None:  # `next-hop self`: ExaBGP resolves it only within the session's family (or v4)
             session = (peer.local_address or peer.address).version
             return route.prefix.version == 4 or session == route.prefix.version
-        return route.next_hop.version == route.prefix.version
+        return next_hop.version == route.prefix.version
+
+    def _next_hop(self, route: Route) -> IPAddress | None:
+        """The next hop to render: the route's own, or the configured address `self` stands for."""
+        return route.next_hop if route.next_hop is not None else self._self.get(route.prefix.version)
 
     def _pending_work(self) -> int:
         return len(self._queue) + sum(1 for c in self._inflight if c.kind in (_ANNOUNCE, _WITHDRAW))
@@ -237,6 +244,7 @@ class Speaker:
     def _replan(self) -> None:
         assert self._desired is not None
         self._queue = deque(c for c in self._queue if c.kind not in (_ANNOUNCE, _WITHDRAW))  # latest wins
+        self._synced = dict.fromkeys(self._peers, False)  # every desired set ends in a `synced`, even a no-op
         for name, peer in self._peers.items():
             wanted = self._desired.get(name, {})
             have = self._projected(name)
@@ -244,7 +252,7 @@ class Speaker:
             for prefix, route in wanted.items():
                 current = have.get(prefix)
                 if current is None or current.wire_key() != route.wire_key():
-                    groups.setdefault((route.next_hop, route.attributes), []).append(route)
+                    groups.setdefault((self._next_hop(route), route.attributes), []).append(route)
             gone: dict[int, list[IPNetwork]] = {}
             for prefix in have:
                 if prefix not in wanted:
@@ -261,8 +269,6 @@ class Speaker:
                 for run in protocol.chunks(prefixes, self._chunk, self._max_line_bytes):
                     line = protocol.render_withdraw(peer.address, run)
                     self._queue.append(_Command(_WITHDRAW, name, line, prefixes=tuple(run), cause=self._cause))
-            if any(c.peer == name and c.kind in (_ANNOUNCE, _WITHDRAW) for c in self._queue):
-                self._synced[name] = False
         at = time.monotonic()
         for name in self._peers:
             self._check_synced(name, at)

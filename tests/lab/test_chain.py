@@ -82,6 +82,7 @@ def test_selected_network_subnets_and_running_vm_addresses_reach_the_tor(chain):
     assert route(frr, "192.168.100.0/24") == [W1]
     assert route(frr, "192.168.100.10/32") == [W1]
     wait_route(frr, "fd10:100::10/128", [W1_6])
+    wait_route(frr, "fd10:100::/64", [W1_6])  # `self` over the IPv4 session: the configured nextHopSelf
     assert "192.168.100.10/32" in frr.fib_routes(4), "the ToR kernel must carry the host route"
 
 

@@ -349,3 +349,19 @@ def _sent_update(peer: str, prefixes: list[str]) -> str:
             },
         }
     )
+
+
+
+def test_self_routes_use_the_configured_self_address_of_their_family():
+    """nextHopSelf: an IPv6 `self` route over an IPv4 session goes out with the configured IPv6 address."""
+    fake = FakeExaBGP(100)
+    speaker = Speaker([PEER4], fake.write, local_asn=64513, self_addresses=[W1, W1_6])
+    fake.speaker = speaker
+    speaker.start()
+    speaker.handle_line(json.dumps([{"state": "up", "peer": {"address": "10.0.0.1"}}]))
+    fake.answer()
+    fake.lines.clear()
+    speaker.set_desired({PEER4.name: [host("fd00:10::/64", None), host("10.128.0.0/24", None)]})
+    fake.answer()
+    assert rib_of(fake) == {"10.128.0.0/24": "10.0.0.11", "fd00:10::/64": "fd00::11"}
+    assert speaker.skipped == 0
