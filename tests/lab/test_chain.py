@@ -133,7 +133,6 @@ def test_live_migration_moves_the_next_hop_when_the_target_is_ready_without_a_wi
     )
     frr.wait_for(lambda: seen.append(route(frr, "192.168.100.13/32")) or seen[-1] == [W2], 15, "next hop W2")
     assert None not in seen, "the route must move, not disappear and come back"
-    assert frr.fib_routes(4).get("192.168.100.13/32") in ([W2], None)
     frr.wait_for(lambda: frr.fib_routes(4).get("192.168.100.13/32") == [W2], 5, "FIB via W2")
 
 
