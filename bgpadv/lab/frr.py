@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterable
@@ -130,6 +131,10 @@ class FrrRouter:
             raise RuntimeError(f"vtysh {command!r}: {result.stderr.strip() or result.stdout.strip()}")
         return result.stdout
 
+    def vty(self, daemon: str = "bgpd") -> VtyClient:
+        """A direct client of `daemon`'s vty socket: 0.2-1 ms a query against 15-30 ms for a vtysh fork."""
+        return VtyClient(self.dir / f"{daemon}.vty")
+
     def vtysh_json(self, command: str) -> Any:
         return json.loads(self.vtysh(command) or "{}")
 
@@ -194,3 +199,39 @@ class FrrRouter:
 
 def prefixes(routes: Iterable[str]) -> set[str]:
     return set(routes)
+
+
+class VtyClient:
+    """Speaks vtysh's protocol on a daemon's unix vty socket: a command ends with NUL; the answer ends with three
+    NULs and a status byte (0 = success). For measuring, where a vtysh fork per query is too coarse."""
+
+    def __init__(self, path: Path) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(str(path))
+
+    def command(self, command: str) -> str:
+        self.sock.sendall(command.encode() + b"\0")
+        buf = bytearray()
+        while True:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("vty socket closed")
+            buf += chunk
+            if len(buf) >= 4 and buf[-4:-1] == b"\0\0\0":
+                status = buf[-1]
+                text = bytes(buf[:-4]).decode(errors="replace")
+                if status != 0:
+                    raise RuntimeError(f"vty {command!r} failed ({status}): {text.strip()}")
+                return text
+
+    def json(self, command: str) -> Any:
+        return json.loads(self.command(command) or "{}")
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> VtyClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

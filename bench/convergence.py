@@ -1,0 +1,203 @@
+"""Convergence of the whole chain: a Kubernetes write → the route on the ToR (wire, BGP table, kernel FIB).
+
+Builds the lab (FRR ToR, worker namespaces), runs `bgpadv run` in worker-1 against the fake API, then makes
+CHANGES single changes one at a time, alternating three kinds:
+  - migrate: a running VM's VMI moves to the other node (status.nodeName flips) → its /32 gets a new next hop;
+  - start:   a new VM (IPAMClaim with IPs, then its VMI Running) → a new /32 is announced (timed from the VMI write);
+  - stop:    a VM's VMI is deleted → its /32 is withdrawn.
+For each change it takes, on the ToR side only:
+  - wire: the UPDATE carrying the prefix captured on the ToR's interface (tcpdump in the ToR namespace);
+  - rib:  FRR's BGP table shows the expected best path (polled through bgpd's vty socket, ~0.2 ms a query);
+  - fib:  the ToR kernel's route changes (`ip monitor route` in the ToR namespace).
+All times are time.monotonic() on this machine, from just before the API write. Prints p50/p90/p99/max.
+
+Run: `.venv/bin/python bench/convergence.py [CHANGES]` (root; default 120). Not a test: nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+import objects as k8s  # tests/objects.py: realistic object builders
+
+from bgpadv.lab.capture import UpdateCapture
+from bgpadv.lab.chain import BgpadvInLab
+from bgpadv.lab.topology import Lab
+
+NS = "imported-vms"
+NODES = {"worker-1": "10.0.0.11", "worker-2": "10.0.0.12"}
+BACKGROUND_VMS = 200
+
+
+class FibMonitor:
+    """`ip monitor route` in a namespace: the monotonic time of each kernel route event, by prefix."""
+
+    def __init__(self, lab: Lab, ns: str) -> None:
+        self.seen: dict[str, list[tuple[float, str]]] = {}
+        self._cond = threading.Condition()
+        self.proc = lab.net.spawn(ns, ["ip", "-4", "monitor", "route"], stdout=subprocess.PIPE, text=True, bufsize=1)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            at = time.monotonic()
+            words = line.split()
+            if not words:
+                continue
+            deleted = words[0] == "Deleted"
+            dst = words[1] if deleted else words[0]
+            via = words[words.index("via") + 1] if "via" in words else ""
+            if "/" not in dst:
+                dst += "/32"
+            with self._cond:
+                self.seen.setdefault(dst, []).append((at, "del" if deleted else via))
+                self._cond.notify_all()
+
+    def wait(self, prefix: str, want: str, since: float, timeout: float = 10.0) -> float:
+        """The first event at or after `since` for `prefix` that is `want` (a gateway, or "del")."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for at, what in self.seen.get(prefix, []):
+                    if at >= since and what == want:
+                        return at
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(f"FIB: {prefix} {want}")
+                self._cond.wait(remaining)
+
+
+def vm_objects(name: str, ip: str, node: str) -> tuple[dict, dict]:
+    claim = k8s.ipam_claim(NS, f"{name}.default", name, "cluster_udn_vmnet-a", [f"{ip}/16"])
+    vmi = k8s.vmi(NS, name, node, interfaces=[k8s.interface([ip])])
+    return claim, vmi
+
+
+def ip_of(i: int) -> str:
+    return f"192.168.{100 + i // 240}.{i % 240 + 10}"
+
+
+def percentiles(values: list[float]) -> str:
+    ms = sorted(v * 1000 for v in values)
+    if not ms:
+        return "n/a"
+
+    def q(p: float) -> float:
+        return ms[min(len(ms) - 1, round(p * (len(ms) - 1)))]
+
+    return f"p50 {q(0.5):7.1f}  p90 {q(0.9):7.1f}  p99 {q(0.99):7.1f}  max {ms[-1]:7.1f} ms  (n={len(ms)})"
+
+
+def main() -> int:
+    changes = int(sys.argv[1]) if len(sys.argv) > 1 else 120
+    cluster = [
+        k8s.node("worker-1", "10.0.0.11", "fd00::11"),
+        k8s.node("worker-2", "10.0.0.12", "fd00::12"),
+        k8s.cudn_layer2("vmnet-a", ["192.168.0.0/16"], labels={"bgpadv.io/advertise": "true"}),
+    ]
+    running: dict[str, str] = {}  # vm name -> node
+    for i in range(BACKGROUND_VMS):
+        name, node = f"bg-{i}", "worker-1" if i % 2 else "worker-2"
+        cluster.extend(vm_objects(name, ip_of(i), node))
+        running[name] = node
+    ips = {f"bg-{i}": ip_of(i) for i in range(BACKGROUND_VMS)}
+
+    results: dict[str, dict[str, list[float]]] = {}
+    with Lab("bgpbench") as lab, BgpadvInLab(lab, cluster) as chain:
+        frr = chain.frr
+        vty = frr.vty()
+        frr.wait_for(lambda: len(frr.bgp_routes("ipv4")) >= BACKGROUND_VMS, 60, "the initial load", every=0.2)
+        fib = FibMonitor(lab, lab.ns("tor"))
+        with UpdateCapture(lab.ns("tor"), "w1") as capture:
+            time.sleep(1.0)
+            next_vm = BACKGROUND_VMS
+            for n in range(changes):
+                kind = ("migrate", "start", "stop")[n % 3]
+                if kind == "migrate":
+                    name = f"bg-{n % BACKGROUND_VMS}"
+                    while name not in running:
+                        name = f"bg-{(int(name[3:]) + 1) % BACKGROUND_VMS}"
+                    target = "worker-2" if running[name] == "worker-1" else "worker-1"
+                    prefix, want = f"{ips[name]}/32", NODES[target]
+                    patch = {"metadata": {"labels": {"kubevirt.io/nodeName": target}}}
+                    t0 = time.monotonic()
+                    chain.api.patch("kubevirt.io/v1", "VirtualMachineInstance", name, NS, patch)
+                    chain.api.patch_status(
+                        "kubevirt.io/v1", "VirtualMachineInstance", name, NS, {"status": {"nodeName": target}}
+                    )
+                    running[name] = target
+                elif kind == "start":
+                    name = f"new-{next_vm}"
+                    ips[name] = ip_of(next_vm)
+                    next_vm += 1
+                    claim, vmi = vm_objects(name, ips[name], "worker-2")
+                    chain.api.create(claim)
+                    time.sleep(0.05)
+                    prefix, want = f"{ips[name]}/32", NODES["worker-2"]
+                    t0 = time.monotonic()
+                    chain.api.create(vmi)
+                    running[name] = "worker-2"
+                else:
+                    name = next(iter(running))
+                    prefix, want = f"{ips[name]}/32", "del"
+                    t0 = time.monotonic()
+                    chain.api.delete("kubevirt.io/v1", "VirtualMachineInstance", name, NS)
+                    del running[name]
+                try:
+                    op = "withdraw" if want == "del" else "announce"
+                    wire = capture.wait_for([prefix], 10, op=op, since=t0)[prefix]
+                    rib = _wait_rib(vty, prefix, want, 10)
+                    fib_at = fib.wait(prefix, want, t0)
+                except TimeoutError as e:
+                    print(f"change {n} ({kind} {prefix}): {e}", file=sys.stderr)
+                    continue
+                r = results.setdefault(kind, {"wire": [], "rib": [], "fib": []})
+                r["wire"].append(wire - t0)
+                r["rib"].append(rib - t0)
+                r["fib"].append(fib_at - t0)
+                time.sleep(0.05)
+        vty.close()
+    print(f"convergence over {changes} single changes (API write → ToR), {BACKGROUND_VMS} VMs in the background")
+    for stage in ("wire", "rib", "fib"):
+        together = [v for r in results.values() for v in r[stage]]
+        print(f"  {stage:5} all      {percentiles(together)}")
+        for kind, r in sorted(results.items()):
+            print(f"  {stage:5} {kind:8} {percentiles(r[stage])}")
+    print("  wire = UPDATE captured on the ToR's interface; rib = FRR best path (vty poll); fib = ToR kernel route")
+    print(f"  median rib-wire gap (FRR's own processing): {statistics.median(_gaps(results)) * 1000:.1f} ms")
+    return 0
+
+
+def _gaps(results: dict[str, dict[str, list[float]]]) -> list[float]:
+    return [rib - wire for r in results.values() for wire, rib in zip(r["wire"], r["rib"], strict=True)] or [0.0]
+
+
+def _wait_rib(vty, prefix: str, want: str, timeout: float) -> float:
+    """Poll bgpd until the best path of `prefix` goes via `want` (or the prefix is gone for "del")."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        data = vty.json(f"show bgp ipv4 unicast {prefix} json")
+        at = time.monotonic()
+        paths = data.get("paths") or []
+        if want == "del":
+            if not paths:
+                return at
+        else:
+            for path in paths:
+                best = (path.get("bestpath") or {}).get("overall")
+                if best and any(h.get("ip") == want for h in path.get("nexthops", [])):
+                    return at
+        time.sleep(0.0005)
+    raise TimeoutError(f"RIB: {prefix} {want}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
