@@ -362,6 +362,10 @@ def parse(raw: Any) -> Config:
         r.fail("nextHopSelf.ipv6", "must be an IPv6 address")
     attributes = r.attributes(top.get("attributes"), "attributes")
 
+    kubernetes = KubernetesConfig(
+        kubeconfig=r.string(rk, "kubeconfig", "kubernetes"), context=r.string(rk, "context", "kubernetes")
+    )
+
     if r.problems:
         raise ConfigError(r.problems)
     assert local_asn is not None
@@ -372,9 +376,7 @@ def parse(raw: Any) -> Config:
         networks=networks,
         next_hop=next_hop,
         attributes=attributes,
-        kubernetes=KubernetesConfig(
-            kubeconfig=r.string(rk, "kubeconfig", "kubernetes"), context=r.string(rk, "context", "kubernetes")
-        ),
+        kubernetes=kubernetes,
         metrics=MetricsConfig(listen=listen),
         exabgp=exabgp,
         node_name=node_name,

@@ -537,3 +537,39 @@ def launcher_pod(
 def as_list(objects: Iterable[dict]) -> dict:
     """Objects wrapped the way `kubectl get -o yaml` writes several kinds."""
     return {"apiVersion": "v1", "kind": "List", "items": list(objects), "metadata": {"resourceVersion": ""}}
+
+
+# --- States and configurations -------------------------------------------------------------------------------------
+
+ADVERTISED = {"bgpadv.io/advertise": "true"}
+
+
+def state(*objects: dict | Iterable[dict]):
+    """A ClusterState from objects (lists of objects are flattened)."""
+    from bgpadv.sources.snapshot import ClusterState
+
+    flat: list[dict] = []
+    for o in objects:
+        if isinstance(o, dict):
+            flat.append(o)
+        else:
+            flat.extend(o)
+    return ClusterState.from_objects(flat)[0]
+
+
+def config(**overrides: Any):
+    """A validated Config: the lab's (AS 64513, ToR 10.0.0.1 AS 64512, CUDNs labelled bgpadv.io/advertise=true),
+    with top-level camelCase keys replaced by `overrides` (`networks` is merged)."""
+    from bgpadv.config import parse
+
+    raw: dict[str, Any] = {
+        "localASN": 64513,
+        "peers": [{"address": "10.0.0.1", "asn": 64512}],
+        "networks": {"selector": {"matchLabels": dict(ADVERTISED)}},
+    }
+    networks = overrides.pop("networks", None)
+    if networks is not None:
+        raw["networks"] = {**raw["networks"], **networks}
+        raw["networks"] = {k: v for k, v in raw["networks"].items() if v is not None}
+    raw.update(overrides)
+    return parse(raw)

@@ -90,8 +90,15 @@ def load_manifests(directory: str | Path) -> tuple[ClusterState, list[str]]:
         for n, doc in enumerate(_documents(path, warnings)):
             where = f"{path.name} document {n + 1}"
             for obj in _flatten(doc, where, warnings):
-                res = resources.resource_for(obj)
+                try:
+                    res = resources.resource_for(obj)
+                except (AttributeError, TypeError):  # e.g. a launcher pod whose labels are not a mapping
+                    res = None
+                    warnings.append(f"{where}: {obj.get('kind')} with malformed metadata, ignored")
                 if res is None:
+                    continue
+                if not isinstance(obj.get("metadata"), dict):
+                    warnings.append(f"{where}: {res.kind} without metadata, ignored")
                     continue
                 key = (res.kind, res.key(obj))
                 if key in seen:

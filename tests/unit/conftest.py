@@ -1,0 +1,10 @@
+"""Unit-test setup: makes `tests/objects.py` (the realistic object builders) importable as `objects`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_TESTS = str(Path(__file__).resolve().parents[1])
+if _TESTS not in sys.path:
+    sys.path.insert(0, _TESTS)

@@ -1,0 +1,287 @@
+"""Planner properties (hypothesis): no input makes plan() raise, and nothing it announces breaks the rules.
+
+Scope: (1) arbitrary JSON-shaped garbage in every field of every watched kind never raises; (2) on realistic
+clusters with random addresses, every announced prefix lies inside a subnet of a selected network, no announced
+host address is one the rules refuse (checked against an independent netaddr implementation), every address of a
+running VM is either announced or refused, and the plan does not depend on the order objects were listed in;
+(3) the precompiled address checker equals the reference `checks.host_address_reason`.
+"""
+
+from __future__ import annotations
+
+import objects as k8s
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from netaddr import IPAddress, IPNetwork, IPSet
+
+from bgpadv import resources
+from bgpadv.planner import checks, plan
+from bgpadv.planner.networks import index_networks
+from bgpadv.sources.snapshot import ClusterState
+
+ADV = k8s.ADVERTISED
+NS = "imported-vms"
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+json_scalars = (
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False) | st.text(max_size=30)
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def raw_state(objects: list[dict]) -> ClusterState:
+    """A state holding the objects as they are, under synthetic keys (from_objects needs usable metadata)."""
+    buckets: dict[str, dict] = {r.field: {} for r in resources.ALL}
+    by_kind = {r.kind: r for r in resources.ALL}
+    for i, obj in enumerate(objects):
+        res = by_kind[obj["kind"]]
+        buckets[res.field][("ns", f"o{i}") if res.namespaced else f"o{i}"] = obj
+    return ClusterState(**buckets)
+
+
+def _mutate(obj: dict, paths: list[tuple[str, ...]], values: list) -> dict:
+    """Overwrite some paths of a realistic object with garbage (creating intermediate dicts as needed)."""
+    for path, value in zip(paths, values, strict=False):
+        target = obj
+        for key in path[:-1]:
+            nxt = target.get(key) if isinstance(target, dict) else None
+            if not isinstance(nxt, dict):
+                nxt = {}
+                if isinstance(target, dict):
+                    target[key] = nxt
+            target = nxt
+        if isinstance(target, dict):
+            target[path[-1]] = value
+    return obj
+
+
+PATHS = [
+    ("metadata",),
+    ("metadata", "name"),
+    ("metadata", "namespace"),
+    ("metadata", "labels"),
+    ("metadata", "annotations"),
+    ("metadata", "ownerReferences"),
+    ("metadata", "creationTimestamp"),
+    ("metadata", "deletionTimestamp"),
+    ("spec",),
+    ("spec", "network"),
+    ("spec", "network", "topology"),
+    ("spec", "network", "layer2"),
+    ("spec", "network", "layer2", "subnets"),
+    ("spec", "network", "layer2", "defaultGatewayIPs"),
+    ("spec", "network", "layer2", "infrastructureSubnets"),
+    ("spec", "network", "layer3", "subnets"),
+    ("spec", "nodeName"),
+    ("spec", "advertisements"),
+    ("spec", "networkSelectors"),
+    ("status",),
+    ("status", "ips"),
+    ("status", "phase"),
+    ("status", "nodeName"),
+    ("status", "interfaces"),
+    ("status", "migrationState"),
+    ("status", "migrationState", "targetNode"),
+    ("status", "migrationState", "targetPod"),
+    ("status", "addresses"),
+    ("status", "conditions"),
+    ("metadata", "annotations", "k8s.ovn.org/node-subnets"),
+    ("metadata", "annotations", "k8s.ovn.org/node-primary-ifaddr"),
+    ("metadata", "annotations", "kubevirt.io/migration-target-ready-timestamp"),
+]
+
+
+def _realistic() -> list[dict]:
+    ms = k8s.migration_state("worker-1", "worker-2", vmi="vm-a")
+    return [
+        k8s.node("worker-1", "10.0.0.11", "fd00::11", node_subnets={"cluster_udn_l3": ["10.132.1.0/24"]}),
+        k8s.node("worker-2", "10.0.0.12", node_subnets={"cluster_udn_l3": "10.132.2.0/24"}),
+        k8s.cudn_layer2(
+            "vmnet-a",
+            ["192.168.100.0/24", "fd10:100::/64"],
+            labels=ADV,
+            infrastructure_subnets=["192.168.100.0/30"],
+            default_gateway_ips=["192.168.100.1"],
+        ),
+        k8s.cudn_layer2("vmnet-d", ["10.70.0.0/24"], labels=ADV, namespaces=[NS], ipam_mode="Disabled"),
+        k8s.cudn_layer3("l3", [("10.132.0.0/16", 24)], labels=ADV),
+        k8s.route_advertisements("ra", {"matchLabels": ADV}),
+        k8s.ipam_claim(NS, "vm-a.default", "vm-a", "cluster_udn_vmnet-a", ["192.168.100.5/24", "fd10:100::5/64"]),
+        k8s.vmi(NS, "vm-a", "worker-1", interfaces=[k8s.interface(["10.70.0.9"])], migration_state=ms),
+        k8s.launcher_pod(NS, "vm-a", "worker-2", suffix="tgt01", target_ready="2025-03-01T10:00:00Z"),
+    ]
+
+
+@SETTINGS
+@given(
+    which=st.lists(st.integers(0, 8), min_size=1, max_size=6),
+    paths=st.lists(st.sampled_from(PATHS), min_size=1, max_size=6),
+    values=st.lists(json_values, min_size=1, max_size=6),
+    follow=st.booleans(),
+    next_hop=st.sampled_from(["node", "self"]),
+)
+def test_no_input_makes_plan_raise(which, paths, values, follow, next_hop):
+    objects = _realistic()
+    for i in which:
+        _mutate(objects[i], paths, values)
+    cfg = k8s.config(networks={"followRouteAdvertisements": follow}, nextHop=next_hop)
+    result = plan(raw_state(objects), cfg)
+    for refusal in result.rejected:
+        assert refusal.reason in checks.ALL_REASONS
+        assert isinstance(refusal.value, str)
+
+
+@SETTINGS
+@given(garbage=st.lists(json_values, max_size=8), kinds=st.lists(st.sampled_from(list(range(6))), max_size=8))
+def test_whole_objects_of_garbage_never_raise(garbage, kinds):
+    objects = []
+    for value, k in zip(garbage, kinds, strict=False):
+        res = resources.ALL[k]
+        obj = {"apiVersion": res.api_version, "kind": res.kind}
+        if res.kind == "Pod":
+            obj["metadata"] = {"labels": {"kubevirt.io": "virt-launcher"}, "name": "p", "namespace": NS}
+        if isinstance(value, dict):
+            obj.update(value)
+        else:
+            obj["spec"] = value
+        objects.append(obj)
+    plan(raw_state([*_realistic(), *objects]), k8s.config())
+
+
+# --- realistic clusters with random addresses ------------------------------------------------------------------
+
+SUBNET_A = "192.168.100.0/24"
+SUBNET_A6 = "fd10:100::/64"
+
+ipv4_near = st.integers(0xC0A863F0, 0xC0A86510).map(lambda v: str(IPAddress(v, 4)))  # .99.240 .. .101.16
+ipv6_near = st.integers(0, 20).map(lambda v: f"fd10:100::{v:x}") | st.sampled_from(["fd10:101::1", "fe80::1", "::1"])
+specials = st.sampled_from(["169.254.1.1", "127.0.0.1", "224.0.0.1", "0.0.0.0", "10.0.0.1", "ff02::1", "::"])
+masks = st.sampled_from(["", "/24", "/64", "/32", "/128", "/0", "/ 24", "/24 next-hop 203.0.113.9"])
+addresses = st.tuples(ipv4_near | ipv6_near | specials, masks).map(lambda t: t[0] + t[1]) | st.text(max_size=20)
+
+
+@st.composite
+def clusters(draw):
+    infra = draw(st.sampled_from([[], ["192.168.100.0/30"], ["192.168.100.0/29", "fd10:100::/126"]]))
+    gateways = draw(st.sampled_from([[], ["192.168.100.1"], ["192.168.100.254", "fd10:100::fe"]]))
+    cudn = k8s.cudn_layer2(
+        "vmnet-a",
+        [SUBNET_A, SUBNET_A6],
+        labels=ADV,
+        infrastructure_subnets=infra,
+        reserved_subnets=["192.168.100.200/29"],
+        default_gateway_ips=gateways,
+    )
+    objects = [cudn, k8s.node("worker-1", "10.0.0.11", "fd00::11"), k8s.node("worker-2", "10.0.0.12")]
+    n = draw(st.integers(1, 6))
+    for i in range(n):
+        ips = draw(st.lists(addresses, max_size=3))
+        created = f"2025-02-{draw(st.integers(10, 12))}T08:00:00Z"
+        objects.append(k8s.ipam_claim(NS, f"vm-{i}.default", f"vm-{i}", "cluster_udn_vmnet-a", ips, created=created))
+        if draw(st.booleans()):
+            node = draw(st.sampled_from(["worker-1", "worker-2", "worker-9"]))
+            objects.append(
+                k8s.vmi(NS, f"vm-{i}", node, phase=draw(st.sampled_from(["Running", "Running", "Succeeded"])))
+            )
+    return objects, infra, gateways
+
+
+def _forbidden(infra: list[str], gateways: list[str]) -> IPSet:
+    """What the rules refuse inside vmnet-a, computed independently with netaddr."""
+    bad = IPSet(infra)
+    for net in (IPNetwork(SUBNET_A), IPNetwork(SUBNET_A6)):
+        bad.add(net.network)
+        if net.version == 4:
+            bad.add(net.broadcast)
+    explicit = {IPAddress(g).version: IPAddress(g) for g in gateways}
+    for net in (IPNetwork(SUBNET_A), IPNetwork(SUBNET_A6)):
+        family_infra = [IPNetwork(i) for i in infra if IPNetwork(i).version == net.version]
+        if net.version in explicit:
+            bad.add(explicit[net.version])
+        else:
+            bad.add((family_infra[0] if family_infra else net)[1])
+        if not family_infra:
+            mgmt = net[2] if net[2] not in {explicit.get(net.version)} else net[1]
+            bad.add(mgmt)
+    return bad
+
+
+@SETTINGS
+@given(clusters())
+def test_announced_prefixes_lie_in_a_selected_network_and_are_never_refusal_worthy(cluster):
+    objects, infra, gateways = cluster
+    result = plan(k8s.state(objects), k8s.config())
+    allowed = IPSet([SUBNET_A, SUBNET_A6])
+    forbidden = _forbidden(infra, gateways)
+    special = IPSet(["169.254.0.0/16", "fe80::/10", "127.0.0.0/8", "::1/128", "224.0.0.0/4", "ff00::/8"])
+    for route in result.routes:
+        assert route.network == "vmnet-a"
+        assert route.prefix in allowed
+        if str(route.kind) == "host":
+            assert route.prefix.prefixlen == (32 if route.prefix.version == 4 else 128)
+            address = route.prefix.ip
+            assert address not in forbidden
+            assert address not in special
+            assert route.next_hop is not None and route.next_hop.version == route.prefix.version
+    hosts = [r for r in result.routes if str(r.kind) == "host"]
+    assert len({r.prefix for r in hosts}) == len(hosts), "one address is announced once"
+
+
+@SETTINGS
+@given(clusters(), st.randoms(use_true_random=False))
+def test_plan_does_not_depend_on_listing_order(cluster, rnd):
+    objects, _, _ = cluster
+    shuffled = list(objects)
+    rnd.shuffle(shuffled)
+    assert plan(k8s.state(objects), k8s.config()) == plan(k8s.state(shuffled), k8s.config())
+
+
+@SETTINGS
+@given(clusters())
+def test_every_address_of_a_running_vm_on_a_known_node_is_announced_or_refused(cluster):
+    objects, _, _ = cluster
+    result = plan(k8s.state(objects), k8s.config())
+    running = {
+        o["metadata"]["name"]
+        for o in objects
+        if o["kind"] == "VirtualMachineInstance" and o["status"]["phase"] == "Running"
+    }
+    announced_by = {(r.source.name, r.prefix.value) for r in result.routes if str(r.kind) == "host"}
+    refused_values = {(x.source.name, x.value) for x in result.rejected}
+    refused_addresses = {(x.source.name, (checks.parse_address(x.value) or (0, -1))[1]) for x in result.rejected}
+    for o in objects:
+        if o["kind"] != "IPAMClaim" or o["metadata"]["labels"]["kubevirt.io/vm"] not in running:
+            continue
+        name = o["metadata"]["name"]
+        for ip in o["status"]["ips"]:
+            parsed = checks.parse_address(ip)
+            if parsed is None:
+                assert (name, checks.describe(ip)) in refused_values, ip
+            else:
+                assert (name, parsed[1]) in announced_by | refused_addresses, ip
+
+
+@SETTINGS
+@given(
+    infra=st.sampled_from([[], ["192.168.100.0/30"], ["192.168.100.0/29", "fd10:100::/126"]]),
+    gateways=st.sampled_from([[], ["192.168.100.1"], ["192.168.100.2", "fd10:100::1"]]),
+    values=st.lists(
+        st.tuples(st.just(4), st.integers(0, 2**32 - 1)) | st.tuples(st.just(6), st.integers(0, 2**128 - 1)),
+        max_size=40,
+    ),
+)
+def test_compiled_checker_equals_the_reference(infra, gateways, values):
+    cudn = k8s.cudn_layer2(
+        "vmnet-a", [SUBNET_A, SUBNET_A6], labels=ADV, infrastructure_subnets=infra, default_gateway_ips=gateways
+    )
+    network = index_networks(k8s.state(cudn), k8s.config()).advertised["vmnet-a"]
+    base = [(4, 0xC0A86400 + i) for i in range(-1, 258)] + [(6, (0xFD100100 << 96) + i) for i in range(-1, 9)]
+    for version, value in [*base, *values]:
+        reference = checks.host_address_reason(
+            version, value, network.subnets, network.gateways, network.infrastructure, network.infrastructure_addresses
+        )
+        assert network.check(version, value) == reference

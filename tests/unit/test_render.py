@@ -1,0 +1,216 @@
+"""`bgpadv render`: the example cluster dump's routes and refusals, the JSON contract, the table, exit codes.
+
+Scope: golden files of both output forms for `config/bgpadv.yaml` + `config/examples/` (regenerate with
+`BGPADV_UPDATE_GOLDEN=1`, then review the diff); the example dump's semantics spelled out route by route and
+refusal by refusal (the ground truth the golden files must agree with); the JSON keys scripts rely on; the table's
+layout; exit codes 0 / 1 / 2 with field paths on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import objects as k8s
+import pytest
+from netaddr import IPAddress, IPNetwork
+
+from bgpadv.model import ObjectRef, Plan, Refusal, Route, RouteKind
+from bgpadv.render import main, render_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = ROOT / "config" / "bgpadv.yaml"
+EXAMPLES = ROOT / "config" / "examples"
+GOLDEN = Path(__file__).resolve().parent / "golden"
+UPDATE = os.environ.get("BGPADV_UPDATE_GOLDEN") == "1"
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(*args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    ("output", "golden"),
+    [pytest.param("json", "render_examples.json", id="json"), pytest.param("table", "render_examples.txt", id="table")],
+)
+def test_render_of_the_example_dump_matches_the_golden_file(capsys, output, golden):
+    code, out, err = run(capsys, str(CONFIG), str(EXAMPLES), output)
+    assert (code, err) == (0, "")
+    path = GOLDEN / golden
+    if UPDATE:
+        path.write_text(out)
+    assert out == path.read_text(), f"render output changed; if intended: BGPADV_UPDATE_GOLDEN=1 and review {path}"
+
+
+# The example dump's ground truth: every route and every refusal, and why.
+EXPECTED_ROUTES = {
+    # vmnet-a: Layer2, both subnets from the speaker
+    ("192.168.100.0/24", "self", "subnet", "ClusterUserDefinedNetwork vmnet-a"),
+    ("fd10:100::/64", "self", "subnet", "ClusterUserDefinedNetwork vmnet-a"),
+    # vm-a on worker-1, inside reservedSubnets (allowed)
+    ("192.168.100.205/32", "10.0.0.11", "host", "IPAMClaim imported-vms/vm-a.default"),
+    ("fd10:100::cd/128", "fd00::11", "host", "IPAMClaim imported-vms/vm-a.default"),
+    # vm-b on worker-2
+    ("192.168.100.10/32", "10.0.0.12", "host", "IPAMClaim imported-vms/vm-b.default"),
+    ("fd10:100::a/128", "fd00::12", "host", "IPAMClaim imported-vms/vm-b.default"),
+    # vm-c on IPv4-only worker-3: IPv4 only (IPv6 refused)
+    ("192.168.100.70/32", "10.0.0.13", "host", "IPAMClaim imported-vms/vm-c.default"),
+    # vm-migrating: worker-1 -> worker-2 with the target live: worker-2 already
+    ("192.168.100.20/32", "10.0.0.12", "host", "IPAMClaim imported-vms/vm-migrating.default"),
+    ("fd10:100::14/128", "fd00::12", "host", "IPAMClaim imported-vms/vm-migrating.default"),
+    # vm-moving: worker-2 -> worker-1, target not live yet: still worker-2
+    ("192.168.100.21/32", "10.0.0.12", "host", "IPAMClaim imported-vms/vm-moving.default"),
+    # vm-failed: worker-2 -> worker-1 failed: back on worker-2
+    ("192.168.100.30/32", "10.0.0.12", "host", "IPAMClaim imported-vms/vm-failed.default"),
+    # vm-linklocal: the IPv4 half
+    ("192.168.100.50/32", "10.0.0.11", "host", "IPAMClaim imported-vms/vm-linklocal.default"),
+    # duplicate .60: the older claim keeps it
+    ("192.168.100.60/32", "10.0.0.11", "host", "IPAMClaim imported-vms/vm-dup-old.default"),
+    # vmnet-b: subnet and web-1 on worker-3
+    ("192.168.200.0/24", "self", "subnet", "ClusterUserDefinedNetwork vmnet-b"),
+    ("192.168.200.23/32", "10.0.0.13", "host", "IPAMClaim tenant-b/web-1.default"),
+    # vmnet-l3: one host subnet per node and family, next hop that node
+    ("10.132.1.0/24", "10.0.0.11", "subnet", "Node worker-1"),
+    ("10.132.2.0/24", "10.0.0.12", "subnet", "Node worker-2"),
+    ("10.132.3.0/24", "10.0.0.13", "subnet", "Node worker-3"),
+    ("fd10:132:0:1::/64", "fd00::11", "subnet", "Node worker-1"),
+    ("fd10:132:0:2::/64", "fd00::12", "subnet", "Node worker-2"),
+}
+EXPECTED_REFUSALS = {
+    ("ClusterUserDefinedNetwork physnet", "Localnet/Secondary", "network-not-advertisable"),
+    ("IPAMClaim imported-vms/vm-broadcast.default", "192.168.100.255/24", "network-or-broadcast-address"),
+    ("IPAMClaim imported-vms/vm-c.default", "fd10:100::46/64", "no-node-address"),
+    ("IPAMClaim imported-vms/vm-dup-new.default", "192.168.100.60/24", "duplicate-address"),
+    ("IPAMClaim imported-vms/vm-gateway.default", "192.168.100.1/24", "default-gateway-address"),
+    ("IPAMClaim imported-vms/vm-ghost.default", "cluster_udn_vmnet-ghost", "unknown-network"),
+    ("IPAMClaim imported-vms/vm-infra.default", "192.168.100.2/24", "infrastructure-address"),
+    ("IPAMClaim imported-vms/vm-infra.default", "fd10:100::2/64", "infrastructure-address"),
+    ("IPAMClaim imported-vms/vm-inject.default", "10.0.0.1/32 next-hop 203.0.113.9", "malformed-address"),
+    ("IPAMClaim imported-vms/vm-inject.default", "192.168.100.80/24\nannounce route 0.0.0.0/0", "malformed-address"),
+    ("IPAMClaim imported-vms/vm-linklocal.default", "fe80::5054:ff:fe12:3456/64", "link-local"),
+    ("IPAMClaim imported-vms/vm-outside.default", "10.9.9.9/24", "outside-network-subnets"),
+    ("IPAMClaim imported-vms/vm-udn.default", "imported-vms_tenantnet", "namespaced-udn-not-advertisable"),
+    ("IPAMClaim lab-vms/vm-lab.default", "cluster_udn_vmnet-lab", "network-not-selected"),
+    ("IPAMClaim legacy/vm-legacy.physnet", "cluster_udn_physnet", "network-not-advertisable"),
+    ("IPAMClaim tenant-b/web-2.default", "192.168.200.1/24", "default-gateway-address"),
+}
+
+
+def test_the_example_dump_gives_exactly_the_expected_routes_and_refusals(capsys):
+    code, out, _ = run(capsys, str(CONFIG), str(EXAMPLES), "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert {(r["prefix"], r["nextHop"], r["kind"], r["source"]) for r in doc["routes"]} == EXPECTED_ROUTES
+    assert len(doc["routes"]) == len(EXPECTED_ROUTES)
+    assert {(x["source"], x["value"], x["reason"]) for x in doc["rejected"]} == EXPECTED_REFUSALS
+    assert len(doc["rejected"]) == len(EXPECTED_REFUSALS)
+
+
+def test_json_keeps_the_contract_keys(capsys):
+    _, out, _ = run(capsys, str(CONFIG), str(EXAMPLES), "json")
+    doc = json.loads(out)
+    assert set(doc) >= {"routes", "rejected"}
+    for route in doc["routes"]:
+        assert {"prefix", "nextHop", "network", "kind", "source"} <= set(route)
+        assert route["kind"] in ("subnet", "host")
+    for refusal in doc["rejected"]:
+        assert {"source", "value", "reason"} <= set(refusal)
+
+
+def test_json_of_a_hand_built_plan():
+    claim = ObjectRef("IPAMClaim", "vm-a.default", "imported-vms", "u1")
+    plan = Plan.build(
+        [
+            Route(IPNetwork("192.168.100.5/32"), IPAddress("10.0.0.11"), "vmnet-a", RouteKind.HOST, claim, "worker-1"),
+            Route(
+                IPNetwork("192.168.100.0/24"),
+                None,
+                "vmnet-a",
+                RouteKind.SUBNET,
+                ObjectRef("ClusterUserDefinedNetwork", "vmnet-a"),
+            ),
+        ],
+        [Refusal(ObjectRef("IPAMClaim", "vm-b.default", "imported-vms"), "10.9.9.9/24", "outside-network-subnets")],
+    )
+    doc = json.loads(render_plan(plan, "json"))
+    assert doc["routes"][0] == {
+        "prefix": "192.168.100.0/24",
+        "nextHop": "self",
+        "network": "vmnet-a",
+        "kind": "subnet",
+        "source": "ClusterUserDefinedNetwork vmnet-a",
+        "node": None,
+        "family": 4,
+    }
+    assert doc["routes"][1]["nextHop"] == "10.0.0.11"
+    assert doc["routes"][1]["source"] == "IPAMClaim imported-vms/vm-a.default"
+    assert doc["rejected"] == [
+        {
+            "source": "IPAMClaim imported-vms/vm-b.default",
+            "value": "10.9.9.9/24",
+            "reason": "outside-network-subnets",
+            "message": "",
+            "network": "",
+        }
+    ]
+
+
+def test_table_groups_by_network_aligns_columns_and_lists_refusals_last(capsys):
+    _, out, _ = run(capsys, str(CONFIG), str(EXAMPLES), "table")
+    lines = out.splitlines()
+    groups = [line for line in lines if line.startswith("network ")]
+    assert [g.split()[1] for g in groups] == ["vmnet-a", "vmnet-b", "vmnet-l3"]
+    refused_at = next(i for i, line in enumerate(lines) if line.startswith("refused"))
+    assert all(lines.index(g) < refused_at for g in groups)
+    headers = [line for line in lines[:refused_at] if line.strip().startswith("PREFIX")]
+    assert len(set(headers)) == 1, "every group has the same column layout"
+    column = headers[0].index("NEXT HOP")
+    for line in lines[:refused_at]:
+        if line.startswith("  ") and not line.strip().startswith("PREFIX"):
+            assert line[column - 2 : column] == "  " and line[column] != " "
+    assert "\\nannounce route" in out, "control characters are escaped, one refusal per line"
+    assert lines[-1].endswith("16 refused")
+
+
+def test_empty_plan_renders():
+    assert "no routes" in render_plan(Plan(), "table")
+    assert json.loads(render_plan(Plan(), "json")) == {"routes": [], "rejected": []}
+
+
+def test_unknown_output_is_an_error(capsys):
+    code, out, err = run(capsys, str(CONFIG), str(EXAMPLES), "yaml")
+    assert (code, out) == (1, "")
+    assert "--output" in err
+    with pytest.raises(ValueError):
+        render_plan(Plan(), "yaml")
+
+
+def test_configuration_errors_exit_2_naming_each_field(capsys, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("localASN: -1\npeers:\n  - address: 10.0.0.999\n    asn: 64512\nnextHop: router\n")
+    code, out, err = run(capsys, str(bad), str(EXAMPLES), "table")
+    assert (code, out) == (2, "")
+    assert "localASN" in err and "peers[0].address" in err and "nextHop" in err
+
+
+def test_missing_configuration_file_exits_2(capsys, tmp_path):
+    code, _, err = run(capsys, str(tmp_path / "absent.yaml"), str(EXAMPLES), "table")
+    assert code == 2 and "absent.yaml" in err
+
+
+def test_missing_manifests_directory_exits_1(capsys, tmp_path):
+    code, out, err = run(capsys, str(CONFIG), str(tmp_path / "absent"), "json")
+    assert (code, out) == (1, "")
+    assert "absent" in err
+
+
+def test_manifest_warnings_go_to_stderr_and_the_plan_still_renders(capsys, tmp_path):
+    (tmp_path / "broken.yaml").write_text("kind: [\n")
+    (tmp_path / "node.json").write_text(json.dumps(k8s.node("worker-1", "10.0.0.11")))
+    code, out, err = run(capsys, str(CONFIG), str(tmp_path), "json")
+    assert code == 0
+    assert json.loads(out) == {"routes": [], "rejected": []}
+    assert err.startswith("warning: ") and "broken.yaml" in err
