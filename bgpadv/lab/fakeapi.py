@@ -30,7 +30,7 @@ Where this differs from a real apiserver
   after `compact()`), shared by every kind; a real apiserver has etcd revisions plus a per-kind watch cache.
 - LIST ignores `resourceVersion`/`resourceVersionMatch` (always the latest state) except through `continue` tokens;
   `limit` is honoured even with resourceVersion=0, where a real apiserver serving from its cache ignores it.
-  `remainingItemCount` is always set; a 410 on `continue` carries no fresh token.
+  `remainingItemCount` is set when no selector is used; a 410 on `continue` carries no fresh token.
 - Label selectors: `k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; no set-based validation.
   Field selectors: only `metadata.name` and `metadata.namespace`.
 - Bookmarks are sent every `bookmark_interval` seconds to every watcher that asked, carrying the global
@@ -368,7 +368,8 @@ class FakeApiServer:
         self._kinds: dict[ApiType, _Kind] = {}
         for t in DEFAULT_TYPES:
             self.register(t)
-        self._installed: set[str] | None = None if installed is None else set(installed)
+        self._installed_only: set[str] | None = None if installed is None else set(installed)  # None: every group
+        self._absent: set[str] = set()  # groups uninstalled since
         self._rv = 1
         self._compacted_rv = 1  # a watch or continue token older than this is 410 Gone
         self._history: list[_Change] = []
@@ -454,17 +455,19 @@ class FakeApiServer:
     def set_installed(self, group: str, installed: bool) -> None:
         """Install or uninstall an API group: an uninstalled group answers 404, as a missing CRD does."""
         with self._cond:
-            if self._installed is None:
-                self._installed = {t.group for t in self._types.values() if t.group}
             if installed:
-                self._installed.add(group)
+                self._absent.discard(group)
+                if self._installed_only is not None:
+                    self._installed_only.add(group)
             else:
-                self._installed.discard(group)
+                self._absent.add(group)
                 self._watch_generation += 1  # cut every stream; the others resume, this group's get 404
             self._cond.notify_all()
 
     def is_installed(self, group: str) -> bool:
-        return group == "" or self._installed is None or group in self._installed
+        if group == "":
+            return True
+        return group not in self._absent and (self._installed_only is None or group in self._installed_only)
 
     def _type_of(self, obj: dict) -> ApiType:
         api_version, kind = obj.get("apiVersion") or "", obj.get("kind") or ""
@@ -539,7 +542,7 @@ class FakeApiServer:
     def list(self, api_version: str, kind: str, namespace: str | None = None, label_selector: str = "") -> list[dict]:
         with self._lock:
             t = self._type_for(api_version, kind)
-            items = self._snapshot(t, namespace, _selector(label_selector, None), None)
+            items, _, _ = self._snapshot(t, namespace, _selector(label_selector, None), None)
             return [copy.deepcopy(obj) for _, obj in items]
 
     def load(self, objects: Iterable[dict]) -> int:
@@ -777,9 +780,17 @@ class FakeApiServer:
 
     # -- the read path (lock held) ------------------------------------------------------------------------------
     def _snapshot(
-        self, t: ApiType, namespace: str | None, labels: Predicate | None, fields: Predicate | None, at: int = 0
-    ) -> list[tuple[str, dict]]:
-        """Sorted (key, object) pairs of one kind as they were at resourceVersion `at` (0: now)."""
+        self,
+        t: ApiType,
+        namespace: str | None,
+        labels: Predicate | None,
+        fields: Predicate | None,
+        at: int = 0,
+        after: str = "",
+        limit: int = 0,
+    ) -> tuple[list[tuple[str, dict]], bool, int]:
+        """One kind as it was at resourceVersion `at` (0: now): up to `limit` (0: all) sorted (key, object) pairs
+        whose key sorts after `after`, whether more follow, and how many keys are left after the page."""
         kind = self._kinds[t]
         objects: dict[str, dict | None] = kind.objects  # type: ignore[assignment]
         if kind.sorted_keys is None:
@@ -795,15 +806,19 @@ class FakeApiServer:
                 objects = {**kind.objects, **overlay}
                 keys = sorted(k for k, v in objects.items() if v is not None)
         prefix = f"{namespace}/" if namespace and t.namespaced else ""
-        out = []
-        for k in keys:
-            if prefix and not k.startswith(prefix):
-                continue
+        lo = bisect.bisect_right(keys, max(after, prefix)) if (after or prefix) else 0
+        hi = bisect.bisect_left(keys, prefix[:-1] + "0") if prefix else len(keys)  # "0" sorts right after "/"
+        out: list[tuple[str, dict]] = []
+        i = lo
+        for i in range(lo, hi):
+            k = keys[i]
             obj = objects[k]
             if obj is None or (labels is not None and not labels(_labels(obj))) or (fields and not fields(obj)):
                 continue
+            if limit and len(out) == limit:
+                return out, True, hi - i
             out.append((k, obj))
-        return out
+        return out, False, 0
 
     def _list(self, req: _Request, query: dict[str, str]) -> dict:
         labels = _selector(query.get("labelSelector", ""), None)
@@ -819,14 +834,12 @@ class FakeApiServer:
                     "The provided continue parameter is too old to display a consistent list result. "
                     "You can start a new list without the continue parameter.",
                 )
-        items = self._snapshot(req.type, req.namespace, labels, fields, at)
-        if after:
-            items = items[bisect.bisect_right(items, after, key=lambda kv: kv[0]) :]
+        items, more, remaining = self._snapshot(req.type, req.namespace, labels, fields, at, after, limit)
         meta: dict[str, object] = {"resourceVersion": str(at)}
-        if limit and len(items) > limit:
-            meta["continue"] = _encode_continue(at, items[limit - 1][0])
-            meta["remainingItemCount"] = len(items) - limit
-            items = items[:limit]
+        if more:
+            meta["continue"] = _encode_continue(at, items[-1][0])
+            if labels is None and fields is None:
+                meta["remainingItemCount"] = remaining
         if req.type.group:
             out_items = [obj for _, obj in items]
         else:  # typed lists carry no kind/apiVersion per item, as on a real apiserver
@@ -863,7 +876,7 @@ class FakeApiServer:
             generation = self._watch_generation
             if rv_param in ("", "0"):
                 cursor = self._rv
-                initial = [_event_line("ADDED", obj) for _, obj in self._snapshot(t, ns, labels, fields)]
+                initial = [_event_line("ADDED", obj) for _, obj in self._snapshot(t, ns, labels, fields)[0]]
             else:
                 try:
                     cursor = int(rv_param)
