@@ -440,3 +440,55 @@ NOW = _epoch("2026-11-30T12:00:00")
 )
 def test_object_wall_time_is_the_newest_usable_timestamp(obj: dict, expected: str | None) -> None:
     assert object_wall_time(obj, now=NOW) == (None if expected is None else _epoch(expected))
+
+
+# -- odd streams ----------------------------------------------------------------------------------------------------
+class CannedResponse:
+    """Stands in for the client's raw urllib3 response."""
+
+    def __init__(self, data: bytes = b"", chunks: tuple[bytes, ...] = ()) -> None:
+        self.data, self.chunks = data, chunks
+
+    def stream(self, amt=None, decode_content=False):
+        yield from self.chunks
+
+    def release_conn(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        pass
+
+
+def test_unknown_and_undecodable_watch_lines_are_skipped_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    from bgpadv.sources.reflector import Reflector
+
+    added = {"type": "ADDED", "object": _with_rv(claim("vm-d", "192.168.100.13"), "7")}
+    listing = {"kind": "IPAMClaimList", "metadata": {"resourceVersion": "5"}, "items": []}
+    events: list[WatchEvent] = []
+    reflector = Reflector(client.ApiClient(), resources.IPAM_CLAIM, events.append, FAST)
+    calls: list[dict] = []
+
+    def call(**kwargs):
+        calls.append(kwargs)
+        if not kwargs.get("watch"):
+            return CannedResponse(json.dumps(listing).encode())
+        if len(calls) == 2:  # the lines may arrive split across chunks
+            body = b'{"type":"WEIRD","object":{}}\nnot json\n' + json.dumps(added).encode()
+            return CannedResponse(chunks=(body[:50], body[50:] + b"\n"))
+        reflector._stop.set()
+        return CannedResponse()
+
+    reflector._call = call
+    with caplog.at_level("WARNING", logger="bgpadv.sources"):
+        reflector._run()
+    assert [(e.type, e.obj and e.obj["metadata"]["name"]) for e in events] == [
+        ("SYNCED", None),
+        ("ADDED", "vm-d.default"),
+    ]
+    assert calls[2]["resource_version"] == "7"  # resumed after the newest object seen
+    warnings = " ".join(r.getMessage() for r in caplog.records)
+    assert "unknown type 'WEIRD'" in warnings
+    assert "undecodable" in warnings
