@@ -24,6 +24,11 @@ Rules, in the order the planner applies them to each IPAMClaim:
 7. Next hop: config `nextHop: self` → None (the speaker's address); `node` → that node's address of the route's
    family, or the refusal `no-node-address` when the node is unknown or has none.
 
+Judgement calls: a claim on a Layer3 CUDN (OVN-K ignores persistent IPs there) is validated against the CUDN's
+cidrs and announced like any other, without per-node gateway checks. An address valid on its own network that
+also lies inside another selected network's subnets is announced (the /32 is more specific); overlapping subnets of
+two selected CUDNs are not detected here. The same address on two networks is a conflict (rule 4).
+
 IPAM-disabled Layer2 networks (`layer2.ipam.mode: Disabled`) have no claims: the addresses come from the Running
 VMI's `status.interfaces[]` whose `podInterfaceName` is `ovn-udn1` (the primary UDN), for VMIs in namespaces the
 CUDN's `namespaceSelector` matches (evaluated on the `kubernetes.io/metadata.name` label, the only namespace label
@@ -319,7 +324,10 @@ def _read_claims(state: ClusterState, networks: Networks, out: _Collector) -> No
         if not isinstance(ips, list):
             out.refuse(ref, ips, checks.MALFORMED_OBJECT, "status.ips is not a list", network.name)
             continue
-        vmi_name = _claim_vmi_name(meta)
+        labels = meta.get("labels")
+        vmi_name = labels.get(VM_LABEL) if labels.__class__ is dict else None
+        if vmi_name.__class__ is not str or not vmi_name:
+            vmi_name = _claim_vmi_name(meta)
         if vmi_name is None:
             message = "claim names no VM (label kubevirt.io/vm or a VirtualMachine ownerReference)"
             out.refuse(ref, spec.get("network"), checks.MALFORMED_OBJECT, message, network.name)
