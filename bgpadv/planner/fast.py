@@ -25,11 +25,17 @@ def _make_host_prefix_fast() -> Callable[[int, int], IPNetwork]:
     modules = {4: IPNetwork("0.0.0.0/32")._module, 6: IPNetwork("::/128")._module}
     new = IPNetwork.__new__
 
+    v4, v6 = modules[4], modules[6]
+
     def host_prefix(version: int, value: int) -> IPNetwork:
         net = new(IPNetwork)
         net._value = value
-        net._prefixlen = _BITS[version]
-        net._module = modules[version]
+        if version == 4:
+            net._prefixlen = 32
+            net._module = v4
+        else:
+            net._prefixlen = 128
+            net._module = v6
         return net
 
     return host_prefix

@@ -458,7 +458,8 @@ def _place(
     routes: list[Route] = []
     append = routes.append
     host = RouteKind.HOST
-    next_hops: dict[tuple[str, int], object] = {}
+    # next hop per node, one table per family: {4: {node: address or None}, 6: {...}}
+    next_hops: dict[int, dict[str, object]] = {4: {}, 6: {}}
     for version, value, text, network, ref, vmi_key, _age in candidates:
         node_name = placed[vmi_key]
         if node_name is None:
@@ -466,11 +467,11 @@ def _place(
         if self_next_hop:
             append(make_route(host_prefix(version, value), None, network.name, host, ref, node_name or None, attrs))
             continue
-        hop_key = (node_name, version)
-        next_hop = next_hops.get(hop_key, _UNSET)
+        family_hops = next_hops[version]
+        next_hop = family_hops.get(node_name, _UNSET)
         if next_hop is _UNSET:
             info = nodes.get(node_name)
-            next_hop = next_hops[hop_key] = info.address(version) if info is not None else None
+            next_hop = family_hops[node_name] = info.address(version) if info is not None else None
         if next_hop is None:
             if node_name not in nodes:
                 message = f"VM runs on unknown node {node_name}" if node_name else "VMI status names no node"
