@@ -66,9 +66,26 @@ _from_bytes = int.from_bytes
 _UNSET = object()
 
 
-Candidate = tuple[int, int, str, Network, ObjectRef, tuple[str, str], tuple[str, str, str]]
-"""One validated address waiting for conflict resolution and placement:
-(version, value, text as written, network, source, (namespace, VMI name), age = (creationTimestamp, ns, name))."""
+Record = tuple[list, Network, ObjectRef, tuple[str, str], dict]
+"""One object's addresses to validate: (values as written, network, source, (namespace, VMI name), metadata)."""
+
+Candidate = tuple[str, Network, ObjectRef, tuple[str, str], dict]
+"""One validated address waiting for conflict resolution and placement, stored under its address key (see
+`address_key`): (text as written, network, source, (namespace, VMI name), metadata of the source object)."""
+
+_V6 = 1 << 128
+
+
+def address_key(version: int, value: int) -> int:
+    """One integer per address, distinct across families: the IPv4 value itself, or the IPv6 value + 2**128."""
+    return value if version == 4 else value | _V6
+
+
+def _age(meta: dict) -> tuple[str, str, str]:
+    """(creationTimestamp, namespace, name): the smallest wins a conflict; no timestamp sorts last."""
+    created = meta.get("creationTimestamp")
+    name, namespace = meta.get("name"), meta.get("namespace")
+    return (created if isinstance(created, str) and created else _NEWEST, str(namespace), str(name))
 
 
 def _mapping(value: object) -> dict:
@@ -194,66 +211,65 @@ def _claim_vmi_name(meta: Mapping) -> str | None:
 
 
 class _Collector:
-    """Accumulates candidates and refusals while claims and VMIs are read."""
+    """Accumulates candidates (by address key) and refusals while claims and VMIs are read."""
 
     def __init__(self) -> None:
-        self.owner: dict[tuple[int, int], Candidate] = {}  # address -> first claimant seen
-        self.contested: dict[tuple[int, int], list[Candidate]] = {}  # address -> every claimant, when several
+        self.records: list[Record] = []
+        self.owner: dict[int, Candidate] = {}  # address key -> first claimant seen
+        self.contested: dict[int, list[Candidate]] = {}  # address key -> every claimant, when several
         self.refusals: list[Refusal] = []
 
     def refuse(self, ref: ObjectRef, value: object, reason: str, message: str, network: str = "") -> None:
         self.refusals.append(Refusal(ref, checks.describe(value), reason, message, network))
 
-    def addresses(
-        self,
-        values: list,
-        network: Network,
-        ref: ObjectRef,
-        vmi_key: tuple[str, str],
-        age: tuple[str, str, str],
-    ) -> None:
-        """Validate each address of one object; distinct valid ones become candidates.
+    def validate(self) -> None:
+        """Validate every address of every record; distinct valid ones become candidates.
 
-        Parsing is `checks.parse_address`, inlined: this runs once per address of the cluster.
+        One loop over every address of the cluster, so it is written for speed: `checks.parse_address` inlined,
+        integer address keys. Per object, an address listed twice counts once.
         """
-        check = network.check
         owner = self.owner
-        first: tuple[int, int] | None = None
-        seen: set[tuple[int, int]] | None = None
-        for text in values:
-            value = None
-            if text.__class__ is str:
-                addr, slash, plen = text.partition("/")
-                version = 6 if ":" in addr else 4
-                try:
-                    value = _from_bytes(_inet_pton(_AF[version], addr), "big")
-                except (OSError, ValueError):
-                    value = None
-                if (
-                    slash
-                    and value is not None
-                    and not (plen.isascii() and plen.isdigit() and len(plen) <= 3 and int(plen) <= _BITS[version])
-                ):
-                    value = None
-            if value is None:
-                self.refuse(ref, text, checks.MALFORMED_ADDRESS, "not an IP address or CIDR", network.name)
-                continue
-            key = (version, value)
-            if first is None:
-                first = key
-            elif key == first or (seen is not None and key in seen):
-                continue  # the same address listed twice by one object
-            else:
-                seen = seen or set()
-                seen.add(key)
-            reason = check(version, value)
-            if reason is not None:
-                self.refuse(ref, text, reason, checks.explain(reason, network.name), network.name)
-                continue
-            candidate = (version, value, text, network, ref, vmi_key, age)
-            holder = owner.setdefault(key, candidate)
-            if holder is not candidate:
-                self.contested.setdefault(key, [holder]).append(candidate)
+        contested = self.contested
+        refuse = self.refuse
+        af_inet, af_inet6 = socket.AF_INET, socket.AF_INET6
+        for values, network, ref, vmi_key, meta in self.records:
+            check = network.check
+            keys: list[int] | None = [] if len(values) > 1 else None
+            for text in values:
+                key = None
+                if text.__class__ is str:
+                    addr, slash, plen = text.partition("/")
+                    try:
+                        if ":" in addr:
+                            version, bits = 6, 128
+                            value = _from_bytes(_inet_pton(af_inet6, addr), "big")
+                            key = value | _V6
+                        else:
+                            version, bits = 4, 32
+                            key = value = _from_bytes(_inet_pton(af_inet, addr), "big")
+                    except (OSError, ValueError):
+                        key = None
+                    if (
+                        slash
+                        and key is not None
+                        and not (plen.isascii() and plen.isdigit() and len(plen) <= 3 and int(plen) <= bits)
+                    ):
+                        key = None
+                if key is None:
+                    refuse(ref, text, checks.MALFORMED_ADDRESS, "not an IP address or CIDR", network.name)
+                    continue
+                if keys is not None:
+                    if key in keys:
+                        continue  # the same address listed twice by one object
+                    keys.append(key)
+                reason = check(version, value)
+                if reason is not None:
+                    refuse(ref, text, reason, checks.explain(reason, network.name), network.name)
+                    continue
+                candidate = (text, network, ref, vmi_key, meta)
+                holder = owner.setdefault(key, candidate)
+                if holder is not candidate:
+                    contested.setdefault(key, [holder]).append(candidate)
 
 
 class _NetworkResolver:
@@ -291,6 +307,7 @@ class _NetworkResolver:
 
 def _read_claims(state: ClusterState, networks: Networks, out: _Collector) -> None:
     resolve = _NetworkResolver(networks).resolve
+    records = out.records
     for key, claim in state.ipam_claims.items():
         meta = claim.get("metadata") if isinstance(claim, dict) else None
         if isinstance(meta, dict):
@@ -332,9 +349,7 @@ def _read_claims(state: ClusterState, networks: Networks, out: _Collector) -> No
             message = "claim names no VM (label kubevirt.io/vm or a VirtualMachine ownerReference)"
             out.refuse(ref, spec.get("network"), checks.MALFORMED_OBJECT, message, network.name)
             continue
-        created = meta.get("creationTimestamp")
-        age = (created if isinstance(created, str) and created else _NEWEST, namespace, name)
-        out.addresses(ips, network, ref, (namespace, vmi_name), age)
+        records.append((ips, network, ref, (namespace, vmi_name), meta))
 
 
 def _namespace_networks(networks: Networks) -> list[Network]:
@@ -376,21 +391,18 @@ def _read_vmi_interfaces(state: ClusterState, networks: Networks, out: _Collecto
             if not isinstance(values, list):
                 out.refuse(ref, values, checks.MALFORMED_OBJECT, "ipAddresses is not a list", network.name)
                 continue
-            created = meta.get("creationTimestamp")
-            age = (created if isinstance(created, str) and created else _NEWEST, namespace, name)
-            out.addresses(values, network, ref, (namespace, name), age)
+            out.records.append((values, network, ref, (namespace, name), meta))
 
 
-def _resolve_conflicts(out: _Collector) -> list[Candidate]:
-    """Keep one claimant per address (the oldest); refuse the others as duplicate-address. Returns the winners."""
+def _resolve_conflicts(out: _Collector) -> None:
+    """Keep one claimant per address (the oldest); refuse the others as duplicate-address."""
     owner = out.owner
     for key, group in out.contested.items():
-        group.sort(key=lambda c: c[6])
+        group.sort(key=lambda c: _age(c[4]))
         winner = owner[key] = group[0]
-        for c in group[1:]:
-            message = f"also claimed by {winner[4]}, which is older and keeps it"
-            out.refuse(c[4], c[2], checks.DUPLICATE_ADDRESS, message, c[3].name)
-    return list(owner.values())
+        for text, network, ref, _vmi_key, _meta in group[1:]:
+            message = f"also claimed by {winner[2]}, which is older and keeps it"
+            out.refuse(ref, text, checks.DUPLICATE_ADDRESS, message, network.name)
 
 
 def host_routes(
@@ -402,8 +414,9 @@ def host_routes(
         return [], []
     _read_claims(state, networks, out)
     _read_vmi_interfaces(state, networks, out)
-    winners = _resolve_conflicts(out)
-    routes = _place(winners, state, config, nodes, out)
+    out.validate()
+    _resolve_conflicts(out)
+    routes = _place(out.owner, state, config, nodes, out)
     return routes, out.refusals
 
 
@@ -416,12 +429,15 @@ def _placements(keys: Iterable[tuple[str, str]], state: ClusterState) -> dict[tu
     placed: dict[tuple[str, str], str | None] = {}
     migrating: list[tuple[tuple[str, str], dict]] = []
     for key in keys:
-        vmi = vmis.get(key)
-        if not isinstance(vmi, dict):
-            placed[key] = None
-            continue
-        status = vmi.get("status")
-        if not isinstance(status, dict) or status.get("phase") != "Running":
+        try:  # the common shape, read with plain subscripts (this runs once per VM of the cluster)
+            vmi = vmis[key]
+            status = vmi["status"]
+            running = status["phase"] == "Running"
+        except (KeyError, TypeError):
+            vmi = vmis.get(key)
+            status = vmi.get("status") if isinstance(vmi, dict) else None
+            running = isinstance(status, dict) and status.get("phase") == "Running"
+        if not running:
             placed[key] = None
             continue
         if "migrationState" not in status:
@@ -446,13 +462,13 @@ def _placements(keys: Iterable[tuple[str, str]], state: ClusterState) -> dict[tu
 
 
 def _place(
-    candidates: list[Candidate],
+    candidates: dict[int, Candidate],
     state: ClusterState,
     config: Config,
     nodes: Mapping[str, NodeInfo],
     out: _Collector,
 ) -> list[Route]:
-    placed = _placements({c[5] for c in candidates}, state)
+    placed = _placements({c[3] for c in candidates.values()}, state)
     attrs: Attributes = config.attributes
     self_next_hop = config.next_hop == "self"
     routes: list[Route] = []
@@ -460,7 +476,8 @@ def _place(
     host = RouteKind.HOST
     # next hop per node, one table per family: {4: {node: address or None}, 6: {...}}
     next_hops: dict[int, dict[str, object]] = {4: {}, 6: {}}
-    for version, value, text, network, ref, vmi_key, _age in candidates:
+    for key, (text, network, ref, vmi_key, _meta) in candidates.items():
+        version, value = (6, key ^ _V6) if key >= _V6 else (4, key)
         node_name = placed[vmi_key]
         if node_name is None:
             continue  # VM not running: a stopped VM is normal
