@@ -116,8 +116,9 @@ class LauncherPods:
                 continue
             domain = _mapping(meta.get("annotations")).get(DOMAIN_ANNOTATION)
             created_by = _mapping(meta.get("labels")).get(CREATED_BY_LABEL)
-            for k in {domain, created_by}:
-                if isinstance(k, str) and k and (wanted is None or (ns, k) in wanted):
+            keys = [k for k in (domain, created_by) if isinstance(k, str) and k]
+            for k in dict.fromkeys(keys):
+                if wanted is None or (ns, k) in wanted:
                     index.setdefault((ns, k), []).append(pod)
         return index
 

@@ -92,6 +92,11 @@ PATHS = [
     ("metadata", "annotations", "k8s.ovn.org/node-subnets"),
     ("metadata", "annotations", "k8s.ovn.org/node-primary-ifaddr"),
     ("metadata", "annotations", "kubevirt.io/migration-target-ready-timestamp"),
+    ("metadata", "annotations", "kubevirt.io/domain"),
+    ("metadata", "labels", "kubevirt.io/created-by"),
+    ("metadata", "labels", "kubevirt.io/vm"),
+    ("status", "migrationState", "targetNodeDomainReadyTimestamp"),
+    ("status", "migrationState", "failed"),
 ]
 
 
