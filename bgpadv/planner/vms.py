@@ -14,7 +14,9 @@ Rules, in the order the planner applies them to each IPAMClaim:
 4. Conflicts: one address held by several claims (in any network) goes to the claim with the oldest
    `metadata.creationTimestamp`, ties broken by (namespace, name); the others are refused `duplicate-address`. The
    winner may be a stopped VM: its claim keeps the address reserved, so the younger claimant is still refused.
-5. Running: only a VMI in phase Running is announced; no VMI or another phase is a stopped VM, not a refusal.
+5. Running: only a VMI in phase Running and not being deleted (no `metadata.deletionTimestamp`: the VM is being
+   stopped, its finalizers hold the object a while) is announced; no VMI or another phase is a stopped VM, not a
+   refusal.
 6. Node: `status.nodeName`, except during a live migration (`status.migrationState` present and neither
    completed, failed, abort-requested nor abortStatus Succeeded) where the target node wins once the target is live:
    `migrationState.targetNodeDomainReadyTimestamp` is set, or a launcher pod of the VMI (annotation
@@ -370,7 +372,7 @@ def _read_vmi_interfaces(state: ClusterState, networks: Networks, out: _Collecto
         if not isinstance(name, str) or not isinstance(namespace, str) or not name or not namespace:
             continue
         status = _mapping(vmi.get("status"))
-        if status.get("phase") != "Running":
+        if status.get("phase") != "Running" or meta.get("deletionTimestamp"):
             continue
         ns_labels = {NAMESPACE_NAME_LABEL: namespace}
         network = next(
@@ -433,11 +435,15 @@ def _placements(keys: Iterable[tuple[str, str]], state: ClusterState) -> dict[tu
         try:  # the common shape, read with plain subscripts (this runs once per VM of the cluster)
             vmi = vmis[key]
             status = vmi["status"]
-            running = status["phase"] == "Running"
+            running = status["phase"] == "Running" and "deletionTimestamp" not in vmi["metadata"]
         except (KeyError, TypeError):
             vmi = vmis.get(key)
             status = vmi.get("status") if isinstance(vmi, dict) else None
-            running = isinstance(status, dict) and status.get("phase") == "Running"
+            running = (
+                isinstance(status, dict)
+                and status.get("phase") == "Running"
+                and not _mapping(vmi.get("metadata")).get("deletionTimestamp")
+            )
         if not running:
             placed[key] = None
             continue

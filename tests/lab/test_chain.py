@@ -10,17 +10,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from pathlib import Path
 
+import objects as k8s  # tests/objects.py: realistic object builders (pytest's pythonpath holds tests/)
 import pytest
 
 from bgpadv.lab.chain import BgpadvInLab
 from bgpadv.lab.frr import FrrRouter
 from bgpadv.lab.netns import sh
 from bgpadv.lab.topology import EXT_HOST, Lab
-
-sys.path.insert(0, str(Path(__file__).parents[1]))
-import objects as k8s  # tests/objects.py: realistic object builders
 
 pytestmark = pytest.mark.lab
 

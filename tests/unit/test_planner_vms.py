@@ -100,6 +100,13 @@ def test_claim_without_any_vm_link_is_a_malformed_object():
     assert refused(p) == {("IPAMClaim imported-vms/orphan.default", NET, "malformed-object")}
 
 
+def _deleting(obj: dict) -> dict:
+    """The object after a DELETE while its finalizers still hold it (a VM being stopped: phase still Running)."""
+    obj["metadata"]["deletionTimestamp"] = "2025-03-01T10:00:00Z"
+    obj["metadata"]["deletionGracePeriodSeconds"] = 0
+    return obj
+
+
 @pytest.mark.parametrize(
     "objects",
     [
@@ -110,6 +117,7 @@ def test_claim_without_any_vm_link_is_a_malformed_object():
         pytest.param([claim(ips=[]), k8s.vmi(NS, "vm-a", None, phase="Pending")], id="allocation-pending"),
         pytest.param([claim(ips=None), k8s.vmi(NS, "vm-a", W1)], id="no-status-old-crd"),
         pytest.param([claim(deleting=True), k8s.vmi(NS, "vm-a", W1)], id="claim-being-deleted"),
+        pytest.param([claim(), _deleting(k8s.vmi(NS, "vm-a", W1))], id="vmi-being-deleted-still-running"),
     ],
 )
 def test_no_host_route_and_no_refusal_unless_the_vmi_is_running_with_addresses(objects):

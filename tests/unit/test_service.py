@@ -41,7 +41,9 @@ CUDN = {
             },
         },
     },
-    "status": {"conditions": [{"type": "NetworkCreated", "status": "True", "reason": "NetworkAttachmentDefinitionCreated"}]},
+    "status": {
+        "conditions": [{"type": "NetworkCreated", "status": "True", "reason": "NetworkAttachmentDefinitionCreated"}]
+    },
 }
 
 

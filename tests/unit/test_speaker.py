@@ -351,7 +351,6 @@ def _sent_update(peer: str, prefixes: list[str]) -> str:
     )
 
 
-
 def test_self_routes_use_the_configured_self_address_of_their_family():
     """nextHopSelf: an IPv6 `self` route over an IPv4 session goes out with the configured IPv6 address."""
     fake = FakeExaBGP(100)
