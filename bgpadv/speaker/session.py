@@ -193,6 +193,7 @@ class Speaker:
             for peer, state in reply.peers:
                 if peer in self._peers:
                     self._peer_states[peer] = state
+                    self._observer.peer_state(peer, state, at)  # a restarted controller learns sessions here
         elif isinstance(reply, PeerState):
             self._on_peer_state(reply, at)
         elif isinstance(reply, UpdateEvent):

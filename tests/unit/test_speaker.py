@@ -364,3 +364,14 @@ def test_self_routes_use_the_configured_self_address_of_their_family():
     fake.answer()
     assert rib_of(fake) == {"10.128.0.0/24": "10.0.0.11", "fd00:10::/64": "fd00::11"}
     assert speaker.skipped == 0
+
+
+def test_a_restarted_controller_reports_the_sessions_exabgp_already_has():
+    """After a respawn no state event comes: the neighbor list at start-up is what tells readiness a peer is up."""
+    rec = Recorder()
+    fake = FakeExaBGP(100)
+    speaker = Speaker([PEER4], fake.write, rec)
+    fake.speaker = speaker
+    speaker.start()
+    speaker.handle_line(json.dumps([{"state": "up", "peer": {"address": "10.0.0.1"}}]), at=3.0)
+    assert ("peer_state", "10.0.0.1", "up", 3.0) in rec.calls
