@@ -89,6 +89,13 @@ class Refusal:
     network: str = ""
 
 
+def _route_order(route: Route) -> tuple[int, int, int]:
+    """(family, address, length): netaddr's slot attributes read directly, as its public properties cost 4x more
+    and a plan sorts 200,000 routes at 100,000 dual-stack VMs."""
+    p = route.prefix
+    return (p._module.version, p._value, p._prefixlen)
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     """What the fabric must see: routes sorted by (family, prefix), and what was refused."""
@@ -99,7 +106,7 @@ class Plan:
     @staticmethod
     def build(routes: Iterable[Route], rejected: Iterable[Refusal]) -> Plan:
         return Plan(
-            routes=tuple(sorted(routes, key=lambda r: (r.prefix.version, r.prefix.value, r.prefix.prefixlen))),
+            routes=tuple(sorted(routes, key=_route_order)),
             rejected=tuple(sorted(rejected, key=lambda x: (str(x.source), x.value, x.reason))),
         )
 
