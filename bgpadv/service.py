@@ -18,6 +18,7 @@ advertised routes stay as they were; nothing is planned from a partial view (bef
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import queue
@@ -220,11 +221,17 @@ class Controller:
             else None
         )
         self._kinds.clear()
+        first = self.plan is None
         self._note_migrations(self.plan, plan)
         self.observer.planned(plan, cause, planned_at - started, full)
         self.plan = plan
         self._last_plan_at = planned_at
         self.speaker.set_desired(desired_per_peer(self.config, plan), cause)
+        if first:
+            # The initial list is most of what this process will ever hold: move it out of the cyclic collector's
+            # sight, or every later collection walks the whole cluster (half of a 100k LIST's cost, measured).
+            gc.collect()
+            gc.freeze()
 
     def _note_migrations(self, old: Plan | None, new: Plan) -> None:
         """Tell the observer when a host route moved because a live migration's target became ready."""
