@@ -193,3 +193,52 @@ def test_changes_missed_while_the_watch_history_expired_are_caught_up_by_a_relis
     chain.api.delete("kubevirt.io/v1", "VirtualMachineInstance", "vm-g", NS)
     chain.api.compact()  # the watch resumes from a resourceVersion the server has forgotten: 410, relist
     wait_route(frr, "192.168.100.16/32", None)
+
+
+def _samples(text: str, name: str, **labels: str) -> float:
+    """The sum of a metric's samples whose labels include `labels` (Prometheus text format)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    total = 0.0
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                total += sample.value
+    return total
+
+
+def test_a_running_instance_exports_metrics_that_move_with_the_routes(chain):
+    assert chain.get("/healthz")[0] == 200
+    assert chain.get("/readyz")[0] == 200
+    before = chain.get("/metrics")[1]
+    assert _samples(before, "bgpadv_peer_up", peer="10.0.0.1") == 1
+    for obj in vm("vm-metrics", "worker-2", ["192.168.100.17/24"]):
+        chain.api.create(obj)
+    wait_route(chain.frr, "192.168.100.17/32", [W2])
+
+    def moved() -> bool:
+        after = chain.get("/metrics")[1]
+        sent = "bgpadv_convergence_seconds_count"
+        return _samples(after, sent, stage="sent", op="announce", kind="host") > _samples(
+            before, sent, stage="sent", op="announce", kind="host"
+        ) and _samples(after, "bgpadv_routes_advertised", network="vmnet-a", family="ipv4", kind="host") > _samples(
+            before, "bgpadv_routes_advertised", network="vmnet-a", family="ipv4", kind="host"
+        )
+
+    chain.frr.wait_for(moved, 10, "convergence and route gauges to move")
+    after = chain.get("/metrics")[1]
+    assert _samples(after, "bgpadv_routes_rejected_total", reason="outside-network-subnets") >= 1
+    assert _samples(after, "bgpadv_last_sync_timestamp_seconds") > 0
+
+
+def test_a_refused_address_gets_a_warning_event_on_its_claim(chain):
+    def event() -> dict | None:
+        for e in chain.api.events():
+            involved = e.get("involvedObject") or {}
+            if involved.get("kind") == "IPAMClaim" and involved.get("name") == "vm-hostile.default":
+                return e
+        return None
+
+    found = chain.frr.wait_for(event, 10, "an Event on the hostile claim")
+    assert found["type"] == "Warning"
+    assert "10.66.0.1" in found["message"]
