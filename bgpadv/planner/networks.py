@@ -15,7 +15,8 @@ Layer3 network (Localnet, Secondary) is refused as `network-not-advertisable`, a
 Routes: a Layer2 CUDN announces each of its `subnets` with next hop self (`node` None). A Layer3 CUDN announces each
 node's host subnet, read from the node annotation `k8s.ovn.org/node-subnets` under the key `cluster_udn_<name>`
 (a string or a list), with next hop that node's address of the same family; a host subnet outside every `cidr` of
-the CUDN is refused (`outside-network-subnets`), and a node without an address of the family gives `no-node-address`.
+the CUDN is refused (`outside-network-subnets`), one whose prefix length is not the `hostSubnet` of its `cidr` (when
+set) is `malformed-address`, and a node without an address of the family gives `no-node-address`.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ class Network:
     infrastructure_addresses: frozenset[Address] = frozenset()  # implied management-port addresses
     ipam_disabled: bool = False
     namespace_selector: LabelSelector | None = None
+    host_subnet_lengths: tuple[tuple[SubnetRange, int], ...] = ()  # Layer3: (cidr, hostSubnet) when set
 
     check: Callable[[int, int], str | None] = field(init=False, compare=False, repr=False)
 
@@ -253,7 +255,13 @@ def _layer3(cudn_name: str, ref: ObjectRef, layer3: Mapping, refusals: list[Refu
     subnets = _cidrs(cidrs, ref, cudn_name, "spec.network.layer3.subnets[].cidr", refusals)
     if subnets is None:
         return None
-    return Network(name=cudn_name, ref=ref, topology="Layer3", subnets=subnets)
+    lengths: list[tuple[SubnetRange, int]] = []
+    for entry in _list(raw):
+        length = entry.get("hostSubnet") if isinstance(entry, dict) else None
+        net = checks.parse_cidr(entry.get("cidr")) if isinstance(length, int) and not isinstance(length, bool) else None
+        if net is not None:
+            lengths.append((SubnetRange.of(net), length))
+    return Network(name=cudn_name, ref=ref, topology="Layer3", subnets=subnets, host_subnet_lengths=tuple(lengths))
 
 
 def index_networks(state: ClusterState, config: Config) -> Networks:
@@ -382,6 +390,11 @@ def _host_subnet_route(network: Network, info: NodeInfo, value: object, attrs, r
     if not any(s.covers(host) for s in network.subnets):
         message = f"host subnet of node {info.name} lies outside every subnet of CUDN {network.name}"
         return Refusal(info.ref, checks.describe(value), checks.OUTSIDE_NETWORK_SUBNETS, message, network.name)
+    for cidr, length in network.host_subnet_lengths:
+        if cidr.covers(host) and host.prefixlen != length:
+            # e.g. the whole cluster cidr: announcing it towards one node would pull every node's pods to it
+            message = f"host subnet of node {info.name} is not a /{length} (hostSubnet of CUDN {network.name})"
+            return Refusal(info.ref, checks.describe(value), checks.MALFORMED_ADDRESS, message, network.name)
     next_hop: IPAddress | None = info.address(host.version)
     if next_hop is None:
         message = f"node {info.name} has no IPv{host.version} address"

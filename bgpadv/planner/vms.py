@@ -7,7 +7,8 @@ Rules, in the order the planner applies them to each IPAMClaim:
    a CUDN being deleted skips it silently; a missing CUDN gives `unknown-network`. `<ns>_<name>` is a namespaced UDN
    (`namespaced-udn-not-advertisable`); anything else is `unknown-network`. A claim being deleted is skipped.
 2. VM: same namespace, VMI name = the claim's label `kubevirt.io/vm`, else the name of its ownerReference of kind
-   VirtualMachine or VirtualMachineInstance. The claim name is never parsed. No link at all: `malformed-object`.
+   VirtualMachine or VirtualMachineInstance. The claim name is never parsed. No link at all, or a label and an
+   ownerReference that name different VMs: `malformed-object`.
 3. Addresses: `status.ips`, CIDR strings with the subnet mask (bare IPs accepted), each announced as /32 or /128.
    Empty or missing: allocation pending, nothing to do. Each address is validated against the network
    (`Network.address_reason`); the same address listed twice by one claim counts once.
@@ -18,11 +19,14 @@ Rules, in the order the planner applies them to each IPAMClaim:
    stopped, its finalizers hold the object a while) is announced; no VMI or another phase is a stopped VM, not a
    refusal.
 6. Node: `status.nodeName`, except during a live migration (`status.migrationState` present and neither
-   completed, failed, abort-requested nor abortStatus Succeeded) where the target node wins once the target is live:
+   completed, failed nor abortStatus Succeeded) where the target node wins once the target is live:
    `migrationState.targetNodeDomainReadyTimestamp` is set, or a launcher pod of the VMI (annotation
    `kubevirt.io/domain` = VMI name, or label `kubevirt.io/created-by` = VMI uid) on the target node carries the
-   annotation `kubevirt.io/migration-target-ready-timestamp`. A failed or aborted migration stays on (returns to)
-   the source: `status.nodeName`, else `migrationState.sourceNode`. `status.ownerPod` of the claim is never used.
+   annotation `kubevirt.io/migration-target-ready-timestamp`. An abort request alone changes nothing: once the
+   target domain runs the abort fails (`abortStatus: Failed`) and the VM is on the target. A completed migration
+   is on `migrationState.targetNode` (even before `status.nodeName` flips). A failed or aborted
+   (`abortStatus: Succeeded`) migration stays on (returns to) the source: `status.nodeName`, else
+   `migrationState.sourceNode`. `status.ownerPod` of the claim is never used.
 7. Next hop: config `nextHop: self` → None (the speaker's address); `node` → that node's address of the route's
    family, or the refusal `no-node-address` when the node is unknown or has none.
 
@@ -172,9 +176,18 @@ def _needs_pods(vmi: dict) -> bool:
     ms = _mapping(vmi.get("status")).get("migrationState")
     if not isinstance(ms, dict):
         return False
-    if ms.get("failed") is True or ms.get("abortRequested") is True or ms.get("abortStatus") == "Succeeded":
+    if _given_up(ms):
         return False
     return ms.get("completed") is not True and not ms.get("targetNodeDomainReadyTimestamp")
+
+
+def _given_up(ms: Mapping) -> bool:
+    """True when the migration failed or was aborted: the VM stays on (returns to) the source.
+
+    An abort request alone does not decide it: the abort fails (`abortStatus: Failed`) once the target domain runs,
+    and then the VM is on the target.
+    """
+    return ms.get("failed") is True or ms.get("abortStatus") == "Succeeded"
 
 
 def vmi_node(namespace: str, vmi: Mapping, pods: LauncherPods) -> str | None:
@@ -187,12 +200,13 @@ def vmi_node(namespace: str, vmi: Mapping, pods: LauncherPods) -> str | None:
         return current
     source = ms.get("sourceNode")
     source = source if isinstance(source, str) and source else None
-    if ms.get("failed") is True or ms.get("abortRequested") is True or ms.get("abortStatus") == "Succeeded":
+    if _given_up(ms):
         return current or source
-    if ms.get("completed") is True:
-        target = ms.get("targetNode")
-        return current or (target if isinstance(target, str) and target else None)
     target = ms.get("targetNode")
+    if ms.get("completed") is True:
+        # the VM runs on the target; status.nodeName may still name the source for a moment (older KubeVirt
+        # sets `completed` from the source before the target flips nodeName)
+        return target if isinstance(target, str) and target else current
     live = bool(ms.get("targetNodeDomainReadyTimestamp"))
     if isinstance(target, str) and target and (live or pods.target_ready(namespace, vmi, target, ms.get("targetPod"))):
         return target
@@ -210,6 +224,22 @@ def _claim_vmi_name(meta: Mapping) -> str | None:
                 owner_name = owner.get("name")
                 if isinstance(owner_name, str) and owner_name:
                     return owner_name
+    return None
+
+
+def _other_owner(owners: object, vmi_name: str) -> str | None:
+    """The name of a VirtualMachine/VirtualMachineInstance ownerReference that is not `vmi_name`, or None.
+
+    ipam-extensions sets the label and the ownerReference to the same name (a VMI is named after its VM): when they
+    disagree the claim cannot be placed without guessing, so it is refused.
+    """
+    if owners.__class__ is not list:
+        return None
+    for owner in owners:
+        if owner.__class__ is dict:
+            name = owner.get("name")
+            if name != vmi_name and owner.get("kind") in _OWNER_KINDS and isinstance(name, str) and name:
+                return name
     return None
 
 
@@ -348,6 +378,12 @@ def _read_claims(state: ClusterState, networks: Networks, out: _Collector) -> No
         vmi_name = labels.get(VM_LABEL) if labels.__class__ is dict else None
         if vmi_name.__class__ is not str or not vmi_name:
             vmi_name = _claim_vmi_name(meta)
+        elif meta.get("ownerReferences"):
+            other = _other_owner(meta["ownerReferences"], vmi_name)
+            if other is not None:
+                message = f"label kubevirt.io/vm names {vmi_name} but the ownerReference names {other}"
+                out.refuse(ref, vmi_name, checks.MALFORMED_OBJECT, message, network.name)
+                continue
         if vmi_name is None:
             message = "claim names no VM (label kubevirt.io/vm or a VirtualMachine ownerReference)"
             out.refuse(ref, spec.get("network"), checks.MALFORMED_OBJECT, message, network.name)

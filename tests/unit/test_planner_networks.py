@@ -199,6 +199,13 @@ def test_layer3_announces_each_nodes_host_subnet_with_that_node_as_next_hop():
         pytest.param(
             {"cluster_udn_vmnet-l3": ["fd10:132:0:1::/64"]}, ("fd10:132:0:1::/64", "no-node-address"), id="no-v6"
         ),
+        # the whole cluster cidr (or any size but hostSubnet) towards one node would pull every node's pods to it
+        pytest.param(
+            {"cluster_udn_vmnet-l3": "10.132.0.0/16"}, ("10.132.0.0/16", "malformed-address"), id="whole-cidr"
+        ),
+        pytest.param(
+            {"cluster_udn_vmnet-l3": "10.132.4.0/23"}, ("10.132.4.0/23", "malformed-address"), id="not-host-subnet-size"
+        ),
     ],
 )
 def test_layer3_host_subnet_refusals(node_subnets, expected_refusal):

@@ -95,6 +95,29 @@ def test_vmi_in_another_namespace_is_not_the_claims_vm():
     assert p.rejected == ()
 
 
+@pytest.mark.parametrize(
+    "owner_kind",
+    [pytest.param("VirtualMachine", id="owner-vm"), pytest.param("VirtualMachineInstance", id="owner-vmi")],
+)
+def test_claim_whose_label_and_owner_name_different_vms_is_refused_not_guessed(owner_kind):
+    c = claim(vm="vm-a", owner_kind=owner_kind)
+    c["metadata"]["ownerReferences"][0]["name"] = "vm-b"
+    p = run(c, k8s.vmi(NS, "vm-a", W1), k8s.vmi(NS, "vm-b", W2))
+    assert host_routes(p) == set()
+    assert refused(p) == {("IPAMClaim imported-vms/vm-a.default", "vm-a", "malformed-object")}
+
+
+def test_two_claims_of_one_vm_two_interfaces_are_both_announced():
+    second = claim(name="vm-a.podnet", ips=["192.168.100.9/24"])
+    p = run(claim(), second, k8s.vmi(NS, "vm-a", W1))
+    assert {(r[0], r[1]) for r in host_routes(p)} == {
+        ("192.168.100.205/32", "10.0.0.11"),
+        ("fd10:100::cd/128", "fd00::11"),
+        ("192.168.100.9/32", "10.0.0.11"),
+    }
+    assert p.rejected == ()
+
+
 def test_claim_without_any_vm_link_is_a_malformed_object():
     p = run(k8s.ipam_claim(NS, "orphan.default", None, NET, ["192.168.100.9/24"]), k8s.vmi(NS, "orphan", W1))
     assert refused(p) == {("IPAMClaim imported-vms/orphan.default", NET, "malformed-object")}
@@ -210,9 +233,31 @@ READY = "2025-03-01T10:00:12Z"
             id="failed-returns-to-source",
         ),
         pytest.param(
+            migrating(k8s.migration_state(W1, W2, abort_requested=True, vmi="vm-a")), W1, id="abort-requested"
+        ),
+        # once the target domain runs, the abort cannot succeed: the VM is on the target
+        pytest.param(
             migrating(k8s.migration_state(W1, W2, target_ready=READY, abort_requested=True, vmi="vm-a")),
+            W2,
+            id="abort-requested-after-target-live",
+        ),
+        pytest.param(
+            migrating(
+                k8s.migration_state(W1, W2, target_ready=READY, abort_requested=True, abort_status="Failed", vmi="vm-a")
+            ),
+            W2,
+            id="abort-failed",
+        ),
+        pytest.param(
+            migrating(k8s.migration_state(W1, W2, abort_requested=True, abort_status="Aborting", vmi="vm-a")),
             W1,
-            id="abort-requested",
+            id="aborting-target-not-live",
+        ),
+        # completed, but status.nodeName still names the source for a moment: the VM runs on the target
+        pytest.param(
+            migrating(k8s.migration_state(W1, W2, target_ready=READY, completed=True, vmi="vm-a")),
+            W2,
+            id="completed-node-name-not-flipped-yet",
         ),
         pytest.param(
             migrating(k8s.migration_state(W1, W2, target_ready=READY, abort_status="Succeeded", vmi="vm-a")),
@@ -225,6 +270,12 @@ def test_live_migration_moves_the_route_once_the_target_is_live(objects, node):
     p = run(*objects)
     assert {r[2] for r in host_routes(p)} == {node}
     assert p.rejected == ()
+
+
+def test_previous_completed_migration_still_in_status_keeps_the_vm_where_it_is():
+    ms = k8s.migration_state(W3, W2, target_ready=READY, completed=True, vmi="vm-a")
+    p = run(claim(), k8s.vmi(NS, "vm-a", W2, migration_state=ms))
+    assert {r[2] for r in host_routes(p)} == {W2}
 
 
 def test_completed_migration_follows_status_node_name():
