@@ -165,6 +165,7 @@ def main() -> int:
                 r["fib"].append(fib_at - t0)
                 time.sleep(0.05)
         vty.close()
+        inside = chain.status().get("convergence", {})
     print(f"convergence over {changes} single changes (API write → ToR), {BACKGROUND_VMS} VMs in the background")
     for stage in ("wire", "rib", "fib"):
         together = [v for r in results.values() for v in r[stage]]
@@ -173,6 +174,10 @@ def main() -> int:
             print(f"  {stage:5} {kind:8} {percentiles(r[stage])}")
     print("  wire = UPDATE captured on the ToR's interface; rib = FRR best path (vty poll); fib = ToR kernel route")
     print(f"  median rib-wire gap (FRR's own processing): {statistics.median(_gaps(results)) * 1000:.1f} ms")
+    print("bgpadv's own stages (from its /status; since the watch event reached bgpadv):")
+    for stage, figures in inside.items():
+        shown = {k: round(v * 1000, 1) if isinstance(v, float) else v for k, v in figures.items()}
+        print(f"  {stage:10} {shown}")
     return 0
 
 
