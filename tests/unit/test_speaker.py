@@ -375,3 +375,95 @@ def test_a_restarted_controller_reports_the_sessions_exabgp_already_has():
     speaker.start()
     speaker.handle_line(json.dumps([{"state": "up", "peer": {"address": "10.0.0.1"}}]), at=3.0)
     assert ("peer_state", "10.0.0.1", "up", 3.0) in rec.calls
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The fast paths of the diff: integer keys instead of netaddr hashing, the in-flight overlay, bulk rendering
+
+PREFIXES = [
+    "10.128.0.5/32",
+    "10.128.0.5/24",  # host bits set: the same prefix as 10.128.0.0/24
+    "0.0.0.0/0",
+    "255.255.255.255/32",
+    "fd00:10::5/128",
+    "fd00:10::5/64",
+    "::/0",
+    "::ffff:10.1.2.3/128",  # IPv4-mapped: netaddr's IPv6 text form is kept
+    "::1.2.3.4/128",
+    "2001:db8:0:0:1::/80",
+]
+
+
+@pytest.mark.parametrize("text", PREFIXES)
+def test_prefix_keys_and_rendering_agree_with_netaddr(text):
+    from bgpadv.speaker import protocol
+    from bgpadv.speaker.session import _key, _network
+
+    p = IPNetwork(text)
+    assert _key(p) == (p.version, p.cidr.value, p.prefixlen)
+    assert _network(_key(p)) == p.cidr and str(_network(_key(p))) == str(p.cidr)
+    assert protocol._prefix(p) == str(p.cidr)
+    for other in PREFIXES:
+        assert (_key(p) == _key(IPNetwork(other))) == (p == IPNetwork(other))
+
+
+def test_bulk_lines_are_the_chunked_renderings():
+    from bgpadv.speaker import protocol
+
+    prefixes = [IPNetwork(f"fd00:10::{i:x}/128") for i in range(2500)] + [IPNetwork("10.1.2.3/24")]
+    for max_prefixes, max_bytes in ((1000, protocol.MAX_LINE_BYTES), (7, 1024 + 200), (1, 1024 + 1)):
+        runs = list(protocol.chunks(prefixes, max_prefixes, max_bytes))
+        attrs = Attributes(local_preference=200, communities=("65000:1",))
+        assert list(protocol.announce_lines(PEER4.address, W1_6, attrs, prefixes, max_prefixes, max_bytes)) == [
+            (len(r), protocol.render_announce(PEER4.address, W1_6, attrs, r)) for r in runs
+        ]
+        assert list(protocol.withdraw_lines(PEER4.address, prefixes, max_prefixes, max_bytes)) == [
+            (len(r), protocol.render_withdraw(PEER4.address, r)) for r in runs
+        ]
+
+
+def test_equal_routes_built_anew_are_a_no_op_and_host_bits_do_not_matter():
+    speaker, fake = started()
+    speaker.set_desired({PEER4.name: [host("10.128.0.5/24"), host("10.128.1.7/32")]})
+    fake.answer()
+    assert rib_of(fake) == {"10.128.0.0/24": "10.0.0.11", "10.128.1.7/32": "10.0.0.11"}
+    assert sorted(str(p) for p in speaker.advertised(PEER4.name)) == ["10.128.0.0/24", "10.128.1.7/32"]
+    fake.lines.clear()
+    again = [host("10.128.0.0/24", IPAddress("10.0.0.11")), host("10.128.1.7/32", IPAddress("10.0.0.11"))]
+    speaker.set_desired({PEER4.name: again})  # equal but distinct objects, canonical this time
+    assert fake.route_commands() == []
+    speaker.set_desired({PEER4.name: [again[1]]})
+    assert fake.route_commands() == ["neighbor 10.0.0.1 withdraw attributes nlri 10.128.0.0/24"]
+
+
+def test_diff_against_in_flight_withdrawals_and_announcements():
+    """A prefix whose withdrawal is in flight is announced again if desired; an in-flight announcement that is no
+    longer desired is withdrawn; in-flight work that is still right is not repeated."""
+    speaker, fake = started(max_inflight=10, chunk=2)
+    speaker.set_desired({PEER4.name: hosts(4)})
+    fake.answer()
+    fake.lines.clear()
+    speaker.set_desired({PEER4.name: [*hosts(2), host("10.128.9.9/32")]})  # withdraw .2 .3, announce 9.9
+    assert speaker.inflight == 2
+    speaker.set_desired({PEER4.name: hosts(3)})  # .2 back, 9.9 gone again, .3 stays withdrawn
+    assert fake.route_commands()[2:] == [
+        "neighbor 10.0.0.1 announce attributes next-hop 10.0.0.11 origin igp nlri 10.128.0.2/32",
+        "neighbor 10.0.0.1 withdraw attributes nlri 10.128.9.9/32",
+    ]
+    fake.answer()
+    assert sorted(rib_of(fake)) == ["10.128.0.0/32", "10.128.0.1/32", "10.128.0.2/32"]
+    assert sorted(str(p) for p in speaker.advertised(PEER4.name)) == sorted(rib_of(fake))
+    fake.lines.clear()
+    speaker.set_desired({PEER4.name: hosts(3)})
+    assert fake.route_commands() == []
+
+
+def test_unknown_prefixes_after_an_error_are_withdrawn_with_their_canonical_text():
+    speaker, fake = started()
+    speaker.set_desired({PEER4.name: [host("10.128.0.5/24")]})
+    speaker.handle_line("error")  # the announcement was refused: the prefix is unknown
+    assert speaker.unknown(PEER4.name) == 1
+    fake.unanswered.clear()
+    fake.lines.clear()
+    speaker.set_desired({PEER4.name: []})
+    assert fake.route_commands() == ["neighbor 10.0.0.1 withdraw attributes nlri 10.128.0.0/24"]
