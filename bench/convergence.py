@@ -17,9 +17,7 @@ Run: `.venv/bin/python bench/convergence.py [CHANGES]` (root; default 120). Not 
 from __future__ import annotations
 
 import statistics
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -29,50 +27,12 @@ import objects as k8s  # tests/objects.py: realistic object builders
 
 from bgpadv.lab.capture import UpdateCapture
 from bgpadv.lab.chain import BgpadvInLab
+from bgpadv.lab.fib import FibMonitor
 from bgpadv.lab.topology import Lab
 
 NS = "imported-vms"
 NODES = {"worker-1": "10.0.0.11", "worker-2": "10.0.0.12"}
 BACKGROUND_VMS = 200
-
-
-class FibMonitor:
-    """`ip monitor route` in a namespace: the monotonic time of each kernel route event, by prefix."""
-
-    def __init__(self, lab: Lab, ns: str) -> None:
-        self.seen: dict[str, list[tuple[float, str]]] = {}
-        self._cond = threading.Condition()
-        self.proc = lab.net.spawn(ns, ["ip", "-4", "monitor", "route"], stdout=subprocess.PIPE, text=True, bufsize=1)
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            at = time.monotonic()
-            words = line.split()
-            if not words:
-                continue
-            deleted = words[0] == "Deleted"
-            dst = words[1] if deleted else words[0]
-            via = words[words.index("via") + 1] if "via" in words else ""
-            if "/" not in dst:
-                dst += "/32"
-            with self._cond:
-                self.seen.setdefault(dst, []).append((at, "del" if deleted else via))
-                self._cond.notify_all()
-
-    def wait(self, prefix: str, want: str, since: float, timeout: float = 10.0) -> float:
-        """The first event at or after `since` for `prefix` that is `want` (a gateway, or "del")."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                for at, what in self.seen.get(prefix, []):
-                    if at >= since and what == want:
-                        return at
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError(f"FIB: {prefix} {want}")
-                self._cond.wait(remaining)
 
 
 def vm_objects(name: str, ip: str, node: str) -> tuple[dict, dict]:
@@ -115,7 +75,7 @@ def main() -> int:
         frr = chain.frr
         vty = frr.vty()
         frr.wait_for(lambda: len(frr.bgp_routes("ipv4")) >= BACKGROUND_VMS, 60, "the initial load", every=0.2)
-        fib = FibMonitor(lab, lab.ns("tor"))
+        fib = FibMonitor(lab.net, lab.ns("tor"))
         with UpdateCapture(lab.ns("tor"), "w1") as capture:
             time.sleep(1.0)
             next_vm = BACKGROUND_VMS
@@ -155,7 +115,9 @@ def main() -> int:
                     op = "withdraw" if want == "del" else "announce"
                     wire = capture.wait_for([prefix], 10, op=op, since=t0)[prefix]
                     rib = _wait_rib(vty, prefix, want, 10)
-                    fib_at = fib.wait(prefix, want, t0)
+                    fib_at = fib.wait(prefix, "del", t0) if want == "del" else fib.wait(prefix, "add", t0, via=want)
+                    if fib_at is None:
+                        raise TimeoutError(f"FIB: {prefix} {want}")
                 except TimeoutError as e:
                     print(f"change {n} ({kind} {prefix}): {e}", file=sys.stderr)
                     continue

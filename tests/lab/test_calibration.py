@@ -18,7 +18,6 @@ import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -27,6 +26,7 @@ import yaml
 
 from bgpadv.config import load
 from bgpadv.lab.capture import UpdateCapture
+from bgpadv.lab.fib import FibMonitor
 from bgpadv.lab.topology import Lab
 from bgpadv.speaker.exabgp_config import exabgp_argv, exabgp_environment, render_exabgp_config
 
@@ -36,43 +36,6 @@ DRIVER = Path(__file__).with_name("calibration_driver.py")
 W1, TOR = "10.0.0.11", "10.0.0.1"
 CHANGES = 120
 AGREEMENT = 0.005
-
-
-class RouteMonitor:
-    """`ip monitor route` in a namespace: (monotonic time read, "add"|"del", prefix) per kernel route event."""
-
-    def __init__(self, lab: Lab, ns: str) -> None:
-        self.events: list[tuple[float, str, str]] = []
-        self._cond = threading.Condition()
-        self.proc = lab.net.spawn(ns, ["ip", "-4", "monitor", "route"], stdout=subprocess.PIPE, text=True, bufsize=1)
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            at = time.monotonic()
-            words = line.split()
-            if not words:
-                continue
-            op = "del" if words[0] == "Deleted" else "add"
-            dst = words[1] if op == "del" else words[0]
-            if "/" not in dst:
-                dst += "/32"
-            with self._cond:
-                self.events.append((at, op, dst))
-                self._cond.notify_all()
-
-    def wait(self, op: str, prefix: str, since: float, timeout: float = 5.0) -> float | None:
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                for at, o, p in self.events:
-                    if o == op and p == prefix and at >= since:
-                        return at
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return None
-                self._cond.wait(remaining)
 
 
 class CalibratedSpeaker:
@@ -130,7 +93,7 @@ def calibration_lab(tmp_path_factory):
         pytest.skip("needs root")
     with Lab("bgpmx") as lab:
         speaker = CalibratedSpeaker(lab, tmp_path_factory.mktemp("bgpmx-calibration"))
-        monitor = RouteMonitor(lab, lab.ns("tor"))
+        monitor = FibMonitor(lab.net, lab.ns("tor"))
         try:
             lab.frr.wait_for(lambda: lab.frr.neighbor_state(W1) == "Established", 30, "session from w1")
             yield lab, speaker, monitor
@@ -160,7 +123,7 @@ def test_sent_stage_agrees_with_the_tor_capture_within_5ms_at_p50(calibration_la
             event = speaker.change(desired)
             t_wire = cap.wait_for([prefix], timeout=5, op=op, since=event)[prefix]
             t_sent = speaker.sent(prefix, op, since=event)
-            t_fib = monitor.wait("add" if op == "announce" else "del", prefix, since=event)
+            t_fib = monitor.wait(prefix, "add" if op == "announce" else "del", since=event)
             diffs.append(t_sent - t_wire)
             sent_stage.append(t_sent - event)
             wire.append(t_wire - event)
