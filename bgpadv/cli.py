@@ -59,16 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _check_config(path: str) -> int:
-    from bgpadv.config import ConfigError, load
+    from bgpadv.config import load_or_report
 
-    try:
-        cfg = load(path)
-    except ConfigError as e:
-        for problem in e.problems:
-            print(f"{path}: {problem}", file=sys.stderr)
-        return 2
-    except OSError as e:
-        print(f"{path}: {e.strerror or e}", file=sys.stderr)
+    cfg = load_or_report(path)
+    if cfg is None:
         return 2
     peers = ", ".join(f"{p.address} (AS{p.asn})" for p in cfg.peers)
     print(f"{path}: valid — local AS{cfg.local_asn}, peers: {peers}")

@@ -6,9 +6,10 @@ Every error names the field path (`peers[0].asn`) and the problem. Keys are came
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import yaml
 from netaddr import AddrFormatError, IPAddress
@@ -382,6 +383,21 @@ def parse(raw: Any) -> Config:
         node_name=node_name,
         next_hop_self=tuple(a for a in (self4, self6) if a is not None),
     )
+
+
+def load_or_report(path: str | Path, stream: TextIO | None = None) -> Config | None:
+    """Load a configuration for a command line: on failure, print one `path: problem` line per problem (to stderr
+    by default) and return None; the caller exits 2."""
+    out = stream if stream is not None else sys.stderr
+    try:
+        return load(path)
+    except ConfigError as e:
+        problems = e.problems
+    except OSError as e:
+        problems = [f"cannot read the configuration: {e.strerror or e}"]
+    for problem in problems:
+        print(f"{path}: {problem}", file=out)
+    return None
 
 
 def load(path: str | Path) -> Config:

@@ -116,14 +116,8 @@ def main(config_path: str, manifests_dir: str, output: str) -> int:
     if output not in OUTPUTS:
         print(f"error: --output must be one of {', '.join(OUTPUTS)}, got {output!r}", file=sys.stderr)
         return 1
-    try:
-        cfg = config_module.load(config_path)
-    except config_module.ConfigError as e:
-        for problem in e.problems:
-            print(f"{config_path}: {problem}", file=sys.stderr)
-        return 2
-    except OSError as e:
-        print(f"{config_path}: cannot read the configuration: {e}", file=sys.stderr)
+    cfg = config_module.load_or_report(config_path)
+    if cfg is None:
         return 2
     try:
         state, warnings = load_manifests(manifests_dir)

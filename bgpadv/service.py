@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TextIO
 
 from bgpadv import planner, resources
-from bgpadv.config import Config, ConfigError, load
+from bgpadv.config import Config, ConfigError, load, load_or_report
 from bgpadv.model import Cause, Plan, Route, RouteKind
 from bgpadv.sources.reflector import WatchEvent
 from bgpadv.sources.store import Store
@@ -273,12 +273,8 @@ def run(config_path: str, runtime_dir: str | None = None) -> int:
     """`bgpadv run`: render ExaBGP's configuration, then replace this process with ExaBGP."""
     from bgpadv.speaker.exabgp_config import exabgp_argv, exabgp_environment, render_exabgp_config
 
-    try:
-        config = load(config_path)
-    except (ConfigError, OSError) as e:
-        problems = e.problems if isinstance(e, ConfigError) else [str(e)]
-        for p in problems:
-            print(f"{config_path}: {p}", file=sys.stderr)
+    config = load_or_report(config_path)
+    if config is None:
         return 2
     rdir = Path(runtime_dir or tempfile.mkdtemp(prefix="bgpadv-"))
     rdir.mkdir(parents=True, exist_ok=True)

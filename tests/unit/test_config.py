@@ -122,3 +122,24 @@ def test_invalid_yaml_is_a_config_error_naming_the_file(tmp_path):
     with pytest.raises(ConfigError) as err:
         load(path)
     assert str(path) in err.value.problems[0]
+
+
+def test_check_config_exits_2_and_names_every_field_path(tmp_path, capsys):
+    from bgpadv.cli import main
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("localASN: 70000000000\npeers:\n  - address: 10.0.0.300\n    asn: 64512\n")
+    assert main(["check-config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: localASN: must be between 1 and 4294967295" in err
+    assert f"{bad}: peers[0].address: must be an IPv4 or IPv6 address, got '10.0.0.300'" in err
+
+
+def test_check_config_accepts_the_example_configuration(capsys):
+    from pathlib import Path
+
+    from bgpadv.cli import main
+
+    example = Path(__file__).resolve().parents[2] / "config" / "bgpadv.yaml"
+    assert main(["check-config", str(example)]) == 0
+    assert "valid" in capsys.readouterr().out
