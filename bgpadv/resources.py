@@ -23,11 +23,17 @@ class Resource:
         return f"{self.group}/{self.version}" if self.group else self.version
 
     def key(self, obj: dict) -> tuple[str, str] | str:
-        """The key an object is stored under: name, or (namespace, name) for namespaced kinds."""
-        meta = obj.get("metadata") or {}
+        """The key an object is stored under: name, or (namespace, name) for namespaced kinds. Malformed metadata
+        (not a mapping, non-string names) gives an empty name rather than an exception."""
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict):
+            meta = {}
+        name = meta.get("name")
+        name = name if isinstance(name, str) else ""
         if self.namespaced:
-            return (meta.get("namespace") or "", meta.get("name") or "")
-        return meta.get("name") or ""
+            namespace = meta.get("namespace")
+            return (namespace if isinstance(namespace, str) else "", name)
+        return name
 
 
 CUDN = Resource("ClusterUserDefinedNetwork", "k8s.ovn.org", "v1", "clusteruserdefinednetworks", False, "cudns")
@@ -51,7 +57,8 @@ def resource_for(obj: dict) -> Resource | None:
     if res is None or obj.get("apiVersion") != res.api_version:
         return None
     if res is LAUNCHER_POD:
-        labels = (obj.get("metadata") or {}).get("labels") or {}
-        if labels.get("kubevirt.io") != "virt-launcher":
+        meta = obj.get("metadata")
+        labels = meta.get("labels") if isinstance(meta, dict) else None
+        if not isinstance(labels, dict) or labels.get("kubevirt.io") != "virt-launcher":
             return None
     return res
