@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint unit lab bench system-deps venv clean
+.PHONY: demo test lint unit bench system-deps venv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

@@ -11,11 +11,13 @@ For each change it takes, on the ToR side only:
   - fib:  the ToR kernel's route changes (`ip monitor route` in the ToR namespace).
 All times are time.monotonic() on this machine, from just before the API write. Prints p50/p90/p99/max.
 
-Run: `.venv/bin/python bench/convergence.py [CHANGES]` (root; default 120). Not a test: nothing is asserted.
+Run: `.venv/bin/python bench/convergence.py [CHANGES] [--vms N]` (root; default 120 changes, 200 VMs).
+Not a test: nothing is asserted.
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import time
@@ -32,7 +34,6 @@ from bgpadv.lab.topology import Lab
 
 NS = "imported-vms"
 NODES = {"worker-1": "10.0.0.11", "worker-2": "10.0.0.12"}
-BACKGROUND_VMS = 200
 
 
 def vm_objects(name: str, ip: str, node: str) -> tuple[dict, dict]:
@@ -57,34 +58,42 @@ def percentiles(values: list[float]) -> str:
 
 
 def main() -> int:
-    changes = int(sys.argv[1]) if len(sys.argv) > 1 else 120
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("changes", type=int, nargs="?", default=120)
+    parser.add_argument("--vms", type=int, default=200, help="running VMs (host routes) in the background")
+    args = parser.parse_args()
+    changes, background = args.changes, args.vms
     cluster = [
         k8s.node("worker-1", "10.0.0.11", "fd00::11"),
         k8s.node("worker-2", "10.0.0.12", "fd00::12"),
         k8s.cudn_layer2("vmnet-a", ["192.168.0.0/16"], labels={"bgpadv.io/advertise": "true"}),
     ]
     running: dict[str, str] = {}  # vm name -> node
-    for i in range(BACKGROUND_VMS):
+    for i in range(background):
         name, node = f"bg-{i}", "worker-1" if i % 2 else "worker-2"
         cluster.extend(vm_objects(name, ip_of(i), node))
         running[name] = node
-    ips = {f"bg-{i}": ip_of(i) for i in range(BACKGROUND_VMS)}
+    ips = {f"bg-{i}": ip_of(i) for i in range(background)}
 
     results: dict[str, dict[str, list[float]]] = {}
     with Lab("bgpbench") as lab, BgpadvInLab(lab, cluster) as chain:
         frr = chain.frr
         vty = frr.vty()
-        frr.wait_for(lambda: len(frr.bgp_routes("ipv4")) >= BACKGROUND_VMS, 60, "the initial load", every=0.2)
+        loaded = time.monotonic()
+        frr.wait_for(lambda: vty_count(vty) >= background, 600, "the initial load", every=0.2)
+        print(
+            f"initial load: {background} host routes in FRR's table {time.monotonic() - loaded:.1f} s after the session"
+        )
         fib = FibMonitor(lab.net, lab.ns("tor"))
         with UpdateCapture(lab.ns("tor"), "w1") as capture:
             time.sleep(1.0)
-            next_vm = BACKGROUND_VMS
+            next_vm = background
             for n in range(changes):
                 kind = ("migrate", "start", "stop")[n % 3]
                 if kind == "migrate":
-                    name = f"bg-{n % BACKGROUND_VMS}"
+                    name = f"bg-{n % background}"
                     while name not in running:
-                        name = f"bg-{(int(name[3:]) + 1) % BACKGROUND_VMS}"
+                        name = f"bg-{(int(name[3:]) + 1) % background}"
                     target = "worker-2" if running[name] == "worker-1" else "worker-1"
                     prefix, want = f"{ips[name]}/32", NODES[target]
                     patch = {"metadata": {"labels": {"kubevirt.io/nodeName": target}}}
@@ -128,7 +137,7 @@ def main() -> int:
                 time.sleep(0.05)
         vty.close()
         inside = chain.status().get("convergence", {})
-    print(f"convergence over {changes} single changes (API write → ToR), {BACKGROUND_VMS} VMs in the background")
+    print(f"convergence over {changes} single changes (API write → ToR), {background} VMs in the background")
     for stage in ("wire", "rib", "fib"):
         together = [v for r in results.values() for v in r[stage]]
         print(f"  {stage:5} all      {percentiles(together)}")
@@ -145,6 +154,11 @@ def main() -> int:
 
 def _gaps(results: dict[str, dict[str, list[float]]]) -> list[float]:
     return [rib - wire for r in results.values() for wire, rib in zip(r["wire"], r["rib"], strict=True)] or [0.0]
+
+
+def vty_count(vty) -> int:
+    """Prefixes in bgpd's IPv4 table (its summary, cheap even at 100k routes)."""
+    return int(vty.json("show bgp ipv4 unicast summary json").get("ipv4Unicast", {}).get("totalPrefixCounter", 0) or 0)
 
 
 def _wait_rib(vty, prefix: str, want: str, timeout: float) -> float:
