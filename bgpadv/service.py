@@ -72,9 +72,9 @@ def watched_resources(config: Config) -> tuple[resources.Resource, ...]:
 
 
 def desired_per_peer(config: Config, plan: Plan) -> dict[str, tuple[Route, ...]]:
-    """Every peer gets the plan's routes (the speaker drops families a peer does not carry)."""
-    view = plan.for_node(config.node_name) if config.node_name else plan
-    return {peer.name: view.routes for peer in config.peers}
+    """Every peer gets the plan's routes (the speaker drops families a peer does not carry). The plan is already
+    the configured node's view in per-node mode: the planner applies `nodeName`."""
+    return {peer.name: plan.routes for peer in config.peers}
 
 
 class Controller:
@@ -139,6 +139,7 @@ class Controller:
                 if not self._handle(item) or not self._drain():
                     break
                 self._maybe_plan()
+                self._maybe_resync()  # timers run under a steady stream of events too
                 if getattr(self.speaker, "closed", False):
                     log.info("ExaBGP is shutting down: exiting")
                     break

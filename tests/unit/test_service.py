@@ -188,10 +188,18 @@ def test_a_planner_bug_keeps_the_current_advertisements(controller, monkeypatch)
     assert controller.speaker.desired == []
 
 
-def test_per_node_mode_hands_each_peer_only_that_nodes_routes():
-    cfg = parse({**_raw(), "nodeName": "worker-2"})
-    plan = Plan()
-    assert desired_per_peer(cfg, plan) == {"10.0.0.1": ()}
+def test_every_peer_gets_the_whole_plan():
+    plan = Plan.build([_host("192.168.100.10/32", "worker-1")], [])
+    assert desired_per_peer(CONFIG, plan) == {"10.0.0.1": plan.routes, "fd00::1": plan.routes}
+
+
+def _host(prefix: str, node: str):
+    from netaddr import IPAddress, IPNetwork
+
+    from bgpadv.model import ObjectRef, Route, RouteKind
+
+    ref = ObjectRef("IPAMClaim", "vm-a.default", "imported-vms")
+    return Route(IPNetwork(prefix), IPAddress("10.0.0.11"), "vmnet-a", RouteKind.HOST, ref, node)
 
 
 class _Lines:
