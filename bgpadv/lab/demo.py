@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from datetime import UTC, datetime
@@ -61,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         print("the demo builds network namespaces: run it as root", file=sys.stderr)
         return 2
+    # SIGTERM unwinds like Ctrl-C, so the lab's context managers tear the namespaces and processes down.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     objects = _objects(args.manifests)
     _say(f"lab: FRR ToR (AS 64512) + worker-1/worker-2; API seeded with {len(objects)} objects from {args.manifests}")
