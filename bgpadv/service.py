@@ -239,10 +239,13 @@ class Controller:
         started = getattr(self.observer, "migration_handover_started", None)
         if old is None or started is None:
             return
-        before = {r.prefix: r for r in old.routes if r.kind is RouteKind.HOST}
+        # keyed by integers: hashing 100k netaddr objects per plan costs more than this whole comparison
+        before = {(r.prefix.version, r.prefix.value): r.node for r in old.routes if r.kind is RouteKind.HOST}
         for route in new.routes:
-            prev = before.get(route.prefix)
-            if prev is None or prev.node == route.node or route.node is None:
+            if route.kind is not RouteKind.HOST or route.node is None:
+                continue
+            prev = before.get((route.prefix.version, route.prefix.value), route.node)
+            if prev == route.node:
                 continue
             ready = migration_ready_wall(self.store.state.vmis, self.store.state.ipam_claims, route)
             if ready is not None:

@@ -211,3 +211,38 @@ class _Lines:
     def __iter__(self):
         while not self._q.empty():
             yield self._q.get()
+
+
+class HandoverRecorder:
+    def __init__(self) -> None:
+        self.handovers: list[tuple[str, float]] = []
+
+    def migration_handover_started(self, prefix: str, ready_wall: float) -> None:
+        self.handovers.append((prefix, ready_wall))
+
+    def __getattr__(self, name: str):
+        return lambda *args, **kwargs: None
+
+
+def test_a_host_route_moved_by_a_ready_migration_starts_a_handover_measurement():
+    import objects as k8s
+
+    recorder = HandoverRecorder()
+    c = Controller(
+        CONFIG, speaker=RecordingSpeaker(), sources_factory=IdleSources, observer=recorder, settings=LoopSettings()
+    )
+    cudn = k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24"], labels={"bgpadv.io/advertise": "true"})
+    claim = k8s.ipam_claim("imported-vms", "vm-a.default", "vm-a", "cluster_udn_vmnet-a", ["192.168.100.10/24"])
+    objs = [k8s.node("worker-1", "10.0.0.11"), k8s.node("worker-2", "10.0.0.12"), cudn, claim]
+    for obj in [*objs, k8s.vmi("imported-vms", "vm-a", "worker-1")]:
+        res = resources.resource_for(obj)
+        c._handle(event(res, "ADDED", obj))
+    for res in watched_resources(CONFIG):
+        c._handle(event(res, "SYNCED", None))
+    c._maybe_plan()
+    ready = k8s.migration_state("worker-1", "worker-2", target_ready="2026-11-30T12:00:00Z", vmi="vm-a")
+    moved = k8s.vmi("imported-vms", "vm-a", "worker-1", migration_state=ready)
+    moved["metadata"]["resourceVersion"] = "999999"
+    c._handle(event(resources.VMI, "MODIFIED", moved))
+    c._maybe_plan()
+    assert recorder.handovers == [("192.168.100.10/32", 1796040000.0)]
