@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from bgpadv import planner, resources
+from bgpadv import resources
 from bgpadv.config import Config, ConfigError, load, load_or_report
 from bgpadv.model import Cause, Plan, Route, RouteKind
+from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv.sources.reflector import WatchEvent
 from bgpadv.sources.store import Store
 
@@ -95,6 +96,9 @@ class Controller:
         self.settings = settings or LoopSettings()
         self.observer = observer if observer is not None else NullObserver()
         self.store = Store(watched_resources(config))
+        # equal to planner.plan(store.state, config), at the cost of what changed since the previous plan
+        self.incremental = IncrementalPlanner(config)
+        self._changed: set[tuple[str, object]] | None = None  # (field, key) applied since the last plan; None: all
         self.speaker = speaker
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.sources = sources_factory(self.queue.put)
@@ -181,6 +185,10 @@ class Controller:
             if item.type == "SYNCED":
                 self.observer.initial_sync(item.resource.plural, item.received_at)
             if self.store.apply(item):
+                if item.type == "SYNCED" or item.obj is None:
+                    self._changed = None  # a (re)list completed: compare everything
+                elif self._changed is not None:
+                    self._changed.add((item.resource.field, item.resource.key(item.obj)))
                 if self._pending_since is None:
                     self._pending_since = item.received_at
                 self._kinds.add(item.resource.kind)
@@ -210,8 +218,9 @@ class Controller:
 
     def _plan_and_send(self, received_at: float | None, *, full: bool) -> None:
         started = time.monotonic()
+        changed, self._changed = (None if full else self._changed), set()
         try:
-            plan = planner.plan(self.store.state, self.config)
+            plan = self.incremental.plan(self.store.state, changed)
         except Exception:  # the planner is pure and tested not to raise; never let a bug take the sessions down
             log.exception("planner failed; keeping the current advertisements")
             return

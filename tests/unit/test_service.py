@@ -180,7 +180,7 @@ def test_a_planner_bug_keeps_the_current_advertisements(controller, monkeypatch)
     def broken(*args, **kwargs):
         raise RuntimeError("bug")
 
-    monkeypatch.setattr(service.planner, "plan", broken)
+    monkeypatch.setattr(service.IncrementalPlanner, "plan", broken)
     t = run_in_thread(controller)
     synced_all(controller)
     time.sleep(0.2)
