@@ -27,6 +27,7 @@ import logging
 import math
 import threading
 import time
+from collections import Counter as Tally
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -290,10 +291,9 @@ class MetricsObserver:
         m = self.metrics
         if full_resync:
             m.full_resync.observe(max(0.0, seconds))
-        counts: dict[tuple[str, str, str], int] = {}
-        for r in plan.routes:
-            key = (r.network, f"ipv{r.prefix.version}", str(r.kind))
-            counts[key] = counts.get(key, 0) + 1
+        # count on cheap keys, format the labels once per group (this runs after every plan, over every route)
+        raw = Tally((r.network, r.prefix.version, r.kind) for r in plan.routes)
+        counts = {(network, f"ipv{version}", str(kind)): n for (network, version, kind), n in raw.items()}
         for key, n in counts.items():
             m.routes_advertised.labels(*key).set(n)
         for key in self._route_labels - counts.keys():

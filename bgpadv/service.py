@@ -26,7 +26,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -231,46 +231,56 @@ class Controller:
             else None
         )
         self._kinds.clear()
-        first = self.plan is None
-        self._note_migrations(self.plan, plan)
-        self.observer.planned(plan, cause, planned_at - started, full)
+        first, previous = self.plan is None, self.plan
         self.plan = plan
         self._last_plan_at = planned_at
         self.speaker.set_desired(desired_per_peer(self.config, plan), cause)
+        # Observation after the commands are written: metrics never delay an UPDATE. ExaBGP's echo of what it sent
+        # is read by this same loop later, so the handover start is recorded before its end can arrive.
+        self._note_migrations(previous, plan, changed)
+        self.observer.planned(plan, cause, planned_at - started, full)
         if first:
             # The initial list is most of what this process will ever hold: move it out of the cyclic collector's
             # sight, or every later collection walks the whole cluster (half of a 100k LIST's cost, measured).
             gc.collect()
             gc.freeze()
 
-    def _note_migrations(self, old: Plan | None, new: Plan) -> None:
-        """Tell the observer when a host route moved because a live migration's target became ready."""
+    def _note_migrations(self, old: Plan | None, new: Plan, changed: set[tuple[str, object]] | None) -> None:
+        """Tell the observer when a host route moved because a live migration's target became ready.
+
+        Only VMIs changed in this batch that carry a target-ready time are candidates, so a plan without such a VMI
+        costs nothing here; a full plan (start-up, resync, relist) attributes no handover.
+        """
         started = getattr(self.observer, "migration_handover_started", None)
-        if old is None or started is None:
+        if old is None or started is None or not changed:
             return
-        # keyed by integers: hashing 100k netaddr objects per plan costs more than this whole comparison
+        vmis = self.store.state.vmis
+        ready = {key: wall for field, key in changed if field == "vmis" and (wall := target_ready_wall(vmis.get(key)))}
+        if not ready:
+            return
+        claims = self.store.state.ipam_claims
+        # keyed by integers: hashing 100k netaddr objects costs more than this whole comparison
         before = {(r.prefix.version, r.prefix.value): r.node for r in old.routes if r.kind is RouteKind.HOST}
         for route in new.routes:
             if route.kind is not RouteKind.HOST or route.node is None:
                 continue
-            prev = before.get((route.prefix.version, route.prefix.value), route.node)
-            if prev == route.node:
+            if before.get((route.prefix.version, route.prefix.value), route.node) == route.node:
                 continue
-            ready = migration_ready_wall(self.store.state.vmis, self.store.state.ipam_claims, route)
-            if ready is not None:
-                started(str(route.prefix), ready)
+            src = route.source
+            claim = claims.get((src.namespace, src.name)) or {}
+            vm = ((claim.get("metadata") or {}).get("labels") or {}).get("kubevirt.io/vm")
+            wall = ready.get((src.namespace, vm))
+            if wall is not None:
+                started(str(route.prefix), wall)
 
 
-def migration_ready_wall(vmis: Mapping, claims: Mapping, route: Route) -> float | None:
-    """The wall time the migration target of a host route's VM became ready, if the VMI says so."""
+def target_ready_wall(vmi: dict | None) -> float | None:
+    """The wall time a VMI's live-migration target domain became ready (migrationState), if it says so."""
     from datetime import datetime
 
-    src = route.source
-    claim = claims.get((src.namespace, src.name)) or {}
-    vm = ((claim.get("metadata") or {}).get("labels") or {}).get("kubevirt.io/vm")
-    vmi = vmis.get((src.namespace, vm)) if vm else None
-    state = ((vmi or {}).get("status") or {}).get("migrationState") or {}
-    stamp = state.get("targetNodeDomainReadyTimestamp")
+    status = (vmi or {}).get("status")
+    state = status.get("migrationState") if isinstance(status, dict) else None
+    stamp = state.get("targetNodeDomainReadyTimestamp") if isinstance(state, dict) else None
     if not isinstance(stamp, str):
         return None
     try:
