@@ -32,7 +32,7 @@ itself (its caches stay valid), so the result is always exact.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from bgpadv.config import Config
@@ -264,6 +264,37 @@ class IncrementalPlanner:
             self._hosts(state, hinted if not rebuild_hosts else None, rebuild_hosts, changed_nodes)
         return self._assemble()
 
+    def _refresh(
+        self,
+        objects: Mapping,
+        cache: dict,
+        hinted: dict[str, set] | None,
+        field: str,
+        reader: Callable[..., None],
+        networks: Networks,
+        dirty: set[int],
+    ) -> None:
+        """Re-read the objects of one kind (`field` of ClusterState) that changed since their cached entry: those
+        hinted, or, without hints, every object whose dict is not the cached one (and every cached one now gone)."""
+        if hinted is None:
+            keys: Iterable = [k for k, v in objects.items() if (e := cache.get(k)) is None or e[0] is not v]
+            keys = [*keys, *(k for k in cache if k not in objects)]
+        else:
+            keys = hinted.get(field, ())
+        for key in keys:
+            obj = objects.get(key, _MISSING)
+            old = cache.get(key)
+            if old is not None and old[0] is obj:
+                continue
+            if old is not None:
+                self._drop_entry(cache.pop(key), dirty)
+            if obj is not _MISSING:
+                out = _Collector()
+                reader(_OneKind(**{field: {key: obj}}), networks, out)
+                entry: _Entry = (obj, *_collected(out))
+                cache[key] = entry
+                self._add_entry(entry, dirty)
+
     # -- host routes -----------------------------------------------------------------------------------------------
     def _hosts(
         self, state: ClusterState, hinted: dict[str, set] | None, rebuild: bool, changed_nodes: set[str]
@@ -273,48 +304,10 @@ class IncrementalPlanner:
         dirty: set[int] = set()
 
         # 1. objects that carry addresses
-        claims = state.ipam_claims
-        cache = self._claims
-        if hinted is None:
-            keys: Iterable = [k for k, v in claims.items() if (e := cache.get(k)) is None or e[0] is not v]
-            keys = [*keys, *(k for k in cache if k not in claims)]
-        else:
-            keys = hinted.get("ipam_claims", ())
-        for key in keys:
-            obj = claims.get(key, _MISSING)
-            old = cache.get(key)
-            if old is not None and old[0] is obj:
-                continue
-            if old is not None:
-                self._drop_entry(cache.pop(key), dirty)
-            if obj is not _MISSING:
-                out = _Collector()
-                _read_claims(_OneKind(ipam_claims={key: obj}), networks, out)  # type: ignore[arg-type]
-                entry: _Entry = (obj, *_collected(out))
-                cache[key] = entry
-                self._add_entry(entry, dirty)
-
+        self._refresh(state.ipam_claims, self._claims, hinted, "ipam_claims", _read_claims, networks, dirty)
         vmis = state.vmis
-        records = self._vmi_records
         if _namespace_networks(networks):
-            if hinted is None:
-                keys = [k for k, v in vmis.items() if (e := records.get(k)) is None or e[0] is not v]
-                keys = [*keys, *(k for k in records if k not in vmis)]
-            else:
-                keys = hinted.get("vmis", ())
-            for key in keys:
-                obj = vmis.get(key, _MISSING)
-                old = records.get(key)
-                if old is not None and old[0] is obj:
-                    continue
-                if old is not None:
-                    self._drop_entry(records.pop(key), dirty)
-                if obj is not _MISSING:
-                    out = _Collector()
-                    _read_vmi_interfaces(_OneKind(vmis={key: obj}), networks, out)  # type: ignore[arg-type]
-                    entry = (obj, *_collected(out))
-                    records[key] = entry
-                    self._add_entry(entry, dirty)
+            self._refresh(vmis, self._vmi_records, hinted, "vmis", _read_vmi_interfaces, networks, dirty)
 
         # 2. conflicts of the addresses whose holders changed
         out_dirty: set[int] = set()
