@@ -123,6 +123,8 @@ _COMMUNITY = re.compile(r"^(\d{1,5}):(\d{1,5})$")
 _LARGE_COMMUNITY = re.compile(r"^(\d{1,10}):(\d{1,10}):(\d{1,10})$")
 _LISTEN = re.compile(r"^(\[[0-9a-fA-F:.]+\]|[^:\s]*):(\d{1,5})$")
 _FAMILIES = ("ipv4 unicast", "ipv6 unicast")
+# What an ExaBGP configuration can carry between quotes without escaping (the speaker checks it again).
+MD5_PASSWORD = re.compile(r"^[A-Za-z0-9!#$%&()*+,\-./:<=>?@\[\]^_{|}~]{1,80}$")
 
 
 class _Reader:
@@ -311,6 +313,9 @@ def parse(raw: Any) -> Config:
             if address in seen:
                 r.fail(f"{p}.address", f"peer {address} is listed twice")
             seen.add(address)
+        md5 = r.string(rp, "md5Password", p)
+        if md5 is not None and not MD5_PASSWORD.match(md5):
+            r.fail(f"{p}.md5Password", "must be 1-80 printable ASCII characters without spaces, quotes or ';'")
         if address is not None and asn is not None:
             peers.append(
                 PeerConfig(
@@ -319,7 +324,7 @@ def parse(raw: Any) -> Config:
                     local_address=r.address(rp, "localAddress", p),
                     hold_time=hold if hold is not None else 90,
                     passive=r.boolean(rp, "passive", p, False),
-                    md5_password=r.string(rp, "md5Password", p),
+                    md5_password=md5,
                     graceful_restart=gr,
                     families=tuple(families),
                 )

@@ -7,7 +7,6 @@ a parsed object (IPAddress, int); the MD5 password, the only free string, is ref
 
 from __future__ import annotations
 
-import re
 import shlex
 import sys
 from collections.abc import Sequence
@@ -15,10 +14,9 @@ from pathlib import Path
 
 from netaddr import IPAddress
 
-from bgpadv.config import Config, PeerConfig
+from bgpadv.config import MD5_PASSWORD, Config, PeerConfig
 
 PROCESS_NAME = "bgpadv"
-_SAFE_PASSWORD = re.compile(r"^[A-Za-z0-9!#$%&()*+,\-./:<=>?@\[\]^_{|}~]{1,80}$")
 
 
 def _derived_router_id(config: Config) -> IPAddress:
@@ -42,7 +40,7 @@ def _neighbor(config: Config, peer: PeerConfig, receive_routes: bool) -> list[st
     if peer.passive:
         lines.append("    passive true;")
     if peer.md5_password:
-        if not _SAFE_PASSWORD.match(peer.md5_password):
+        if not MD5_PASSWORD.match(peer.md5_password):
             raise ValueError(f"peer {peer.address}: the MD5 password contains characters ExaBGP cannot parse")
         lines.append(f'    md5-password "{peer.md5_password}";')
     lines.append("    manual-eor true;")

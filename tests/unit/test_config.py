@@ -143,3 +143,19 @@ def test_check_config_accepts_the_example_configuration(capsys):
     example = Path(__file__).resolve().parents[2] / "config" / "bgpadv.yaml"
     assert main(["check-config", str(example)]) == 0
     assert "valid" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "password",
+    [
+        pytest.param('abc"; neighbor 1.2.3.4 {', id="quote-breaks-out"),
+        pytest.param("with space", id="space"),
+        pytest.param("x" * 81, id="too-long"),
+        pytest.param("", id="empty"),
+    ],
+)
+def test_md5_passwords_that_exabgp_cannot_carry_verbatim_are_refused(password):
+    raw = {"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512, "md5Password": password}]}
+    with pytest.raises(ConfigError) as e:
+        parse(raw)
+    assert any(p.startswith("peers[0].md5Password:") for p in e.value.problems)
