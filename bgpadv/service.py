@@ -345,15 +345,7 @@ def controller_main(config_path: str) -> int:
         commands.write(line + "\n")
         commands.flush()
 
-    speaker = Speaker(
-        config.peers,
-        write,
-        observer,
-        max_inflight=config.exabgp.max_inflight,
-        chunk_prefixes=config.exabgp.chunk_prefixes,
-        local_asn=config.local_asn,
-        self_addresses=config.next_hop_self,
-    )
+    speaker = Speaker.from_config(config, write, observer)
 
     def sources_factory(emit: Callable[[WatchEvent], None]) -> Sources:
         return Sources(api_client, watched_resources(config), emit, ReflectorSettings(), observer)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from netaddr import IPAddress, IPNetwork
 
-from bgpadv.config import PeerConfig
+from bgpadv.config import Config, PeerConfig
 from bgpadv.model import Attributes, Cause, Route
 from bgpadv.observe import NullObserver, RouteChange, SpeakerObserver
 from bgpadv.speaker import protocol
@@ -145,6 +145,24 @@ class Speaker:
         self.errors = 0  # commands answered `error` (EoR excluded)
         self.skipped = 0  # desired routes a peer cannot carry (family not configured, next hop of another family)
         self.closed = False  # ExaBGP said it is shutting down
+
+    @classmethod
+    def from_config(
+        cls,
+        config: Config,
+        write: Callable[[str], None],
+        observer: SpeakerObserver = NullObserver(),  # noqa: B008 - stateless default
+    ) -> Speaker:
+        """The speaker bgpadv's configuration asks for: its peers, flow control, local AS and `self` addresses."""
+        return cls(
+            config.peers,
+            write,
+            observer,
+            max_inflight=config.exabgp.max_inflight,
+            chunk_prefixes=config.exabgp.chunk_prefixes,
+            local_asn=config.local_asn,
+            self_addresses=config.next_hop_self,
+        )
 
     # ------------------------------------------------------------------ public API
 

@@ -58,14 +58,7 @@ def main() -> int:
 
     observer = Recorder(sent_path)
     observer.set_peers(p.name for p in config.peers)
-    speaker = Speaker(
-        config.peers,
-        write,
-        observer,
-        max_inflight=config.exabgp.max_inflight,
-        chunk_prefixes=config.exabgp.chunk_prefixes,
-        local_asn=config.local_asn,
-    )
+    speaker = Speaker.from_config(config, write, observer)
     fifo = os.fdopen(os.open(fifo_path, os.O_RDWR), "r")
     threading.Thread(target=read, args=(sys.stdin, "exabgp"), daemon=True).start()
     threading.Thread(target=read, args=(fifo, "change"), daemon=True).start()

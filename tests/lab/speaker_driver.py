@@ -55,14 +55,7 @@ def main() -> int:
         sys.stdout.flush()
 
     counts = Counts()
-    speaker = Speaker(
-        config.peers,
-        write,
-        counts,
-        max_inflight=config.exabgp.max_inflight,
-        chunk_prefixes=config.exabgp.chunk_prefixes,
-        local_asn=config.local_asn,
-    )
+    speaker = Speaker.from_config(config, write, counts)
     threading.Thread(target=reader, daemon=True).start()
     speaker.start()
     seen_mtime = 0.0
