@@ -24,12 +24,23 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bgpadv.config import parse
+from bgpadv.config import Config, parse
 from bgpadv.planner import plan
 from bgpadv.sources.snapshot import ClusterState
 
 NODES = 50
 CUDNS = 4
+
+
+def bench_config() -> Config:
+    """The configuration every planner benchmark uses: one peer, CUDNs selected by label."""
+    return parse(
+        {
+            "localASN": 64513,
+            "peers": [{"address": "10.0.0.1", "asn": 64512}],
+            "networks": {"selector": {"matchLabels": {"bgpadv.io/advertise": "true"}}},
+        }
+    )
 
 
 def build(claims: int, dual_stack: bool = True) -> ClusterState:
@@ -194,13 +205,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--single-stack", action="store_true", help="one IPv4 address per claim")
     args = parser.parse_args()
-    config = parse(
-        {
-            "localASN": 64513,
-            "peers": [{"address": "10.0.0.1", "asn": 64512}],
-            "networks": {"selector": {"matchLabels": {"bgpadv.io/advertise": "true"}}},
-        }
-    )
+    config = bench_config()
     t0 = time.perf_counter()
     state = build(args.claims, dual_stack=not args.single_stack)
     built = time.perf_counter() - t0

@@ -23,9 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from planner import build  # bench/planner.py
+from planner import bench_config, build  # bench/planner.py
 
-from bgpadv.config import parse
 from bgpadv.planner import plan
 from bgpadv.planner.incremental import IncrementalPlanner
 
@@ -43,13 +42,7 @@ def main() -> None:
     parser.add_argument("--single-stack", action="store_true", help="one IPv4 address per claim")
     parser.add_argument("--no-check", action="store_true", help="skip the comparison with cold plan()")
     args = parser.parse_args()
-    config = parse(
-        {
-            "localASN": 64513,
-            "peers": [{"address": "10.0.0.1", "asn": 64512}],
-            "networks": {"selector": {"matchLabels": {"bgpadv.io/advertise": "true"}}},
-        }
-    )
+    config = bench_config()
     state = build(args.claims, dual_stack=not args.single_stack)
     claims, vmis, nodes, pods = state.ipam_claims, state.vmis, state.nodes, state.pods  # the store's own dicts
     print(f"claims: {args.claims:,} ({'single' if args.single_stack else 'dual'} stack)")
