@@ -101,6 +101,30 @@ class ExaBGPConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class SafetyConfig:
+    """Limits that keep a wrong or partial view of the cluster off the fabric (the `safety` section).
+
+    Defaults are chosen for a production fabric edge; `config/bgpadv.yaml` documents each.
+    """
+
+    min_prefix_length_v4: int = 16
+    """No IPv4 route shorter than this is ever announced (a /8 from a cluster is a mistake, a /0 a hijack)."""
+    min_prefix_length_v6: int = 48
+    """No IPv6 route shorter than this is ever announced."""
+    max_withdraw_fraction: float = 0.5
+    """A relist or replan that would withdraw more than this fraction of a peer's routes at once is held."""
+    hold_seconds: float = 120.0
+    """Held withdrawals are carried out only when a confirming full LIST at least this much later still agrees."""
+    max_routes: int = 200_000
+    """Most routes announced to one peer (max-prefix); beyond it the newest routes are refused."""
+    drain_seconds: float = 30.0
+    """On SIGTERM: how long routes stay announced with GRACEFUL_SHUTDOWN (65535:0) before the speaker stops."""
+
+    def min_prefix_length(self, version: int) -> int:
+        return self.min_prefix_length_v4 if version == 4 else self.min_prefix_length_v6
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     local_asn: int
     peers: tuple[PeerConfig, ...]
@@ -113,6 +137,7 @@ class Config:
     exabgp: ExaBGPConfig = field(default_factory=ExaBGPConfig)
     node_name: str | None = None  # per-node mode: announce only this node's view (None: the whole cluster)
     next_hop_self: tuple[IPAddress, ...] = ()  # what `self` stands for, per family; () = the session's address
+    safety: SafetyConfig = field(default_factory=SafetyConfig)
 
     def self_address(self, version: int) -> IPAddress | None:
         """The explicit address `next-hop self` means for IP version 4 or 6, if configured."""
@@ -273,6 +298,7 @@ def parse(raw: Any) -> Config:
             "exabgp",
             "nodeName",
             "nextHopSelf",
+            "safety",
         },
     )
     if raw is None or not isinstance(raw, dict):
@@ -367,6 +393,7 @@ def parse(raw: Any) -> Config:
     if self6 is not None and self6.version != 6:
         r.fail("nextHopSelf.ipv6", "must be an IPv6 address")
     attributes = r.attributes(top.get("attributes"), "attributes")
+    safety = _safety(r, top.get("safety"))
 
     kubernetes = KubernetesConfig(
         kubeconfig=r.string(rk, "kubeconfig", "kubernetes"), context=r.string(rk, "context", "kubernetes")
@@ -387,6 +414,35 @@ def parse(raw: Any) -> Config:
         exabgp=exabgp,
         node_name=node_name,
         next_hop_self=tuple(a for a in (self4, self6) if a is not None),
+        safety=safety,
+    )
+
+
+def _number(r: _Reader, raw: dict, key: str, path: str, lo: float, hi: float, default: float) -> float:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
+        r.fail(f"{path}.{key}", f"must be a number between {lo:g} and {hi:g}, got {value!r}")
+        return default
+    return float(value)
+
+
+def _safety(r: _Reader, raw: Any) -> SafetyConfig:
+    d = SafetyConfig()
+    rs = r.mapping(
+        raw,
+        "safety",
+        {"minPrefixLength", "maxWithdrawFraction", "holdSeconds", "maxRoutes", "drainSeconds"},
+    )
+    rp = r.mapping(rs.get("minPrefixLength"), "safety.minPrefixLength", {"ipv4", "ipv6"})
+    v4 = r.integer(rp, "ipv4", "safety.minPrefixLength", 1, 32, d.min_prefix_length_v4)
+    v6 = r.integer(rp, "ipv6", "safety.minPrefixLength", 1, 128, d.min_prefix_length_v6)
+    return SafetyConfig(
+        min_prefix_length_v4=v4 if v4 is not None else d.min_prefix_length_v4,
+        min_prefix_length_v6=v6 if v6 is not None else d.min_prefix_length_v6,
+        max_withdraw_fraction=_number(r, rs, "maxWithdrawFraction", "safety", 0.0, 1.0, d.max_withdraw_fraction),
+        hold_seconds=_number(r, rs, "holdSeconds", "safety", 60.0, 86400.0, d.hold_seconds),
+        max_routes=r.integer(rs, "maxRoutes", "safety", 1, 10_000_000, d.max_routes) or d.max_routes,
+        drain_seconds=_number(r, rs, "drainSeconds", "safety", 0.0, 3600.0, d.drain_seconds),
     )
 
 

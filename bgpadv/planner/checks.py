@@ -74,6 +74,62 @@ MALFORMED_OBJECT = "malformed-object"
 """An object lacks the structure the planner needs (metadata, spec.network, a list where a list belongs, a
 parseable annotation): it contributes nothing."""
 
+# -- network and node definitions (validated like OVN-K's CRD rules) ----------------------------------------------
+
+INVALID_NETWORK_DEFINITION = "invalid-network-definition"
+"""A CUDN whose definition OVN-K's own CRD validation would reject (gateway or infrastructure addresses outside the
+subnets, two subnets of one family, a Layer3 `hostSubnet` not longer than its cidr, ...): the CUDN is refused whole,
+and so is every claim on it."""
+
+NETWORK_OVERLAP = "network-overlap"
+"""A selected CUDN whose subnets overlap those of another selected CUDN: the older network (creationTimestamp, then
+name) keeps the address space, the younger one is refused whole, with every claim on it."""
+
+HOST_SUBNET_CONFLICT = "host-subnet-conflict"
+"""Two nodes name the same (or overlapping) Layer3 host subnet in `k8s.ovn.org/node-subnets`: the older node keeps
+it, the younger node's entry is refused."""
+
+PERSISTENT_IPS_NOT_SUPPORTED = "persistent-ips-not-supported"
+"""A claim on a network topology where OVN-K honours no persistent IPs (Layer3): nothing in it is announced."""
+
+INVALID_NODE_ADDRESS = "invalid-node-address"
+"""A node address that cannot be a next hop: not unicast (loopback, link-local, multicast, broadcast, unspecified),
+IPv4-mapped IPv6, or inside an advertised network. Routes that would point at it are refused."""
+
+# -- the last guard before the speaker (bgpadv.guard) --------------------------------------------------------------
+
+DEFAULT_ROUTE = "default-route"
+"""A default route (0.0.0.0/0 or ::/0): never announced, whatever the cluster says."""
+
+PREFIX_TOO_SHORT = "prefix-too-short"
+"""A prefix shorter than `safety.minPrefixLength` of its family."""
+
+SPECIAL_PREFIX = "special-prefix"
+"""A prefix that overlaps a range that is never a VM's or a network's unicast space: loopback, link-local,
+multicast, unspecified, limited broadcast, IPv4-mapped IPv6."""
+
+OUTSIDE_SELECTED_NETWORKS = "outside-selected-networks"
+"""A route whose prefix lies in no subnet of a selected, advertised network."""
+
+COVERS_INFRASTRUCTURE = "covers-infrastructure"
+"""A host route that covers a node address, a BGP peer address or its own next hop: announcing it would hijack
+the fabric's own infrastructure."""
+
+INVALID_NEXT_HOP = "invalid-next-hop"
+"""A next hop that is not a unicast, non-link-local address of the prefix's family, or that lies inside an
+advertised network."""
+
+DUPLICATE_PREFIX = "duplicate-prefix"
+"""Two routes for one prefix toward one peer (two origins): the oldest origin keeps it, the other is refused."""
+
+FAMILY_NOT_CARRIED = "family-not-carried"
+"""The peer's session cannot carry the route: its family is not configured for the peer, or its next hop (`self`)
+cannot be expressed in the session's family. Refused instead of silently skipped, so the counters tell the truth."""
+
+MAX_ROUTES_EXCEEDED = "max-routes-exceeded"
+"""More routes for one peer than `safety.maxRoutes`: the newest routes are refused and the rest stay announced
+(the ToR's own max-prefix limit would tear the whole session down)."""
+
 ALL_REASONS: tuple[str, ...] = (
     OUTSIDE_NETWORK_SUBNETS,
     DEFAULT_GATEWAY_ADDRESS,
@@ -90,6 +146,20 @@ ALL_REASONS: tuple[str, ...] = (
     NETWORK_NOT_ADVERTISABLE,
     NO_NODE_ADDRESS,
     MALFORMED_OBJECT,
+    INVALID_NETWORK_DEFINITION,
+    NETWORK_OVERLAP,
+    HOST_SUBNET_CONFLICT,
+    PERSISTENT_IPS_NOT_SUPPORTED,
+    INVALID_NODE_ADDRESS,
+    DEFAULT_ROUTE,
+    PREFIX_TOO_SHORT,
+    SPECIAL_PREFIX,
+    OUTSIDE_SELECTED_NETWORKS,
+    COVERS_INFRASTRUCTURE,
+    INVALID_NEXT_HOP,
+    DUPLICATE_PREFIX,
+    FAMILY_NOT_CARRIED,
+    MAX_ROUTES_EXCEEDED,
 )
 
 _EXPLANATIONS = {
