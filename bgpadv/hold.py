@@ -1,0 +1,219 @@
+"""Fail static for mass withdrawals: a relist or full replan that would withdraw most of a peer's routes waits.
+
+An empty relist (a LIST that comes back with nothing after a 410, a misbehaving apiserver, a cache bug) looks exactly
+like "every VM was deleted". Carried out, it withdraws every route; held, it costs at most `hold_seconds` of stale
+routes for VMs that really went away while the watch was blind. `WithdrawalHold` sits between the planner and the
+speaker and decides, per peer, which withdrawals go out now and which are held.
+
+The rules (`safety.maxWithdrawFraction`, default 0.5; `safety.holdSeconds`, default 120 s):
+
+- Only *bulk* plans are checked: a full replan (start-up, periodic resync, a confirmation) or a plan that includes
+  events of a (re)LIST. A plan made of ordinary watch events (a DELETE included) is applied as it is, whatever it
+  withdraws: individual deletions are never delayed.
+- A bulk plan that would withdraw more than `max_fraction` of the routes last handed to the speaker for a peer
+  (held ones included) withdraws nothing for that peer: every route it would withdraw stays in the desired set,
+  unchanged, and is counted as held. Announcements and next-hop changes in the same plan go out at once.
+- A held route is released (withdrawn) only by a bulk plan that still withdraws it and that is built from a full LIST
+  of every resource begun at least `hold_seconds` after the route was held (`listed_since`: the oldest start among
+  the latest LIST of each resource). The controller asks the reflectors for that LIST once the deadline passed.
+  What the confirming plan would withdraw beyond the confirmed routes is checked again as a fresh bulk plan.
+- A held route leaves the held set only in two ways: a plan (of any kind) desires its prefix again, and the plan's
+  route wins; or a confirming plan as above withdraws it. A later bulk plan under the threshold withdraws what it
+  withdraws *besides* the held routes; those keep waiting for their own confirmation. While routes are held, the
+  threshold counts them: more withdrawals in a later bulk plan join the hold when the total exceeds it.
+- The first plan of a controller process is never held: it has nothing handed before to compare with. (A
+  restarted controller learns ExaBGP's routes without their attributes, so it could not keep them unchanged.)
+
+The hold is in-memory and single-threaded (the controller's loop); `clock` is injectable for tests.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from netaddr import IPNetwork
+
+from bgpadv.model import Route
+
+log = logging.getLogger("bgpadv.hold")
+
+PrefixKey = tuple[int, int, int]  # (IP version, network value with host bits cleared, prefix length)
+
+
+def prefix_key(prefix: IPNetwork) -> PrefixKey:
+    """The canonical key of a prefix (equal exactly when the prefixes are, as the speaker keys its tables).
+    Reads netaddr's slots directly: its public properties cost several times more over 100k routes."""
+    module = prefix._module
+    length = prefix._prefixlen
+    shift = module.width - length
+    return (module.version, prefix._value >> shift << shift, length)
+
+
+@dataclass(slots=True)
+class _PeerHold:
+    handed: tuple[Route, ...] = ()  # what the speaker was last told to hold for this peer (held routes included)
+    held: dict[PrefixKey, tuple[Route, float]] = field(default_factory=dict)  # key -> (route, held since)
+
+    def oldest(self) -> float | None:
+        return min((since for _, since in self.held.values()), default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class PeerOutcome:
+    """What one decision did for one peer (counts of routes)."""
+
+    held: int = 0  # held after this decision
+    newly_held: int = 0  # withdrawals this decision held that were not held before
+    confirmed: int = 0  # held routes withdrawn now, confirmed by a LIST at least hold_seconds later
+    released: int = 0  # held routes no longer held without a confirmation (desired again, or under the threshold)
+    planned_withdrawals: int = 0  # what this bulk plan would have withdrawn (0 for ordinary plans)
+    base: int = 0  # routes handed before this decision
+
+
+@dataclass(frozen=True, slots=True)
+class HoldDecision:
+    desired: dict[str, tuple[Route, ...]]
+    """What to hand the speaker: the plan's routes plus every held route, per peer."""
+    peers: dict[str, PeerOutcome]
+
+    @property
+    def held(self) -> dict[str, int]:
+        return {peer: o.held for peer, o in self.peers.items()}
+
+
+class WithdrawalHold:
+    """Decides, per peer and per plan, which withdrawals are carried out and which are held (see the module)."""
+
+    def __init__(self, max_fraction: float, hold_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        if not 0.0 <= max_fraction <= 1.0:
+            raise ValueError("max_fraction must lie in [0, 1]")
+        if hold_seconds < 0:
+            raise ValueError("hold_seconds must not be negative")
+        self.max_fraction = max_fraction
+        self.hold_seconds = hold_seconds
+        self._clock = clock
+        self._peers: dict[str, _PeerHold] = {}
+
+    # -- queries --------------------------------------------------------------------------------------------------
+    def held_counts(self) -> dict[str, int]:
+        """Routes held per peer (peers seen so far, zeros included)."""
+        return {peer: len(st.held) for peer, st in self._peers.items()}
+
+    @property
+    def active(self) -> bool:
+        """Some route is held for some peer."""
+        return any(st.held for st in self._peers.values())
+
+    def deadline(self) -> float | None:
+        """The earliest time a LIST must begin at (or after) to confirm a held route; None when nothing is held."""
+        oldest = [t for st in self._peers.values() if (t := st.oldest()) is not None]
+        return min(oldest) + self.hold_seconds if oldest else None
+
+    def relist_due(self) -> bool:
+        """A held route's deadline has passed: time to ask for a confirming LIST of every resource."""
+        deadline = self.deadline()
+        return deadline is not None and self._clock() >= deadline
+
+    def confirmable(self, listed_since: float | None) -> bool:
+        """A LIST of every resource begun at `listed_since` is late enough to confirm some held route: the next
+        bulk plan will withdraw it (if it still does)."""
+        deadline = self.deadline()
+        return deadline is not None and listed_since is not None and listed_since >= deadline
+
+    # -- the decision ---------------------------------------------------------------------------------------------
+    def apply(
+        self,
+        desired: Mapping[str, Sequence[Route]],
+        *,
+        bulk: bool,
+        listed_since: float | None = None,
+        origin: str = "relist",
+    ) -> HoldDecision:
+        """Take the planner's desired routes per peer; return what the speaker gets, held routes included.
+
+        `bulk`: the plan is a full replan or includes (re)LIST events. `listed_since`: the oldest start time among
+        the latest completed LIST of each watched resource (None: not every resource listed). `origin` names the
+        bulk plan's cause in log lines ("relist", "full replan")."""
+        now = self._clock()
+        out: dict[str, tuple[Route, ...]] = {}
+        outcomes: dict[str, PeerOutcome] = {}
+        for peer in set(self._peers) | set(desired):
+            st = self._peers.setdefault(peer, _PeerHold())
+            routes = tuple(desired.get(peer, ()))
+            if not bulk and not st.held:  # the common case: nothing to compare, nothing to add (no O(n) pass)
+                outcome = PeerOutcome(base=len(st.handed))
+            elif not bulk:
+                outcome = self._ordinary(st, routes)
+            else:
+                outcome = self._bulk(peer, st, routes, now, listed_since, origin)
+            if st.held:
+                kept = tuple(route for route, _ in st.held.values())
+                routes = routes + kept
+            st.handed = routes
+            out[peer] = routes
+            outcomes[peer] = outcome
+        return HoldDecision(out, outcomes)
+
+    def _ordinary(self, st: _PeerHold, routes: tuple[Route, ...]) -> PeerOutcome:
+        """Ordinary watch events: their withdrawals go out; a held route the plan desires again is no longer held."""
+        wanted = {prefix_key(r.prefix) for r in routes}
+        before = len(st.held)
+        st.held = {k: v for k, v in st.held.items() if k not in wanted}
+        return PeerOutcome(held=len(st.held), released=before - len(st.held), base=len(st.handed))
+
+    def _bulk(
+        self,
+        peer: str,
+        st: _PeerHold,
+        routes: tuple[Route, ...],
+        now: float,
+        listed_since: float | None,
+        origin: str,
+    ) -> PeerOutcome:
+        """A relist or full replan: confirm what a late enough LIST confirms, hold a mass withdrawal."""
+        wanted = {prefix_key(r.prefix) for r in routes}
+        handed = {prefix_key(r.prefix): r for r in st.handed}
+        gone = {k: r for k, r in handed.items() if k not in wanted}
+        held = {k: v for k, v in st.held.items() if k in gone}  # a held route desired again is no longer held
+        released = len(st.held) - len(held)
+        confirmed = 0
+        if held and listed_since is not None:
+            sure = [k for k, (_, since) in held.items() if listed_since >= since + self.hold_seconds]
+            for k in sure:
+                del gone[k], held[k]
+            confirmed = len(sure)
+            if confirmed:
+                log.warning(
+                    "withdrawing %d held routes for peer %s: a full LIST of every resource begun at least %.0fs "
+                    "after they were held still does not have them",
+                    confirmed,
+                    peer,
+                    self.hold_seconds,
+                )
+        base = len(handed) - confirmed
+        newly = 0
+        if gone and len(gone) > self.max_fraction * base:
+            fresh = {k: (r, now) for k, r in gone.items() if k not in held}
+            newly = len(fresh)
+            held.update(fresh)
+            if newly:
+                log.warning(
+                    "holding %d withdrawals for peer %s (fail static): a %s would withdraw %d of its %d routes, more "
+                    "than safety.maxWithdrawFraction %.2f; they stay announced until a full LIST of every resource "
+                    "begun %.0fs from now still agrees",
+                    newly,
+                    peer,
+                    origin,
+                    len(gone),
+                    base,
+                    self.max_fraction,
+                    self.hold_seconds,
+                )
+        # else: the withdrawals not held before go out now; routes held before wait for their own confirmation
+        if released:
+            log.info("%d held routes for peer %s are desired again: no longer held", released, peer)
+        st.held = held
+        return PeerOutcome(len(held), newly, confirmed, released, len(gone) + confirmed, len(handed))

@@ -1,0 +1,226 @@
+"""Fail static for mass withdrawals (`bgpadv.hold.WithdrawalHold`), with a fake clock.
+
+The rules under test:
+- a plan of ordinary watch events is applied whatever it withdraws (a DELETE is never delayed);
+- a bulk plan (relist or full replan) that withdraws more than `max_fraction` of a peer's handed routes withdraws
+  nothing: those routes stay desired, unchanged, and are counted as held; its announcements and next-hop changes go
+  out at once; at or under the fraction it is applied;
+- a held route is withdrawn only by a bulk plan built from a LIST of every resource begun at least `hold_seconds`
+  after it was held, and only if that plan still withdraws it; a plan that desires it again ends its hold;
+- peers are decided independently; the first plan has nothing to compare with and is never held.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from netaddr import IPAddress, IPNetwork
+
+from bgpadv.hold import WithdrawalHold, prefix_key
+from bgpadv.model import ObjectRef, Route, RouteKind
+
+H = 120.0
+W1, W2 = "10.0.0.11", "10.0.0.12"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def host(last_octet: int, next_hop: str = W1) -> Route:
+    ref = ObjectRef("IPAMClaim", f"vm-{last_octet}.default", "imported-vms")
+    return Route(
+        IPNetwork(f"192.168.100.{last_octet}/32"), IPAddress(next_hop), "vmnet-a", RouteKind.HOST, ref, "worker-1"
+    )
+
+
+def hosts(*octets: int) -> tuple[Route, ...]:
+    return tuple(host(o) for o in octets)
+
+
+def octets(routes) -> list[int]:
+    return sorted(int(str(r.prefix.ip).rsplit(".", 1)[1]) for r in routes)
+
+
+def hold_with(handed: tuple[Route, ...], *, fraction: float = 0.5, clock: Clock | None = None) -> WithdrawalHold:
+    """A hold whose peer "tor" was last handed `handed` (by an ordinary plan)."""
+    hold = WithdrawalHold(fraction, H, clock or Clock())
+    hold.apply({"tor": handed}, bulk=False)
+    return hold
+
+
+# -- one decision ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("rule", "fraction", "bulk", "desired", "handed_to_speaker", "held"),
+    [
+        ("an ordinary plan withdrawing everything is applied", 0.5, False, (), [], 0),
+        ("an ordinary plan withdrawing three of four is applied", 0.5, False, (1,), [1], 0),
+        ("a bulk plan withdrawing exactly the fraction is applied", 0.5, True, (1, 2), [1, 2], 0),
+        ("a bulk plan withdrawing more than the fraction is held", 0.5, True, (1,), [1, 2, 3, 4], 3),
+        ("an empty relist is held", 0.5, True, (), [1, 2, 3, 4], 4),
+        ("a bulk plan that only announces is applied", 0.5, True, (1, 2, 3, 4, 5), [1, 2, 3, 4, 5], 0),
+        ("fraction 1.0 never holds", 1.0, True, (), [], 0),
+        ("fraction 0.0 holds any bulk withdrawal", 0.0, True, (1, 2, 3), [1, 2, 3, 4], 1),
+    ],
+)
+def test_one_decision(rule: str, fraction: float, bulk: bool, desired, handed_to_speaker, held) -> None:
+    hold = hold_with(hosts(1, 2, 3, 4), fraction=fraction)
+    decision = hold.apply({"tor": hosts(*desired)}, bulk=bulk)
+    assert octets(decision.desired["tor"]) == handed_to_speaker, rule
+    assert decision.held == {"tor": held}, rule
+    assert hold.held_counts() == {"tor": held}
+
+
+def test_held_routes_are_handed_unchanged_and_announcements_and_next_hop_changes_go_out_at_once() -> None:
+    hold = hold_with(hosts(1, 2, 3, 4))
+    moved = host(1, W2)
+    decision = hold.apply({"tor": (moved, host(9))}, bulk=True)  # 2, 3, 4 gone (3 of 4); 1 moves; 9 is new
+    routes = {prefix_key(r.prefix): r for r in decision.desired["tor"]}
+    assert routes[prefix_key(moved.prefix)] is moved  # the new next hop, not the held old one
+    assert routes[prefix_key(host(9).prefix)] == host(9)
+    assert [routes[prefix_key(host(o).prefix)] for o in (2, 3, 4)] == list(hosts(2, 3, 4))  # exactly as handed
+    assert len(routes) == 5
+    assert decision.peers["tor"].newly_held == 3
+    assert decision.peers["tor"].planned_withdrawals == 3
+
+
+def test_the_first_plan_is_never_held() -> None:
+    hold = WithdrawalHold(0.5, H, Clock())
+    decision = hold.apply({"tor": ()}, bulk=True)
+    assert decision.desired == {"tor": ()}
+    assert decision.held == {"tor": 0}
+    assert not hold.active
+
+
+# -- over time ------------------------------------------------------------------------------------------------------
+def test_held_routes_are_withdrawn_only_by_a_list_begun_hold_seconds_later_that_still_agrees() -> None:
+    clock = Clock()
+    hold = hold_with(hosts(1, 2, 3, 4), clock=clock)
+    held_at = clock.now
+    hold.apply({"tor": hosts(1)}, bulk=True)
+    assert hold.deadline() == held_at + H
+
+    clock.now = held_at + H - 1
+    assert not hold.relist_due()
+    early = hold.apply({"tor": hosts(1)}, bulk=True, listed_since=held_at + H - 1)  # a LIST one second too early
+    assert octets(early.desired["tor"]) == [1, 2, 3, 4]
+    assert early.peers["tor"].confirmed == 0
+
+    clock.now = held_at + H
+    assert hold.relist_due()
+    assert not hold.confirmable(held_at + H - 0.001)
+    assert hold.confirmable(held_at + H)
+    clock.now = held_at + H + 0.5
+    confirmed = hold.apply({"tor": hosts(1)}, bulk=True, listed_since=held_at + H)
+    assert octets(confirmed.desired["tor"]) == [1]
+    assert confirmed.peers["tor"].confirmed == 3
+    assert confirmed.held == {"tor": 0}
+    assert hold.deadline() is None and not hold.active
+
+
+def test_a_late_list_does_not_confirm_through_an_ordinary_plan() -> None:
+    clock = Clock()
+    hold = hold_with(hosts(1, 2, 3, 4), clock=clock)
+    hold.apply({"tor": hosts(1)}, bulk=True)
+    clock.now += 10 * H
+    decision = hold.apply({"tor": hosts(1)}, bulk=False, listed_since=clock.now)
+    assert octets(decision.desired["tor"]) == [1, 2, 3, 4]
+
+
+def test_a_confirming_list_that_shows_the_routes_again_ends_the_hold_without_a_withdrawal() -> None:
+    clock = Clock()
+    hold = hold_with(hosts(1, 2, 3, 4), clock=clock)
+    hold.apply({"tor": ()}, bulk=True)
+    clock.now += H
+    decision = hold.apply({"tor": hosts(1, 2, 3, 4)}, bulk=True, listed_since=clock.now)
+    assert octets(decision.desired["tor"]) == [1, 2, 3, 4]
+    assert decision.peers["tor"].released == 4
+    assert decision.peers["tor"].confirmed == 0
+    assert not hold.active
+
+
+def test_an_ordinary_delete_during_a_hold_goes_out_and_the_held_routes_stay() -> None:
+    hold = hold_with(hosts(1, 2, 3, 4, 5, 6))
+    hold.apply({"tor": hosts(1, 2)}, bulk=True)  # 3, 4, 5, 6 held
+    decision = hold.apply({"tor": hosts(2)}, bulk=False)  # VM 1 deleted by a watch event
+    assert octets(decision.desired["tor"]) == [2, 3, 4, 5, 6]
+    assert decision.held == {"tor": 4}
+
+
+def test_a_held_route_desired_again_by_an_ordinary_plan_is_no_longer_held() -> None:
+    hold = hold_with(hosts(1, 2, 3, 4))
+    hold.apply({"tor": ()}, bulk=True)
+    back = host(3, W2)
+    decision = hold.apply({"tor": (back,)}, bulk=False)
+    assert decision.held == {"tor": 3}
+    assert decision.peers["tor"].released == 1
+    assert back in decision.desired["tor"] and host(3) not in decision.desired["tor"]
+
+
+def test_held_routes_wait_for_their_confirmation_even_when_a_later_bulk_plan_is_under_the_threshold() -> None:
+    clock = Clock()
+    hold = hold_with(hosts(1, 2, 3, 4), clock=clock)
+    hold.apply({"tor": hosts(1)}, bulk=True)  # 2, 3, 4 held
+    hold.apply({"tor": hosts(1, *range(10, 20))}, bulk=False)  # ten new VMs: 14 handed, 3 of them held
+    clock.now += 1
+    decision = hold.apply({"tor": hosts(*range(10, 20))}, bulk=True)  # a resync: 1 and the held 3 gone, 4 of 14
+    assert octets(decision.desired["tor"]) == [2, 3, 4, *range(10, 20)]  # 1 withdrawn, 2-4 still held
+    assert decision.held == {"tor": 3}
+
+
+def test_withdrawals_that_join_a_hold_are_confirmed_on_their_own_deadline() -> None:
+    clock = Clock()
+    hold = hold_with(hosts(1, 2, 3, 4), clock=clock)
+    first = clock.now
+    hold.apply({"tor": hosts(1)}, bulk=True)  # 2, 3, 4 held at `first`
+    clock.now = first + 50
+    hold.apply({"tor": ()}, bulk=True)  # 1 joins the hold at first + 50
+    assert hold.deadline() == first + H
+
+    clock.now = first + H
+    decision = hold.apply({"tor": ()}, bulk=True, listed_since=first + H)
+    assert octets(decision.desired["tor"]) == [1]
+    assert decision.peers["tor"].confirmed == 3
+    assert hold.deadline() == first + 50 + H
+
+    clock.now = first + 50 + H
+    decision = hold.apply({"tor": ()}, bulk=True, listed_since=first + 50 + H)
+    assert decision.desired["tor"] == ()
+    assert not hold.active
+
+
+def test_peers_are_decided_independently() -> None:
+    hold = WithdrawalHold(0.5, H, Clock())
+    hold.apply({"small": hosts(1, 2), "large": hosts(1, 2, *range(10, 20))}, bulk=False)
+    decision = hold.apply({"small": (), "large": hosts(*range(10, 20))}, bulk=True)
+    assert decision.held == {"small": 2, "large": 0}
+    assert octets(decision.desired["small"]) == [1, 2]
+    assert octets(decision.desired["large"]) == list(range(10, 20))
+
+
+def test_a_hold_and_a_confirmation_are_logged_as_warnings_with_their_cause(caplog: pytest.LogCaptureFixture) -> None:
+    clock = Clock()
+    hold = hold_with(hosts(1, 2, 3, 4), clock=clock)
+    with caplog.at_level(logging.WARNING, logger="bgpadv.hold"):
+        hold.apply({"tor": ()}, bulk=True, origin="relist")
+        clock.now += H
+        hold.apply({"tor": ()}, bulk=True, listed_since=clock.now)
+    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert messages == [
+        "holding 4 withdrawals for peer tor (fail static): a relist would withdraw 4 of its 4 routes, more than "
+        "safety.maxWithdrawFraction 0.50; they stay announced until a full LIST of every resource begun 120s from "
+        "now still agrees",
+        "withdrawing 4 held routes for peer tor: a full LIST of every resource begun at least 120s after they were "
+        "held still does not have them",
+    ]
+
+
+@pytest.mark.parametrize(("fraction", "seconds"), [(-0.1, 120.0), (1.5, 120.0), (0.5, -1.0)])
+def test_invalid_limits_are_refused(fraction: float, seconds: float) -> None:
+    with pytest.raises(ValueError):
+        WithdrawalHold(fraction, seconds)
