@@ -27,7 +27,12 @@ class SourcesObserver(Protocol):
         """A watch event arrived; object_wall_time is the newest timestamp the object carries, if any."""
 
     def watch_restart(self, resource: str, reason: str) -> None:
-        """A list/watch loop restarted: reason is one of gone-410, stream-ended, error, not-installed, relist."""
+        """A list/watch loop restarted: reason is one of gone-410, stream-ended, error, not-installed, relist,
+        held-404/held-403 (refused after it was readable: objects kept), confirmed-404/confirmed-403 (still refused
+        by a LIST `hold_seconds` later: objects deleted)."""
+
+    def resource_held(self, resource: str, held: bool) -> None:
+        """A resource that was readable answers 404/403 (held: its objects are kept), or no longer does."""
 
     def initial_sync(self, resource: str, at: float) -> None:
         """A resource finished its first LIST."""

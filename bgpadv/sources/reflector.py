@@ -7,9 +7,20 @@ the newest resourceVersion it saw (bookmarks included):
   without a new LIST;
 - 410 Gone (an ERROR event or an HTTP 410) means the history is gone: it relists and diffs the fresh list against
   its cache, emitting the DELETED events it missed, and ADDED/MODIFIED for objects whose resourceVersion changed;
-- 404 (the CRD is not installed, e.g. KubeVirt absent) counts as synced-and-empty: SYNCED is emitted so the service
-  never waits for an absent kind, objects it held are deleted, and it retries with backoff until the CRD appears;
+- 404 for a resource that was never readable (the CRD is not installed, e.g. KubeVirt absent) counts as
+  synced-and-empty: SYNCED is emitted so the service never waits for an absent kind, and it retries with backoff until
+  the CRD appears;
+- 404 or 403 for a resource that WAS readable (listed at least once) is fail static: its cache and the store's
+  objects are kept (no event), the resource is *held* (a warning, `watch_restarts_total{reason="held-404"}` per
+  attempt, the `resource_held` gauge), and it retries with backoff. Only when a LIST begun `hold_seconds` or more
+  after the first refusal still answers 404/403 are its objects deleted (DELETED events, then SYNCED); the resource
+  then counts as not installed. A successful LIST ends the hold (the usual relist diff);
 - 429, 5xx and connection errors back off exponentially with jitter, then resume (or relist if no list succeeded).
+
+`relist()` asks for a fresh LIST now (the controller's confirming LIST for held withdrawals, `bgpadv.hold`): the
+open watch is cut and the loop lists before it watches again. Events from a LIST carry `from_list`; SYNCED carries
+`listed_at`, when that LIST began. A LIST answered 404/403 after a `relist()` also ends in SYNCED, so a confirmation
+never waits for a resource that cannot be listed.
 
 Nothing escapes the thread: every failure is logged on the "bgpadv.sources" logger and retried.
 
@@ -57,6 +68,8 @@ class WatchEvent:
     obj: dict | None
     received_at: float  # time.monotonic() when the bytes carrying the event arrived
     object_wall_time: float | None = None  # newest usable timestamp inside the object (epoch seconds), for lag
+    from_list: bool = False  # an ADDED/MODIFIED/DELETED found by diffing a (re)LIST against the cache, not watched
+    listed_at: float | None = None  # SYNCED: time.monotonic() when the LIST it completes began
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +97,9 @@ class ReflectorSettings:
     bookmarks: bool = True
     """Ask for BOOKMARK events, which advance the resourceVersion while nothing changes, so a resumed watch rarely
     falls out of the server's history window (and needs no relist)."""
+    hold_seconds: float = 120.0
+    """A resource that answers 404/403 after it was readable keeps its objects until a LIST begun at least this long
+    after the first refusal still refuses (`safety.holdSeconds`)."""
 
 
 class _Gone(Exception):
@@ -179,7 +195,14 @@ class Reflector:
         self._synced = False
         self._failures = 0  # consecutive failures, for the backoff
         self._not_installed_logged = False
+        self._readable = False  # a LIST succeeded at least once since the resource was last found absent
+        self._held_since: float | None = None  # first 404/403 after it was readable (monotonic); None: not held
+        self._listing = False  # the request in progress (or that just failed) is a LIST, not a WATCH
+        self._list_started = 0.0  # when the current or last LIST began (monotonic)
+        self._relist_wanted = threading.Event()  # relist() was called: LIST before watching again
+        self._answer_relist = False  # the current LIST answers a relist(): SYNCED even if it is refused
         self._stop = threading.Event()
+        self._wake = threading.Event()  # cuts a backoff sleep short (stop, relist)
         self._response: Any = None  # the open watch response, so stop() can cut a blocking read
         self._thread: threading.Thread | None = None
 
@@ -192,12 +215,25 @@ class Reflector:
     def resource_version(self) -> str | None:
         return self._rv
 
+    @property
+    def held(self) -> bool:
+        """The resource answered 404/403 after it was readable: its objects are kept, pending confirmation."""
+        return self._held_since is not None
+
+    def relist(self) -> None:
+        """Ask for a full LIST now (thread-safe): the open watch is cut, a backoff sleep is cut short, and the loop
+        lists before it watches again. The LIST ends in SYNCED, even when it is answered 404/403."""
+        self._relist_wanted.set()
+        self._wake.set()
+        self._cut()
+
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=f"reflector-{self.resource.plural}", daemon=True)
         self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
+        self._wake.set()
         self._cut()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
@@ -215,12 +251,19 @@ class Reflector:
         plural = self.resource.plural
         while not self._stop.is_set():
             try:
-                if self._rv is None:
+                if self._rv is None or self._relist_wanted.is_set():
+                    self._answer_relist = self._answer_relist or self._relist_wanted.is_set()
+                    self._relist_wanted.clear()
+                    self._listing, self._list_started = True, time.monotonic()
                     self._list()
+                self._listing = False
                 started = time.monotonic()
                 delivered = self._watch()
                 if self._stop.is_set():
                     break
+                if self._relist_wanted.is_set():
+                    self._observer.watch_restart(plural, "relist")
+                    continue
                 self._observer.watch_restart(plural, "stream-ended")
                 if delivered:
                     self._failures = 0
@@ -235,6 +278,8 @@ class Reflector:
                     log.info("%s: 410 Gone (%s); relisting", plural, e.reason)
                     self._observer.watch_restart(plural, "gone-410")
                     self._rv = None
+                elif e.status in (403, 404) and self._readable:
+                    self._unreadable(e.status)
                 elif e.status == 404 and self.resource.optional:
                     self._not_installed()
                 else:
@@ -250,10 +295,14 @@ class Reflector:
         s = self.settings
         delay = min(s.backoff_max, s.backoff_min * 2 ** min(self._failures, 30))
         self._failures += 1
-        self._stop.wait(delay * random.uniform(1 - s.backoff_jitter, 1 + s.backoff_jitter))
+        self._wake.wait(delay * random.uniform(1 - s.backoff_jitter, 1 + s.backoff_jitter))
+        self._wake.clear()
 
     def _error(self, what: str) -> None:
         if self._stop.is_set():
+            return
+        if self._relist_wanted.is_set():  # relist() cut the stream on purpose: list at once
+            self._observer.watch_restart(self.resource.plural, "relist")
             return
         log.warning("%s: list/watch failed (%s); retrying", self.resource.plural, what)
         self._observer.watch_restart(self.resource.plural, "error")
@@ -266,19 +315,72 @@ class Reflector:
             self._not_installed_logged = True
         self._observer.watch_restart(plural, "not-installed")
         self._rv = None
-        now = time.monotonic()
-        for obj in list(self._cache.values()):
-            self._emit("DELETED", obj, now)  # the CRD went away with its objects
-        self._cache.clear()
-        if not self._synced:
+        if not self._synced or (self._listing and self._answer_relist):
             self._synced = True
-            self._emit("SYNCED", None, now)
+            self._answer_relist = False
+            self._emit_synced(time.monotonic())
         self._sleep()
 
-    def _emit(self, kind: EventType, obj: dict | None, at: float) -> None:
+    def _unreadable(self, status: int) -> None:
+        """404/403 after the resource was readable: fail static. Keep the cache and the store's objects (emit
+        nothing), retry with backoff; delete them only when a LIST begun `hold_seconds` after the first refusal still
+        refuses. A successful LIST ends the hold (`_replace`)."""
+        plural, now = self.resource.plural, time.monotonic()
+        self._rv = None
+        if self._held_since is None:
+            self._held_since = now
+            log.warning(
+                "%s: HTTP %d after it was readable: keeping its %d objects (fail static) and retrying; they are "
+                "deleted only if a LIST %.0fs from now still answers 403/404",
+                plural,
+                status,
+                len(self._cache),
+                self.settings.hold_seconds,
+            )
+            self._report_held(True)
+        elif self._listing and self._list_started - self._held_since >= self.settings.hold_seconds:
+            log.warning(
+                "%s: a LIST %.0fs after it became unreadable still answers HTTP %d: deleting its %d objects",
+                plural,
+                self._list_started - self._held_since,
+                status,
+                len(self._cache),
+            )
+            self._observer.watch_restart(plural, f"confirmed-{status}")
+            for obj in list(self._cache.values()):
+                self._emit("DELETED", obj, now)  # confirmed: ordinary deletions, not held again downstream
+            self._cache.clear()
+            self._readable = False
+            self._held_since = None
+            self._report_held(False)
+            self._answer_relist = False
+            self._emit_synced(now)
+            self._sleep()
+            return
+        self._observer.watch_restart(plural, f"held-{status}")
+        if self._listing and self._answer_relist:
+            self._answer_relist = False
+            self._emit_synced(now)  # the confirmation asked for this LIST: its answer is "still refused, kept"
+        self._sleep()
+
+    def _report_held(self, held: bool) -> None:
+        report = getattr(self._observer, "resource_held", None)
+        if report is not None:
+            try:
+                report(self.resource.plural, held)
+            except Exception:
+                log.exception("%s: the observer failed", self.resource.plural)
+
+    def _emit_synced(self, at: float) -> None:
+        try:
+            self._emit_to(WatchEvent(self.resource, "SYNCED", None, at, None, listed_at=self._list_started))
+        except Exception:
+            log.exception("%s: the event consumer failed", self.resource.plural)
+
+    def _emit(self, kind: EventType, obj: dict | None, at: float, from_list: bool = False) -> None:
         wall = object_wall_time(obj) if obj is not None else None
         try:
-            self._emit_to(WatchEvent(self.resource, kind, obj, at, wall))
+            self._emit_to(WatchEvent(self.resource, kind, obj, at, wall, from_list))
         except Exception:
             log.exception("%s: the event consumer failed", self.resource.plural)
 
@@ -314,6 +416,7 @@ class Reflector:
                     self._observer.watch_restart(r.plural, "relist")
                     fresh.clear()
                     token, restarts = None, restarts + 1
+                    self._list_started = time.monotonic()
                     continue
                 raise
             try:
@@ -339,18 +442,29 @@ class Reflector:
         for key, (obj, at) in fresh.items():
             old = cache.get(key)
             if old is None:
-                self._emit("ADDED", obj, at)
+                self._emit("ADDED", obj, at, from_list=True)
             elif _rv_of(old) != _rv_of(obj):
-                self._emit("MODIFIED", obj, at)
+                self._emit("MODIFIED", obj, at, from_list=True)
         now = time.monotonic()
         for key in cache.keys() - fresh.keys():
-            self._emit("DELETED", cache[key], now)
+            self._emit("DELETED", cache[key], now, from_list=True)
         self._cache = {key: obj for key, (obj, _) in fresh.items()}
         self._rv = rv or None
         first = not self._synced
         self._synced = True
         self._failures = 0
-        self._emit("SYNCED", None, now)
+        self._readable = True
+        self._answer_relist = False
+        if self._held_since is not None:
+            log.warning(
+                "%s: readable again after %.0fs: hold ended, relisted (%d objects)",
+                self.resource.plural,
+                now - self._held_since,
+                len(fresh),
+            )
+            self._held_since = None
+            self._report_held(False)
+        self._emit_synced(now)
         if first:
             log.info("%s: initial list done (%d objects, resourceVersion %s)", self.resource.plural, len(fresh), rv)
 
@@ -442,9 +556,15 @@ class Sources:
         for reflector in self.reflectors:
             reflector.start()
 
+    def relist(self) -> None:
+        """Ask every reflector for a fresh full LIST (each ends in SYNCED with its `listed_at`)."""
+        for reflector in self.reflectors:
+            reflector.relist()
+
     def stop(self) -> None:
         for reflector in self.reflectors:
             reflector._stop.set()
+            reflector._wake.set()
             reflector._cut()
         for reflector in self.reflectors:
             reflector.stop()
