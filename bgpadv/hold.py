@@ -29,16 +29,21 @@ The hold is in-memory and single-threaded (the controller's loop); `clock` is in
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from netaddr import IPNetwork
 
+from bgpadv.config import Config, ConfigError
 from bgpadv.model import Route
 
 log = logging.getLogger("bgpadv.hold")
+
+TEST_HOLD_ENV = "BGPADV_TEST_HOLD_SECONDS"
 
 PrefixKey = tuple[int, int, int]  # (IP version, network value with host bits cleared, prefix length)
 
@@ -94,7 +99,7 @@ class WithdrawalHold:
             raise ValueError("hold_seconds must not be negative")
         self.max_fraction = max_fraction
         self.hold_seconds = hold_seconds
-        self._clock = clock
+        self.clock = clock
         self._peers: dict[str, _PeerHold] = {}
 
     # -- queries --------------------------------------------------------------------------------------------------
@@ -115,7 +120,7 @@ class WithdrawalHold:
     def relist_due(self) -> bool:
         """A held route's deadline has passed: time to ask for a confirming LIST of every resource."""
         deadline = self.deadline()
-        return deadline is not None and self._clock() >= deadline
+        return deadline is not None and self.clock() >= deadline
 
     def confirmable(self, listed_since: float | None) -> bool:
         """A LIST of every resource begun at `listed_since` is late enough to confirm some held route: the next
@@ -137,7 +142,7 @@ class WithdrawalHold:
         `bulk`: the plan is a full replan or includes (re)LIST events. `listed_since`: the oldest start time among
         the latest completed LIST of each watched resource (None: not every resource listed). `origin` names the
         bulk plan's cause in log lines ("relist", "full replan")."""
-        now = self._clock()
+        now = self.clock()
         out: dict[str, tuple[Route, ...]] = {}
         outcomes: dict[str, PeerOutcome] = {}
         for peer in set(self._peers) | set(desired):
@@ -217,3 +222,25 @@ class WithdrawalHold:
             log.info("%d held routes for peer %s are desired again: no longer held", released, peer)
         st.held = held
         return PeerOutcome(len(held), newly, confirmed, released, len(gone) + confirmed, len(handed))
+
+
+def with_test_hold(config: Config, environ: Mapping[str, str] = os.environ) -> Config:
+    """Tests only: `BGPADV_TEST_HOLD_SECONDS` replaces `safety.holdSeconds`, below the configuration's 60 s minimum,
+    so the lab can watch a hold end. Anything else leaves the configuration as it is."""
+    raw = environ.get(TEST_HOLD_ENV)
+    if not raw:
+        return config
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:  # NaN too
+        raise ConfigError([f"{TEST_HOLD_ENV}: must be a number of seconds, got {raw!r}"])
+    log.warning(
+        "%s=%s: safety.holdSeconds is %.1fs for testing (configured %.0fs)",
+        TEST_HOLD_ENV,
+        raw,
+        seconds,
+        config.safety.hold_seconds,
+    )
+    return dataclasses.replace(config, safety=dataclasses.replace(config.safety, hold_seconds=seconds))

@@ -9,6 +9,9 @@ observer seams of `bgpadv.observe` and turns what the chain reports into those m
   line went to ExaBGP), `acked` (ExaBGP answered `done`) and `sent` (ExaBGP's `send { update; }` echo named the
   prefix: the UPDATE left for the peer). Changes waiting for their ack or their echo are forgotten after
   `pending_ttl` seconds and counted in `bgpadv_convergence_unmatched_total{stage}`.
+- `bgpadv_routes_held{peer}`: withdrawals held back because a relist or full replan would have withdrawn too many
+  of the peer's routes at once (fail static, bgpadv/hold.py); `bgpadv_resource_held{resource}`: 1 while a resource
+  that was readable answers 404/403 and its objects are kept pending confirmation.
 - `bgpadv_migration_handover_seconds`: from a migration target's ready time (a Kubernetes timestamp, so only as
   precise as the object records it) to the host route leaving with its new next hop.
 
@@ -29,7 +32,7 @@ import threading
 import time
 from collections import Counter as Tally
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,6 +141,20 @@ class Metrics:
             ["result"],
             registry=r,
         )
+        self.routes_held = Gauge(
+            "bgpadv_routes_held",
+            "Routes kept announced to the peer although the plan withdraws them: a relist or full replan would have "
+            "withdrawn more than safety.maxWithdrawFraction of its routes; they wait for a confirming full LIST.",
+            ["peer"],
+            registry=r,
+        )
+        self.resource_held = Gauge(
+            "bgpadv_resource_held",
+            "1 while a resource that was readable answers 404/403: its objects are kept until a LIST "
+            "safety.holdSeconds later confirms.",
+            ["resource"],
+            registry=r,
+        )
         self.watch_restarts = Counter(
             "bgpadv_watch_restarts_total",
             "Restarts of a resource's list/watch loop by reason.",
@@ -243,6 +260,8 @@ class MetricsObserver:
         self._route_labels: set[tuple[str, str, str]] = set()
         self._route_counts: dict[tuple[str, str, str], int] = {}
         self._refusals: set[tuple[str, str, str]] = set()
+        self._routes_held: dict[str, int] = {}
+        self._resources_held: set[str] = set()
         self._last_sync_wall: float | None = None
         self._last_plan_wall: float | None = None
         self._last_sweep = 0.0
@@ -278,6 +297,29 @@ class MetricsObserver:
     def initial_sync(self, resource: str, at: float) -> None:
         with self._lock:
             self._synced_resources.add(resource)
+
+    def resource_held(self, resource: str, held: bool) -> None:
+        try:
+            self.metrics.resource_held.labels(resource=resource).set(1 if held else 0)
+            with self._lock:
+                if held:
+                    self._resources_held.add(resource)
+                else:
+                    self._resources_held.discard(resource)
+        except Exception:
+            log.exception("metrics: resource_held")
+
+    # --- the withdrawal hold (called by the service) ----------------------------------------------------------------
+
+    def routes_held(self, held: Mapping[str, int]) -> None:
+        """Routes held per peer after a plan (bgpadv.hold)."""
+        try:
+            for peer, count in held.items():
+                self.metrics.routes_held.labels(peer=peer).set(count)
+            with self._lock:
+                self._routes_held = dict(held)
+        except Exception:
+            log.exception("metrics: routes_held")
 
     # --- PlannerObserver ------------------------------------------------------------------------------------------
 
@@ -457,7 +499,12 @@ class MetricsObserver:
         """Delete every label set of a removed peer."""
         with self._lock:
             self._peers.pop(peer, None)
-        for metric in (self.metrics.peer_up, self.metrics.peer_transitions, self.metrics.peer_routes):
+        for metric in (
+            self.metrics.peer_up,
+            self.metrics.peer_transitions,
+            self.metrics.peer_routes,
+            self.metrics.routes_held,
+        ):
             with contextlib.suppress(KeyError):
                 metric.remove(peer)
         for key in [k for k in self._on_wire if k[0] == peer]:
@@ -528,6 +575,7 @@ class MetricsObserver:
                 "convergence": convergence,
                 "last_sync": self._last_sync_wall,
                 "last_plan": self._last_plan_wall,
+                "held": {"routes": dict(sorted(self._routes_held.items())), "resources": sorted(self._resources_held)},
             }
         out["pending"] = self.pending_counts()
         ok, reason = self.ready()

@@ -12,8 +12,21 @@ coalesce by construction: the loop drains everything already queued (plus a shor
 before it plans once. A controller crash does not drop BGP sessions: ExaBGP keeps its RIB and respawns the
 controller, whose speaker relearns what is advertised before it changes anything.
 
-Fail-static: when the API is unreachable the reflectors keep retrying and the store keeps the last view, so the
-advertised routes stay as they were; nothing is planned from a partial view (before every resource's first LIST).
+Fail static — a wrong or partial view of the cluster never withdraws routes in bulk:
+
+- the API unreachable (5xx, 429, connection errors): the reflectors keep retrying and the store keeps the last view,
+  so the advertised routes stay as they were; nothing is planned from a partial view (before every resource's first
+  LIST, or while a relist is half delivered);
+- a resource that answers 404 or 403 after it was readable (a CRD uninstalled, RBAC withdrawn) keeps its objects:
+  the reflector holds it, retries with backoff, and deletes its objects only when a LIST begun `safety.holdSeconds`
+  (default 120 s, at least 60) after the first refusal still refuses (bgpadv/sources/reflector.py). Those deletions
+  are then ordinary events. A resource absent from the start (KubeVirt not installed) is synced and empty;
+- a relist (410 Gone, any re-LIST) or a full replan (start-up, the periodic resync, a confirmation) that would
+  withdraw more than `safety.maxWithdrawFraction` (default 0.5) of a peer's advertised routes withdraws none of them:
+  they stay in the speaker's desired set, unchanged (`bgpadv_routes_held{peer}`, a Warning log line with the cause),
+  and go only when a full LIST of every resource, which the controller asks for once `safety.holdSeconds` passed,
+  still does not have them (bgpadv/hold.py). Announcements and next-hop changes in such a plan go out at once;
+  a plan of ordinary watch events (a DELETE included) is applied whatever it withdraws.
 """
 
 from __future__ import annotations
@@ -33,6 +46,7 @@ from typing import TextIO
 
 from bgpadv import resources
 from bgpadv.config import Config, ConfigError, load, load_or_report
+from bgpadv.hold import WithdrawalHold, with_test_hold
 from bgpadv.model import Cause, Plan, Route, RouteKind
 from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv.sources.reflector import WatchEvent
@@ -107,6 +121,12 @@ class Controller:
         self._pending_since: float | None = None  # first unplanned watch event
         self._kinds: set[str] = set()
         self._last_plan_at = 0.0
+        # fail static (bgpadv.hold): a relist or full replan never withdraws most of a peer's routes at once
+        self.hold = WithdrawalHold(config.safety.max_withdraw_fraction, config.safety.hold_seconds)
+        self._bulk = False  # the unplanned changes include events of a (re)LIST
+        self._relisting: set[resources.Resource] = set()  # a LIST's events arrived, its SYNCED not yet
+        self._listed: dict[resources.Resource, float] = {}  # when each resource's latest completed LIST began
+        self._relist_asked_at: float | None = None
 
     # -- inputs from other threads -------------------------------------------------------------------------------
     def feed_exabgp(self, stream: TextIO) -> threading.Thread:
@@ -184,6 +204,7 @@ class Controller:
             self.observer.watch_event(item.resource.plural, item.type, item.received_at, item.object_wall_time)
             if item.type == "SYNCED":
                 self.observer.initial_sync(item.resource.plural, item.received_at)
+            self._note_list(item)
             if self.store.apply(item):
                 if item.type == "SYNCED" or item.obj is None:
                     self._changed = None  # a (re)list completed: compare everything
@@ -199,7 +220,7 @@ class Controller:
     def _maybe_plan(self) -> None:
         """Plan when something changed, or for the first time, once every resource is listed and the speaker knows
         what ExaBGP already advertises (never from a partial view)."""
-        if not self.store.synced or not self.speaker.ready:
+        if not self.store.synced or not self.speaker.ready or self._relisting:
             return
         if self._pending_since is None and self.plan is not None:
             return
@@ -213,6 +234,8 @@ class Controller:
             self.speaker.resync()  # ExaBGP refused a command: diff the last desired set again
         if self.plan is None:
             self._maybe_plan()
+        elif self._relisting or self._confirm_held():
+            pass
         elif now - self._last_plan_at >= self.settings.resync_interval:
             self._plan_and_send(None, full=True)
 
@@ -224,6 +247,8 @@ class Controller:
         except Exception:  # the planner is pure and tested not to raise; never let a bug take the sessions down
             log.exception("planner failed; keeping the current advertisements")
             return
+        bulk, origin = full or self._bulk, "relist" if self._bulk else "full replan"
+        self._bulk = False
         planned_at = time.monotonic()
         cause = (
             Cause(received_at=received_at, planned_at=planned_at, kinds=tuple(sorted(self._kinds)))
@@ -234,7 +259,7 @@ class Controller:
         first, previous = self.plan is None, self.plan
         self.plan = plan
         self._last_plan_at = planned_at
-        self.speaker.set_desired(desired_per_peer(self.config, plan), cause)
+        self.speaker.set_desired(self._hold_withdrawals(desired_per_peer(self.config, plan), bulk, origin), cause)
         # Observation after the commands are written: metrics never delay an UPDATE. ExaBGP's echo of what it sent
         # is read by this same loop later, so the handover start is recorded before its end can arrive.
         self._note_migrations(previous, plan, changed)
@@ -244,6 +269,49 @@ class Controller:
             # sight, or every later collection walks the whole cluster (half of a 100k LIST's cost, measured).
             gc.collect()
             gc.freeze()
+
+    # -- fail static: held withdrawals (bgpadv.hold) -----------------------------------------------------------------
+    def _note_list(self, event: WatchEvent) -> None:
+        """Follow (re)LISTs: a plan that includes a LIST's events is bulk, none is made while a LIST is half
+        delivered, and `_listed` keeps when each resource's latest completed LIST began."""
+        if event.type == "SYNCED":
+            self._relisting.discard(event.resource)
+            self._listed[event.resource] = event.listed_at if event.listed_at is not None else event.received_at
+        elif event.from_list:
+            self._relisting.add(event.resource)
+            self._bulk = True
+
+    def _listed_since(self) -> float | None:
+        """When the oldest of the latest LISTs of every watched resource began; None if one never completed."""
+        times = [self._listed.get(r) for r in watched_resources(self.config)]
+        return None if None in times else min(t for t in times if t is not None)
+
+    def _hold_withdrawals(self, desired: dict[str, tuple[Route, ...]], bulk: bool, origin: str) -> dict:
+        """The desired set per peer with the withdrawals the hold keeps back added again (see bgpadv.hold)."""
+        decision = self.hold.apply(desired, bulk=bulk, listed_since=self._listed_since(), origin=origin)
+        self.observer.routes_held(decision.held)
+        return decision.desired
+
+    def _confirm_held(self) -> bool:
+        """While withdrawals are held: once their deadline passed, ask every reflector for a fresh LIST; when a LIST
+        of every resource begun after the deadline has completed, replan in full (it withdraws what it still
+        withdraws). True when it planned."""
+        hold = self.hold
+        if not hold.active or not self.store.synced or not self.speaker.ready:
+            return False
+        if hold.confirmable(self._listed_since()):
+            self._plan_and_send(None, full=True)
+            return True
+        deadline, now, asked = hold.deadline(), hold.clock(), self._relist_asked_at
+        if hold.relist_due() and (
+            asked is None or (deadline is not None and asked < deadline) or now - asked >= hold.hold_seconds
+        ):
+            log.warning("held withdrawals are past their deadline: asking every resource for a confirming LIST")
+            relist = getattr(self.sources, "relist", None)
+            if relist is not None:
+                relist()
+            self._relist_asked_at = now
+        return False
 
     def _note_migrations(self, old: Plan | None, new: Plan, changed: set[tuple[str, object]] | None) -> None:
         """Tell the observer when a host route moved because a live migration's target became ready.
@@ -326,7 +394,7 @@ def controller_main(config_path: str) -> int:
     os.dup2(2, 1)  # a stray print() must never reach ExaBGP as a command
     setup_logging(os.environ.get("BGPADV_LOG_LEVEL", "INFO"))
     try:
-        config = load(config_path)
+        config = with_test_hold(load(config_path))
     except (ConfigError, OSError) as e:
         log.error("invalid configuration %s: %s", config_path, e)
         return 2
@@ -348,7 +416,8 @@ def controller_main(config_path: str) -> int:
     speaker = Speaker.from_config(config, write, observer)
 
     def sources_factory(emit: Callable[[WatchEvent], None]) -> Sources:
-        return Sources(api_client, watched_resources(config), emit, ReflectorSettings(), observer)
+        settings = ReflectorSettings(hold_seconds=config.safety.hold_seconds)
+        return Sources(api_client, watched_resources(config), emit, settings, observer)
 
     controller = Controller(config, speaker=speaker, sources_factory=sources_factory, observer=observer)
     health = HealthServer(config.metrics.host_port, metrics)

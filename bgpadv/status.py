@@ -63,6 +63,12 @@ def render(status: dict[str, Any]) -> str:
     rows = [[r["network"], r["family"], r["kind"], str(r["count"])] for r in routes]
     lines += _table(["NETWORK", "FAMILY", "KIND", "ROUTES"], rows, "no routes planned", "lllr")
     lines.append(f"total {status.get('routes_total', 0)} routes, {status.get('refusals', 0)} refused values")
+    held = status.get("held") or {}
+    held_routes = {peer: n for peer, n in (held.get("routes") or {}).items() if n}
+    if held_routes or held.get("resources"):
+        per_peer = ", ".join(f"{n} for {peer}" for peer, n in held_routes.items()) or "none"
+        resources = ", ".join(held.get("resources") or ()) or "none"
+        lines.append(f"held (fail static): withdrawals {per_peer}; unreadable resources {resources}")
     lines.append("")
 
     conv = status.get("convergence") or {}

@@ -224,3 +224,40 @@ def test_a_hold_and_a_confirmation_are_logged_as_warnings_with_their_cause(caplo
 def test_invalid_limits_are_refused(fraction: float, seconds: float) -> None:
     with pytest.raises(ValueError):
         WithdrawalHold(fraction, seconds)
+
+
+# -- observability --------------------------------------------------------------------------------------------------
+def test_held_routes_and_held_resources_are_gauges_and_appear_in_status() -> None:
+    from bgpadv.metrics import MetricsObserver
+    from bgpadv.status import render
+
+    observer = MetricsObserver()
+    registry = observer.metrics.registry
+    observer.routes_held({"10.0.0.1": 4, "fd00::1": 0})
+    observer.resource_held("ipamclaims", True)
+    assert registry.get_sample_value("bgpadv_routes_held", {"peer": "10.0.0.1"}) == 4
+    assert registry.get_sample_value("bgpadv_routes_held", {"peer": "fd00::1"}) == 0
+    assert registry.get_sample_value("bgpadv_resource_held", {"resource": "ipamclaims"}) == 1
+    status = observer.status()
+    assert status["held"] == {"routes": {"10.0.0.1": 4, "fd00::1": 0}, "resources": ["ipamclaims"]}
+    assert "held (fail static): withdrawals 4 for 10.0.0.1; unreadable resources ipamclaims" in render(status)
+
+    observer.routes_held({"10.0.0.1": 0, "fd00::1": 0})
+    observer.resource_held("ipamclaims", False)
+    assert registry.get_sample_value("bgpadv_resource_held", {"resource": "ipamclaims"}) == 0
+    assert observer.status()["held"] == {"routes": {"10.0.0.1": 0, "fd00::1": 0}, "resources": []}
+    assert "held (fail static)" not in render(observer.status())
+
+
+# -- the test-only override of safety.holdSeconds -------------------------------------------------------------------
+def test_the_hold_can_be_shortened_for_tests_only_through_the_environment() -> None:
+    from bgpadv.config import ConfigError, parse
+    from bgpadv.hold import TEST_HOLD_ENV, with_test_hold
+
+    config = parse({"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512}]})
+    assert with_test_hold(config, {}) is config
+    assert config.safety.hold_seconds == 120.0
+    assert with_test_hold(config, {TEST_HOLD_ENV: "2.5"}).safety.hold_seconds == 2.5
+    for bad in ("-1", "soon", "nan"):
+        with pytest.raises(ConfigError):
+            with_test_hold(config, {TEST_HOLD_ENV: bad})

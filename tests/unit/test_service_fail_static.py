@@ -1,0 +1,255 @@
+"""The controller's fail static: what it hands the speaker when a relist or a full replan would withdraw in bulk.
+
+Driven synchronously (`_handle`, `_maybe_plan`, `_maybe_resync`), with the real store and planner, a recording
+speaker and sources, and a fake clock for the hold. The rules:
+- a relist (events marked `from_list`) is planned only once its SYNCED arrived, and it is a bulk plan: withdrawing
+  more than half of the peer's routes withdraws none; its announcements go out at once;
+- ordinary watch DELETEs are applied whatever they withdraw;
+- once the hold's deadline passed the controller asks every resource for a LIST; when a LIST of every resource begun
+  after the deadline completed, a full replan withdraws what is still gone; objects that came back end the hold.
+"""
+
+from __future__ import annotations
+
+import time
+
+import objects as k8s  # tests/objects.py
+import pytest
+
+from bgpadv import resources
+from bgpadv.config import parse
+from bgpadv.hold import WithdrawalHold
+from bgpadv.service import Controller, LoopSettings, watched_resources
+from bgpadv.sources.reflector import WatchEvent
+
+H = 120.0
+NS = "imported-vms"
+NET = "cluster_udn_vmnet-a"
+PEER = "10.0.0.1"
+CONFIG = parse(
+    {
+        "localASN": 64513,
+        "peers": [{"address": PEER, "asn": 64512}],
+        "networks": {"selector": {"matchLabels": {"bgpadv.io/advertise": "true"}}},
+    }
+)
+SUBNET = "192.168.100.0/24"
+
+
+def claim(i: int) -> dict:
+    return k8s.ipam_claim(NS, f"vm-{i}.default", f"vm-{i}", NET, [f"192.168.100.{i}/24"])
+
+
+def vmi(i: int) -> dict:
+    return k8s.vmi(NS, f"vm-{i}", "worker-1")
+
+
+def host(i: int) -> str:
+    return f"192.168.100.{i}/32"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = time.monotonic()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Speaker:
+    ready = True
+
+    def __init__(self) -> None:
+        self.desired: list[list[str]] = []
+
+    def start(self) -> None:
+        pass
+
+    def set_desired(self, desired, cause=None) -> None:
+        self.desired.append(sorted(str(r.prefix) for r in desired[PEER]))
+
+    def handle_line(self, line: str, at: float | None = None) -> None:
+        pass
+
+
+class Sources:
+    def __init__(self, emit) -> None:
+        self.relists = 0
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def relist(self) -> None:
+        self.relists += 1
+
+
+class Observer:
+    def __init__(self) -> None:
+        self.held: list[dict[str, int]] = []
+
+    def routes_held(self, held) -> None:
+        self.held.append(dict(held))
+
+    def __getattr__(self, name: str):
+        return lambda *args, **kwargs: None
+
+
+class Cluster:
+    """A controller fed by hand: `watch` delivers ordinary events, `relist` a reflector's relist diff."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.observer = Observer()
+        self.c = Controller(
+            CONFIG, speaker=Speaker(), sources_factory=Sources, observer=self.observer, settings=LoopSettings()
+        )
+        self.c.hold = WithdrawalHold(0.5, H, clock)  # the configured limits, on the test's clock
+        objs = [k8s.node("worker-1", "10.0.0.11"), k8s.cudn_layer2("vmnet-a", [SUBNET], labels=ADVERTISED)]
+        objs += [o for i in range(10, 14) for o in (claim(i), vmi(i))]
+        for obj in objs:
+            self.c._handle(self.event("ADDED", obj, from_list=True))
+        self.synced_all()
+        self.c._maybe_plan()
+
+    @staticmethod
+    def event(kind: str, obj: dict, *, from_list: bool = False) -> WatchEvent:
+        res = resources.resource_for(obj)
+        assert res is not None
+        return WatchEvent(res, kind, obj, time.monotonic(), None, from_list)
+
+    def synced(self, res: resources.Resource, listed_at: float | None = None) -> None:
+        at = self.clock.now if listed_at is None else listed_at
+        self.c._handle(WatchEvent(res, "SYNCED", None, self.clock.now, None, listed_at=at))
+
+    def synced_all(self, listed_at: float | None = None) -> None:
+        for res in watched_resources(CONFIG):
+            self.synced(res, listed_at)
+
+    def watch(self, kind: str, *objs: dict) -> None:
+        for obj in objs:
+            self.c._handle(self.event(kind, obj))
+        self.c._maybe_plan()
+
+    def relist(self, res: resources.Resource, changes: list[tuple[str, dict]], *, complete: bool = True) -> None:
+        for kind, obj in changes:
+            self.c._handle(self.event(kind, obj, from_list=True))
+        if complete:
+            self.synced(res)
+        self.c._maybe_plan()
+
+    @property
+    def handed(self) -> list[str]:
+        return self.c.speaker.desired[-1]
+
+    @property
+    def relists(self) -> int:
+        return self.c.sources.relists
+
+
+ADVERTISED = {"bgpadv.io/advertise": "true"}
+ALL = sorted([SUBNET, host(10), host(11), host(12), host(13)])
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def cluster(clock: Clock) -> Cluster:
+    cluster = Cluster(clock)
+    assert cluster.handed == ALL
+    return cluster
+
+
+def claims_gone(*ids: int) -> list[tuple[str, dict]]:
+    return [("DELETED", claim(i)) for i in ids]
+
+
+def test_an_empty_relist_withdraws_nothing_and_the_routes_are_counted_as_held(cluster: Cluster) -> None:
+    cluster.relist(resources.IPAM_CLAIM, claims_gone(10, 11, 12, 13))
+    assert cluster.handed == ALL
+    assert cluster.observer.held[-1] == {PEER: 4}
+    assert len(cluster.c.store.state.ipam_claims) == 0  # the store follows the cluster; only the speaker waits
+
+
+def test_a_relist_is_not_planned_before_its_synced(cluster: Cluster) -> None:
+    plans = len(cluster.c.speaker.desired)
+    cluster.relist(resources.IPAM_CLAIM, claims_gone(10, 11), complete=False)
+    assert len(cluster.c.speaker.desired) == plans
+    cluster.relist(resources.IPAM_CLAIM, claims_gone(12, 13))
+    assert len(cluster.c.speaker.desired) == plans + 1
+    assert cluster.handed == ALL  # all four, as one relist: not two halves of two
+
+
+def test_a_relist_withdrawing_at_most_half_is_applied(cluster: Cluster) -> None:
+    cluster.relist(resources.IPAM_CLAIM, claims_gone(10, 11))  # 2 of 5
+    assert cluster.handed == sorted([SUBNET, host(12), host(13)])
+    assert cluster.observer.held[-1] == {PEER: 0}
+
+
+def test_ordinary_delete_events_are_applied_whatever_they_withdraw(cluster: Cluster) -> None:
+    cluster.watch("DELETED", *(claim(i) for i in (10, 11, 12, 13)))
+    assert cluster.handed == [SUBNET]
+    assert cluster.observer.held[-1] == {PEER: 0}
+
+
+def test_announcements_in_a_held_relist_go_out_at_once(cluster: Cluster) -> None:
+    cluster.watch("ADDED", vmi(20))  # a VM without its claim yet: no route
+    cluster.relist(resources.IPAM_CLAIM, [*claims_gone(10, 11, 12, 13), ("ADDED", claim(20))])
+    assert cluster.handed == sorted([*ALL, host(20)])
+    assert cluster.observer.held[-1] == {PEER: 4}
+
+
+def test_held_routes_go_when_a_list_of_every_resource_begun_after_the_hold_still_agrees(
+    cluster: Cluster, clock: Clock
+) -> None:
+    held_at = clock.now
+    cluster.relist(resources.IPAM_CLAIM, claims_gone(10, 11, 12, 13))
+    clock.now = held_at + H - 1
+    cluster.c._maybe_resync()
+    assert cluster.relists == 0
+    clock.now = held_at + H
+    cluster.c._maybe_resync()
+    assert cluster.relists == 1  # the controller asks every reflector for a confirming LIST
+    cluster.c._maybe_resync()
+    assert cluster.relists == 1  # once
+    assert cluster.handed == ALL
+
+    for res in watched_resources(CONFIG)[:-1]:  # all but one resource listed again: not yet
+        cluster.synced(res, listed_at=held_at + H)
+    cluster.c._maybe_resync()
+    assert cluster.handed == ALL
+    cluster.synced(watched_resources(CONFIG)[-1], listed_at=held_at + H)
+    cluster.c._maybe_resync()
+    assert cluster.handed == [SUBNET]
+    assert cluster.observer.held[-1] == {PEER: 0}
+
+
+def test_a_list_begun_before_the_deadline_confirms_nothing(cluster: Cluster, clock: Clock) -> None:
+    held_at = clock.now
+    cluster.relist(resources.IPAM_CLAIM, claims_gone(10, 11, 12, 13))
+    clock.now = held_at + H + 5
+    cluster.synced_all(listed_at=held_at + H - 1)  # completed late, but begun too early
+    cluster.c._maybe_resync()
+    assert cluster.handed == ALL
+
+
+def test_objects_back_before_the_deadline_end_the_hold_without_a_withdrawal(cluster: Cluster, clock: Clock) -> None:
+    cluster.relist(resources.IPAM_CLAIM, claims_gone(10, 11, 12, 13))
+    cluster.relist(resources.IPAM_CLAIM, [("ADDED", claim(i)) for i in (10, 11, 12, 13)])
+    assert cluster.handed == ALL
+    assert cluster.observer.held[-1] == {PEER: 0}
+    clock.now += 2 * H
+    cluster.c._maybe_resync()
+    assert cluster.relists == 0
+
+
+def test_the_periodic_full_resync_keeps_held_routes(cluster: Cluster) -> None:
+    cluster.relist(resources.IPAM_CLAIM, claims_gone(10, 11, 12, 13))
+    cluster.c._plan_and_send(None, full=True)
+    assert cluster.handed == ALL
+    assert cluster.observer.held[-1] == {PEER: 4}
