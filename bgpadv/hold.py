@@ -145,15 +145,33 @@ class WithdrawalHold:
         now = self.clock()
         out: dict[str, tuple[Route, ...]] = {}
         outcomes: dict[str, PeerOutcome] = {}
-        for peer in set(self._peers) | set(desired):
+        # Peers usually get the very same tuple (and were handed the same one): compute its keys once per call.
+        memo: dict[int, tuple[tuple[Route, ...], list[PrefixKey], set[PrefixKey] | None]] = {}
+
+        def keys(routes: tuple[Route, ...]) -> list[PrefixKey]:
+            hit = memo.get(id(routes))
+            if hit is None or hit[0] is not routes:
+                hit = memo[id(routes)] = (routes, [prefix_key(r.prefix) for r in routes], None)
+            return hit[1]
+
+        def key_set(routes: tuple[Route, ...]) -> set[PrefixKey]:
+            listed = keys(routes)
+            _, _, known = memo[id(routes)]
+            if known is None:
+                known = set(listed)
+                memo[id(routes)] = (routes, listed, known)
+            return known
+
+        for peer in sorted(set(self._peers) | set(desired)):
             st = self._peers.setdefault(peer, _PeerHold())
             routes = tuple(desired.get(peer, ()))
             if not bulk and not st.held:  # the common case: nothing to compare, nothing to add (no O(n) pass)
                 outcome = PeerOutcome(base=len(st.handed))
             elif not bulk:
-                outcome = self._ordinary(st, routes)
+                outcome = self._ordinary(st, key_set(routes))
             else:
-                outcome = self._bulk(peer, st, routes, now, listed_since, origin)
+                gone = {k: r for k, r in zip(keys(st.handed), st.handed, strict=True) if k not in key_set(routes)}
+                outcome = self._bulk(peer, st, gone, now, listed_since, origin)
             if st.held:
                 kept = tuple(route for route, _ in st.held.values())
                 routes = routes + kept
@@ -162,9 +180,8 @@ class WithdrawalHold:
             outcomes[peer] = outcome
         return HoldDecision(out, outcomes)
 
-    def _ordinary(self, st: _PeerHold, routes: tuple[Route, ...]) -> PeerOutcome:
+    def _ordinary(self, st: _PeerHold, wanted: set[PrefixKey]) -> PeerOutcome:
         """Ordinary watch events: their withdrawals go out; a held route the plan desires again is no longer held."""
-        wanted = {prefix_key(r.prefix) for r in routes}
         before = len(st.held)
         st.held = {k: v for k, v in st.held.items() if k not in wanted}
         return PeerOutcome(held=len(st.held), released=before - len(st.held), base=len(st.handed))
@@ -173,15 +190,14 @@ class WithdrawalHold:
         self,
         peer: str,
         st: _PeerHold,
-        routes: tuple[Route, ...],
+        gone: dict[PrefixKey, Route],
         now: float,
         listed_since: float | None,
         origin: str,
     ) -> PeerOutcome:
-        """A relist or full replan: confirm what a late enough LIST confirms, hold a mass withdrawal."""
-        wanted = {prefix_key(r.prefix) for r in routes}
-        handed = {prefix_key(r.prefix): r for r in st.handed}
-        gone = {k: r for k, r in handed.items() if k not in wanted}
+        """A relist or full replan whose plan no longer has `gone` (key -> route handed before): confirm what a late
+        enough LIST confirms, hold a mass withdrawal."""
+        handed = len(st.handed)
         held = {k: v for k, v in st.held.items() if k in gone}  # a held route desired again is no longer held
         released = len(st.held) - len(held)
         confirmed = 0
@@ -198,7 +214,7 @@ class WithdrawalHold:
                     peer,
                     self.hold_seconds,
                 )
-        base = len(handed) - confirmed
+        base = handed - confirmed
         newly = 0
         if gone and len(gone) > self.max_fraction * base:
             fresh = {k: (r, now) for k, r in gone.items() if k not in held}
@@ -221,7 +237,7 @@ class WithdrawalHold:
         if released:
             log.info("%d held routes for peer %s are desired again: no longer held", released, peer)
         st.held = held
-        return PeerOutcome(len(held), newly, confirmed, released, len(gone) + confirmed, len(handed))
+        return PeerOutcome(len(held), newly, confirmed, released, len(gone) + confirmed, handed)
 
 
 def with_test_hold(config: Config, environ: Mapping[str, str] = os.environ) -> Config:
