@@ -101,6 +101,7 @@ class WithdrawalHold:
         self.hold_seconds = hold_seconds
         self.clock = clock
         self._peers: dict[str, _PeerHold] = {}
+        self._oldest: float | None = None  # when the longest-held route was held (cached: the loop asks every turn)
 
     # -- queries --------------------------------------------------------------------------------------------------
     def held_counts(self) -> dict[str, int]:
@@ -110,12 +111,11 @@ class WithdrawalHold:
     @property
     def active(self) -> bool:
         """Some route is held for some peer."""
-        return any(st.held for st in self._peers.values())
+        return self._oldest is not None
 
     def deadline(self) -> float | None:
         """The earliest time a LIST must begin at (or after) to confirm a held route; None when nothing is held."""
-        oldest = [t for st in self._peers.values() if (t := st.oldest()) is not None]
-        return min(oldest) + self.hold_seconds if oldest else None
+        return None if self._oldest is None else self._oldest + self.hold_seconds
 
     def relist_due(self) -> bool:
         """A held route's deadline has passed: time to ask for a confirming LIST of every resource."""
@@ -178,6 +178,8 @@ class WithdrawalHold:
             st.handed = routes
             out[peer] = routes
             outcomes[peer] = outcome
+        oldest = [t for st in self._peers.values() if (t := st.oldest()) is not None]
+        self._oldest = min(oldest) if oldest else None
         return HoldDecision(out, outcomes)
 
     def _ordinary(self, st: _PeerHold, wanted: set[PrefixKey]) -> PeerOutcome:

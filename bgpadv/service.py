@@ -286,7 +286,9 @@ class Controller:
         times = [self._listed.get(r) for r in watched_resources(self.config)]
         return None if None in times else min(t for t in times if t is not None)
 
-    def _hold_withdrawals(self, desired: dict[str, tuple[Route, ...]], bulk: bool, origin: str) -> dict:
+    def _hold_withdrawals(
+        self, desired: dict[str, tuple[Route, ...]], bulk: bool, origin: str
+    ) -> dict[str, tuple[Route, ...]]:
         """The desired set per peer with the withdrawals the hold keeps back added again (see bgpadv.hold)."""
         decision = self.hold.apply(desired, bulk=bulk, listed_since=self._listed_since(), origin=origin)
         self.observer.routes_held(decision.held)
