@@ -295,6 +295,8 @@ class Reflector:
         s = self.settings
         delay = min(s.backoff_max, s.backoff_min * 2 ** min(self._failures, 30))
         self._failures += 1
+        if self._stop.is_set():
+            return
         self._wake.wait(delay * random.uniform(1 - s.backoff_jitter, 1 + s.backoff_jitter))
         self._wake.clear()
 
