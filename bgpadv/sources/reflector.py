@@ -489,7 +489,7 @@ class Reflector:
         delivered = 0
         clean = False
         try:
-            if self._stop.is_set():
+            if self._stop.is_set() or self._relist_wanted.is_set():  # stop() or relist() came before the cut could
                 return 0
             for line, at in _lines(response):
                 delivered += 1

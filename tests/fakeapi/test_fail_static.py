@@ -228,3 +228,55 @@ def test_watched_deletions_are_not_marked_as_found_by_a_list(server, harness) ->
     assert [(e.obj["metadata"]["name"], e.from_list) for e in harness.of(CLAIMS, "DELETED")] == [
         ("vm-a.default", False)
     ]
+
+
+class Canned:
+    """Stands in for the client's raw urllib3 response; a watch stream stays open until it is cut, like a real one
+    (after `patience` seconds it gives up and stops the reflector: the watch would have run its whole timeout)."""
+
+    def __init__(self, data: bytes = b"", reflector=None, patience: float = 2.0) -> None:
+        self.data, self.reflector, self.patience = data, reflector, patience
+        self.cut = threading.Event()
+
+    def stream(self, amt=None, decode_content=False):
+        if not self.cut.wait(self.patience) and self.reflector is not None:
+            self.reflector._stop.set()
+        yield from ()
+
+    def release_conn(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        self.cut.set()
+
+
+def test_a_relist_asked_while_a_list_is_running_lists_again_before_watching() -> None:
+    import json
+
+    from bgpadv.sources.reflector import Reflector
+
+    events: list[WatchEvent] = []
+    reflector = Reflector(client.ApiClient(), resources.IPAM_CLAIM, events.append, settings())
+    listing = json.dumps({"kind": "IPAMClaimList", "metadata": {"resourceVersion": "5"}, "items": []}).encode()
+    calls: list[str] = []
+    asked: list[float] = []
+
+    def call(**kwargs):
+        calls.append("watch" if kwargs.get("watch") else "list")
+        if calls == ["list"]:
+            asked.append(time.monotonic())
+            reflector.relist()  # arrives mid-list: no watch is open yet, there is nothing to cut
+        if calls.count("list") == 2 and kwargs.get("watch"):
+            reflector._stop.set()
+        return Canned(listing, reflector)
+
+    reflector._call = call
+    reflector._run()
+    assert calls[:3] == ["list", "watch", "list"]  # the watch opened after the first list is closed at once
+    synced = [e for e in events if e.type == "SYNCED"]
+    assert len(synced) == 2
+    assert synced[0].listed_at is not None and synced[0].listed_at < asked[0]
+    assert synced[1].listed_at is not None and synced[1].listed_at >= asked[0]
