@@ -1,9 +1,9 @@
 """Fail static for mass withdrawals: a relist or full replan that would withdraw most of a peer's routes waits.
 
 An empty relist (a LIST that comes back with nothing after a 410, a misbehaving apiserver, a cache bug) looks exactly
-like "every VM was deleted". Carried out, it withdraws every route; held, it costs at most `hold_seconds` of stale
-routes for VMs that really went away while the watch was blind. `WithdrawalHold` sits between the planner and the
-speaker and decides, per peer, which withdrawals go out now and which are held.
+like "every VM was deleted". Carried out, it withdraws every route; held, it costs stale routes for VMs that really
+went away while the watch was blind, for `hold_seconds` plus one LIST of every resource. `WithdrawalHold` sits
+between the planner and the speaker and decides, per peer, which withdrawals go out now and which are held.
 
 The rules (`safety.maxWithdrawFraction`, default 0.5; `safety.holdSeconds`, default 120 s):
 
@@ -22,7 +22,8 @@ The rules (`safety.maxWithdrawFraction`, default 0.5; `safety.holdSeconds`, defa
   withdraws *besides* the held routes; those keep waiting for their own confirmation. While routes are held, the
   threshold counts them: more withdrawals in a later bulk plan join the hold when the total exceeds it.
 - The first plan of a controller process is never held: it has nothing handed before to compare with. (A
-  restarted controller learns ExaBGP's routes without their attributes, so it could not keep them unchanged.)
+  restarted controller learns ExaBGP's routes without their attributes, so it could not keep them unchanged; a
+  controller restarted *during* a hold therefore carries out what a fresh LIST says.)
 
 The hold is in-memory and single-threaded (the controller's loop); `clock` is injectable for tests.
 """
