@@ -17,15 +17,18 @@ see `bgpadv.planner.checks`):
    `nextHopSelf` address, or the route's own next hop.
 6. `invalid-next-hop`: an explicit next hop of another family than the prefix, in a special range of rule 3, or
    inside an advertised network's subnet.
-7. `family-not-carried` (per peer): the peer's `families` lack the route's family, or the next hop is `self` and
-   ExaBGP cannot express it on the session (an IPv6 `self` over an IPv4 session, without `nextHopSelf`).
+7. `family-not-carried` (per peer): the peer's `families` include the route's family but its next hop is `self`
+   and ExaBGP cannot express it on the session (an IPv6 `self` over an IPv4 session, without `nextHopSelf`); or no
+   configured peer carries the route's family at all. A peer whose `families` lack a family that another peer
+   carries simply does not get those routes (one session per family is a common design, not a refusal).
 8. `duplicate-prefix` (per peer): two routes for one prefix (after rule 7); the oldest origin keeps it — the source
    object's `creationTimestamp` (none sorts last), then namespace, name and kind, then the plan's order.
 9. `max-routes-exceeded` (per peer): beyond `safety.maxRoutes`, prefixes the peer already holds (`advertised`) are
    kept first, then the oldest origins; the newest are refused. The last good set stays.
 
 Refusals carry the route's source (an Event lands on it) and the prefix as value. A per-peer refusal names the first
-peer that refused it; a route refused for several peers is reported once.
+peer that refused it; a route refused for several peers is reported once. `Guarded.observed` gives observers the
+routes some peer gets.
 
 Cost: rules 1-6 depend on the route and the context only, so `Guard` caches their verdict per Route object (the
 incremental planner hands over the very same objects for what did not change) and drops the cache when the context
@@ -98,20 +101,22 @@ class PeerRules:
     """What one peer's session carries: its name and the route classes it accepts (see `_route_class`)."""
 
     name: str
-    carried: int  # bit mask of route classes
+    carried: int  # bit mask of route classes the session carries
+    configured: int  # bit mask of route classes of the families the peer is configured for
     session_version: int
 
     @staticmethod
     def of(peer: PeerConfig, self_versions: Collection[int]) -> PeerRules:
         session = (peer.local_address or peer.address).version
-        carried = 0
+        carried = configured = 0
         for version, family in ((4, "ipv4 unicast"), (6, "ipv6 unicast")):
             if family in peer.families:
+                configured |= _route_class(version, explicit=True) | _route_class(version, explicit=False)
                 carried |= _route_class(version, explicit=True)
                 # ExaBGP resolves `self` within the session's family (or IPv4); nextHopSelf gives an explicit address
                 if version in self_versions or version == 4 or version == session:
                     carried |= _route_class(version, explicit=False)
-        return PeerRules(peer.name, carried, session)
+        return PeerRules(peer.name, carried, configured, session)
 
 
 def _route_class(version: int, explicit: bool) -> int:
@@ -274,12 +279,12 @@ def _age(route: Route) -> tuple[str, str, str, str]:
 
 
 def _not_carried_message(route: Route, peer: PeerRules) -> str:
-    if route.next_hop is None and peer.carried & _route_class(route.prefix.version, explicit=True):
+    if route.next_hop is None and peer.configured & _route_class(route.prefix.version, explicit=False):
         return (
             f"next-hop self for an IPv{route.prefix.version} prefix cannot be expressed on the IPv"
             f"{peer.session_version} session with {peer.name} (set nextHopSelf)"
         )
-    return f"peer {peer.name} does not carry ipv{route.prefix.version} unicast"
+    return f"no peer carries ipv{route.prefix.version} unicast"
 
 
 def _per_peer(
@@ -295,10 +300,15 @@ def _per_peer(
     routes = candidates
     if filter_family:
         kept: list[Route] = []
+        elsewhere = 0  # classes of the families some other peer is configured for
+        for other in ctx.peers:
+            if other is not peer:
+                elsewhere |= other.configured
         for r in routes:
-            if verdicts(r)[3] & peer.carried:
+            cls = verdicts(r)[3]
+            if cls & peer.carried:
                 kept.append(r)
-            else:
+            elif cls & peer.configured or not cls & elsewhere:
                 refusals.append(_refuse(r, checks.FAMILY_NOT_CARRIED, _not_carried_message(r, peer)))
         routes = kept
     if deduplicate:

@@ -228,7 +228,8 @@ def test_max_routes_keeps_what_the_peer_already_holds_the_last_good_set_stays():
 # --- the Guard: every peer, cache, observation ----------------------------------------------------------------------
 
 
-def test_guard_checks_every_peer_and_reports_a_refusal_once():
+def test_a_peer_without_a_family_another_peer_carries_just_does_not_get_it():
+    """One session per family is a design, not a fault: no refusal, each peer gets its family."""
     v6 = route("fd10:100::10/128", W1_6)
     v4 = route("192.168.100.10/32")
     guarded = Guard(CONFIG).check([v4, v6], CTX)
@@ -239,9 +240,27 @@ def test_guard_checks_every_peer_and_reports_a_refusal_once():
         "fd00::2": (v4, v6),
         "172.16.0.1": (v4, v6),
     }
-    assert sorted((r.value, r.reason) for r in guarded.rejected) == [
-        ("192.168.100.10/32", checks.FAMILY_NOT_CARRIED),
-        ("fd10:100::10/128", checks.FAMILY_NOT_CARRIED),
+    assert guarded.rejected == ()
+
+
+def test_a_route_refused_for_several_peers_is_reported_once_naming_the_first():
+    """The IPv6 `self` subnet cannot be expressed on either IPv4 session that carries IPv6: one refusal."""
+    subnet6 = route("fd10:100::/64", None)
+    guarded = Guard(CONFIG).check([subnet6], CTX)
+    assert [(r.value, r.reason) for r in guarded.rejected] == [("fd10:100::/64", checks.FAMILY_NOT_CARRIED)]
+    assert "10.0.0.1" in guarded.rejected[0].message
+    assert guarded.per_peer["fd00::1"] == guarded.per_peer["fd00::2"] == (subnet6,)
+    assert guarded.per_peer["10.0.0.1"] == guarded.per_peer["172.16.0.1"] == ()
+
+
+def test_a_family_no_peer_carries_is_refused():
+    config = k8s.config(peers=[{"address": "10.0.0.1", "asn": 64512, "families": ["ipv4 unicast"]}])
+    ctx = GuardContext.from_state(STATE, config)
+    v6 = route("fd10:100::10/128", W1_6)
+    guarded = Guard(config).check([v6], ctx)
+    assert guarded.per_peer == {"10.0.0.1": ()}
+    assert [(r.value, r.reason, r.message) for r in guarded.rejected] == [
+        ("fd10:100::10/128", checks.FAMILY_NOT_CARRIED, "no peer carries ipv6 unicast")
     ]
 
 
