@@ -217,57 +217,73 @@ def _refuse(route: Route, reason: str, message: str) -> Refusal:
     return Refusal(route.source, str(route.prefix), reason, message, route.network)
 
 
-def _evaluate(route: Route, ctx: GuardContext) -> _Verdict:
-    p = route.prefix
-    version = p._module.version
-    width = _WIDTH[version]
-    length = p._prefixlen
-    shift = width - length
-    first = p._value >> shift << shift
-    last = first | ((1 << shift) - 1)
-    nh = route.next_hop
-    order = ((version - 4) << 140) | (first << 8) | length
-    cls = _route_class(version, explicit=nh is not None)
-    refusal = _route_refusal(route, ctx, version, length, first, last)
-    return (route, order, refusal, cls)
+class _Evaluator:
+    """Rules 1-6 for one context, with its ranges precompiled and next-hop verdicts memoised (a few node addresses
+    are the next hops of every route)."""
+
+    def __init__(self, ctx: GuardContext) -> None:
+        self.ctx = ctx
+        self.minimum = {4: ctx.min_prefix_length[0], 6: ctx.min_prefix_length[1]}
+        # per version: (first, last, overlaps no special range) of every advertised subnet
+        self.subnets: dict[int, list[tuple[int, int, bool]]] = {4: [], 6: []}
+        for version, lo, hi in ctx.subnets:
+            self.subnets[version].append((lo, hi, _special(version, lo, hi) is None))
+        self.hops: dict[tuple[int, int, int], str | None] = {}
+
+    def __call__(self, route: Route) -> _Verdict:
+        p = route.prefix
+        version = p._module.version
+        length = p._prefixlen
+        shift = _WIDTH[version] - length
+        first = p._value >> shift << shift
+        nh = route.next_hop
+        order = ((version - 4) << 140) | (first << 8) | length
+        cls = _route_class(version, explicit=nh is not None)
+        return (route, order, self._refusal(route, version, length, first, first | ((1 << shift) - 1)), cls)
+
+    def _refusal(self, route: Route, version: int, length: int, first: int, last: int) -> Refusal | None:
+        if length == 0:
+            return _refuse(route, checks.DEFAULT_ROUTE, "a default route is never announced")
+        minimum = self.minimum[version]
+        if length < minimum:
+            message = f"/{length} is shorter than safety.minPrefixLength.ipv{version} (/{minimum})"
+            return _refuse(route, checks.PREFIX_TOO_SHORT, message)
+        inside = next(((lo, hi, c) for lo, hi, c in self.subnets[version] if lo <= first and last <= hi), None)
+        if inside is None or not inside[2]:  # inside a subnet that overlaps no special range: cannot overlap one
+            what = _special(version, first, last)
+            if what is not None:
+                return _refuse(route, checks.SPECIAL_PREFIX, f"the prefix overlaps {what}")
+        if inside is None:
+            message = "the prefix lies in no subnet of an advertised network"
+            return _refuse(route, checks.OUTSIDE_SELECTED_NETWORKS, message)
+        nh = route.next_hop
+        if length == _WIDTH[version]:
+            infra = self.ctx.infrastructure.get((version, first))
+            if infra is not None:
+                return _refuse(route, checks.COVERS_INFRASTRUCTURE, f"the host route covers {infra}")
+            if nh is not None and nh._module.version == version and nh._value == first:
+                return _refuse(route, checks.COVERS_INFRASTRUCTURE, "the host route covers its own next hop")
+        if nh is not None:
+            key = (nh._module.version, nh._value, version)
+            problem = self.hops.get(key, _UNSEEN)
+            if problem is _UNSEEN:
+                problem = self.hops[key] = self._next_hop_problem(key[0], key[1], version)
+            if problem is not None:
+                return _refuse(route, checks.INVALID_NEXT_HOP, f"next hop {nh} {problem}")
+        return None
+
+    def _next_hop_problem(self, nv: int, value: int, version: int) -> str | None:
+        if nv != version:
+            return f"is IPv{nv}, the prefix IPv{version}"
+        what = _special(nv, value, value)
+        if what is not None:
+            return f"is not a unicast address ({what})"
+        if any(lo <= value <= hi for lo, hi, _ in self.subnets[nv]):
+            return "lies inside an advertised network"
+        return None
 
 
-def _route_refusal(route: Route, ctx: GuardContext, version: int, length: int, first: int, last: int) -> Refusal | None:
-    if length == 0:
-        return _refuse(route, checks.DEFAULT_ROUTE, "a default route is never announced")
-    minimum = ctx.min_prefix_length[0 if version == 4 else 1]
-    if length < minimum:
-        message = f"/{length} is shorter than safety.minPrefixLength.ipv{version} (/{minimum})"
-        return _refuse(route, checks.PREFIX_TOO_SHORT, message)
-    what = _special(version, first, last)
-    if what is not None:
-        return _refuse(route, checks.SPECIAL_PREFIX, f"the prefix overlaps {what}")
-    if not any(v == version and lo <= first and last <= hi for v, lo, hi in ctx.subnets):
-        return _refuse(route, checks.OUTSIDE_SELECTED_NETWORKS, "the prefix lies in no subnet of an advertised network")
-    nh = route.next_hop
-    if length == _WIDTH[version]:
-        infra = ctx.infrastructure.get((version, first))
-        if infra is not None:
-            return _refuse(route, checks.COVERS_INFRASTRUCTURE, f"the host route covers {infra}")
-        if nh is not None and nh._module.version == version and nh._value == first:
-            return _refuse(route, checks.COVERS_INFRASTRUCTURE, "the host route covers its own next hop")
-    if nh is not None:
-        reason = _next_hop_problem(nh, version, ctx)
-        if reason is not None:
-            return _refuse(route, checks.INVALID_NEXT_HOP, f"next hop {nh} {reason}")
-    return None
-
-
-def _next_hop_problem(nh: IPAddress, version: int, ctx: GuardContext) -> str | None:
-    nv, value = nh._module.version, nh._value
-    if nv != version:
-        return f"is IPv{nv}, the prefix IPv{version}"
-    what = _special(nv, value, value)
-    if what is not None:
-        return f"is not a unicast address ({what})"
-    if any(v == nv and lo <= value <= hi for v, lo, hi in ctx.subnets):
-        return "lies inside an advertised network"
-    return None
+_UNSEEN = "\0unseen"
 
 
 # -- rules 7-9: one peer's set ----------------------------------------------------------------------------------------
@@ -378,6 +394,7 @@ class Guard:
         self._seen: tuple[list, list, list] | None = None
         self._verdicts: dict[int, _Verdict] = {}
         self._verdict_context: GuardContext | None = None
+        self._evaluate: _Evaluator | None = None
 
     def context(self, state: ClusterState) -> GuardContext:
         seen = (
@@ -402,7 +419,10 @@ class Guard:
         already holds, asked only when a peer goes over `max_routes`."""
         if ctx is not self._verdict_context and ctx != self._verdict_context:
             self._verdicts = {}
+            self._evaluate = _Evaluator(ctx)
         self._verdict_context = ctx
+        evaluate = self._evaluate
+        assert evaluate is not None
         cache = self._verdicts
         get = cache.get
         evaluated = 0
@@ -411,19 +431,21 @@ class Guard:
         present = 0
         ordered = True
         last = -1
+        append = accepted.append
         for r in routes:
             v = get(id(r))
             if v is None or v[0] is not r:
-                v = cache[id(r)] = _evaluate(r, ctx)
+                v = cache[id(r)] = evaluate(r)
                 evaluated += 1
-            if v[2] is not None:
-                refusals.append(v[2])
+            _, order, refusal, cls = v
+            if refusal is not None:
+                refusals.append(refusal)
                 continue
-            if v[1] <= last:
+            if order <= last:
                 ordered = False  # two routes for one prefix, or an order the adjacency test cannot trust
-            last = v[1]
-            present |= v[3]
-            accepted.append(r)
+            last = order
+            present |= cls
+            append(r)
         self.evaluated += evaluated
         if len(cache) > 2 * len(routes) + 1024:  # forget routes no longer planned
             self._verdicts = {id(r): cache[id(r)] for r in routes}
