@@ -241,6 +241,19 @@ def test_what_a_peer_cannot_carry_is_never_sent_and_never_dropped_silently(caplo
     assert [(r.peer, r.routes) for r in errors] == [(peer.name, 2), (PEER6.name, 3)]
 
 
+def test_held_names_every_prefix_exabgp_holds_unknown_ones_included_as_guard_keys():
+    """The guard keeps these first when a peer goes over safety.maxRoutes: the keys must be the guard's."""
+    from bgpadv.guard import prefix_key
+
+    speaker, fake = started(rib_dump=[_rib_line("10.128.0.99/32")])
+    speaker.set_desired({PEER4.name: hosts(2)})
+    fake.answer()
+    expected = {prefix_key(IPNetwork(p)) for p in ("10.128.0.0/32", "10.128.0.1/32")}
+    assert set(speaker.held(PEER4.name)) == expected
+    learned, _ = started(rib_dump=[_rib_line("10.128.0.99/32")])
+    assert set(learned.held(PEER4.name)) == {prefix_key(IPNetwork("10.128.0.99/32"))}
+
+
 def test_routes_through_the_guard_reach_the_speaker_without_a_skip():
     """The guard, not the speaker, decides what a peer cannot carry: a refusal with a reason, nothing skipped."""
     import objects as k8s
