@@ -7,7 +7,8 @@ the planner hands over:
   - cold:        a new Guard (empty verdict cache): every route evaluated;
   - unchanged:   the same Route objects again (every verdict from the cache);
   - one-changed: one Route object replaced by a new one (another next hop): one route evaluated;
-  - context:     `Guard.context(state)` when no CUDN, RouteAdvertisements or Node object changed (identity compare).
+  - context:     `Guard.context(state)` when no CUDN, RouteAdvertisements or Node object changed (identity compare);
+  - over-limit:  `safety.maxRoutes` one below the set, the peers holding all but the newest route (cached verdicts).
 
     .venv/bin/python bench/guard.py [--runs R]
 
@@ -31,10 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import objects as k8s
 from netaddr import IPAddress, IPNetwork
 
-from bgpadv.guard import Guard
+from bgpadv.guard import Guard, prefix_key
 from bgpadv.model import ObjectRef, Route, RouteKind
 
-CONFIG = k8s.config(peers=[{"address": "10.0.0.1", "asn": 64512}, {"address": "fd00::1", "asn": 64512}])
+PEERS = [{"address": "10.0.0.1", "asn": 64512}, {"address": "fd00::1", "asn": 64512}]
+CONFIG = k8s.config(peers=PEERS)
 SOURCE = ObjectRef("IPAMClaim", "vm", "tenant", "", "2025-03-01T09:00:00Z")
 
 
@@ -87,6 +89,13 @@ def main() -> None:
             results.setdefault((label, "one-changed"), []).append(timed(partial(guard.check, one, ctx)))
             assert guard.evaluated == len(routes) + 1
             results.setdefault((label, "context"), []).append(timed(partial(guard.context, cluster)))
+            # one route over safety.maxRoutes: the peer holds all but the newest
+            limited = Guard(k8s.config(peers=PEERS, safety={"maxRoutes": len(routes) - 1}))
+            lctx = limited.context(cluster)
+            limited.check(one, lctx)
+            held = {prefix_key(r.prefix) for r in routes[:-1]}
+            over = partial(limited.check, again, lctx, lambda _peer, held=held: held)
+            results.setdefault((label, "over-limit"), []).append(timed(over))
     print(f"guard, 2 peers, 100 nodes, {args.runs} runs: median wall / CPU ms")
     for (label, scenario), samples in results.items():
         wall = statistics.median(w for w, _ in samples) * 1000

@@ -12,9 +12,9 @@ see `bgpadv.planner.checks`):
    (255.255.255.255/32) or IPv4-mapped IPv6 (::ffff:0:0/96).
 4. `outside-selected-networks`: the prefix lies inside no subnet of a selected, advertised network (the networks the
    planner's own index advertises, `planner.networks.index_networks`).
-5. `covers-infrastructure`: a host-length prefix (/32, /128) that is a node address (every InternalIP and the
-   `k8s.ovn.org/node-primary-ifaddr` addresses of every node), a BGP peer's address, a configured local or
-   `nextHopSelf` address, or the route's own next hop.
+5. `covers-infrastructure`: a host-length prefix (/32, /128) that is a node address (every InternalIP and
+   ExternalIP and the `k8s.ovn.org/node-primary-ifaddr` addresses of every node, valid or not), a BGP peer's
+   address, a configured local or `nextHopSelf` address, or the route's own next hop.
 6. `invalid-next-hop`: an explicit next hop of another family than the prefix, in a special range of rule 3, or
    inside an advertised network's subnet.
 7. `family-not-carried` (per peer): the peer's `families` include the route's family but its next hop is `self`
@@ -192,7 +192,7 @@ def all_node_addresses(nodes: Mapping[object, object]) -> dict[str, list[IPAddre
                 values.append(entry.get("address"))
         annotations = meta.get("annotations")
         raw = annotations.get(PRIMARY_IFADDR_ANNOTATION) if isinstance(annotations, dict) else None
-        if isinstance(raw, str) and len(raw) < 4096:
+        if isinstance(raw, str):
             try:
                 decoded = json.loads(raw)
             except ValueError:
@@ -310,7 +310,7 @@ def _per_peer(
     ctx: GuardContext,
     filter_family: bool,
     deduplicate: bool,
-    advertised: Collection[PrefixKey],
+    held: Callable[[str], Collection[PrefixKey]] | None,
     refusals: list[Refusal],
 ) -> Sequence[Route]:
     routes = candidates
@@ -344,15 +344,30 @@ def _per_peer(
                     message = f"{r.prefix} is announced to {peer.name} from the older {winner.source}"
                     refusals.append(_refuse(r, checks.DUPLICATE_PREFIX, message))
             routes = kept
-    if len(routes) > ctx.max_routes:
-        rank = sorted(
-            range(len(routes)),
-            key=lambda i: (prefix_key(routes[i].prefix) not in advertised, _age(routes[i]), verdicts(routes[i])[1]),
-        )
-        keep = set(rank[: ctx.max_routes])
-        message = f"peer {peer.name} already gets safety.maxRoutes ({ctx.max_routes}) routes"
-        refusals.extend(_refuse(routes[i], checks.MAX_ROUTES_EXCEEDED, message) for i in rank[ctx.max_routes :])
-        routes = [r for i, r in enumerate(routes) if i in keep]
+    limit = ctx.max_routes
+    if len(routes) > limit:
+        # the prefixes the peer holds stay first; then the oldest origins. Only the smaller group is sorted: in a
+        # steady state over the limit, the peer holds `limit` routes and only the few newest are ranked.
+        advertised = held(peer.name) if held is not None else ()
+        holding: list[Route] = []
+        others: list[Route] = []
+        for r in routes:
+            (holding if prefix_key(r.prefix) in advertised else others).append(r)
+
+        def rank(r: Route) -> tuple:
+            return (_age(r), verdicts(r)[1])
+
+        if len(holding) >= limit:
+            holding.sort(key=rank)
+            keep, drop = holding[:limit], holding[limit:] + others
+        else:
+            others.sort(key=rank)
+            room = limit - len(holding)
+            keep, drop = holding + others[:room], others[room:]
+        message = f"peer {peer.name} already gets safety.maxRoutes ({limit}) routes"
+        refusals.extend(_refuse(r, checks.MAX_ROUTES_EXCEEDED, message) for r in drop)
+        kept_ids = {id(r) for r in keep}
+        routes = [r for r in routes if id(r) in kept_ids]
     return routes
 
 
@@ -461,8 +476,7 @@ class Guard:
             if not filter_family and ordered and len(shared) <= ctx.max_routes:
                 per_peer[peer.name] = shared
                 continue
-            held: Collection[PrefixKey] = advertised(peer.name) if advertised is not None else ()
-            out = _per_peer(shared, lookup, peer, ctx, filter_family, not ordered, held, refusals)
+            out = _per_peer(shared, lookup, peer, ctx, filter_family, not ordered, advertised, refusals)
             per_peer[peer.name] = out if isinstance(out, tuple) else tuple(out)
         return Guarded(per_peer, _unique(refusals))
 

@@ -225,6 +225,20 @@ def test_max_routes_keeps_what_the_peer_already_holds_the_last_good_set_stays():
     assert [(r.source, r.reason) for r in refused] == [(OLDER, checks.MAX_ROUTES_EXCEEDED)]
 
 
+def test_max_routes_lowered_below_what_the_peer_holds_keeps_the_oldest_held_routes():
+    old = route("192.168.100.10/32", W1, OLDER)
+    mid = route("192.168.100.12/32", W1, CLAIM)
+    new = route("192.168.100.11/32", W1, YOUNGER)
+    fresh = route("192.168.100.13/32", W1, OLDER)  # old origin, but not yet announced to the peer
+    held = {prefix_key(r.prefix) for r in (old, mid, new)}
+    accepted, refused = check_peer([old, new, mid, fresh], _limited(2), "10.0.0.1", advertised=held)
+    assert accepted == (old, mid)
+    assert sorted((r.value, r.reason) for r in refused) == [
+        ("192.168.100.11/32", checks.MAX_ROUTES_EXCEEDED),
+        ("192.168.100.13/32", checks.MAX_ROUTES_EXCEEDED),
+    ]
+
+
 # --- the Guard: every peer, cache, observation ----------------------------------------------------------------------
 
 
