@@ -331,8 +331,8 @@ def _per_peer(
         winners: dict[int, Route] = {}
         for r in routes:
             key = verdicts(r)[1]
-            held = winners.get(key)
-            if held is None or _age(r) < _age(held):
+            first = winners.get(key)
+            if first is None or _age(r) < _age(first):
                 winners[key] = r
         if len(winners) != len(routes):
             kept = []

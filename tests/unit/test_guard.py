@@ -239,6 +239,19 @@ def test_max_routes_lowered_below_what_the_peer_holds_keeps_the_oldest_held_rout
     ]
 
 
+def test_duplicates_are_settled_before_max_routes_counts():
+    """Two origins of one prefix and a limit: the younger duplicate is refused as such, then the limit applies."""
+    old = route("192.168.100.10/32", W1, OLDER)
+    twin = route("192.168.100.10/32", IPAddress("10.0.0.12"), YOUNGER)
+    other = route("192.168.100.11/32", W1, YOUNGER)
+    accepted, refused = check_peer([old, twin, other], _limited(1), "10.0.0.1")
+    assert accepted == (old,)
+    assert [(r.value, r.reason) for r in refused] == [
+        ("192.168.100.10/32", checks.DUPLICATE_PREFIX),
+        ("192.168.100.11/32", checks.MAX_ROUTES_EXCEEDED),
+    ]
+
+
 # --- the Guard: every peer, cache, observation ----------------------------------------------------------------------
 
 
