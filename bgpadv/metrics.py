@@ -30,7 +30,6 @@ import logging
 import math
 import threading
 import time
-from collections import Counter as Tally
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -113,8 +112,9 @@ class Metrics:
         )
         self.routes_advertised = Gauge(
             "bgpadv_routes_advertised",
-            "Routes in bgpadv's current plan, by network, address family and kind.",
-            ["network", "family", "kind"],
+            "Routes ExaBGP holds for the peer (announcements it acknowledged, less acknowledged withdrawals), by "
+            "network, address family and kind.",
+            ["peer", "network", "family", "kind"],
             registry=r,
         )
         self.routes_rejected = Counter(
@@ -257,8 +257,11 @@ class MetricsObserver:
         self._handover: OrderedDict[str, float] = OrderedDict()  # prefix -> ready time (monotonic)
         self._windows: dict[str, deque[float]] = {s: deque(maxlen=window) for s in (*STAGES, "handover")}
         self._peers: dict[str, PeerStatus] = {}
-        self._route_labels: set[tuple[str, str, str]] = set()
-        self._route_counts: dict[tuple[str, str, str], int] = {}
+        # what ExaBGP holds per peer, from acknowledged commands: (peer, prefix key) -> gauge labels, and the counts
+        self._unacked: OrderedDict[int, Sequence[RouteChange]] = OrderedDict()  # batch -> its route changes
+        self._held: dict[tuple[str, tuple[int, int, int]], tuple[str, str, str, str]] = {}
+        self._route_counts: dict[tuple[str, str, str, str], int] = {}
+        self._planned_routes = 0
         self._refusals: set[tuple[str, str, str]] = set()
         self._routes_held: dict[str, int] = {}
         self._resources_held: set[str] = set()
@@ -333,19 +336,12 @@ class MetricsObserver:
         m = self.metrics
         if full_resync:
             m.full_resync.observe(max(0.0, seconds))
-        # count on cheap keys, format the labels once per group (this runs after every plan, over every route)
-        raw = Tally((r.network, r.prefix.version, r.kind) for r in plan.routes)
-        counts = {(network, f"ipv{version}", str(kind)): n for (network, version, kind), n in raw.items()}
-        for key, n in counts.items():
-            m.routes_advertised.labels(*key).set(n)
-        for key in self._route_labels - counts.keys():
-            m.routes_advertised.remove(*key)
+        # route gauges are not the plan's: they follow acknowledged commands (command_acked)
         refusals = {(str(x.source), x.value, x.reason) for x in plan.rejected}
         for _, _, reason in refusals - self._refusals:
             m.routes_rejected.labels(reason=reason).inc()
         with self._lock:
-            self._route_labels = set(counts)
-            self._route_counts = counts
+            self._planned_routes = len(plan.routes)
             self._refusals = refusals
             self._planned_once = True
             self._last_plan_wall = self._wall()
@@ -359,6 +355,10 @@ class MetricsObserver:
             log.exception("metrics: commands_written")
 
     def _commands_written(self, batch: int, changes: Sequence[RouteChange], cause: Cause | None, at: float) -> None:
+        if changes:
+            self._unacked[batch] = changes
+            while len(self._unacked) > self._max_pending:  # never without an ack in practice (bounded in flight)
+                self._unacked.popitem(last=False)
         entry = _Batch(written_at=at)
         if cause is not None:
             hist = self.metrics.convergence
@@ -385,6 +385,9 @@ class MetricsObserver:
     def command_acked(self, batch: int, ok: bool, at: float) -> None:
         try:
             self.metrics.exabgp_commands.labels(result="done" if ok else "error").inc()
+            changes = self._unacked.pop(batch, None)
+            if changes:
+                self._hold(changes, ok)
             entry = self._batches.pop(batch, None)
             if entry is None or not ok or not entry.changes:
                 return
@@ -398,6 +401,37 @@ class MetricsObserver:
                     self._windows["acked"].append(last)
         except Exception:
             log.exception("metrics: command_acked")
+
+    def _hold(self, changes: Sequence[RouteChange], ok: bool) -> None:
+        """Move the route gauges by one acknowledged command: O(its routes). An `error` leaves its prefixes unknown
+        to the speaker, so they are no longer counted (as in `bgpadv_peer_routes_advertised`)."""
+        held = self._held
+        delta: dict[tuple[str, str, str, str], int] = {}
+        for change in changes:
+            p = change.route.prefix
+            key = (change.peer, (p._module.version, p._value, p._prefixlen))
+            old = held.pop(key, None)
+            if old is not None:
+                delta[old] = delta.get(old, 0) - 1
+            if ok and change.op == "announce":
+                route = change.route
+                labels = (change.peer, route.network, f"ipv{p._module.version}", str(route.kind))
+                held[key] = labels
+                delta[labels] = delta.get(labels, 0) + 1
+        gauge = self.metrics.routes_advertised
+        with self._lock:
+            counts = self._route_counts
+            for labels, d in delta.items():
+                if d == 0:
+                    continue
+                n = counts.get(labels, 0) + d
+                if n > 0:
+                    counts[labels] = n
+                    gauge.labels(*labels).set(n)
+                else:
+                    counts.pop(labels, None)
+                    with contextlib.suppress(KeyError):
+                        gauge.remove(*labels)
 
     def updates_sent(self, peer: str, announced: Sequence[str], withdrawn: Sequence[str], at: float) -> None:
         try:
@@ -509,6 +543,14 @@ class MetricsObserver:
                 metric.remove(peer)
         for key in [k for k in self._on_wire if k[0] == peer]:
             del self._on_wire[key]
+        for key in [k for k in self._held if k[0] == peer]:
+            del self._held[key]
+        with self._lock:
+            gone = [labels for labels in self._route_counts if labels[0] == peer]
+            for labels in gone:
+                del self._route_counts[labels]
+                with contextlib.suppress(KeyError):
+                    self.metrics.routes_advertised.remove(*labels)
 
     # --- liveness, readiness and status -----------------------------------------------------------------------
 
@@ -552,8 +594,8 @@ class MetricsObserver:
                 for name, st in sorted(self._peers.items())
             }
             routes = [
-                {"network": net, "family": fam, "kind": kind, "count": n}
-                for (net, fam, kind), n in sorted(self._route_counts.items())
+                {"peer": peer, "network": net, "family": fam, "kind": kind, "count": n}
+                for (peer, net, fam, kind), n in sorted(self._route_counts.items())
             ]
             convergence = {}
             for stage, values in self._windows.items():
@@ -571,6 +613,7 @@ class MetricsObserver:
                 "peers": peers,
                 "routes": routes,
                 "routes_total": sum(self._route_counts.values()),
+                "routes_planned": self._planned_routes,
                 "refusals": len(self._refusals),
                 "convergence": convergence,
                 "last_sync": self._last_sync_wall,

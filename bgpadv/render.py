@@ -1,5 +1,8 @@
 """`bgpadv render`: what would be announced, and what is refused, for a directory of manifests.
 
+The plan goes through the same last guard (`bgpadv.guard`) as in the controller, for the configured peers: a route
+is listed when at least one peer would get it; the guard's refusals follow the planner's.
+
 Two forms. JSON is a contract for scripts and never loses keys:
 `{"routes": [{"prefix", "nextHop", "network", "kind", "source", "node", "family"}],
 "rejected": [{"source", "value", "reason", "message", "network"}]}` (`nextHop` is `"self"` for next-hop-self routes,
@@ -13,9 +16,11 @@ import sys
 from collections.abc import Sequence
 
 from bgpadv import config as config_module
+from bgpadv.guard import Guard
 from bgpadv.model import Plan, Refusal, Route
 from bgpadv.planner import plan as make_plan
 from bgpadv.sources.manifests import load_manifests
+from bgpadv.sources.snapshot import ClusterState
 
 OUTPUTS = ("table", "json")
 
@@ -126,5 +131,13 @@ def main(config_path: str, manifests_dir: str, output: str) -> int:
         return 1
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    sys.stdout.write(render_plan(make_plan(state, cfg), output))
+    sys.stdout.write(render_plan(announced(state, cfg), output))
     return 0
+
+
+def announced(state: ClusterState, cfg: config_module.Config) -> Plan:
+    """What would really be announced: the plan through the last guard for the configured peers (the routes some
+    peer gets), with the planner's refusals followed by the guard's."""
+    plan = make_plan(state, cfg)
+    guard = Guard(cfg)
+    return guard.check(plan.routes, guard.context(state)).observed(plan)

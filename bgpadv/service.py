@@ -4,7 +4,7 @@
 The controller is where everything happens:
 
     reflector threads ──WatchEvent──┐
-                                    ├──▶ one queue ──▶ main loop: store.apply → plan → speaker.set_desired
+                                    ├──▶ one queue ──▶ main loop: store.apply → plan → guard → speaker.set_desired
     stdin reader thread ──line─────┘                              speaker.handle_line (acks, peer events)
 
 Only the main loop touches the store, the planner's inputs and the speaker, so none of them needs a lock. Bursts
@@ -39,17 +39,19 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from bgpadv import resources
 from bgpadv.config import Config, ConfigError, load, load_or_report
+from bgpadv.guard import Guard, Guarded, PrefixKey
 from bgpadv.hold import WithdrawalHold, with_test_hold
 from bgpadv.model import Cause, Plan, Route, RouteKind
 from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv.sources.reflector import WatchEvent
+from bgpadv.sources.snapshot import ClusterState
 from bgpadv.sources.store import Store
 
 log = logging.getLogger("bgpadv.service")
@@ -86,10 +88,16 @@ def watched_resources(config: Config) -> tuple[resources.Resource, ...]:
     )
 
 
-def desired_per_peer(config: Config, plan: Plan) -> dict[str, tuple[Route, ...]]:
-    """Every peer gets the plan's routes (the speaker drops families a peer does not carry). The plan is already
-    the configured node's view in per-node mode: the planner applies `nodeName`."""
-    return {peer.name: plan.routes for peer in config.peers}
+def desired_per_peer(
+    guard: Guard,
+    plan: Plan,
+    state: ClusterState,
+    held: Callable[[str], Collection[PrefixKey]] | None = None,
+) -> Guarded:
+    """What each peer gets: the plan's routes (already the configured node's view in per-node mode) through the
+    last guard (`bgpadv.guard`), which refuses what must never reach the fabric or what the peer cannot carry.
+    `held(peer)`: the prefixes ExaBGP holds for the peer, so a peer over `safety.maxRoutes` keeps its last good set."""
+    return guard.check(plan.routes, guard.context(state), held)
 
 
 class Controller:
@@ -112,6 +120,7 @@ class Controller:
         self.store = Store(watched_resources(config))
         # equal to planner.plan(store.state, config), at the cost of what changed since the previous plan
         self.incremental = IncrementalPlanner(config)
+        self.guard = Guard(config)  # every route passes it on its way to the speaker
         self._changed: set[tuple[str, object]] | None = None  # (field, key) applied since the last plan; None: all
         self.speaker = speaker
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
@@ -244,8 +253,9 @@ class Controller:
         changed, self._changed = (None if full else self._changed), set()
         try:
             plan = self.incremental.plan(self.store.state, changed)
-        except Exception:  # the planner is pure and tested not to raise; never let a bug take the sessions down
-            log.exception("planner failed; keeping the current advertisements")
+            guarded = desired_per_peer(self.guard, plan, self.store.state, getattr(self.speaker, "held", None))
+        except Exception:  # planner and guard are pure and tested not to raise; never let a bug take the sessions down
+            log.exception("planner or guard failed; keeping the current advertisements")
             return
         bulk, origin = full or self._bulk, "relist" if self._bulk else "full replan"
         self._bulk = False
@@ -259,11 +269,12 @@ class Controller:
         first, previous = self.plan is None, self.plan
         self.plan = plan
         self._last_plan_at = planned_at
-        self.speaker.set_desired(self._hold_withdrawals(desired_per_peer(self.config, plan), bulk, origin), cause)
+        self.speaker.set_desired(self._hold_withdrawals(guarded.per_peer, bulk, origin), cause)
         # Observation after the commands are written: metrics never delay an UPDATE. ExaBGP's echo of what it sent
         # is read by this same loop later, so the handover start is recorded before its end can arrive.
         self._note_migrations(previous, plan, changed)
-        self.observer.planned(plan, cause, planned_at - started, full)
+        # guard refusals are counted and get Events exactly like the planner's
+        self.observer.planned(guarded.observed(plan), cause, planned_at - started, full)
         if first:
             # The initial list is most of what this process will ever hold: move it out of the cyclic collector's
             # sight, or every later collection walks the whole cluster (half of a 100k LIST's cost, measured).

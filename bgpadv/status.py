@@ -60,9 +60,12 @@ def render(status: dict[str, Any]) -> str:
     lines.append("")
 
     routes = status.get("routes") or []
-    rows = [[r["network"], r["family"], r["kind"], str(r["count"])] for r in routes]
-    lines += _table(["NETWORK", "FAMILY", "KIND", "ROUTES"], rows, "no routes planned", "lllr")
-    lines.append(f"total {status.get('routes_total', 0)} routes, {status.get('refusals', 0)} refused values")
+    rows = [[str(r.get("peer", "-")), r["network"], r["family"], r["kind"], str(r["count"])] for r in routes]
+    lines += _table(["PEER", "NETWORK", "FAMILY", "KIND", "ROUTES"], rows, "no routes held by ExaBGP", "llllr")
+    lines.append(
+        f"total {status.get('routes_total', 0)} routes held over all peers, {status.get('routes_planned', 0)} planned, "
+        f"{status.get('refusals', 0)} refused values"
+    )
     held = status.get("held") or {}
     held_routes = {peer: n for peer, n in (held.get("routes") or {}).items() if n}
     if held_routes or held.get("resources"):

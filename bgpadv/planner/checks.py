@@ -123,8 +123,10 @@ DUPLICATE_PREFIX = "duplicate-prefix"
 """Two routes for one prefix toward one peer (two origins): the oldest origin keeps it, the other is refused."""
 
 FAMILY_NOT_CARRIED = "family-not-carried"
-"""The peer's session cannot carry the route: its family is not configured for the peer, or its next hop (`self`)
-cannot be expressed in the session's family. Refused instead of silently skipped, so the counters tell the truth."""
+"""No session can carry the route: its family is configured for no peer, or a peer configured for it cannot express
+its `self` next hop in the session's family (an IPv6 `self` over an IPv4 session without `nextHopSelf`). Refused
+instead of silently skipped, so the counters tell the truth. A peer simply not configured for a family that another
+peer carries does not get those routes, without a refusal."""
 
 MAX_ROUTES_EXCEEDED = "max-routes-exceeded"
 """More routes for one peer than `safety.maxRoutes`: the newest routes are refused and the rest stay announced

@@ -82,22 +82,23 @@ def _make_route_fast() -> Callable[..., Route]:
     return route
 
 
-def _ref_slow(kind: str, name: str, namespace: str = "", uid: str = "") -> ObjectRef:
-    return ObjectRef(kind, name, namespace, uid)
+def _ref_slow(kind: str, name: str, namespace: str = "", uid: str = "", created: str = "") -> ObjectRef:
+    return ObjectRef(kind, name, namespace, uid, created)
 
 
 def _make_ref_fast() -> Callable[..., ObjectRef]:
-    if tuple(ObjectRef.__slots__) != ("kind", "name", "namespace", "uid"):
+    if tuple(ObjectRef.__slots__) != ("kind", "name", "namespace", "uid", "created"):
         raise TypeError("ObjectRef fields changed")
     new = object.__new__
-    s_kind, s_name, s_namespace, s_uid = (ObjectRef.__dict__[f].__set__ for f in ObjectRef.__slots__)
+    s_kind, s_name, s_namespace, s_uid, s_created = (ObjectRef.__dict__[f].__set__ for f in ObjectRef.__slots__)
 
-    def ref(kind: str, name: str, namespace: str = "", uid: str = "") -> ObjectRef:
+    def ref(kind: str, name: str, namespace: str = "", uid: str = "", created: str = "") -> ObjectRef:
         r = new(ObjectRef)
         s_kind(r, kind)
         s_name(r, name)
         s_namespace(r, namespace)
         s_uid(r, uid)
+        s_created(r, created)
         return r
 
     return ref
@@ -140,7 +141,8 @@ def _choose() -> tuple[Callable[[int, int], IPNetwork], Callable[..., Route], Ca
     ref_fn: Callable[..., ObjectRef] = _ref_slow
     try:
         fast_ref = _make_ref_fast()
-        if _same(fast_ref("IPAMClaim", "a", "b", "c"), _ref_slow("IPAMClaim", "a", "b", "c")):
+        sample = ("IPAMClaim", "a", "b", "c", "2025-03-01T09:00:00Z")
+        if _same(fast_ref(*sample), _ref_slow(*sample)) and fast_ref(*sample).created == sample[4]:
             ref_fn = fast_ref
     except Exception:  # any incompatibility: keep the ordinary constructor
         pass
@@ -150,4 +152,4 @@ def _choose() -> tuple[Callable[[int, int], IPNetwork], Callable[..., Route], Ca
 host_prefix, make_route, make_ref = _choose()
 """host_prefix(version, integer) -> the address's /32 or /128 IPNetwork;
 make_route(prefix, next_hop, network, kind, source, node, attributes) -> Route (positional, every field);
-make_ref(kind, name, namespace, uid) -> ObjectRef."""
+make_ref(kind, name, namespace, uid, created) -> ObjectRef."""

@@ -279,8 +279,10 @@ def index_networks(state: ClusterState, config: Config) -> Networks:
         name = meta.get("name") if isinstance(meta.get("name"), str) and meta.get("name") else key
         if not isinstance(name, str) or not name:
             continue
-        uid = meta.get("uid")
-        ref = ObjectRef(CUDN_KIND, name, "", uid if isinstance(uid, str) else "")
+        uid, created = meta.get("uid"), meta.get("creationTimestamp")
+        ref = ObjectRef(
+            CUDN_KIND, name, "", uid if isinstance(uid, str) else "", created if isinstance(created, str) else ""
+        )
         created = condition(cudn, "NetworkCreated")
         if meta.get("deletionTimestamp") or (created is not None and created.get("status") == "False"):
             result.withdrawn.add(name)

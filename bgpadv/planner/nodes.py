@@ -77,6 +77,9 @@ def index_nodes(nodes: Mapping[str, dict]) -> dict[str, NodeInfo]:
         if not name:
             continue
         uid = meta.get("uid") if isinstance(meta, dict) else ""
-        ref = ObjectRef("Node", name, "", uid if isinstance(uid, str) else "")
+        created = meta.get("creationTimestamp") if isinstance(meta, dict) else ""
+        ref = ObjectRef(
+            "Node", name, "", uid if isinstance(uid, str) else "", created if isinstance(created, str) else ""
+        )
         out[name] = NodeInfo(name, ref, node_addresses(node))
     return out

@@ -353,8 +353,14 @@ def _read_claims(state: ClusterState, networks: Networks, out: _Collector) -> No
             ref = ObjectRef(CLAIM_KIND, str(key_name), str(key_ns))
             out.refuse(ref, "metadata", checks.MALFORMED_OBJECT, "no name/namespace")
             continue
-        uid = meta.get("uid")
-        ref = make_ref(CLAIM_KIND, name, namespace, uid if uid.__class__ is str else "")
+        uid, created = meta.get("uid"), meta.get("creationTimestamp")
+        ref = make_ref(
+            CLAIM_KIND,
+            name,
+            namespace,
+            uid if uid.__class__ is str else "",
+            created if created.__class__ is str else "",
+        )
         spec = claim.get("spec")
         net_name = spec.get("network") if spec.__class__ is dict else None
         if net_name.__class__ is not str or not net_name:
@@ -416,8 +422,10 @@ def _read_vmi_interfaces(state: ClusterState, networks: Networks, out: _Collecto
         )
         if network is None:
             continue
-        uid = meta.get("uid")
-        ref = ObjectRef(VMI_KIND, name, namespace, uid if isinstance(uid, str) else "")
+        uid, created = meta.get("uid"), meta.get("creationTimestamp")
+        ref = ObjectRef(
+            VMI_KIND, name, namespace, uid if isinstance(uid, str) else "", created if isinstance(created, str) else ""
+        )
         interfaces = status.get("interfaces")
         for iface in interfaces if isinstance(interfaces, list) else []:
             if not isinstance(iface, dict) or iface.get("podInterfaceName") != PRIMARY_UDN_POD_INTERFACE:

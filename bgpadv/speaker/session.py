@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from netaddr import IPAddress, IPNetwork
@@ -143,7 +143,7 @@ class Speaker:
         self._peer_states: dict[str, str] = {}
         self._synced: dict[str, bool] = {name: False for name in self._peers}
         self.errors = 0  # commands answered `error` (EoR excluded)
-        self.skipped = 0  # desired routes a peer cannot carry (family not configured, next hop of another family)
+        self.skipped = 0  # desired routes a peer cannot carry that got past the guard (logged as errors; a bug)
         self.closed = False  # ExaBGP said it is shutting down
 
     @classmethod
@@ -187,6 +187,11 @@ class Speaker:
         """Routes ExaBGP holds for `peer` according to acknowledged commands (unknown prefixes left out)."""
         return {_network(k, r): r for k, r in self._advertised.get(peer, {}).items() if r is not None}
 
+    def held(self, peer: str) -> Collection[_Key]:
+        """The prefixes ExaBGP holds for `peer` (unknown ones included), as `bgpadv.guard.prefix_key` keys: a view,
+        no copy. The guard keeps these first when a peer goes over `safety.maxRoutes`."""
+        return self._advertised.get(peer, {}).keys()
+
     def unknown(self, peer: str) -> int:
         """How many prefixes for `peer` are in an unknown state (learned at start-up or after an error)."""
         return sum(1 for r in self._advertised.get(peer, {}).values() if r is None)
@@ -213,6 +218,7 @@ class Speaker:
         for name, peer in self._peers.items():
             wanted: dict[_Key, Route] = {}
             self_ok = self._self_ok(peer)
+            dropped = 0
             for route in desired.get(name, ()):
                 key = _key(route.prefix)
                 version = key[0]
@@ -221,7 +227,15 @@ class Speaker:
                 if version in self_ok and (self_ok[version] if hop is None else hop.version == version):
                     wanted[key] = route
                 else:
-                    self.skipped += 1
+                    dropped += 1
+            if dropped:
+                # Defence in depth: the guard (bgpadv.guard) refuses these with `family-not-carried` before they get
+                # here, so this is a bug upstream; never send ExaBGP what the session cannot carry, and say so.
+                self.skipped += dropped
+                log.error(
+                    "desired routes the peer cannot carry reached the speaker; not sent",
+                    extra={"peer": name, "routes": dropped},
+                )
             table[name] = wanted
         unknown = set(desired) - set(self._peers)
         if unknown:

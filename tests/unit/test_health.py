@@ -67,7 +67,8 @@ def get(url: str, accept: str | None = None) -> tuple[int, str, str]:
 def converge_one_change(observer: MetricsObserver) -> None:
     observer.peer_state(PEER, "up", 1.0)
     observer.planned(Plan.build([SUBNET, VM_A], []), Cause(10.0, 10.001), 0.001, True)
-    observer.commands_written(1, [RouteChange(PEER, "announce", VM_A)], Cause(10.0, 10.001), at=10.002)
+    announced = [RouteChange(PEER, "announce", SUBNET), RouteChange(PEER, "announce", VM_A)]
+    observer.commands_written(1, announced, Cause(10.0, 10.001), at=10.002)
     observer.command_acked(1, True, at=10.003)
     observer.updates_sent(PEER, ["192.168.100.205/32"], [], at=10.004)
     observer.synced(PEER, 2, at=10.005)
@@ -81,7 +82,7 @@ def test_metrics_endpoint_serves_the_registry_with_process_metrics(
     assert code == 200
     assert ctype.startswith("text/plain; version=0.0.4")
     assert 'bgpadv_convergence_seconds_bucket{kind="host",le="0.005",op="announce",stage="sent"} 1.0' in body
-    assert 'bgpadv_routes_advertised{family="ipv4",kind="host",network="vmnet-a"} 1.0' in body
+    assert 'bgpadv_routes_advertised{family="ipv4",kind="host",network="vmnet-a",peer="10.0.0.1"} 1.0' in body
     assert "process_cpu_seconds_total" in body
     assert "python_info" in body
 
@@ -122,10 +123,11 @@ def test_status_is_json_with_peers_routes_and_convergence(server: HealthServer, 
     doc = json.loads(body)
     assert doc["peers"][PEER]["state"] == "up"
     assert doc["peers"][PEER]["routes_advertised"] == 2
-    assert doc["routes"] == [
-        {"network": "vmnet-a", "family": "ipv4", "kind": "host", "count": 1},
-        {"network": "vmnet-a", "family": "ipv4", "kind": "subnet", "count": 1},
+    assert doc["routes"] == [  # what ExaBGP acknowledged holding, per peer
+        {"peer": PEER, "network": "vmnet-a", "family": "ipv4", "kind": "host", "count": 1},
+        {"peer": PEER, "network": "vmnet-a", "family": "ipv4", "kind": "subnet", "count": 1},
     ]
+    assert doc["routes_planned"] == 2
     assert doc["convergence"]["sent"]["p50"] == pytest.approx(0.004)
     assert doc["ready"] == {"ok": True, "reason": "ok"}
     assert doc["alive"] == {"ok": True, "reason": "ok"}
@@ -154,7 +156,7 @@ def test_bgpadv_status_prints_aligned_tables(server: HealthServer, observer: Met
     assert lines[peer_header + 1].split()[:2] == [PEER, "up"]
     assert lines[peer_header].index("ROUTES") + len("ROUTES") == lines[peer_header + 1].index(" 2 ") + 2
     assert any(line.split()[:5] == ["sent", "1", "4.0", "ms", "4.0"] for line in lines)
-    assert "vmnet-a" in text and "total 2 routes, 0 refused values" in text
+    assert "vmnet-a" in text and "total 2 routes held over all peers, 2 planned, 0 refused values" in text
 
 
 def test_bgpadv_status_json_passthrough(server: HealthServer, observer: MetricsObserver) -> None:

@@ -236,18 +236,63 @@ def plan(*routes: Route, rejected: tuple[Refusal, ...] = ()) -> Plan:
     return Plan.build(routes, rejected)
 
 
-def test_routes_advertised_follow_the_plan_and_stale_label_sets_go(observer: MetricsObserver) -> None:
+def routes(obs: MetricsObserver, peer: str, family: str, kind: str) -> float | None:
+    return sample(obs, "bgpadv_routes_advertised", peer=peer, network="vmnet-a", family=family, kind=kind)
+
+
+def test_routes_advertised_count_what_exabgp_acknowledged_per_peer_not_the_plan(observer: MetricsObserver) -> None:
     observer.planned(plan(SUBNET, SUBNET6, VM_A, VM_A6, VM_B), None, 0.01, True)
-    assert sample(observer, "bgpadv_routes_advertised", network="vmnet-a", family="ipv4", kind="host") == 2
-    assert sample(observer, "bgpadv_routes_advertised", network="vmnet-a", family="ipv6", kind="host") == 1
-    assert sample(observer, "bgpadv_routes_advertised", network="vmnet-a", family="ipv4", kind="subnet") == 1
+    assert routes(observer, PEER, "ipv4", "host") is None  # planned, not yet held
     assert hist_count(observer, "bgpadv_full_resync_seconds") == 1
 
+    observer.commands_written(1, [RouteChange(PEER, "announce", r) for r in (SUBNET, VM_A, VM_B)], None, at=1.0)
+    observer.commands_written(2, [RouteChange(PEER6, "announce", r) for r in (SUBNET6, VM_A6)], None, at=1.0)
+    assert routes(observer, PEER, "ipv4", "host") is None  # written, not acknowledged
+    observer.command_acked(1, True, at=1.1)
+    observer.command_acked(2, True, at=1.1)
+    assert routes(observer, PEER, "ipv4", "host") == 2
+    assert routes(observer, PEER, "ipv4", "subnet") == 1
+    assert routes(observer, PEER6, "ipv6", "host") == 1
+    assert routes(observer, PEER6, "ipv6", "subnet") == 1
+    assert routes(observer, PEER, "ipv6", "host") is None
+
     observer.planned(plan(SUBNET, VM_A), Cause(1.0, 1.001), 0.001, False)
-    assert sample(observer, "bgpadv_routes_advertised", network="vmnet-a", family="ipv4", kind="host") == 1
-    assert sample(observer, "bgpadv_routes_advertised", network="vmnet-a", family="ipv6", kind="host") is None
-    assert sample(observer, "bgpadv_routes_advertised", network="vmnet-a", family="ipv6", kind="subnet") is None
+    observer.commands_written(3, [RouteChange(PEER, "withdraw", VM_B)], Cause(1.0, 1.001), at=2.0)
+    observer.commands_written(4, [RouteChange(PEER6, "withdraw", r) for r in (SUBNET6, VM_A6)], None, at=2.0)
+    observer.command_acked(3, True, at=2.1)
+    observer.command_acked(4, True, at=2.1)
+    assert routes(observer, PEER, "ipv4", "host") == 1
+    assert routes(observer, PEER6, "ipv6", "host") is None  # an emptied label set goes away
+    assert routes(observer, PEER6, "ipv6", "subnet") is None
     assert hist_count(observer, "bgpadv_full_resync_seconds") == 1
+
+
+def test_a_reannounced_route_is_counted_once_and_follows_its_new_labels(observer: MetricsObserver) -> None:
+    observer.commands_written(1, [RouteChange(PEER, "announce", VM_A)], None, at=1.0)
+    observer.command_acked(1, True, at=1.1)
+    moved = host_route("192.168.100.205", "worker-2", network="vmnet-b")
+    observer.commands_written(2, [RouteChange(PEER, "announce", moved)], None, at=2.0)
+    observer.command_acked(2, True, at=2.1)
+    assert routes(observer, PEER, "ipv4", "host") is None
+    assert sample(observer, "bgpadv_routes_advertised", peer=PEER, network="vmnet-b", family="ipv4", kind="host") == 1
+
+
+def test_a_refused_command_leaves_its_routes_uncounted(observer: MetricsObserver) -> None:
+    """ExaBGP answered `error`: the speaker no longer knows whether it holds those prefixes, nor do the gauges."""
+    observer.commands_written(1, [RouteChange(PEER, "announce", r) for r in (VM_A, VM_B)], None, at=1.0)
+    observer.command_acked(1, True, at=1.1)
+    observer.commands_written(2, [RouteChange(PEER, "withdraw", VM_B)], None, at=2.0)
+    observer.command_acked(2, False, at=2.1)
+    assert routes(observer, PEER, "ipv4", "host") == 1
+
+
+def test_a_removed_peer_loses_its_route_gauges(observer: MetricsObserver) -> None:
+    observer.set_peers([PEER, PEER6])
+    observer.commands_written(1, [RouteChange(PEER6, "announce", VM_A6)], None, at=1.0)
+    observer.command_acked(1, True, at=1.1)
+    observer.set_peers([PEER])
+    assert routes(observer, PEER6, "ipv6", "host") is None
+    assert observer.status()["routes"] == []
 
 
 GATEWAY = Refusal(CLAIM_A, "192.168.100.1/24", "default-gateway-address", "the network's default gateway", "vmnet-a")

@@ -2,8 +2,8 @@
 
 Scope: golden files of both output forms for `config/bgpadv.yaml` + `config/examples/` (regenerate with
 `BGPADV_UPDATE_GOLDEN=1`, then review the diff); the example dump's semantics spelled out route by route and
-refusal by refusal (the ground truth the golden files must agree with); the JSON keys scripts rely on; the table's
-layout; exit codes 0 / 1 / 2 with field paths on stderr.
+refusal by refusal (the ground truth the golden files must agree with), after the last guard as the controller
+applies it; the JSON keys scripts rely on; the table's layout; exit codes 0 / 1 / 2 with field paths on stderr.
 """
 
 from __future__ import annotations
@@ -47,9 +47,8 @@ def test_render_of_the_example_dump_matches_the_golden_file(capsys, output, gold
 
 # The example dump's ground truth: every route and every refusal, and why.
 EXPECTED_ROUTES = {
-    # vmnet-a: Layer2, both subnets from the speaker
+    # vmnet-a: Layer2, subnets from the speaker; the IPv6 one is refused by the guard (see below)
     ("192.168.100.0/24", "self", "subnet", "ClusterUserDefinedNetwork vmnet-a"),
-    ("fd10:100::/64", "self", "subnet", "ClusterUserDefinedNetwork vmnet-a"),
     # vm-a on worker-1, inside reservedSubnets (allowed)
     ("192.168.100.205/32", "10.0.0.11", "host", "IPAMClaim imported-vms/vm-a.default"),
     ("fd10:100::cd/128", "fd00::11", "host", "IPAMClaim imported-vms/vm-a.default"),
@@ -96,6 +95,8 @@ EXPECTED_REFUSALS = {
     ("IPAMClaim lab-vms/vm-lab.default", "cluster_udn_vmnet-lab", "network-not-selected"),
     ("IPAMClaim legacy/vm-legacy.physnet", "cluster_udn_physnet", "network-not-advertisable"),
     ("IPAMClaim tenant-b/web-2.default", "192.168.200.1/24", "default-gateway-address"),
+    # the guard: the only peer is an IPv4 session without nextHopSelf, where an IPv6 `self` cannot be expressed
+    ("ClusterUserDefinedNetwork vmnet-a", "fd10:100::/64", "family-not-carried"),
 }
 
 
@@ -172,7 +173,7 @@ def test_table_groups_by_network_aligns_columns_and_lists_refusals_last(capsys):
         if line.startswith("  ") and not line.strip().startswith("PREFIX"):
             assert line[column - 2 : column] == "  " and line[column] != " "
     assert "\\nannounce route" in out, "control characters are escaped, one refusal per line"
-    assert lines[-1].endswith("16 refused")
+    assert lines[-1].endswith("17 refused")
 
 
 def test_empty_plan_renders():

@@ -13,7 +13,9 @@ import pytest
 
 from bgpadv import resources
 from bgpadv.config import parse
+from bgpadv.guard import Guard
 from bgpadv.model import Plan
+from bgpadv.planner import checks
 from bgpadv.service import Controller, LoopSettings, desired_per_peer, watched_resources
 from bgpadv.sources.reflector import WatchEvent
 
@@ -188,9 +190,91 @@ def test_a_planner_bug_keeps_the_current_advertisements(controller, monkeypatch)
     assert controller.speaker.desired == []
 
 
-def test_every_peer_gets_the_whole_plan():
-    plan = Plan.build([_host("192.168.100.10/32", "worker-1")], [])
-    assert desired_per_peer(CONFIG, plan) == {"10.0.0.1": plan.routes, "fd00::1": plan.routes}
+def test_every_peer_gets_the_plan_through_the_guard():
+    """desired_per_peer: the plan's routes that pass the guard, per peer; what fails it is a refusal."""
+    import objects as k8s
+
+    state = k8s.state(
+        k8s.node("worker-1", "10.0.0.11"),
+        k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24"], labels={"bgpadv.io/advertise": "true"}),
+    )
+    good, outside = _host("192.168.100.10/32", "worker-1"), _host("192.168.200.10/32", "worker-1")
+    plan = Plan.build([good, outside], [])
+    guarded = desired_per_peer(Guard(CONFIG), plan, state)
+    assert guarded.per_peer == {"10.0.0.1": (good,), "fd00::1": (good,)}
+    assert [(r.value, r.reason) for r in guarded.rejected] == [("192.168.200.10/32", checks.OUTSIDE_SELECTED_NETWORKS)]
+
+
+class PlanRecorder:
+    """An observer that keeps every plan handed to `planned`."""
+
+    def __init__(self) -> None:
+        self.plans: list[Plan] = []
+
+    def planned(self, plan: Plan, cause, seconds: float, full_resync: bool) -> None:
+        self.plans.append(plan)
+
+    def __getattr__(self, name: str):
+        return lambda *args, **kwargs: None
+
+
+def test_whatever_the_planner_returns_the_speaker_gets_only_guarded_routes_and_observers_see_the_refusals(
+    monkeypatch,
+):
+    """The guard sits between the planner and the speaker: a default route from a (buggy) planner never reaches the
+    speaker, and its refusal reaches the observers (metrics, Events) with the planner's own refusals."""
+    import objects as k8s
+    from netaddr import IPNetwork
+
+    from bgpadv import service
+    from bgpadv.model import Refusal, Route, RouteKind
+
+    cudn = k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24"], labels={"bgpadv.io/advertise": "true"})
+    good = _host("192.168.100.10/32", "worker-1")
+    default = Route(IPNetwork("0.0.0.0/0"), None, "vmnet-a", RouteKind.SUBNET, good.source)
+    planner_refusal = Refusal(good.source, "192.168.100.1", checks.DEFAULT_GATEWAY_ADDRESS, "gateway", "vmnet-a")
+    monkeypatch.setattr(
+        service.IncrementalPlanner, "plan", lambda self, state, changed: Plan.build([default, good], [planner_refusal])
+    )
+    recorder = PlanRecorder()
+    c = Controller(
+        CONFIG, speaker=RecordingSpeaker(), sources_factory=IdleSources, observer=recorder, settings=LoopSettings()
+    )
+    for obj in (k8s.node("worker-1", "10.0.0.11"), cudn):
+        c._handle(event(resources.resource_for(obj), "ADDED", obj))
+    for res in watched_resources(CONFIG):
+        c._handle(event(res, "SYNCED", None))
+    c._maybe_plan()
+    assert c.speaker.desired == [{"10.0.0.1": (good,), "fd00::1": (good,)}]
+    (observed,) = recorder.plans
+    assert observed.routes == (good,)
+    assert [(r.value, r.reason) for r in observed.rejected] == [
+        ("192.168.100.1", checks.DEFAULT_GATEWAY_ADDRESS),
+        ("0.0.0.0/0", checks.DEFAULT_ROUTE),
+    ]
+
+
+def test_a_self_route_a_session_cannot_express_is_refused_for_that_peer_only():
+    """An IPv6 subnet with next-hop self: the IPv6 session gets it, the IPv4 session cannot express an IPv6 `self`
+    (no nextHopSelf configured), so for that peer it is a `family-not-carried` refusal, not a silent skip."""
+    import objects as k8s
+
+    recorder = PlanRecorder()
+    c = Controller(
+        CONFIG, speaker=RecordingSpeaker(), sources_factory=IdleSources, observer=recorder, settings=LoopSettings()
+    )
+    cudn = k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24", "fd10:100::/64"], labels={"bgpadv.io/advertise": "true"})
+    c._handle(event(resources.CUDN, "ADDED", cudn))
+    for res in watched_resources(CONFIG):
+        c._handle(event(res, "SYNCED", None))
+    c._maybe_plan()
+    (desired,) = c.speaker.desired
+    assert [str(r.prefix) for r in desired["10.0.0.1"]] == ["192.168.100.0/24"]
+    assert [str(r.prefix) for r in desired["fd00::1"]] == ["192.168.100.0/24", "fd10:100::/64"]
+    (observed,) = recorder.plans
+    assert [(str(r.source), r.value, r.reason) for r in observed.rejected] == [
+        ("ClusterUserDefinedNetwork vmnet-a", "fd10:100::/64", checks.FAMILY_NOT_CARRIED)
+    ]
 
 
 def _host(prefix: str, node: str):

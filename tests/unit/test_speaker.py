@@ -220,7 +220,9 @@ def test_error_ack_marks_prefixes_unknown_and_the_next_diff_retries_them():
     assert not speaker.needs_retry
 
 
-def test_only_configured_families_and_matching_next_hops_are_sent():
+def test_what_a_peer_cannot_carry_is_never_sent_and_never_dropped_silently(caplog: pytest.LogCaptureFixture):
+    """Defence in depth: the guard refuses these routes (`family-not-carried`) before they reach the speaker; if one
+    gets past it anyway, the speaker still does not send it, counts it in `skipped` and logs an error."""
     peer = PeerConfig(address=IPAddress("10.0.0.1"), asn=64512)  # IPv4 session, both families
     speaker, fake = started(peers=(peer, PEER6))
     routes = [
@@ -235,6 +237,44 @@ def test_only_configured_families_and_matching_next_hops_are_sent():
     assert sorted(rib_of(fake, peer)) == ["10.128.0.5/32", "10.128.0.8/32", "fd00:10::5/128"]
     assert sorted(rib_of(fake, PEER6)) == ["fd00:10::5/128", "fd00:10::7/128"]  # IPv6 session: self is fine
     assert speaker.skipped == 2 + 3
+    errors = [r for r in caplog.records if r.levelname == "ERROR" and "cannot carry" in r.getMessage()]
+    assert [(r.peer, r.routes) for r in errors] == [(peer.name, 2), (PEER6.name, 3)]
+
+
+def test_held_names_every_prefix_exabgp_holds_unknown_ones_included_as_guard_keys():
+    """The guard keeps these first when a peer goes over safety.maxRoutes: the keys must be the guard's."""
+    from bgpadv.guard import prefix_key
+
+    speaker, fake = started(rib_dump=[_rib_line("10.128.0.99/32")])
+    speaker.set_desired({PEER4.name: hosts(2)})
+    fake.answer()
+    expected = {prefix_key(IPNetwork(p)) for p in ("10.128.0.0/32", "10.128.0.1/32")}
+    assert set(speaker.held(PEER4.name)) == expected
+    learned, _ = started(rib_dump=[_rib_line("10.128.0.99/32")])
+    assert set(learned.held(PEER4.name)) == {prefix_key(IPNetwork("10.128.0.99/32"))}
+
+
+def test_routes_through_the_guard_reach_the_speaker_without_a_skip():
+    """The guard, not the speaker, decides what a peer cannot carry: a refusal with a reason, nothing skipped."""
+    import objects as k8s
+
+    from bgpadv.guard import Guard
+    from bgpadv.planner import checks
+
+    config = k8s.config(peers=[{"address": "10.0.0.1", "asn": 64512}])  # IPv4 session, both families
+    state = k8s.state(
+        k8s.node("worker-1", "10.0.0.11", "fd00::11"),
+        k8s.cudn_layer2("tenant-blue", ["10.128.0.0/24", "fd00:10::/64"], labels=k8s.ADVERTISED),
+    )
+    wanted = [host("10.128.0.5/32"), host("fd00:10::5/128", W1_6), host("fd00:10::/64", None)]
+    guard = Guard(config)
+    guarded = guard.check(wanted, guard.context(state))
+    assert [(r.value, r.reason) for r in guarded.rejected] == [("fd00:10::/64", checks.FAMILY_NOT_CARRIED)]
+    speaker, fake = started(peers=config.peers)
+    speaker.set_desired(guarded.per_peer)
+    fake.answer()
+    assert sorted(rib_of(fake, config.peers[0])) == ["10.128.0.5/32", "fd00:10::5/128"]
+    assert speaker.skipped == 0
 
 
 def test_startup_learns_exabgp_rib_keeps_desired_routes_and_withdraws_stale_ones():

@@ -1,0 +1,516 @@
+"""The last guard before the speaker: every route passes it, whatever the planner did.
+
+Pure: no I/O, no clock, no logging. `check_peer(routes, context, peer)` takes the routes the plan wants for one peer
+and returns (accepted routes in the given order, refusals); `Guard` does the same for every configured peer at once
+with a cache, for the controller. Rules, in the order they are applied (the first that fails gives the reason code,
+see `bgpadv.planner.checks`):
+
+1. `default-route`: 0.0.0.0/0 or ::/0.
+2. `prefix-too-short`: shorter than `safety.minPrefixLength` of its family (defaults /16 and /48).
+3. `special-prefix`: overlaps unspecified/"this network" (0.0.0.0/8, ::/128), loopback (127.0.0.0/8, ::1/128),
+   link-local (169.254.0.0/16, fe80::/10), multicast (224.0.0.0/4, ff00::/8), limited broadcast
+   (255.255.255.255/32) or IPv4-mapped IPv6 (::ffff:0:0/96).
+4. `outside-selected-networks`: the prefix lies inside no subnet of a selected, advertised network (the networks the
+   planner's own index advertises, `planner.networks.index_networks`).
+5. `covers-infrastructure`: a host-length prefix (/32, /128) that is a node address (every InternalIP and
+   ExternalIP and the `k8s.ovn.org/node-primary-ifaddr` addresses of every node, valid or not), a BGP peer's
+   address, a configured local or `nextHopSelf` address, or the route's own next hop.
+6. `invalid-next-hop`: an explicit next hop of another family than the prefix, in a special range of rule 3, or
+   inside an advertised network's subnet.
+7. `family-not-carried` (per peer): the peer's `families` include the route's family but its next hop is `self`
+   and ExaBGP cannot express it on the session (an IPv6 `self` over an IPv4 session, without `nextHopSelf`); or no
+   configured peer carries the route's family at all. A peer whose `families` lack a family that another peer
+   carries simply does not get those routes (one session per family is a common design, not a refusal).
+8. `duplicate-prefix` (per peer): two routes for one prefix (after rule 7); the oldest origin keeps it — the source
+   object's `creationTimestamp` (none sorts last), then namespace, name and kind, then the plan's order.
+9. `max-routes-exceeded` (per peer): beyond `safety.maxRoutes`, prefixes the peer already holds (`advertised`) are
+   kept first, then the oldest origins; the newest are refused. The last good set stays.
+
+Refusals carry the route's source (an Event lands on it) and the prefix as value. A per-peer refusal names the first
+peer that refused it; a route refused for several peers is reported once. `Guarded.observed` gives observers the
+routes some peer gets.
+
+Cost: rules 1-6 depend on the route and the context only, so `Guard` caches their verdict per Route object (the
+incremental planner hands over the very same objects for what did not change) and drops the cache when the context
+changes. A call then costs one dictionary lookup per route plus the changed routes' evaluation; rules 7-9 cost
+nothing unless a peer lacks a family present in the plan, the plan holds two routes for one prefix, or a peer goes
+over its limit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from netaddr import IPAddress, IPNetwork
+
+from bgpadv.config import Config, PeerConfig
+from bgpadv.model import Plan, Refusal, Route
+from bgpadv.planner import checks
+from bgpadv.planner.networks import index_networks
+from bgpadv.planner.nodes import PRIMARY_IFADDR_ANNOTATION
+from bgpadv.sources.snapshot import ClusterState
+
+__all__ = ["SPECIAL_RANGES", "Guard", "GuardContext", "Guarded", "check_peer", "prefix_key"]
+
+PrefixKey = tuple[int, int, int]
+"""(IP version, network value with host bits cleared, prefix length): the speaker's key of a prefix."""
+
+_WIDTH = {4: 32, 6: 128}
+
+SPECIAL_RANGES: dict[int, tuple[tuple[int, int, str], ...]] = {
+    4: (
+        (0x00000000, 0x00FFFFFF, "unspecified/this-network 0.0.0.0/8"),
+        (0x7F000000, 0x7FFFFFFF, "loopback 127.0.0.0/8"),
+        (0xA9FE0000, 0xA9FEFFFF, "link-local 169.254.0.0/16"),
+        (0xE0000000, 0xEFFFFFFF, "multicast 224.0.0.0/4"),
+        (0xFFFFFFFF, 0xFFFFFFFF, "limited broadcast 255.255.255.255/32"),
+    ),
+    6: (
+        (0, 0, "unspecified ::/128"),
+        (1, 1, "loopback ::1/128"),
+        (0xFFFF << 32, (0xFFFF << 32) | 0xFFFFFFFF, "IPv4-mapped ::ffff:0:0/96"),
+        (0xFE80 << 112, (0xFEBF << 112) | ((1 << 112) - 1), "link-local fe80::/10"),
+        (0xFF << 120, (1 << 128) - 1, "multicast ff00::/8"),
+    ),
+}
+"""Per IP version: (first, last, description) of every range no announced prefix may overlap (rule 3) and no next hop
+may lie in (rule 6)."""
+
+_NEWEST = "\uffff"  # sorts after every timestamp: an origin without creationTimestamp is the youngest
+
+
+def prefix_key(prefix: IPNetwork) -> PrefixKey:
+    """The canonical key of a prefix, equal to the speaker's (host bits cleared)."""
+    module = prefix._module
+    length = prefix._prefixlen
+    shift = module.width - length
+    return (module.version, prefix._value >> shift << shift, length)
+
+
+def _special(version: int, first: int, last: int) -> str | None:
+    for lo, hi, what in SPECIAL_RANGES[version]:
+        if first <= hi and lo <= last:
+            return what
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class PeerRules:
+    """What one peer's session carries: its name and the route classes it accepts (see `_route_class`)."""
+
+    name: str
+    carried: int  # bit mask of route classes the session carries
+    configured: int  # bit mask of route classes of the families the peer is configured for
+    session_version: int
+
+    @staticmethod
+    def of(peer: PeerConfig, self_versions: Collection[int]) -> PeerRules:
+        session = (peer.local_address or peer.address).version
+        carried = configured = 0
+        for version, family in ((4, "ipv4 unicast"), (6, "ipv6 unicast")):
+            if family in peer.families:
+                configured |= _route_class(version, explicit=True) | _route_class(version, explicit=False)
+                carried |= _route_class(version, explicit=True)
+                # ExaBGP resolves `self` within the session's family (or IPv4); nextHopSelf gives an explicit address
+                if version in self_versions or version == 4 or version == session:
+                    carried |= _route_class(version, explicit=False)
+        return PeerRules(peer.name, carried, configured, session)
+
+
+def _route_class(version: int, explicit: bool) -> int:
+    """One bit per (family, explicit next hop or `self`)."""
+    return 1 << ((0 if version == 4 else 2) + (0 if explicit else 1))
+
+
+@dataclass(frozen=True, slots=True)
+class GuardContext:
+    """Everything the guard's rules read besides the routes. Equal contexts give equal verdicts.
+
+    `subnets`: (version, first, last) of every subnet of every selected, advertised network. `infrastructure`:
+    (version, value) → what the address is (node, peer, local or self address), for rule 5.
+    """
+
+    subnets: tuple[tuple[int, int, int], ...]
+    infrastructure: Mapping[tuple[int, int], str]
+    peers: tuple[PeerRules, ...]
+    min_prefix_length: tuple[int, int] = (16, 48)  # (IPv4, IPv6)
+    max_routes: int = 200_000
+
+    @staticmethod
+    def of(
+        subnets: Iterable[IPNetwork],
+        node_addresses: Mapping[str, Iterable[IPAddress]],
+        config: Config,
+    ) -> GuardContext:
+        """A context from the advertised networks' subnets, every node's addresses (by node name) and the config."""
+        infra: dict[tuple[int, int], str] = {}
+        for name in sorted(node_addresses):
+            for a in node_addresses[name]:
+                infra.setdefault((a.version, a.value), f"an address of node {name}")
+        for peer in config.peers:
+            infra.setdefault((peer.address.version, peer.address.value), f"the address of BGP peer {peer.name}")
+            if peer.local_address is not None:
+                a = peer.local_address
+                infra.setdefault((a.version, a.value), f"the local address of the session with {peer.name}")
+        for a in config.next_hop_self:
+            infra.setdefault((a.version, a.value), "a nextHopSelf address")
+        self_versions = {a.version for a in config.next_hop_self}
+        nets = sorted({(n.version, n.first, n.last) for n in (IPNetwork(s).cidr for s in subnets)})
+        return GuardContext(
+            subnets=tuple(nets),
+            infrastructure=infra,
+            peers=tuple(PeerRules.of(p, self_versions) for p in config.peers),
+            min_prefix_length=(config.safety.min_prefix_length_v4, config.safety.min_prefix_length_v6),
+            max_routes=config.safety.max_routes,
+        )
+
+    @staticmethod
+    def from_state(state: ClusterState, config: Config) -> GuardContext:
+        """The context of a cluster state: the planner's own network index, every node's addresses."""
+        networks = index_networks(state, config)
+        subnets = [s.network for n in networks.advertised.values() for s in n.subnets]
+        return GuardContext.of(subnets, all_node_addresses(state.nodes), config)
+
+
+def all_node_addresses(nodes: Mapping[object, object]) -> dict[str, list[IPAddress]]:
+    """Every address a node has, by node name: each InternalIP and ExternalIP of `status.addresses`, and each entry
+    of the `k8s.ovn.org/node-primary-ifaddr` annotation (mask stripped). Unparseable values are ignored."""
+    out: dict[str, list[IPAddress]] = {}
+    for key, node in nodes.items():
+        if not isinstance(node, dict):
+            continue
+        meta = node.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
+        name = meta.get("name") if isinstance(meta.get("name"), str) and meta.get("name") else str(key)
+        values: list[object] = []
+        status = node.get("status")
+        addresses = status.get("addresses") if isinstance(status, dict) else None
+        for entry in addresses if isinstance(addresses, list) else ():
+            if isinstance(entry, dict) and entry.get("type") in ("InternalIP", "ExternalIP"):
+                values.append(entry.get("address"))
+        annotations = meta.get("annotations")
+        raw = annotations.get(PRIMARY_IFADDR_ANNOTATION) if isinstance(annotations, dict) else None
+        if isinstance(raw, str):
+            try:
+                decoded = json.loads(raw)
+            except ValueError:
+                decoded = None
+            if isinstance(decoded, dict):
+                values.extend(decoded.get(k) for k in ("ipv4", "ipv6"))
+        found = out.setdefault(name, [])
+        for value in values:
+            parsed = checks.parse_address(value)
+            if parsed is not None:
+                found.append(IPAddress(parsed[1], parsed[0]))
+    return out
+
+
+# -- rules 1-6: one route against the context -----------------------------------------------------------------------
+
+_Verdict = tuple[Route, int, Refusal | None, int]
+"""(the route, its prefix as one integer for ordering, its refusal or None, its route class bit)."""
+
+
+def _refuse(route: Route, reason: str, message: str) -> Refusal:
+    return Refusal(route.source, str(route.prefix), reason, message, route.network)
+
+
+class _Evaluator:
+    """Rules 1-6 for one context, with its ranges precompiled and next-hop verdicts memoised (a few node addresses
+    are the next hops of every route)."""
+
+    def __init__(self, ctx: GuardContext) -> None:
+        self.ctx = ctx
+        self.minimum = {4: ctx.min_prefix_length[0], 6: ctx.min_prefix_length[1]}
+        # per version: (first, last, overlaps no special range) of every advertised subnet
+        self.subnets: dict[int, list[tuple[int, int, bool]]] = {4: [], 6: []}
+        for version, lo, hi in ctx.subnets:
+            self.subnets[version].append((lo, hi, _special(version, lo, hi) is None))
+        self.hops: dict[tuple[int, int, int], str | None] = {}
+
+    def __call__(self, route: Route) -> _Verdict:
+        p = route.prefix
+        version = p._module.version
+        length = p._prefixlen
+        shift = _WIDTH[version] - length
+        first = p._value >> shift << shift
+        nh = route.next_hop
+        order = ((version - 4) << 140) | (first << 8) | length
+        cls = _route_class(version, explicit=nh is not None)
+        return (route, order, self._refusal(route, version, length, first, first | ((1 << shift) - 1)), cls)
+
+    def _refusal(self, route: Route, version: int, length: int, first: int, last: int) -> Refusal | None:
+        if length == 0:
+            return _refuse(route, checks.DEFAULT_ROUTE, "a default route is never announced")
+        minimum = self.minimum[version]
+        if length < minimum:
+            message = f"/{length} is shorter than safety.minPrefixLength.ipv{version} (/{minimum})"
+            return _refuse(route, checks.PREFIX_TOO_SHORT, message)
+        inside = next(((lo, hi, c) for lo, hi, c in self.subnets[version] if lo <= first and last <= hi), None)
+        if inside is None or not inside[2]:  # inside a subnet that overlaps no special range: cannot overlap one
+            what = _special(version, first, last)
+            if what is not None:
+                return _refuse(route, checks.SPECIAL_PREFIX, f"the prefix overlaps {what}")
+        if inside is None:
+            message = "the prefix lies in no subnet of an advertised network"
+            return _refuse(route, checks.OUTSIDE_SELECTED_NETWORKS, message)
+        nh = route.next_hop
+        if length == _WIDTH[version]:
+            infra = self.ctx.infrastructure.get((version, first))
+            if infra is not None:
+                return _refuse(route, checks.COVERS_INFRASTRUCTURE, f"the host route covers {infra}")
+            if nh is not None and nh._module.version == version and nh._value == first:
+                return _refuse(route, checks.COVERS_INFRASTRUCTURE, "the host route covers its own next hop")
+        if nh is not None:
+            key = (nh._module.version, nh._value, version)
+            problem = self.hops.get(key, _UNSEEN)
+            if problem is _UNSEEN:
+                problem = self.hops[key] = self._next_hop_problem(key[0], key[1], version)
+            if problem is not None:
+                return _refuse(route, checks.INVALID_NEXT_HOP, f"next hop {nh} {problem}")
+        return None
+
+    def _next_hop_problem(self, nv: int, value: int, version: int) -> str | None:
+        if nv != version:
+            return f"is IPv{nv}, the prefix IPv{version}"
+        what = _special(nv, value, value)
+        if what is not None:
+            return f"is not a unicast address ({what})"
+        if any(lo <= value <= hi for lo, hi, _ in self.subnets[nv]):
+            return "lies inside an advertised network"
+        return None
+
+
+_UNSEEN = "\0unseen"
+
+
+# -- rules 7-9: one peer's set ----------------------------------------------------------------------------------------
+
+
+def _age(route: Route) -> tuple[str, str, str, str]:
+    src = route.source
+    return (src.created or _NEWEST, src.namespace, src.name, src.kind)
+
+
+def _not_carried_message(route: Route, peer: PeerRules) -> str:
+    if route.next_hop is None and peer.configured & _route_class(route.prefix.version, explicit=False):
+        return (
+            f"next-hop self for an IPv{route.prefix.version} prefix cannot be expressed on the IPv"
+            f"{peer.session_version} session with {peer.name} (set nextHopSelf)"
+        )
+    return f"no peer carries ipv{route.prefix.version} unicast"
+
+
+def _per_peer(
+    candidates: Sequence[Route],
+    verdicts: Callable[[Route], _Verdict],
+    peer: PeerRules,
+    ctx: GuardContext,
+    filter_family: bool,
+    deduplicate: bool,
+    held: Callable[[str], Collection[PrefixKey]] | None,
+    refusals: list[Refusal],
+) -> Sequence[Route]:
+    routes = candidates
+    if filter_family:
+        kept: list[Route] = []
+        elsewhere = 0  # classes of the families some other peer is configured for
+        for other in ctx.peers:
+            if other is not peer:
+                elsewhere |= other.configured
+        for r in routes:
+            cls = verdicts(r)[3]
+            if cls & peer.carried:
+                kept.append(r)
+            elif cls & peer.configured or not cls & elsewhere:
+                refusals.append(_refuse(r, checks.FAMILY_NOT_CARRIED, _not_carried_message(r, peer)))
+        routes = kept
+    if deduplicate:
+        winners: dict[int, Route] = {}
+        for r in routes:
+            key = verdicts(r)[1]
+            first = winners.get(key)
+            if first is None or _age(r) < _age(first):
+                winners[key] = r
+        if len(winners) != len(routes):
+            kept = []
+            for r in routes:
+                winner = winners[verdicts(r)[1]]
+                if winner is r:
+                    kept.append(r)
+                else:
+                    message = f"{r.prefix} is announced to {peer.name} from the older {winner.source}"
+                    refusals.append(_refuse(r, checks.DUPLICATE_PREFIX, message))
+            routes = kept
+    limit = ctx.max_routes
+    if len(routes) > limit:
+        # the prefixes the peer holds stay first; then the oldest origins. Only the smaller group is sorted: in a
+        # steady state over the limit, the peer holds `limit` routes and only the few newest are ranked.
+        advertised = held(peer.name) if held is not None else ()
+        holding: list[Route] = []
+        others: list[Route] = []
+        for r in routes:
+            (holding if prefix_key(r.prefix) in advertised else others).append(r)
+
+        def rank(r: Route) -> tuple:
+            return (_age(r), verdicts(r)[1])
+
+        if len(holding) >= limit:
+            holding.sort(key=rank)
+            keep, drop = holding[:limit], holding[limit:] + others
+        else:
+            others.sort(key=rank)
+            room = limit - len(holding)
+            keep, drop = holding + others[:room], others[room:]
+        message = f"peer {peer.name} already gets safety.maxRoutes ({limit}) routes"
+        refusals.extend(_refuse(r, checks.MAX_ROUTES_EXCEEDED, message) for r in drop)
+        kept_ids = {id(r) for r in keep}
+        routes = [r for r in routes if id(r) in kept_ids]
+    return routes
+
+
+# -- the guard ------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Guarded:
+    """The guard's outcome: what each peer gets (in the plan's order) and every refusal (each once)."""
+
+    per_peer: dict[str, tuple[Route, ...]] = field(default_factory=dict)
+    rejected: tuple[Refusal, ...] = ()
+
+    def observed(self, plan: Plan) -> Plan:
+        """The plan as observers must see it: the routes some peer gets, and the planner's refusals followed by the
+        guard's (so they are counted and get Events exactly like the planner's)."""
+        groups = list({id(v): v for v in self.per_peer.values()}.values())
+        if len(groups) == 1 and len(groups[0]) == len(plan.routes):
+            routes = plan.routes
+        else:
+            kept = {id(r) for g in groups for r in g}
+            routes = tuple(r for r in plan.routes if id(r) in kept)
+        if not self.rejected:
+            return plan if routes is plan.routes else Plan(routes=routes, rejected=plan.rejected)
+        return Plan(routes=routes, rejected=(*plan.rejected, *self.rejected))
+
+
+class Guard:
+    """Applies the guard to every peer of a context, caching rules 1-6 per Route object (see the module).
+
+    Not thread-safe; one instance follows one controller. `context(state)` caches the context by the identity of
+    the CUDN, RouteAdvertisements and Node objects it was built from (the store replaces a changed object's dict).
+    """
+
+    def __init__(self, config: Config | None = None) -> None:
+        self.config = config  # needed by `context()` only
+        self.evaluated = 0  # routes whose rules 1-6 were (re)evaluated, for tests and benchmarks
+        self._context: GuardContext | None = None
+        self._seen: tuple[list, list, list] | None = None
+        self._verdicts: dict[int, _Verdict] = {}
+        self._verdict_context: GuardContext | None = None
+        self._evaluate: _Evaluator | None = None
+
+    def context(self, state: ClusterState) -> GuardContext:
+        seen = (
+            list(state.cudns.items()),
+            list(state.route_advertisements.items()),
+            list(state.nodes.items()),
+        )
+        if self._context is None or self._seen is None or not all(map(_same_items, seen, self._seen)):
+            if self.config is None:
+                raise ValueError("Guard.context() needs the configuration")
+            self._context = GuardContext.from_state(state, self.config)
+        self._seen = seen
+        return self._context
+
+    def check(
+        self,
+        routes: Sequence[Route],
+        ctx: GuardContext,
+        advertised: Callable[[str], Collection[PrefixKey]] | None = None,
+    ) -> Guarded:
+        """Guard `routes` (every peer's wish) for each peer of `ctx`. `advertised(peer)`: the prefixes the peer
+        already holds, asked only when a peer goes over `max_routes`."""
+        if ctx is not self._verdict_context and ctx != self._verdict_context:
+            self._verdicts = {}
+            self._evaluate = _Evaluator(ctx)
+        self._verdict_context = ctx
+        evaluate = self._evaluate
+        assert evaluate is not None
+        cache = self._verdicts
+        get = cache.get
+        evaluated = 0
+        refusals: list[Refusal] = []
+        accepted: list[Route] = []
+        present = 0
+        ordered = True
+        last = -1
+        append = accepted.append
+        for r in routes:
+            v = get(id(r))
+            if v is None or v[0] is not r:
+                v = cache[id(r)] = evaluate(r)
+                evaluated += 1
+            _, order, refusal, cls = v
+            if refusal is not None:
+                refusals.append(refusal)
+                continue
+            if order <= last:
+                ordered = False  # two routes for one prefix, or an order the adjacency test cannot trust
+            last = order
+            present |= cls
+            append(r)
+        self.evaluated += evaluated
+        if len(cache) > 2 * len(routes) + 1024:  # forget routes no longer planned
+            self._verdicts = {id(r): cache[id(r)] for r in routes}
+        verdict = self._verdicts.__getitem__
+
+        def lookup(r: Route) -> _Verdict:
+            return verdict(id(r))
+
+        shared = tuple(accepted)
+        per_peer: dict[str, tuple[Route, ...]] = {}
+        for peer in ctx.peers:
+            filter_family = bool(present & ~peer.carried)
+            if not filter_family and ordered and len(shared) <= ctx.max_routes:
+                per_peer[peer.name] = shared
+                continue
+            out = _per_peer(shared, lookup, peer, ctx, filter_family, not ordered, advertised, refusals)
+            per_peer[peer.name] = out if isinstance(out, tuple) else tuple(out)
+        return Guarded(per_peer, _unique(refusals))
+
+
+def check_peer(
+    routes: Sequence[Route],
+    ctx: GuardContext,
+    peer: str | None = None,
+    advertised: Collection[PrefixKey] = (),
+) -> tuple[tuple[Route, ...], tuple[Refusal, ...]]:
+    """The guard for one peer of `ctx` (by name; None: the first): (accepted routes in order, refusals)."""
+    rules = next((p for p in ctx.peers if peer is None or p.name == peer), None)
+    if rules is None:
+        raise KeyError(f"no peer {peer!r} in the guard's context")
+    one = GuardContext(ctx.subnets, ctx.infrastructure, (rules,), ctx.min_prefix_length, ctx.max_routes)
+    result = Guard().check(routes, one, lambda _name: advertised)
+    return result.per_peer[rules.name], result.rejected
+
+
+def _unique(refusals: list[Refusal]) -> tuple[Refusal, ...]:
+    """Each (source, value, reason) once, the first kept (refusals for several peers name the first)."""
+    if len(refusals) < 2:
+        return tuple(refusals)
+    seen: set[tuple] = set()
+    out: list[Refusal] = []
+    for r in refusals:
+        k = (r.source, r.value, r.reason)
+        if k not in seen:
+            seen.add(k)
+            out.append(r)
+    return tuple(out)
+
+
+def _same_items(current: list[tuple[object, object]], previous: list[tuple[object, object]]) -> bool:
+    return len(current) == len(previous) and all(
+        k == pk and v is pv for (k, v), (pk, pv) in zip(current, previous, strict=True)
+    )
