@@ -51,7 +51,7 @@ from bgpadv.model import Attributes, ObjectRef, Refusal, Route, RouteKind
 from bgpadv.planner import checks
 from bgpadv.planner.fast import host_prefix, make_ref, make_route
 from bgpadv.planner.networks import CUDN_PREFIX, Network, Networks
-from bgpadv.planner.nodes import NodeInfo
+from bgpadv.planner.nodes import NodeInfo, node_address_keys
 from bgpadv.sources.snapshot import ClusterState
 
 VM_LABEL = "kubevirt.io/vm"
@@ -327,6 +327,9 @@ class _NetworkResolver:
         if net_name.startswith(CUDN_PREFIX):
             cudn = net_name[len(CUDN_PREFIX) :]
             network = networks.advertised.get(cudn)
+            if network is not None and network.topology != "Layer2":
+                message = f"CUDN {cudn} is {network.topology}: OVN-K keeps persistent IPs only on Layer2 networks"
+                return None, (checks.PERSISTENT_IPS_NOT_SUPPORTED, message, cudn)
             if network is not None or cudn in networks.withdrawn:
                 return network, None
             refused = networks.claim_refusals.get(cudn)
@@ -462,6 +465,28 @@ def host_routes(
 _NO_PODS = LauncherPods({})
 
 
+def node_address_refusal(
+    key: int, text: str, network: Network, ref: ObjectRef, nodes: Mapping[str, NodeInfo]
+) -> Refusal:
+    """The refusal of a VM address that is also a node's address (rule 8 of the module docstring)."""
+    holder = next((n for n in sorted(nodes) if key in nodes[n].keys), "?")
+    message = f"the address is an address of node {holder}: a host route for it would hijack the node"
+    return Refusal(ref, checks.describe(text), checks.COVERS_INFRASTRUCTURE, message, network.name)
+
+
+def no_next_hop_refusal(
+    version: int, text: str, network: Network, ref: ObjectRef, node_name: str, nodes: Mapping[str, NodeInfo]
+) -> Refusal:
+    """The refusal of a host route whose node has no (valid) address of its family (rule 7)."""
+    info = nodes.get(node_name)
+    if info is None:
+        message = f"VM runs on unknown node {node_name}" if node_name else "VMI status names no node"
+        return Refusal(ref, checks.describe(text), checks.NO_NODE_ADDRESS, message, network.name)
+    invalid, message = info.no_address(version)
+    reason = checks.INVALID_NODE_ADDRESS if invalid else checks.NO_NODE_ADDRESS
+    return Refusal(ref, checks.describe(text), reason, message, network.name)
+
+
 def _placements(keys: Iterable[tuple[str, str]], state: ClusterState) -> dict[tuple[str, str], str | None]:
     """Where each VMI runs now: None when it is not Running (or absent), "" when Running on no known node."""
     vmis = state.vmis
@@ -512,6 +537,7 @@ def _place(
     out: _Collector,
 ) -> list[Route]:
     placed = _placements({c[3] for c in candidates.values()}, state)
+    node_keys = node_address_keys(nodes)
     attrs: Attributes = config.attributes
     self_next_hop = config.next_hop == "self"
     routes: list[Route] = []
@@ -524,6 +550,10 @@ def _place(
         node_name = placed[vmi_key]
         if node_name is None:
             continue  # VM not running: a stopped VM is normal
+        if key in node_keys:
+            refusal = node_address_refusal(key, text, network, ref, nodes)
+            out.refusals.append(refusal)
+            continue
         if self_next_hop:
             append(make_route(host_prefix(version, value), None, network.name, host, ref, node_name or None, attrs))
             continue
@@ -533,11 +563,7 @@ def _place(
             info = nodes.get(node_name)
             next_hop = family_hops[node_name] = info.address(version) if info is not None else None
         if next_hop is None:
-            if node_name not in nodes:
-                message = f"VM runs on unknown node {node_name}" if node_name else "VMI status names no node"
-            else:
-                message = f"node {node_name} has no IPv{version} address"
-            out.refuse(ref, text, checks.NO_NODE_ADDRESS, message, network.name)
+            out.refusals.append(no_next_hop_refusal(version, text, network, ref, node_name, nodes))
             continue
         append(make_route(host_prefix(version, value), next_hop, network.name, host, ref, node_name, attrs))
     return routes
