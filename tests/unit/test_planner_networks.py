@@ -364,7 +364,7 @@ def test_invalid_layer2_definition_refuses_the_cudn_whole_with_every_claim_on_it
     p = plan(k8s.state(NODES, cudn, CLAIM_A, VMI_A), k8s.config())
     assert p.routes == ()
     assert refused(p) == {
-        *((f"ClusterUserDefinedNetwork vmnet-a", value, reason) for value, reason in cudn_refusals),
+        *(("ClusterUserDefinedNetwork vmnet-a", value, reason) for value, reason in cudn_refusals),
         ("IPAMClaim imported-vms/vm-a.default", "cluster_udn_vmnet-a", INVALID),
     }
 
