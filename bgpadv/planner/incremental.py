@@ -18,9 +18,11 @@ What is cached, and what invalidates it:
   `vms._resolve_conflicts`). Recomputed when a candidate of that address comes or goes.
 - Per VMI a winner points at: its placement (`vms._placements`). Recomputed when the VMI changes, and for VMIs whose
   placement reads launcher pods (`vms._needs_pods`) whenever a pod changes.
-- Per winning address: its host route or its `no-node-address` refusal (the body of `vms._place`). Recomputed when
-  the winner, its VMI's placement, or the node it is placed on changes.
-- Subnet routes and the CUDN refusals: recomputed whenever a CUDN, RouteAdvertisements or Node object changes.
+- Per winning address: its host route or its refusal (`no-node-address`, `invalid-node-address`,
+  `covers-infrastructure`: the body of `vms._place`). Recomputed when the winner, its VMI's placement, or the node it
+  is placed on changes, and when a node address equal to it appears, disappears or changes node.
+- The node index (`nodes.index_nodes`, whose next hops depend on the advertised subnets), subnet routes and the CUDN
+  refusals: recomputed whenever a CUDN, RouteAdvertisements or Node object changes.
 
 Order: `Plan.build` sorts with a stable sort, so elements with equal sort keys keep the cold planner's insertion order.
 Host routes have distinct keys (one winner per address) and subnet routes precede host routes of the same key, so the

@@ -12,11 +12,43 @@ A CUDN being deleted (`deletionTimestamp`) or whose `NetworkCreated` condition i
 routes are withdrawn and claims on it are skipped without a refusal. A selected CUDN that is not a primary Layer2 or
 Layer3 network (Localnet, Secondary) is refused as `network-not-advertisable`, and so is every claim on it.
 
+Definitions are validated like OVN-K's own CRD validation (the CEL rules of
+`go-controller/pkg/crd/userdefinednetwork/v1/shared.go`), plus what a route may never be. Any violation refuses the
+CUDN whole: one refusal per offending value on the CUDN (`invalid-network-definition`; `malformed-address` for a
+string that does not parse; `malformed-object` for a field that is not a list), no route, and every claim on it
+refused `invalid-network-definition`. A cluster with an older CRD (or a hand-written dump) may hold such objects.
+
+- Every subnet (Layer2 `subnets`, Layer3 `cidr`): not a default route, not a /32 or /128 (a VM host route has that
+  size), and overlapping no range that never holds unicast hosts (0.0.0.0/8, 127.0.0.0/8, 169.254.0.0/16,
+  224.0.0.0/4, 255.255.255.255, ::, ::1, ::ffff:0:0/96, fe80::/10, ff00::/8; see `nodes.SPECIAL_RANGES`).
+- Layer2 `subnets`: 1 or 2 CIDRs, of different families when 2; required unless `ipam.mode` is Disabled.
+- Layer2 `infrastructureSubnets` (1-4) and `reservedSubnets` (1-25): masked (no host bits), each inside a subnet,
+  no infrastructure subnet overlapping a reserved one.
+- Layer2 `defaultGatewayIPs`: 1 or 2 bare IPs of different families, one per subnet (as many as `subnets`), each
+  inside a subnet, and inside an `infrastructureSubnets` entry when those are set.
+- Layer3 `subnets`: 1-400 entries; cidrs neither overlapping nor repeated. `hostSubnet` an integer from 1 to 127,
+  longer than the cidr's prefix, shorter than 32 for IPv4; absent, OVN-K's default applies (`DEFAULT_HOST_SUBNET`:
+  24 for IPv4, 64 for IPv6), which must then be longer than the cidr's prefix too. Entries of one family set the same
+  `hostSubnet` (or all leave it unset). `"24"` or `true` is not an integer.
+
+Not checked (the CRD checks them, but they change no route): `mtu`, `joinSubnets`, `ipam.lifecycle`, immutability.
+`ipam.mode: Disabled` is accepted on a primary network (the CRD allows it only on Secondary ones): bgpadv then takes
+the VM addresses from VMI interfaces (see `vms`).
+
+Overlaps: when subnets of two valid, selected networks overlap (same family, one range meets the other), the older
+network (`metadata.creationTimestamp`, then name; no timestamp is the youngest) keeps the address space, and the
+younger is refused whole as `network-overlap` (naming the older network) with every claim on it. So advertised
+networks never overlap: one address belongs to at most one of them.
+
 Routes: a Layer2 CUDN announces each of its `subnets` with next hop self (`node` None). A Layer3 CUDN announces each
 node's host subnet, read from the node annotation `k8s.ovn.org/node-subnets` under the key `cluster_udn_<name>`
-(a string or a list), with next hop that node's address of the same family; a host subnet outside every `cidr` of
-the CUDN is refused (`outside-network-subnets`), one whose prefix length is not the `hostSubnet` of its `cidr` (when
-set) is `malformed-address`, and a node without an address of the family gives `no-node-address`.
+(a string or a list), with next hop that node's address of the same family (see `nodes`). A host subnet outside
+every `cidr` of the CUDN is refused (`outside-network-subnets`), one whose prefix length is not the `hostSubnet` of
+its `cidr` is `malformed-address`. Two nodes naming the same host subnet (within a network every host subnet has its
+cidr's length, and advertised networks do not overlap, so overlapping host subnets are equal ones): the older node
+(`creationTimestamp`, then name) keeps it, the younger node's entry is refused `host-subnet-conflict`; a node naming
+its own subnet twice gets it once. A node without a valid address of the family gives `no-node-address`, or
+`invalid-node-address` when its only addresses of that family can never be next hops.
 """
 
 from __future__ import annotations

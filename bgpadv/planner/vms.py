@@ -2,9 +2,12 @@
 
 Rules, in the order the planner applies them to each IPAMClaim:
 
-1. Network: `spec.network` `cluster_udn_<name>` names CUDN `<name>`. An advertised CUDN goes on; a CUDN that is
-   not selected, not advertisable or malformed refuses the claim (`network-not-selected`, `network-not-advertisable`);
-   a CUDN being deleted skips it silently; a missing CUDN gives `unknown-network`. `<ns>_<name>` is a namespaced UDN
+1. Network: `spec.network` `cluster_udn_<name>` names CUDN `<name>`. An advertised Layer2 CUDN goes on; an
+   advertised Layer3 CUDN refuses the claim (`persistent-ips-not-supported`: OVN-K honours IPAMClaims only on
+   Layer2/Localnet, so the addresses are whatever a pod got from some node's host subnet); a CUDN that is not
+   selected, not advertisable, invalid or overlapped by an older network refuses the claim with the CUDN's own code
+   (`network-not-selected`, `network-not-advertisable`, `invalid-network-definition`, `network-overlap`); a CUDN being
+   deleted skips it silently; a missing CUDN gives `unknown-network`. `<ns>_<name>` is a namespaced UDN
    (`namespaced-udn-not-advertisable`); anything else is `unknown-network`. A claim being deleted is skipped.
 2. VM: same namespace, VMI name = the claim's label `kubevirt.io/vm`, else the name of its ownerReference of kind
    VirtualMachine or VirtualMachineInstance. The claim name is never parsed. No link at all, or a label and an
@@ -28,12 +31,17 @@ Rules, in the order the planner applies them to each IPAMClaim:
    (`abortStatus: Succeeded`) migration stays on (returns to) the source: `status.nodeName`, else
    `migrationState.sourceNode`. `status.ownerPod` of the claim is never used.
 7. Next hop: config `nextHop: self` → None (the speaker's address); `node` → that node's address of the route's
-   family, or the refusal `no-node-address` when the node is unknown or has none.
+   family (`nodes`), or the refusal `no-node-address` when the node is unknown or has none, `invalid-node-address`
+   when its only addresses of that family can never be next hops (loopback, link-local, inside an advertised
+   network, ...).
+8. Node addresses: the address of a running VM that is also an address of any node (InternalIP,
+   `node-primary-ifaddr`, `host-cidrs`; e.g. a CUDN covering the node network) is refused `covers-infrastructure`:
+   its host route would steal the node's traffic. Checked after rules 4-5 (the claim still holds the address against
+   younger claims), with either next-hop setting.
 
-Judgement calls: a claim on a Layer3 CUDN (OVN-K ignores persistent IPs there) is validated against the CUDN's
-cidrs and announced like any other, without per-node gateway checks. An address valid on its own network that
-also lies inside another selected network's subnets is announced (the /32 is more specific); overlapping subnets of
-two selected CUDNs are not detected here. The same address on two networks is a conflict (rule 4).
+Advertised networks never overlap (`networks` refuses the younger of two overlapping ones), so an address lies in
+at most one of them; the same address claimed on two networks can only be a claim on a network that is not
+advertised, refused by rule 1 before any conflict.
 
 IPAM-disabled Layer2 networks (`layer2.ipam.mode: Disabled`) have no claims: the addresses come from the Running
 VMI's `status.interfaces[]` whose `podInterfaceName` is `ovn-udn1` (the primary UDN), for VMIs in namespaces the
