@@ -1,9 +1,12 @@
 """Planner properties (hypothesis): no input makes plan() raise, and nothing it announces breaks the rules.
 
 Scope: (1) arbitrary JSON-shaped garbage in every field of every watched kind never raises; (2) on realistic
-clusters with random addresses, every announced prefix lies inside a subnet of a selected network, no announced
-host address is one the rules refuse (checked against an independent netaddr implementation), every address of a
-running VM is either announced or refused, and the plan does not depend on the order objects were listed in;
+clusters with random addresses (node InternalIPs that are never next hops, a second network that may overlap the
+first, valid and invalid gateway definitions), every announced prefix lies inside a subnet of a selected network,
+of two overlapping networks one only is announced, no announced host address is one the rules refuse (checked
+against an independent netaddr implementation) or a node's address, every next hop is a unicast address outside
+the advertised networks, every address of a running VM is either announced or refused, and the plan does not
+depend on the order objects were listed in;
 (3) the precompiled address checker equals the reference `checks.host_address_reason`.
 """
 
@@ -166,7 +169,10 @@ ipv4_near = st.integers(0xC0A863F0, 0xC0A86510).map(lambda v: str(IPAddress(v, 4
 ipv6_near = st.integers(0, 20).map(lambda v: f"fd10:100::{v:x}") | st.sampled_from(["fd10:101::1", "fe80::1", "::1"])
 specials = st.sampled_from(["169.254.1.1", "127.0.0.1", "224.0.0.1", "0.0.0.0", "10.0.0.1", "ff02::1", "::"])
 masks = st.sampled_from(["", "/24", "/64", "/32", "/128", "/0", "/ 24", "/24 next-hop 203.0.113.9"])
-addresses = st.tuples(ipv4_near | ipv6_near | specials, masks).map(lambda t: t[0] + t[1]) | st.text(max_size=20)
+node_owned = st.sampled_from(["192.168.100.5/24", "fd10:100::5/64"])  # a node's InternalIP in some clusters
+addresses = (
+    st.tuples(ipv4_near | ipv6_near | specials, masks).map(lambda t: t[0] + t[1]) | node_owned | st.text(max_size=20)
+)
 
 
 # (infrastructureSubnets, defaultGatewayIPs) that OVN-K's CRD accepts for the dual-stack vmnet-a: a gateway per
@@ -185,6 +191,10 @@ INVALID_INFRA_GATEWAYS = [
 ]
 
 
+NODE_IPV4_NEVER_NEXT_HOPS = ["127.0.0.1", "169.254.0.1", "224.0.0.1", "255.255.255.255", "0.0.0.0", "192.168.100.5"]
+NODE_IPV6_NEVER_NEXT_HOPS = ["::1", "fe80::1", "ff02::1", "::ffff:10.0.0.11", "fd10:100::5"]
+
+
 @st.composite
 def clusters(draw):
     infra, gateways = draw(st.sampled_from(VALID_INFRA_GATEWAYS * 3 + INVALID_INFRA_GATEWAYS))
@@ -196,7 +206,20 @@ def clusters(draw):
         reserved_subnets=["192.168.100.200/29"],
         default_gateway_ips=gateways,
     )
-    objects = [cudn, k8s.node("worker-1", "10.0.0.11", "fd00::11"), k8s.node("worker-2", "10.0.0.12")]
+    # worker-1's InternalIPs may be addresses that are never next hops (its annotation keeps valid ones, or not)
+    ipv4 = draw(st.sampled_from(["10.0.0.11"] * 3 + NODE_IPV4_NEVER_NEXT_HOPS))
+    ipv6 = draw(st.sampled_from(["fd00::11"] * 3 + NODE_IPV6_NEVER_NEXT_HOPS))
+    worker_1 = k8s.node("worker-1", ipv4, ipv6, primary_ifaddr=draw(st.booleans()))
+    if worker_1["metadata"]["annotations"].get("k8s.ovn.org/node-primary-ifaddr"):
+        worker_1["metadata"]["annotations"]["k8s.ovn.org/node-primary-ifaddr"] = (
+            '{"ipv4": "10.0.0.11/24", "ipv6": "fd00::11/64"}'
+        )
+    objects = [cudn, worker_1, k8s.node("worker-2", "10.0.0.12")]
+    # sometimes a second network, overlapping vmnet-a or not, older or younger
+    other = draw(st.sampled_from([None, "192.168.100.128/25", "192.168.0.0/16", "10.1.0.0/24"]))
+    if other is not None:
+        created_at = draw(st.sampled_from(["2024-01-01T00:00:00Z", "2026-01-01T00:00:00Z"]))
+        objects.append(k8s.cudn_layer2("vmnet-z", [other], labels=ADV, namespaces=["tenant-z"], created_at=created_at))
     n = draw(st.integers(1, 6))
     for i in range(n):
         ips = draw(st.lists(addresses, max_size=3))
@@ -238,9 +261,30 @@ def test_announced_prefixes_lie_in_a_selected_network_and_are_never_refusal_wort
     allowed = IPSet([SUBNET_A, SUBNET_A6])
     forbidden = _forbidden(infra, gateways)
     special = IPSet(["169.254.0.0/16", "fe80::/10", "127.0.0.0/8", "::1/128", "224.0.0.0/4", "ff00::/8"])
+    never_next_hops = IPSet(
+        [*special.iter_cidrs(), "0.0.0.0/8", "255.255.255.255/32", "::/128", "::ffff:0:0/96", SUBNET_A, SUBNET_A6]
+    )
+    node_addresses = {
+        IPAddress(a["address"])
+        for o in objects
+        if o["kind"] == "Node"
+        for a in o["status"]["addresses"]
+        if a["type"] == "InternalIP"
+    }
+    z = next((o for o in objects if o["metadata"]["name"] == "vmnet-z"), None)
+    if z is not None:
+        z_subnets = IPSet(z["spec"]["network"]["layer2"]["subnets"])
+        if z_subnets & allowed:
+            announced = {r.network for r in result.routes}
+            assert len(announced) <= 1, "of two overlapping networks, one only is announced"
+        allowed |= z_subnets
     for route in result.routes:
-        assert route.network == "vmnet-a"
         assert route.prefix in allowed
+        if route.next_hop is not None:
+            assert route.next_hop not in never_next_hops
+            assert route.next_hop not in allowed
+        if str(route.kind) == "host":
+            assert route.prefix.ip not in node_addresses
         if str(route.kind) == "host":
             assert route.prefix.prefixlen == (32 if route.prefix.version == 4 else 128)
             address = route.prefix.ip
