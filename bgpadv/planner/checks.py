@@ -82,9 +82,9 @@ subnet that is a default route, a /32 or /128, or overlaps loopback/link-local/m
 space; Layer2 `subnets` not 1-2 CIDRs of different families; `defaultGatewayIPs` not one per subnet, outside the
 subnets or outside the `infrastructureSubnets`; infrastructure or reserved subnets with host bits, outside the
 subnets, or overlapping each other; Layer3 cidrs overlapping or repeated, a `hostSubnet` that is not an integer
-from 1 to 127 longer than its cidr (shorter than 32 for IPv4) or differs within a family, an absent `hostSubnet`
-whose OVN-K default (24, 64) is not longer than the cidr. The CUDN is refused whole (one refusal per offending
-value) and every claim on it is refused with this code. The rules are listed in `networks`."""
+from 1 to 127 longer than its cidr (shorter than 32 for IPv4, exactly 64 for IPv6) or differs within a family, an
+absent `hostSubnet` whose OVN-K default (24, 64) is not longer than the cidr. The CUDN is refused whole (one refusal
+per offending value) and every claim on it is refused with this code. The rules are listed in `networks`."""
 
 NETWORK_OVERLAP = "network-overlap"
 """A valid, selected CUDN whose subnets overlap those of another valid, selected CUDN: the older network

@@ -29,7 +29,8 @@ refused `invalid-network-definition`. A cluster with an older CRD (or a hand-wri
 - Layer3 `subnets`: 1-400 entries; cidrs neither overlapping nor repeated. `hostSubnet` an integer from 1 to 127,
   longer than the cidr's prefix, shorter than 32 for IPv4; absent, OVN-K's default applies (`DEFAULT_HOST_SUBNET`:
   24 for IPv4, 64 for IPv6), which must then be longer than the cidr's prefix too. Entries of one family set the same
-  `hostSubnet` (or all leave it unset). `"24"` or `true` is not an integer.
+  `hostSubnet` (or all leave it unset). `"24"` or `true` is not an integer. Stricter than the CRD, as OVN-K's own
+  subnet parser (`config.ParseClusterSubnetEntries`) is when it renders the network: an IPv6 `hostSubnet` is 64.
 
 Not checked (the CRD checks them, but they change no route): `mtu`, `joinSubnets`, `ipam.lifecycle`, immutability.
 `ipam.mode: Disabled` is accepted on a primary network (the CRD allows it only on Secondary ones): bgpadv then takes
@@ -434,6 +435,11 @@ def _layer3(cudn_name: str, ref: ObjectRef, layer3: Mapping, problems: _Problems
             continue
         elif cidr.version == 4 and length >= 32:
             problems.invalid(length, f"{path}[].hostSubnet of {text}: must be shorter than 32 for IPv4")
+            ok = False
+            continue
+        elif cidr.version == 6 and length != 64:
+            # the CRD allows up to 127, but OVN-K's subnet parser refuses the network: no node would get a host subnet
+            problems.invalid(length, f"{path}[].hostSubnet of {text}: OVN-K supports only /64 IPv6 host subnets")
             ok = False
             continue
         parsed.append((str(text), cidr, length, explicit))

@@ -393,6 +393,9 @@ def l3_node(name: str, ipv4: str, *host_subnets: str, created: str = k8s.DEFAULT
         pytest.param([("10.132.0.0/16", 8)], {("8", INVALID)}, id="host-subnet-shorter-than-the-cidr"),
         pytest.param([("10.132.0.0/16", 32)], {("32", INVALID)}, id="ipv4-host-subnet-of-32"),
         pytest.param([("fd10:132::/48", 128)], {("128", INVALID)}, id="ipv6-host-subnet-of-128"),
+        # the CRD accepts it, OVN-K's subnet parser does not: the network never gets host subnets
+        pytest.param([("fd10:132::/48", 80)], {("80", INVALID)}, id="ipv6-host-subnet-other-than-64"),
+        pytest.param([("fd10:132::/64", None)], {("fd10:132::/64", INVALID)}, id="default-64-not-longer-than-a-64"),
         pytest.param([("10.132.0.0/16", 0)], {("0", INVALID)}, id="host-subnet-zero"),
         pytest.param([("10.132.0.0/24", None)], {("10.132.0.0/24", INVALID)}, id="default-24-not-longer-than-a-24"),
         pytest.param(
