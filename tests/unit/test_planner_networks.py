@@ -2,7 +2,10 @@
 
 Scope: selection by label selector and by RouteAdvertisements, withdrawn CUDNs (deleting, NetworkCreated=False),
 topologies that cannot be advertised, Layer2 subnets (next hop self), Layer3 per-node host subnets from the node
-annotation `k8s.ovn.org/node-subnets` (string or list), and the `networks.subnets` switch.
+annotation `k8s.ovn.org/node-subnets` (string or list), and the `networks.subnets` switch. Definitions validated like
+OVN-K's CRD (one table row per rule: the CUDN is refused whole, with every claim on it), Layer3 `hostSubnet` and
+its defaults, a host subnet named by two nodes (the older node keeps it), overlapping selected networks (the older
+network keeps the space).
 Host routes of VMs are in test_planner_vms.py; address checks in test_planner_checks.py.
 """
 

@@ -3,7 +3,8 @@
 Scope: claim → VMI linking (label `kubevirt.io/vm`, ownerReference; never the claim name), Running only, pending
 and stopped VMs, next hop (node InternalIP of the route's family, the node-primary-ifaddr fallback, `self`), live
 migration (target live by VMI timestamp or by the target pod's annotation; failed, aborted and completed
-migrations), IPAM-disabled networks (VMI interfaces), per-node views and the hostRoutes switch.
+migrations), IPAM-disabled networks (VMI interfaces), per-node views, the hostRoutes switch, and claims on Layer3
+networks (no persistent IPs there). Node addresses as next hops are in test_planner_nodes.py.
 """
 
 from __future__ import annotations
