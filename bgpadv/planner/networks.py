@@ -55,6 +55,7 @@ its own subnet twice gets it once. A node without a valid address of the family 
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -254,7 +255,7 @@ def _cidr_list(
         problems.add(values, checks.MALFORMED_OBJECT, f"{path} is not a list")
         return None
     if not 1 <= len(values) <= max_items:
-        problems.invalid(values, f"{path} must hold 1 to {max_items} CIDRs, not {len(values)}")
+        problems.invalid(f"{len(values)} entries", f"{path} must hold 1 to {max_items} CIDRs")
         return None
     out: list[tuple[str, SubnetRange, bool]] = []
     ok = True
@@ -338,7 +339,7 @@ def _layer2(cudn_name: str, ref: ObjectRef, layer2: Mapping, problems: _Problems
             problems.add(raw_gw, checks.MALFORMED_OBJECT, f"{gw_path} is not a list")
             return None
         if not 1 <= len(raw_gw) <= 2:
-            problems.invalid(raw_gw, f"{gw_path} must hold 1 or 2 IPs, not {len(raw_gw)}")
+            problems.invalid(f"{len(raw_gw)} entries", f"{gw_path} must hold 1 or 2 IPs")
             return None
         for gw in raw_gw:
             parsed = checks.parse_address(gw)
@@ -389,7 +390,7 @@ def _layer3(cudn_name: str, ref: ObjectRef, layer3: Mapping, problems: _Problems
     path = "spec.network.layer3.subnets"
     raw = layer3.get("subnets")
     if raw is None or raw == []:
-        problems.invalid(raw, f"{path} is required (1 to 400 entries)")
+        problems.invalid("0 entries" if raw == [] else raw, f"{path} is required (1 to 400 entries)")
         return None
     if not isinstance(raw, list):
         problems.add(raw, checks.MALFORMED_OBJECT, f"{path} is not a list")
@@ -443,16 +444,21 @@ def _layer3(cudn_name: str, ref: ObjectRef, layer3: Mapping, problems: _Problems
             ok = False
             continue
         parsed.append((str(text), cidr, length, explicit))
-    for i, (text, cidr, length, explicit) in enumerate(parsed):
-        for other_text, other, other_length, other_explicit in parsed[:i]:
-            if other.version != cidr.version:
-                continue
-            if other.first <= cidr.last and cidr.first <= other.last:
-                problems.invalid(text, f"{path}: {text} overlaps (or repeats) {other_text}")
-                ok = False
-            elif (explicit, length) != (other_explicit, other_length):
-                problems.invalid(text, f"{path}: {text} and {other_text} (one IP family) need the same hostSubnet")
-                ok = False
+    # in address order, a cidr overlaps an earlier one iff it starts before the widest earlier one of its family ends
+    widest: dict[int, tuple[str, SubnetRange]] = {}
+    for text, cidr, _length, _explicit in sorted(parsed, key=lambda p: (p[1].version, p[1].first, -p[1].last)):
+        earlier = widest.get(cidr.version)
+        if earlier is not None and cidr.first <= earlier[1].last:
+            problems.invalid(text, f"{path}: {text} overlaps (or repeats) {earlier[0]}")
+            ok = False
+        if earlier is None or cidr.last > earlier[1].last:
+            widest[cidr.version] = (text, cidr)
+    first_of_family: dict[int, tuple[str, int, bool]] = {}
+    for text, cidr, length, explicit in parsed:
+        other_text, other_length, other_explicit = first_of_family.setdefault(cidr.version, (text, length, explicit))
+        if (explicit, length) != (other_explicit, other_length):
+            problems.invalid(text, f"{path}: {text} and {other_text} (one IP family) need the same hostSubnet")
+            ok = False
     if not ok:
         return None
     return Network(
@@ -464,12 +470,28 @@ def _layer3(cudn_name: str, ref: ObjectRef, layer3: Mapping, problems: _Problems
     )
 
 
-def _overlap(a: Network, b: Network) -> tuple[SubnetRange, SubnetRange] | None:
-    for x in a.subnets:
-        for y in b.subnets:
-            if x.version == y.version and x.first <= y.last and y.first <= x.last:
-                return x, y
-    return None
+class _Space:
+    """Address ranges held by the networks kept so far, which never overlap: sorted by first address per family,
+    so a new range is checked against its one possible neighbour (bisect) instead of every kept range."""
+
+    def __init__(self) -> None:
+        self._firsts: dict[int, list[int]] = {4: [], 6: []}
+        self._held: dict[int, list[tuple[SubnetRange, Network]]] = {4: [], 6: []}
+
+    def holder(self, subnet: SubnetRange) -> tuple[SubnetRange, Network] | None:
+        """The kept range (and its network) that overlaps `subnet`, or None."""
+        i = bisect_right(self._firsts[subnet.version], subnet.last)
+        if i:
+            held = self._held[subnet.version][i - 1]
+            if held[0].last >= subnet.first:
+                return held
+        return None
+
+    def take(self, network: Network) -> None:
+        for subnet in network.subnets:
+            i = bisect_right(self._firsts[subnet.version], subnet.first)
+            self._firsts[subnet.version].insert(i, subnet.first)
+            self._held[subnet.version].insert(i, (subnet, network))
 
 
 def index_networks(state: ClusterState, config: Config) -> Networks:
@@ -529,14 +551,14 @@ def index_networks(state: ClusterState, config: Config) -> Networks:
             network = replace(network, namespace_selector=selector)
         stamp = meta.get("creationTimestamp")
         valid.append(((stamp if isinstance(stamp, str) and stamp else _NEWEST, name), network))
-    kept: list[Network] = []
+    space = _Space()
     losers: set[str] = set()
     for _age, network in sorted(valid, key=lambda v: v[0]):
-        clash = next(((older, o) for older in kept if (o := _overlap(older, network)) is not None), None)
+        clash = next(((ours, held) for ours in network.subnets if (held := space.holder(ours)) is not None), None)
         if clash is None:
-            kept.append(network)
+            space.take(network)
             continue
-        older, (theirs, ours) = clash
+        ours, (theirs, older) = clash
         losers.add(network.name)
         message = f"{ours.network} overlaps {theirs.network} of CUDN {older.name}, which is older and keeps it"
         result.refusals.append(Refusal(network.ref, str(ours.network), checks.NETWORK_OVERLAP, message, network.name))

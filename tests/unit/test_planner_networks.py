@@ -299,10 +299,10 @@ def test_the_okep_5233_example_is_a_valid_definition():
         ),
         pytest.param(
             vmnet_a_with(["192.168.100.0/24", "fd10:100::/64", "192.168.101.0/24"]),
-            {("['192.168.100.0/24', 'fd10:100::/64', '192.168.101.0/24']", INVALID)},
+            {("3 entries", INVALID)},
             id="three-subnets",
         ),
-        pytest.param(vmnet_a_with([]), {("[]", INVALID)}, id="empty-subnets"),
+        pytest.param(vmnet_a_with([]), {("0 entries", INVALID)}, id="empty-subnets"),
         pytest.param(vmnet_a_with(None), {("None", INVALID)}, id="no-subnets-with-ipam-enabled"),
         # defaultGatewayIPs: one per subnet (family), each inside a subnet, and inside infrastructureSubnets if set
         pytest.param(
@@ -358,7 +358,7 @@ def test_the_okep_5233_example_is_a_valid_definition():
         ),
         pytest.param(
             vmnet_a_with(infrastructure_subnets=[f"192.168.100.{4 * i}/30" for i in range(5)]),
-            {(str([f"192.168.100.{4 * i}/30" for i in range(5)]), INVALID)},
+            {("5 entries", INVALID)},
             id="five-infrastructure-subnets",
         ),
     ],
@@ -410,7 +410,7 @@ def l3_node(name: str, ipv4: str, *host_subnets: str, created: str = k8s.DEFAULT
         ),
         pytest.param([("0.0.0.0/0", 24)], {("0.0.0.0/0", INVALID)}, id="default-route"),
         pytest.param([("169.254.0.0/16", 24)], {("169.254.0.0/16", INVALID)}, id="link-local"),
-        pytest.param([], {("[]", INVALID)}, id="no-subnets"),
+        pytest.param([], {("0 entries", INVALID)}, id="no-subnets"),
     ],
 )
 def test_invalid_layer3_definition_refuses_the_cudn_whole(subnets, cudn_refusals):

@@ -352,3 +352,46 @@ def test_compiled_checker_equals_the_reference(definition, values):
             version, value, network.subnets, network.gateways, network.infrastructure, network.infrastructure_addresses
         )
         assert network.check(version, value) == reference
+
+
+# --- overlapping networks ---------------------------------------------------------------------------------------
+
+small_subnets = st.tuples(st.integers(0, 63), st.integers(26, 30)).map(
+    lambda t: str(IPNetwork(f"10.20.0.{t[0] * 4}/{t[1]}").cidr)
+)
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.tuples(st.lists(small_subnets, min_size=1, max_size=4), st.integers(1, 9)),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_advertised_networks_never_overlap_and_each_overlap_refusal_names_an_older_advertised_network(defs):
+    """Layer3 CUDNs with random cidrs (brute force, with netaddr, against the planner's bisected address space)."""
+    cudns = [
+        k8s.cudn_layer3(f"net-{i}", [(c, 31) for c in cidrs], labels=ADV, created_at=f"2025-0{month}-01T00:00:00Z")
+        for i, (cidrs, month) in enumerate(defs)
+    ]
+    networks = index_networks(k8s.state(cudns), k8s.config())
+    ages = {c["metadata"]["name"]: (c["metadata"]["creationTimestamp"], c["metadata"]["name"]) for c in cudns}
+    spaces = {name: IPSet(s.network for s in n.subnets) for name, n in networks.advertised.items()}
+    names = sorted(spaces)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            assert not (spaces[a] & spaces[b]), (a, b)
+    overlapped = {r.source.name: r for r in networks.refusals if r.reason == "network-overlap"}
+    for name, refusal in overlapped.items():
+        older = refusal.message.split("of CUDN ")[1].split(",")[0]
+        assert older in spaces and ages[older] < ages[name]
+        assert spaces[older] & IPSet([refusal.value])
+    # a valid network is either advertised or overlapped
+    invalid = {r.source.name for r in networks.refusals if r.reason != "network-overlap"}
+    assert set(ages) == set(spaces) | set(overlapped) | invalid
+    # and an overlapped one does overlap some older advertised one: nothing is refused for nothing
+    for name in overlapped:
+        own = next(c for c in cudns if c["metadata"]["name"] == name)
+        own_space = IPSet(e["cidr"] for e in own["spec"]["network"]["layer3"]["subnets"])
+        assert any(own_space & spaces[o] for o in spaces if ages[o] < ages[name])
