@@ -336,7 +336,8 @@ class _NetworkResolver:
             cudn = net_name[len(CUDN_PREFIX) :]
             network = networks.advertised.get(cudn)
             if network is not None and network.topology != "Layer2":
-                message = f"CUDN {cudn} is {network.topology}: OVN-K keeps persistent IPs only on Layer2 networks"
+                where = "only on Layer2 and Localnet networks"
+                message = f"CUDN {cudn} is {network.topology}: OVN-K honours persistent IPs (IPAMClaims) {where}"
                 return None, (checks.PERSISTENT_IPS_NOT_SUPPORTED, message, cudn)
             if network is not None or cudn in networks.withdrawn:
                 return network, None
