@@ -51,6 +51,7 @@ def node(
     primary_ifaddr: bool = True,
     prefix4: int = 24,
     prefix6: int = 64,
+    created: str = DEFAULT_CREATED,
 ) -> dict:
     """A Node with InternalIP addresses and the OVN-K annotations `node-primary-ifaddr` and `node-subnets`.
 
@@ -80,6 +81,7 @@ def node(
         "metadata": _meta(
             "Node",
             name,
+            created=created,
             labels={
                 "kubernetes.io/hostname": name,
                 "kubernetes.io/os": "linux",
@@ -136,13 +138,22 @@ def _cudn_status(created: bool) -> dict:
     }
 
 
-def _cudn(name: str, network: dict, labels: dict | None, namespaces: Sequence[str], created: bool, deleting: bool):
+def _cudn(
+    name: str,
+    network: dict,
+    labels: dict | None,
+    namespaces: Sequence[str],
+    created: bool,
+    deleting: bool,
+    created_at: str = DEFAULT_CREATED,
+):
     return {
         "apiVersion": "k8s.ovn.org/v1",
         "kind": "ClusterUserDefinedNetwork",
         "metadata": _meta(
             "ClusterUserDefinedNetwork",
             name,
+            created=created_at,
             labels=dict(labels) if labels else None,
             finalizers=["k8s.ovn.org/user-defined-network-protection"],
             deletionTimestamp="2025-03-02T10:00:00Z" if deleting else None,
@@ -167,8 +178,10 @@ def cudn_layer2(
     mtu: int = 1400,
     created: bool = True,
     deleting: bool = False,
+    created_at: str = DEFAULT_CREATED,
 ) -> dict:
-    """A Layer2 ClusterUserDefinedNetwork (primary, persistent IPAM by default)."""
+    """A Layer2 ClusterUserDefinedNetwork (primary, persistent IPAM by default); `created_at` is its
+    creationTimestamp, `created` its NetworkCreated condition."""
     layer2: dict[str, Any] = {"role": role, "mtu": mtu}
     if subnets is not None:
         layer2["subnets"] = list(subnets)
@@ -182,22 +195,24 @@ def cudn_layer2(
     if persistent and ipam_mode == "Enabled":
         ipam["lifecycle"] = "Persistent"
     layer2["ipam"] = ipam
-    return _cudn(name, {"topology": "Layer2", "layer2": layer2}, labels, namespaces, created, deleting)
+    return _cudn(name, {"topology": "Layer2", "layer2": layer2}, labels, namespaces, created, deleting, created_at)
 
 
 def cudn_layer3(
     name: str,
-    subnets: Sequence[tuple[str, int]],
+    subnets: Sequence[tuple[str, Any]],
     *,
     labels: dict[str, str] | None = None,
     namespaces: Sequence[str] = ("l3-apps",),
     role: str = "Primary",
     created: bool = True,
     deleting: bool = False,
+    created_at: str = DEFAULT_CREATED,
 ) -> dict:
-    """A Layer3 ClusterUserDefinedNetwork: `subnets` are (cidr, hostSubnet) pairs."""
-    layer3 = {"role": role, "mtu": 1400, "subnets": [{"cidr": c, "hostSubnet": h} for c, h in subnets]}
-    return _cudn(name, {"topology": "Layer3", "layer3": layer3}, labels, namespaces, created, deleting)
+    """A Layer3 ClusterUserDefinedNetwork: `subnets` are (cidr, hostSubnet) pairs (hostSubnet None: not set)."""
+    entries = [{"cidr": c} if h is None else {"cidr": c, "hostSubnet": h} for c, h in subnets]
+    layer3 = {"role": role, "mtu": 1400, "subnets": entries}
+    return _cudn(name, {"topology": "Layer3", "layer3": layer3}, labels, namespaces, created, deleting, created_at)
 
 
 def cudn_localnet(

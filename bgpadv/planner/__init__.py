@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 from bgpadv.config import Config
 from bgpadv.model import Plan
-from bgpadv.planner.networks import index_networks, subnet_routes
+from bgpadv.planner.networks import advertised_subnets, index_networks, subnet_routes
 from bgpadv.planner.nodes import index_nodes
 from bgpadv.planner.vms import host_routes
 from bgpadv.sources.snapshot import ClusterState
@@ -48,7 +48,7 @@ def plan(state: ClusterState, config: Config, node: str | None = None) -> Plan:
     """
     with _cyclic_gc_paused():
         networks = index_networks(state, config)
-        nodes = index_nodes(state.nodes)
+        nodes = index_nodes(state.nodes, advertised_subnets(networks))
         routes, refusals = subnet_routes(state, config, networks, nodes)
         hosts, host_refusals = host_routes(state, config, networks, nodes)
         result = Plan.build([*routes, *hosts], [*networks.refusals, *refusals, *host_refusals])

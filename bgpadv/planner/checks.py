@@ -77,24 +77,34 @@ parseable annotation): it contributes nothing."""
 # -- network and node definitions (validated like OVN-K's CRD rules) ----------------------------------------------
 
 INVALID_NETWORK_DEFINITION = "invalid-network-definition"
-"""A CUDN whose definition OVN-K's own CRD validation would reject (gateway or infrastructure addresses outside the
-subnets, two subnets of one family, a Layer3 `hostSubnet` not longer than its cidr, ...): the CUDN is refused whole,
-and so is every claim on it."""
+"""A CUDN whose definition OVN-K's own CRD validation would reject, or that holds a range no route may cover: a
+subnet that is a default route, a /32 or /128, or overlaps loopback/link-local/multicast/unspecified/IPv4-mapped
+space; Layer2 `subnets` not 1-2 CIDRs of different families; `defaultGatewayIPs` not one per subnet, outside the
+subnets or outside the `infrastructureSubnets`; infrastructure or reserved subnets with host bits, outside the
+subnets, or overlapping each other; Layer3 cidrs overlapping or repeated, a `hostSubnet` that is not an integer
+from 1 to 127 longer than its cidr (shorter than 32 for IPv4, exactly 64 for IPv6) or differs within a family, an
+absent `hostSubnet` whose OVN-K default (24, 64) is not longer than the cidr. The CUDN is refused whole (one refusal
+per offending value) and every claim on it is refused with this code. The rules are listed in `networks`."""
 
 NETWORK_OVERLAP = "network-overlap"
-"""A selected CUDN whose subnets overlap those of another selected CUDN: the older network (creationTimestamp, then
-name) keeps the address space, the younger one is refused whole, with every claim on it."""
+"""A valid, selected CUDN whose subnets overlap those of another valid, selected CUDN: the older network
+(creationTimestamp, then name) keeps the address space, the younger one is refused whole (the refusal names the
+older network and the overlapping subnet), with every claim on it."""
 
 HOST_SUBNET_CONFLICT = "host-subnet-conflict"
-"""Two nodes name the same (or overlapping) Layer3 host subnet in `k8s.ovn.org/node-subnets`: the older node keeps
-it, the younger node's entry is refused."""
+"""Two nodes name the same Layer3 host subnet in `k8s.ovn.org/node-subnets`: the older node (creationTimestamp,
+then name) keeps it, the younger node's entry is refused. (Host subnets of one network all have their cidr's
+`hostSubnet` length and advertised networks never overlap, so host subnets that overlap are equal.)"""
 
 PERSISTENT_IPS_NOT_SUPPORTED = "persistent-ips-not-supported"
-"""A claim on a network topology where OVN-K honours no persistent IPs (Layer3): nothing in it is announced."""
+"""A claim on an advertised Layer3 CUDN: OVN-K honours persistent IPs (IPAMClaims) only on Layer2 and Localnet, so
+nothing in the claim is announced."""
 
 INVALID_NODE_ADDRESS = "invalid-node-address"
-"""A node address that cannot be a next hop: not unicast (loopback, link-local, multicast, broadcast, unspecified),
-IPv4-mapped IPv6, or inside an advertised network. Routes that would point at it are refused."""
+"""A route must point at a node whose only addresses of the route's family (InternalIP, `node-primary-ifaddr`) can
+never be next hops: loopback, link-local, multicast, limited broadcast, unspecified or "this network" (0.0.0.0/8),
+IPv4-mapped IPv6, or inside an advertised network's subnets. (A node with no address of the family at all gives
+`no-node-address`.) Refused, for VM host routes and Layer3 host subnets alike."""
 
 # -- the last guard before the speaker (bgpadv.guard) --------------------------------------------------------------
 
@@ -113,7 +123,8 @@ OUTSIDE_SELECTED_NETWORKS = "outside-selected-networks"
 
 COVERS_INFRASTRUCTURE = "covers-infrastructure"
 """A host route that covers a node address, a BGP peer address or its own next hop: announcing it would hijack
-the fabric's own infrastructure."""
+the fabric's own infrastructure. The planner already refuses a running VM's address that is a node's address
+(see `vms`, rule 8) with this code."""
 
 INVALID_NEXT_HOP = "invalid-next-hop"
 """A next hop that is not a unicast, non-link-local address of the prefix's family, or that lies inside an

@@ -18,9 +18,11 @@ What is cached, and what invalidates it:
   `vms._resolve_conflicts`). Recomputed when a candidate of that address comes or goes.
 - Per VMI a winner points at: its placement (`vms._placements`). Recomputed when the VMI changes, and for VMIs whose
   placement reads launcher pods (`vms._needs_pods`) whenever a pod changes.
-- Per winning address: its host route or its `no-node-address` refusal (the body of `vms._place`). Recomputed when
-  the winner, its VMI's placement, or the node it is placed on changes.
-- Subnet routes and the CUDN refusals: recomputed whenever a CUDN, RouteAdvertisements or Node object changes.
+- Per winning address: its host route or its refusal (`no-node-address`, `invalid-node-address`,
+  `covers-infrastructure`: the body of `vms._place`). Recomputed when the winner, its VMI's placement, or the node it
+  is placed on changes, and when a node address equal to it appears, disappears or changes node.
+- The node index (`nodes.index_nodes`, whose next hops depend on the advertised subnets), subnet routes and the CUDN
+  refusals: recomputed whenever a CUDN, RouteAdvertisements or Node object changes.
 
 Order: `Plan.build` sorts with a stable sort, so elements with equal sort keys keep the cold planner's insertion order.
 Host routes have distinct keys (one winner per address) and subnet routes precede host routes of the same key, so the
@@ -37,11 +39,11 @@ from dataclasses import dataclass, field
 
 from bgpadv.config import Config
 from bgpadv.model import Plan, Refusal, Route, RouteKind, _route_order
-from bgpadv.planner import _cyclic_gc_paused, checks
+from bgpadv.planner import _cyclic_gc_paused
 from bgpadv.planner import plan as cold_plan
 from bgpadv.planner.fast import host_prefix, make_route
-from bgpadv.planner.networks import Networks, index_networks, subnet_routes
-from bgpadv.planner.nodes import NodeInfo, index_nodes
+from bgpadv.planner.networks import Networks, advertised_subnets, index_networks, subnet_routes
+from bgpadv.planner.nodes import NodeInfo, index_nodes, node_address_keys
 from bgpadv.planner.vms import (
     _V6,
     Candidate,
@@ -54,6 +56,8 @@ from bgpadv.planner.vms import (
     _read_vmi_interfaces,
     _resolve_conflicts,
     address_key,
+    no_next_hop_refusal,
+    node_address_refusal,
 )
 from bgpadv.sources.snapshot import ClusterState
 
@@ -172,6 +176,7 @@ class IncrementalPlanner:
         self._seen: dict[str, list[tuple[object, object]] | None] = {"cudns": None, "ras": None, "nodes": None}
         self._networks: Networks | None = None  # the index the host caches were built with
         self._nodes: dict[str, NodeInfo] = {}
+        self._node_keys: frozenset[int] = frozenset()  # every node address (nodes.node_address_keys)
         self._global: list[Refusal] = []  # CUDN refusals and subnet refusals
         self._subnet_routes: list[Route] = []
         self._reset_hosts()
@@ -239,11 +244,17 @@ class IncrementalPlanner:
                 self._networks = fresh
             networks = fresh  # equal to the cached index where the host caches are concerned
         changed_nodes: set[str] = set()
-        if nodes_moved:
-            nodes = index_nodes(state.nodes)
+        changed_keys: set[int] = set()  # node addresses that appeared, disappeared or changed holder
+        if nodes_moved or networks_moved:  # a node address inside an advertised subnet is no next hop
+            nodes = index_nodes(state.nodes, advertised_subnets(networks))
             old_nodes = self._nodes
             changed_nodes = {n for n in old_nodes.keys() | nodes.keys() if old_nodes.get(n) != nodes.get(n)}
+            for n in changed_nodes:
+                for info in (old_nodes.get(n), nodes.get(n)):
+                    if info is not None:
+                        changed_keys |= info.keys
             self._nodes = nodes
+            self._node_keys = node_address_keys(nodes)
         nodes = self._nodes
         if networks_moved or nodes_moved:
             s_routes, s_refusals = subnet_routes(state, config, networks, nodes)
@@ -261,7 +272,7 @@ class IncrementalPlanner:
         if rebuild_hosts:
             self._reset_hosts()
         if config.networks.host_routes:
-            self._hosts(state, hinted if not rebuild_hosts else None, rebuild_hosts, changed_nodes)
+            self._hosts(state, hinted if not rebuild_hosts else None, rebuild_hosts, changed_nodes, changed_keys)
         return self._assemble()
 
     def _refresh(
@@ -297,7 +308,12 @@ class IncrementalPlanner:
 
     # -- host routes -----------------------------------------------------------------------------------------------
     def _hosts(
-        self, state: ClusterState, hinted: dict[str, set] | None, rebuild: bool, changed_nodes: set[str]
+        self,
+        state: ClusterState,
+        hinted: dict[str, set] | None,
+        rebuild: bool,
+        changed_nodes: set[str],
+        changed_keys: set[int],
     ) -> None:
         networks = self._networks
         assert networks is not None
@@ -376,6 +392,8 @@ class IncrementalPlanner:
                     out_dirty.update(by_vmi.get(v, ()))
         for node_name in changed_nodes:
             out_dirty.update(self._by_node.get(node_name, ()))
+        winners = self._winner
+        out_dirty.update(k for k in changed_keys if k in winners)
 
         # 4. the host route (or refusal) of every address whose inputs changed
         bulk = len(out_dirty) > _BULK
@@ -460,6 +478,8 @@ class IncrementalPlanner:
         version, value = (6, key ^ _V6) if key >= _V6 else (4, key)
         if node_name is None:
             return None  # VM not running
+        if key in self._node_keys:
+            return node_address_refusal(key, text, network, ref, self._nodes)
         attrs = self.config.attributes
         if self.config.next_hop == "self":
             return make_route(
@@ -468,11 +488,7 @@ class IncrementalPlanner:
         info = self._nodes.get(node_name)
         next_hop = info.address(version) if info is not None else None
         if next_hop is None:
-            if node_name not in self._nodes:
-                message = f"VM runs on unknown node {node_name}" if node_name else "VMI status names no node"
-            else:
-                message = f"node {node_name} has no IPv{version} address"
-            return Refusal(ref, checks.describe(text), checks.NO_NODE_ADDRESS, message, network.name)
+            return no_next_hop_refusal(version, text, network, ref, node_name, self._nodes)
         return make_route(host_prefix(version, value), next_hop, network.name, RouteKind.HOST, ref, node_name, attrs)
 
     # -- the plan --------------------------------------------------------------------------------------------------

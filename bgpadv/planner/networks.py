@@ -12,32 +12,70 @@ A CUDN being deleted (`deletionTimestamp`) or whose `NetworkCreated` condition i
 routes are withdrawn and claims on it are skipped without a refusal. A selected CUDN that is not a primary Layer2 or
 Layer3 network (Localnet, Secondary) is refused as `network-not-advertisable`, and so is every claim on it.
 
+Definitions are validated like OVN-K's own CRD validation (the CEL rules of
+`go-controller/pkg/crd/userdefinednetwork/v1/shared.go`), plus what a route may never be. Any violation refuses the
+CUDN whole: one refusal per offending value on the CUDN (`invalid-network-definition`; `malformed-address` for a
+string that does not parse; `malformed-object` for a field that is not a list), no route, and every claim on it
+refused `invalid-network-definition`. A cluster with an older CRD (or a hand-written dump) may hold such objects.
+
+- Every subnet (Layer2 `subnets`, Layer3 `cidr`): not a default route, not a /32 or /128 (a VM host route has that
+  size), and overlapping no range that never holds unicast hosts (0.0.0.0/8, 127.0.0.0/8, 169.254.0.0/16,
+  224.0.0.0/4, 255.255.255.255, ::, ::1, ::ffff:0:0/96, fe80::/10, ff00::/8; see `nodes.SPECIAL_RANGES`).
+- Layer2 `subnets`: 1 or 2 CIDRs, of different families when 2; required unless `ipam.mode` is Disabled.
+- Layer2 `infrastructureSubnets` (1-4) and `reservedSubnets` (1-25): masked (no host bits), each inside a subnet,
+  no infrastructure subnet overlapping a reserved one.
+- Layer2 `defaultGatewayIPs`: 1 or 2 bare IPs of different families, one per subnet (as many as `subnets`), each
+  inside a subnet, and inside an `infrastructureSubnets` entry when those are set.
+- Layer3 `subnets`: 1-400 entries; cidrs neither overlapping nor repeated. `hostSubnet` an integer from 1 to 127,
+  longer than the cidr's prefix, shorter than 32 for IPv4; absent, OVN-K's default applies (`DEFAULT_HOST_SUBNET`:
+  24 for IPv4, 64 for IPv6), which must then be longer than the cidr's prefix too. Entries of one family set the same
+  `hostSubnet` (or all leave it unset). `"24"` or `true` is not an integer. Stricter than the CRD, as OVN-K's own
+  subnet parser (`config.ParseClusterSubnetEntries`) is when it renders the network: an IPv6 `hostSubnet` is 64.
+
+Not checked (the CRD checks them, but they change no route): `mtu`, `joinSubnets`, `ipam.lifecycle`, immutability.
+`ipam.mode: Disabled` is accepted on a primary network (the CRD allows it only on Secondary ones): bgpadv then takes
+the VM addresses from VMI interfaces (see `vms`).
+
+Overlaps: when subnets of two valid, selected networks overlap (same family, one range meets the other), the older
+network (`metadata.creationTimestamp`, then name; no timestamp is the youngest) keeps the address space, and the
+younger is refused whole as `network-overlap` (naming the older network) with every claim on it. So advertised
+networks never overlap: one address belongs to at most one of them.
+
 Routes: a Layer2 CUDN announces each of its `subnets` with next hop self (`node` None). A Layer3 CUDN announces each
 node's host subnet, read from the node annotation `k8s.ovn.org/node-subnets` under the key `cluster_udn_<name>`
-(a string or a list), with next hop that node's address of the same family; a host subnet outside every `cidr` of
-the CUDN is refused (`outside-network-subnets`), one whose prefix length is not the `hostSubnet` of its `cidr` (when
-set) is `malformed-address`, and a node without an address of the family gives `no-node-address`.
+(a string or a list), with next hop that node's address of the same family (see `nodes`). A host subnet outside
+every `cidr` of the CUDN is refused (`outside-network-subnets`), one whose prefix length is not the `hostSubnet` of
+its `cidr` is `malformed-address`. Two nodes naming the same host subnet (within a network every host subnet has its
+cidr's length, and advertised networks do not overlap, so overlapping host subnets are equal ones): the older node
+(`creationTimestamp`, then name) keeps it, the younger node's entry is refused `host-subnet-conflict`; a node naming
+its own subnet twice gets it once. A node without a valid address of the family gives `no-node-address`, or
+`invalid-node-address` when its only addresses of that family can never be next hops.
 """
 
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from netaddr import IPAddress
+from netaddr import IPAddress, IPNetwork
 
 from bgpadv.config import Config, LabelSelector
 from bgpadv.model import ObjectRef, Refusal, Route, RouteKind
 from bgpadv.planner import checks
 from bgpadv.planner.checks import Address, SubnetRange
-from bgpadv.planner.nodes import NodeInfo
+from bgpadv.planner.nodes import NodeInfo, special_range_reason
 from bgpadv.sources.snapshot import ClusterState
 
 CUDN_PREFIX = "cluster_udn_"
 NODE_SUBNETS_ANNOTATION = "k8s.ovn.org/node-subnets"
 CUDN_KIND = "ClusterUserDefinedNetwork"
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+_BITS = {4: 32, 6: 128}
+DEFAULT_HOST_SUBNET = {4: 24, 6: 64}
+"""OVN-K's host subnet length when a Layer3 subnet sets no `hostSubnet` (its cluster-subnet parser's defaults)."""
+_NEWEST = "\uffff"  # sorts after every timestamp: an object without creationTimestamp is the youngest
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +122,12 @@ class Networks:
     claim_refusals: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (reason, message)
     withdrawn: set[str] = field(default_factory=set)
     refusals: list[Refusal] = field(default_factory=list)
+
+
+def advertised_subnets(networks: Networks) -> tuple[SubnetRange, ...]:
+    """Every subnet (Layer2 subnet, Layer3 cidr) of every advertised network: no node address inside one is a next
+    hop (see `nodes`)."""
+    return tuple(s for n in networks.advertised.values() for s in n.subnets)
 
 
 def _mapping(value: object) -> Mapping:
@@ -178,47 +222,146 @@ def _is_selected(labels: dict[str, str], config: Config, ra_selectors: list[Labe
     return not config.networks.follow_route_advertisements or any(s.matches(labels) for s in ra_selectors)
 
 
-def _cidrs(
-    values: object, ref: ObjectRef, name: str, path: str, refusals: list[Refusal]
-) -> tuple[SubnetRange, ...] | None:
-    """Parse a list of CIDR strings; malformed entries are refused and skipped. None if not a list."""
+class _Problems:
+    """The definition errors of one CUDN: each becomes a refusal of the CUDN, and any of them refuses it whole."""
+
+    def __init__(self, ref: ObjectRef, name: str) -> None:
+        self.ref, self.name = ref, name
+        self.refusals: list[Refusal] = []
+
+    def add(self, value: object, reason: str, message: str) -> None:
+        self.refusals.append(Refusal(self.ref, checks.describe(value), reason, message, self.name))
+
+    def invalid(self, value: object, message: str) -> None:
+        self.add(value, checks.INVALID_NETWORK_DEFINITION, message)
+
+
+def _masked(parsed: tuple[int, int, int | None]) -> bool:
+    version, value, prefixlen = parsed
+    assert prefixlen is not None
+    return value & ((1 << (_BITS[version] - prefixlen)) - 1) == 0
+
+
+def _cidr_list(
+    values: object, path: str, problems: _Problems, *, required: bool, max_items: int
+) -> list[tuple[str, SubnetRange, bool]] | None:
+    """(text, range, masked) of each CIDR of a list field; None (with a refusal) when anything in it is wrong."""
     if values is None:
-        return ()
+        if required:
+            problems.invalid(values, f"{path} is required")
+            return None
+        return []
     if not isinstance(values, list):
-        refusals.append(Refusal(ref, checks.describe(values), checks.MALFORMED_OBJECT, f"{path} is not a list", name))
+        problems.add(values, checks.MALFORMED_OBJECT, f"{path} is not a list")
         return None
-    out: list[SubnetRange] = []
+    if not 1 <= len(values) <= max_items:
+        problems.invalid(f"{len(values)} entries", f"{path} must hold 1 to {max_items} CIDRs")
+        return None
+    out: list[tuple[str, SubnetRange, bool]] = []
+    ok = True
     for v in values:
-        net = checks.parse_cidr(v)
-        if net is None:
-            refusals.append(Refusal(ref, checks.describe(v), checks.MALFORMED_ADDRESS, f"{path}: not a CIDR", name))
+        parsed = checks.parse_address(v)
+        net = checks.parse_cidr(v) if parsed is not None and parsed[2] is not None else None
+        if parsed is None or net is None:
+            problems.add(v, checks.MALFORMED_ADDRESS, f"{path}: not a CIDR")
+            ok = False
             continue
-        out.append(SubnetRange.of(net))
-    return tuple(out)
+        out.append((v, SubnetRange.of(net), _masked(parsed)))
+    return out if ok else None
 
 
-def _layer2(cudn_name: str, ref: ObjectRef, layer2: Mapping, refusals: list[Refusal]) -> Network | None:
-    subnets = _cidrs(layer2.get("subnets"), ref, cudn_name, "spec.network.layer2.subnets", refusals)
-    infra = _cidrs(
-        layer2.get("infrastructureSubnets"), ref, cudn_name, "spec.network.layer2.infrastructureSubnets", refusals
-    )
-    if subnets is None or infra is None:
+def _network_subnet_problem(subnet: SubnetRange) -> str | None:
+    """Why a network subnet can never be announced, or None: a default route, a host-route-sized prefix, or a
+    range that overlaps addresses that are never unicast host addresses."""
+    if subnet.prefixlen == 0:
+        return "is a default route"
+    if subnet.prefixlen == _BITS[subnet.version]:
+        return f"is a /{subnet.prefixlen}, the size of a VM host route"
+    what = special_range_reason(subnet.version, subnet.first, subnet.last)
+    return f"overlaps {what}" if what is not None else None
+
+
+def _families_differ(entries: list[tuple[str, SubnetRange, bool]], path: str, problems: _Problems) -> bool:
+    if len(entries) == 2 and entries[0][1].version == entries[1][1].version:
+        problems.invalid([e[0] for e in entries], f"{path}: two values of one IP family (one per family at most)")
+        return False
+    return True
+
+
+def _inner_subnets(
+    entries: list[tuple[str, SubnetRange, bool]], subnets: tuple[SubnetRange, ...], path: str, problems: _Problems
+) -> bool:
+    ok = True
+    for text, inner, masked in entries:
+        if not masked:
+            problems.invalid(text, f"{path}: must be a masked network address (no host bits set)")
+            ok = False
+        elif not any(s.covers(inner) for s in subnets):
+            problems.invalid(text, f"{path}: must lie inside one of the subnets")
+            ok = False
+    return ok
+
+
+def _layer2(cudn_name: str, ref: ObjectRef, layer2: Mapping, problems: _Problems) -> Network | None:
+    ipam = _mapping(layer2.get("ipam"))
+    ipam_disabled = ipam.get("mode") == "Disabled"
+    path = "spec.network.layer2"
+    entries = _cidr_list(layer2.get("subnets"), f"{path}.subnets", problems, required=not ipam_disabled, max_items=2)
+    if entries is None or not _families_differ(entries, f"{path}.subnets", problems):
         return None
+    ok = True
+    for text, subnet, _ in entries:
+        problem = _network_subnet_problem(subnet)
+        if problem is not None:
+            problems.invalid(text, f"{path}.subnets: {text} {problem}")
+            ok = False
+    subnets = tuple(e[1] for e in entries)
+    infra_entries = _cidr_list(
+        layer2.get("infrastructureSubnets"), f"{path}.infrastructureSubnets", problems, required=False, max_items=4
+    )
+    reserved_entries = _cidr_list(
+        layer2.get("reservedSubnets"), f"{path}.reservedSubnets", problems, required=False, max_items=25
+    )
+    if infra_entries is None or reserved_entries is None:
+        return None
+    ok &= _inner_subnets(infra_entries, subnets, f"{path}.infrastructureSubnets", problems)
+    ok &= _inner_subnets(reserved_entries, subnets, f"{path}.reservedSubnets", problems)
+    infra = tuple(e[1] for e in infra_entries)
+    for text, reserved, _m in reserved_entries:
+        if any(i.covers(reserved) or reserved.covers(i) for i in infra):
+            problems.invalid(text, f"{path}.reservedSubnets: overlaps the infrastructureSubnets")
+            ok = False
     explicit: dict[int, int] = {}
     raw_gw = layer2.get("defaultGatewayIPs")
-    if raw_gw is not None and not isinstance(raw_gw, list):
-        refusals.append(
-            Refusal(ref, checks.describe(raw_gw), checks.MALFORMED_OBJECT, "defaultGatewayIPs is not a list", cudn_name)
-        )
+    gw_path = f"{path}.defaultGatewayIPs"
+    if raw_gw is not None:
+        if not isinstance(raw_gw, list):
+            problems.add(raw_gw, checks.MALFORMED_OBJECT, f"{gw_path} is not a list")
+            return None
+        if not 1 <= len(raw_gw) <= 2:
+            problems.invalid(f"{len(raw_gw)} entries", f"{gw_path} must hold 1 or 2 IPs")
+            return None
+        for gw in raw_gw:
+            parsed = checks.parse_address(gw)
+            if parsed is None or parsed[2] is not None:
+                problems.add(gw, checks.MALFORMED_ADDRESS, f"{gw_path}: not an IP address")
+                return None
+            version, value = parsed[0], parsed[1]
+            if version in explicit:
+                problems.invalid(raw_gw, f"{gw_path}: two IPs of one family (one per family at most)")
+                return None
+            explicit[version] = value
+            if checks.containing(subnets, version, value) is None:
+                problems.invalid(gw, f"{gw_path}: must lie inside one of the subnets")
+                ok = False
+            elif infra and checks.containing(infra, version, value) is None:
+                problems.invalid(gw, f"{gw_path}: must lie inside one of the infrastructureSubnets")
+                ok = False
+        if ok and len(explicit) != len(subnets):
+            problems.invalid(raw_gw, f"{gw_path}: one gateway per subnet (every IP family) is required")
+            ok = False
+    if not ok:
         return None
-    for gw in _list(raw_gw):
-        parsed = checks.parse_address(gw)
-        if parsed is None:
-            refusals.append(
-                Refusal(ref, checks.describe(gw), checks.MALFORMED_ADDRESS, "defaultGatewayIPs: not an IP", cudn_name)
-            )
-            continue
-        explicit.setdefault(parsed[0], parsed[1])
     gateways: set[Address] = {(v, a) for v, a in explicit.items()}
     implied_infra: set[Address] = set()
     for s in subnets:
@@ -231,7 +374,6 @@ def _layer2(cudn_name: str, ref: ObjectRef, layer2: Mapping, refusals: list[Refu
             if (v, mgmt) in gateways:
                 mgmt = s.first + 1
             implied_infra.add((v, mgmt))
-    ipam = _mapping(layer2.get("ipam"))
     return Network(
         name=cudn_name,
         ref=ref,
@@ -240,38 +382,128 @@ def _layer2(cudn_name: str, ref: ObjectRef, layer2: Mapping, refusals: list[Refu
         gateways=frozenset(gateways),
         infrastructure=infra,
         infrastructure_addresses=frozenset(implied_infra),
-        ipam_disabled=ipam.get("mode") == "Disabled",
+        ipam_disabled=ipam_disabled,
     )
 
 
-def _layer3(cudn_name: str, ref: ObjectRef, layer3: Mapping, refusals: list[Refusal]) -> Network | None:
+def _layer3(cudn_name: str, ref: ObjectRef, layer3: Mapping, problems: _Problems) -> Network | None:
+    path = "spec.network.layer3.subnets"
     raw = layer3.get("subnets")
-    if raw is not None and not isinstance(raw, list):
-        refusals.append(
-            Refusal(ref, checks.describe(raw), checks.MALFORMED_OBJECT, "layer3.subnets is not a list", cudn_name)
-        )
+    if raw is None or raw == []:
+        problems.invalid("0 entries" if raw == [] else raw, f"{path} is required (1 to 400 entries)")
         return None
-    cidrs = [e.get("cidr") if isinstance(e, dict) else e for e in _list(raw)]
-    subnets = _cidrs(cidrs, ref, cudn_name, "spec.network.layer3.subnets[].cidr", refusals)
-    if subnets is None:
+    if not isinstance(raw, list):
+        problems.add(raw, checks.MALFORMED_OBJECT, f"{path} is not a list")
         return None
-    lengths: list[tuple[SubnetRange, int]] = []
-    for entry in _list(raw):
-        length = entry.get("hostSubnet") if isinstance(entry, dict) else None
-        net = checks.parse_cidr(entry.get("cidr")) if isinstance(length, int) and not isinstance(length, bool) else None
-        if net is not None:
-            lengths.append((SubnetRange.of(net), length))
-    return Network(name=cudn_name, ref=ref, topology="Layer3", subnets=subnets, host_subnet_lengths=tuple(lengths))
+    if len(raw) > 400:
+        problems.invalid(f"{len(raw)} entries", f"{path}: at most 400 entries")
+        return None
+    ok = True
+    parsed: list[tuple[str, SubnetRange, int, bool]] = []  # (cidr text, range, host subnet length, explicit)
+    for entry in raw:
+        if not isinstance(entry, dict):
+            problems.add(entry, checks.MALFORMED_OBJECT, f"{path}[] is not an object")
+            ok = False
+            continue
+        text = entry.get("cidr")
+        net = checks.parse_cidr(text)
+        if net is None:
+            problems.add(text, checks.MALFORMED_ADDRESS, f"{path}[].cidr: not a CIDR")
+            ok = False
+            continue
+        cidr = SubnetRange.of(net)
+        problem = _network_subnet_problem(cidr)
+        if problem is not None:
+            problems.invalid(text, f"{path}[].cidr: {text} {problem}")
+            ok = False
+            continue
+        length = entry.get("hostSubnet")
+        explicit = length is not None
+        if not explicit:
+            length = DEFAULT_HOST_SUBNET[cidr.version]
+            if length <= cidr.prefixlen:
+                message = f"{path}[]: no hostSubnet, and OVN-K's default /{length} is not longer than {text}"
+                problems.invalid(text, message)
+                ok = False
+                continue
+        elif length.__class__ is not int or not 1 <= length <= 127:
+            problems.invalid(length, f"{path}[].hostSubnet of {text}: must be an integer from 1 to 127")
+            ok = False
+            continue
+        elif length <= cidr.prefixlen:
+            problems.invalid(length, f"{path}[].hostSubnet of {text}: must be longer than the cidr's prefix")
+            ok = False
+            continue
+        elif cidr.version == 4 and length >= 32:
+            problems.invalid(length, f"{path}[].hostSubnet of {text}: must be shorter than 32 for IPv4")
+            ok = False
+            continue
+        elif cidr.version == 6 and length != 64:
+            # the CRD allows up to 127, but OVN-K's subnet parser refuses the network: no node would get a host subnet
+            problems.invalid(length, f"{path}[].hostSubnet of {text}: OVN-K supports only /64 IPv6 host subnets")
+            ok = False
+            continue
+        parsed.append((str(text), cidr, length, explicit))
+    # in address order, a cidr overlaps an earlier one iff it starts before the widest earlier one of its family ends
+    widest: dict[int, tuple[str, SubnetRange]] = {}
+    for text, cidr, _length, _explicit in sorted(parsed, key=lambda p: (p[1].version, p[1].first, -p[1].last)):
+        earlier = widest.get(cidr.version)
+        if earlier is not None and cidr.first <= earlier[1].last:
+            problems.invalid(text, f"{path}: {text} overlaps (or repeats) {earlier[0]}")
+            ok = False
+        if earlier is None or cidr.last > earlier[1].last:
+            widest[cidr.version] = (text, cidr)
+    first_of_family: dict[int, tuple[str, int, bool]] = {}
+    for text, cidr, length, explicit in parsed:
+        other_text, other_length, other_explicit = first_of_family.setdefault(cidr.version, (text, length, explicit))
+        if (explicit, length) != (other_explicit, other_length):
+            problems.invalid(text, f"{path}: {text} and {other_text} (one IP family) need the same hostSubnet")
+            ok = False
+    if not ok:
+        return None
+    return Network(
+        name=cudn_name,
+        ref=ref,
+        topology="Layer3",
+        subnets=tuple(p[1] for p in parsed),
+        host_subnet_lengths=tuple((p[1], p[2]) for p in parsed),
+    )
+
+
+class _Space:
+    """Address ranges held by the networks kept so far, which never overlap: sorted by first address per family,
+    so a new range is checked against its one possible neighbour (bisect) instead of every kept range."""
+
+    def __init__(self) -> None:
+        self._firsts: dict[int, list[int]] = {4: [], 6: []}
+        self._held: dict[int, list[tuple[SubnetRange, Network]]] = {4: [], 6: []}
+
+    def holder(self, subnet: SubnetRange) -> tuple[SubnetRange, Network] | None:
+        """The kept range (and its network) that overlaps `subnet`, or None."""
+        i = bisect_right(self._firsts[subnet.version], subnet.last)
+        if i:
+            held = self._held[subnet.version][i - 1]
+            if held[0].last >= subnet.first:
+                return held
+        return None
+
+    def take(self, network: Network) -> None:
+        for subnet in network.subnets:
+            i = bisect_right(self._firsts[subnet.version], subnet.first)
+            self._firsts[subnet.version].insert(i, subnet.first)
+            self._held[subnet.version].insert(i, (subnet, network))
 
 
 def index_networks(state: ClusterState, config: Config) -> Networks:
-    """Classify every CUDN (advertised, refused for claims, withdrawn) and parse the advertised ones."""
+    """Classify every CUDN (advertised, refused for claims, withdrawn), validate and parse the advertised ones, and
+    resolve overlaps between them (the older keeps the space)."""
     result = Networks()
     ra_selectors = (
         route_advertisement_selectors(state.route_advertisements)
         if (config.networks.follow_route_advertisements)
         else []
     )
+    valid: list[tuple[tuple[str, str], Network]] = []  # ((creationTimestamp, name), network), in state order
     for key, cudn in state.cudns.items():
         if not isinstance(cudn, dict):
             continue
@@ -306,14 +538,36 @@ def index_networks(state: ClusterState, config: Config) -> Networks:
             result.refusals.append(Refusal(ref, checks.describe(value), checks.NETWORK_NOT_ADVERTISABLE, message, name))
             result.claim_refusals[name] = (checks.NETWORK_NOT_ADVERTISABLE, f"CUDN {name} is {value}: {message}")
             continue
-        network = (_layer2 if topology == "Layer2" else _layer3)(name, ref, block, result.refusals)
+        problems = _Problems(ref, name)
+        network = (_layer2 if topology == "Layer2" else _layer3)(name, ref, block, problems)
+        result.refusals.extend(problems.refusals)
         if network is None:
-            result.claim_refusals[name] = (checks.NETWORK_NOT_ADVERTISABLE, f"CUDN {name} is malformed")
+            first = problems.refusals[0].message if problems.refusals else "malformed"
+            result.claim_refusals[name] = (
+                checks.INVALID_NETWORK_DEFINITION,
+                f"CUDN {name} has an invalid definition ({first})",
+            )
             continue
         if network.ipam_disabled:
             selector = selector_from_dict(_mapping(cudn.get("spec")).get("namespaceSelector") or {})
             network = replace(network, namespace_selector=selector)
-        result.advertised[name] = network
+        stamp = meta.get("creationTimestamp")
+        valid.append(((stamp if isinstance(stamp, str) and stamp else _NEWEST, name), network))
+    space = _Space()
+    losers: set[str] = set()
+    for _age, network in sorted(valid, key=lambda v: v[0]):
+        clash = next(((ours, held) for ours in network.subnets if (held := space.holder(ours)) is not None), None)
+        if clash is None:
+            space.take(network)
+            continue
+        ours, (theirs, older) = clash
+        losers.add(network.name)
+        message = f"{ours.network} overlaps {theirs.network} of CUDN {older.name}, which is older and keeps it"
+        result.refusals.append(Refusal(network.ref, str(ours.network), checks.NETWORK_OVERLAP, message, network.name))
+        result.claim_refusals[network.name] = (checks.NETWORK_OVERLAP, f"CUDN {network.name}: {message}")
+    for _age, network in valid:
+        if network.name not in losers:
+            result.advertised[network.name] = network
     return result
 
 
@@ -339,6 +593,11 @@ def _node_subnets(node: Mapping, key: str) -> tuple[list[object], str | None]:
     return [value], None
 
 
+def _node_age(node: Mapping, name: str) -> tuple[str, str]:
+    stamp = _mapping(node.get("metadata")).get("creationTimestamp")
+    return (stamp if isinstance(stamp, str) and stamp else _NEWEST, name)
+
+
 def subnet_routes(
     state: ClusterState, config: Config, networks: Networks, nodes: Mapping[str, NodeInfo]
 ) -> tuple[list[Route], list[Refusal]]:
@@ -360,6 +619,8 @@ def subnet_routes(
     if not layer3:
         return routes, refusals
     malformed_nodes: set[str] = set()
+    # well-formed host subnets, by node age: (age, node, network, value as written, subnet)
+    wanted: list[tuple[tuple[str, str], NodeInfo, Network, object, IPNetwork]] = []
     for key, node in state.nodes.items():
         if not isinstance(node, dict):
             continue
@@ -367,6 +628,7 @@ def subnet_routes(
         info = nodes.get(name) if isinstance(name, str) else None
         if info is None:
             continue
+        age = _node_age(node, info.name)
         for network in layer3:
             values, error = _node_subnets(node, CUDN_PREFIX + network.name)
             if error is not None:
@@ -376,30 +638,48 @@ def subnet_routes(
                     refusals.append(Refusal(info.ref, checks.describe(raw), checks.MALFORMED_OBJECT, error, ""))
                 continue
             for value in values:
-                refusal = _host_subnet_route(network, info, value, attrs, routes)
+                net, refusal = _host_subnet(network, info, value)
                 if refusal is not None:
                     refusals.append(refusal)
+                elif net is not None:
+                    wanted.append((age, info, network, value, net))
+    # within a network every host subnet has its cidr's hostSubnet length and cidrs never overlap, and advertised
+    # networks never overlap each other: two host subnets overlap only when they are the same prefix
+    holder: dict[IPNetwork, NodeInfo] = {}
+    for _age, info, network, value, net in sorted(wanted, key=lambda w: w[0]):
+        older = holder.get(net)
+        if older is not None:
+            if older is not info:
+                message = f"host subnet {net} is also named by node {older.name}, which is older and keeps it"
+                refusals.append(
+                    Refusal(info.ref, checks.describe(value), checks.HOST_SUBNET_CONFLICT, message, network.name)
+                )
+            continue  # the same node naming it twice: once is enough
+        holder[net] = info
+        next_hop: IPAddress | None = info.address(net.version)
+        if next_hop is None:
+            invalid, message = info.no_address(net.version)
+            reason = checks.INVALID_NODE_ADDRESS if invalid else checks.NO_NODE_ADDRESS
+            refusals.append(Refusal(info.ref, checks.describe(value), reason, message, network.name))
+            continue
+        routes.append(Route(net, next_hop, network.name, RouteKind.SUBNET, info.ref, info.name, attrs))
     return routes, refusals
 
 
-def _host_subnet_route(network: Network, info: NodeInfo, value: object, attrs, routes: list[Route]) -> Refusal | None:
+def _host_subnet(network: Network, info: NodeInfo, value: object) -> tuple[IPNetwork | None, Refusal | None]:
+    """The host subnet a node annotation entry names, or the refusal of a malformed or misplaced one."""
     net = checks.parse_cidr(value)
     if net is None:
-        return Refusal(
+        return None, Refusal(
             info.ref, checks.describe(value), checks.MALFORMED_ADDRESS, "host subnet is not a CIDR", network.name
         )
     host = SubnetRange.of(net)
     if not any(s.covers(host) for s in network.subnets):
         message = f"host subnet of node {info.name} lies outside every subnet of CUDN {network.name}"
-        return Refusal(info.ref, checks.describe(value), checks.OUTSIDE_NETWORK_SUBNETS, message, network.name)
+        return None, Refusal(info.ref, checks.describe(value), checks.OUTSIDE_NETWORK_SUBNETS, message, network.name)
     for cidr, length in network.host_subnet_lengths:
         if cidr.covers(host) and host.prefixlen != length:
             # e.g. the whole cluster cidr: announcing it towards one node would pull every node's pods to it
             message = f"host subnet of node {info.name} is not a /{length} (hostSubnet of CUDN {network.name})"
-            return Refusal(info.ref, checks.describe(value), checks.MALFORMED_ADDRESS, message, network.name)
-    next_hop: IPAddress | None = info.address(host.version)
-    if next_hop is None:
-        message = f"node {info.name} has no IPv{host.version} address"
-        return Refusal(info.ref, checks.describe(value), checks.NO_NODE_ADDRESS, message, network.name)
-    routes.append(Route(net, next_hop, network.name, RouteKind.SUBNET, info.ref, info.name, attrs))
-    return None
+            return None, Refusal(info.ref, checks.describe(value), checks.MALFORMED_ADDRESS, message, network.name)
+    return net, None

@@ -2,9 +2,12 @@
 
 Rules, in the order the planner applies them to each IPAMClaim:
 
-1. Network: `spec.network` `cluster_udn_<name>` names CUDN `<name>`. An advertised CUDN goes on; a CUDN that is
-   not selected, not advertisable or malformed refuses the claim (`network-not-selected`, `network-not-advertisable`);
-   a CUDN being deleted skips it silently; a missing CUDN gives `unknown-network`. `<ns>_<name>` is a namespaced UDN
+1. Network: `spec.network` `cluster_udn_<name>` names CUDN `<name>`. An advertised Layer2 CUDN goes on; an
+   advertised Layer3 CUDN refuses the claim (`persistent-ips-not-supported`: OVN-K honours IPAMClaims only on
+   Layer2/Localnet, so the addresses are whatever a pod got from some node's host subnet); a CUDN that is not
+   selected, not advertisable, invalid or overlapped by an older network refuses the claim with the CUDN's own code
+   (`network-not-selected`, `network-not-advertisable`, `invalid-network-definition`, `network-overlap`); a CUDN being
+   deleted skips it silently; a missing CUDN gives `unknown-network`. `<ns>_<name>` is a namespaced UDN
    (`namespaced-udn-not-advertisable`); anything else is `unknown-network`. A claim being deleted is skipped.
 2. VM: same namespace, VMI name = the claim's label `kubevirt.io/vm`, else the name of its ownerReference of kind
    VirtualMachine or VirtualMachineInstance. The claim name is never parsed. No link at all, or a label and an
@@ -28,12 +31,17 @@ Rules, in the order the planner applies them to each IPAMClaim:
    (`abortStatus: Succeeded`) migration stays on (returns to) the source: `status.nodeName`, else
    `migrationState.sourceNode`. `status.ownerPod` of the claim is never used.
 7. Next hop: config `nextHop: self` → None (the speaker's address); `node` → that node's address of the route's
-   family, or the refusal `no-node-address` when the node is unknown or has none.
+   family (`nodes`), or the refusal `no-node-address` when the node is unknown or has none, `invalid-node-address`
+   when its only addresses of that family can never be next hops (loopback, link-local, inside an advertised
+   network, ...).
+8. Node addresses: the address of a running VM that is also an address of any node (InternalIP,
+   `node-primary-ifaddr`, `host-cidrs`; e.g. a CUDN covering the node network) is refused `covers-infrastructure`:
+   its host route would steal the node's traffic. Checked after rules 4-5 (the claim still holds the address against
+   younger claims), with either next-hop setting.
 
-Judgement calls: a claim on a Layer3 CUDN (OVN-K ignores persistent IPs there) is validated against the CUDN's
-cidrs and announced like any other, without per-node gateway checks. An address valid on its own network that
-also lies inside another selected network's subnets is announced (the /32 is more specific); overlapping subnets of
-two selected CUDNs are not detected here. The same address on two networks is a conflict (rule 4).
+Advertised networks never overlap (`networks` refuses the younger of two overlapping ones), so an address lies in
+at most one of them; the same address claimed on two networks can only be a claim on a network that is not
+advertised, refused by rule 1 before any conflict.
 
 IPAM-disabled Layer2 networks (`layer2.ipam.mode: Disabled`) have no claims: the addresses come from the Running
 VMI's `status.interfaces[]` whose `podInterfaceName` is `ovn-udn1` (the primary UDN), for VMIs in namespaces the
@@ -51,7 +59,7 @@ from bgpadv.model import Attributes, ObjectRef, Refusal, Route, RouteKind
 from bgpadv.planner import checks
 from bgpadv.planner.fast import host_prefix, make_ref, make_route
 from bgpadv.planner.networks import CUDN_PREFIX, Network, Networks
-from bgpadv.planner.nodes import NodeInfo
+from bgpadv.planner.nodes import NodeInfo, node_address_keys
 from bgpadv.sources.snapshot import ClusterState
 
 VM_LABEL = "kubevirt.io/vm"
@@ -327,6 +335,10 @@ class _NetworkResolver:
         if net_name.startswith(CUDN_PREFIX):
             cudn = net_name[len(CUDN_PREFIX) :]
             network = networks.advertised.get(cudn)
+            if network is not None and network.topology != "Layer2":
+                where = "only on Layer2 and Localnet networks"
+                message = f"CUDN {cudn} is {network.topology}: OVN-K honours persistent IPs (IPAMClaims) {where}"
+                return None, (checks.PERSISTENT_IPS_NOT_SUPPORTED, message, cudn)
             if network is not None or cudn in networks.withdrawn:
                 return network, None
             refused = networks.claim_refusals.get(cudn)
@@ -470,6 +482,28 @@ def host_routes(
 _NO_PODS = LauncherPods({})
 
 
+def node_address_refusal(
+    key: int, text: str, network: Network, ref: ObjectRef, nodes: Mapping[str, NodeInfo]
+) -> Refusal:
+    """The refusal of a VM address that is also a node's address (rule 8 of the module docstring)."""
+    holder = next((n for n in sorted(nodes) if key in nodes[n].keys), "?")
+    message = f"the address is an address of node {holder}: a host route for it would hijack the node"
+    return Refusal(ref, checks.describe(text), checks.COVERS_INFRASTRUCTURE, message, network.name)
+
+
+def no_next_hop_refusal(
+    version: int, text: str, network: Network, ref: ObjectRef, node_name: str, nodes: Mapping[str, NodeInfo]
+) -> Refusal:
+    """The refusal of a host route whose node has no (valid) address of its family (rule 7)."""
+    info = nodes.get(node_name)
+    if info is None:
+        message = f"VM runs on unknown node {node_name}" if node_name else "VMI status names no node"
+        return Refusal(ref, checks.describe(text), checks.NO_NODE_ADDRESS, message, network.name)
+    invalid, message = info.no_address(version)
+    reason = checks.INVALID_NODE_ADDRESS if invalid else checks.NO_NODE_ADDRESS
+    return Refusal(ref, checks.describe(text), reason, message, network.name)
+
+
 def _placements(keys: Iterable[tuple[str, str]], state: ClusterState) -> dict[tuple[str, str], str | None]:
     """Where each VMI runs now: None when it is not Running (or absent), "" when Running on no known node."""
     vmis = state.vmis
@@ -520,6 +554,7 @@ def _place(
     out: _Collector,
 ) -> list[Route]:
     placed = _placements({c[3] for c in candidates.values()}, state)
+    node_keys = node_address_keys(nodes)
     attrs: Attributes = config.attributes
     self_next_hop = config.next_hop == "self"
     routes: list[Route] = []
@@ -532,6 +567,10 @@ def _place(
         node_name = placed[vmi_key]
         if node_name is None:
             continue  # VM not running: a stopped VM is normal
+        if key in node_keys:
+            refusal = node_address_refusal(key, text, network, ref, nodes)
+            out.refusals.append(refusal)
+            continue
         if self_next_hop:
             append(make_route(host_prefix(version, value), None, network.name, host, ref, node_name or None, attrs))
             continue
@@ -541,11 +580,7 @@ def _place(
             info = nodes.get(node_name)
             next_hop = family_hops[node_name] = info.address(version) if info is not None else None
         if next_hop is None:
-            if node_name not in nodes:
-                message = f"VM runs on unknown node {node_name}" if node_name else "VMI status names no node"
-            else:
-                message = f"node {node_name} has no IPv{version} address"
-            out.refuse(ref, text, checks.NO_NODE_ADDRESS, message, network.name)
+            out.refusals.append(no_next_hop_refusal(version, text, network, ref, node_name, nodes))
             continue
         append(make_route(host_prefix(version, value), next_hop, network.name, host, ref, node_name, attrs))
     return routes

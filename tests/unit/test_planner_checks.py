@@ -283,17 +283,21 @@ def test_one_claim_listing_the_same_address_twice_is_not_a_duplicate():
     assert p.rejected == ()
 
 
-def test_same_address_on_two_networks_is_a_duplicate():
+def test_same_address_on_two_overlapping_networks_goes_to_the_older_network_whatever_the_claims_age():
+    # the CUDNs are as old as each other: the name breaks the tie, vmnet-a keeps 192.168.100.0/24
     other = k8s.cudn_layer2("vmnet-z", ["192.168.100.0/24"], labels=ADV, namespaces=["tenant-z"])
     objects = [
-        *vm("vm-a", ["192.168.100.60/24"], created="2025-01-01T00:00:00Z"),
+        *vm("vm-a", ["192.168.100.60/24"], created="2025-02-01T00:00:00Z"),
         *vm(
-            "vm-z", ["192.168.100.60/24"], ns="tenant-z", network="cluster_udn_vmnet-z", created="2025-02-01T00:00:00Z"
+            "vm-z", ["192.168.100.60/24"], ns="tenant-z", network="cluster_udn_vmnet-z", created="2025-01-01T00:00:00Z"
         ),
     ]
     p = plan(k8s.state(NODES, VMNET_A, other, objects), k8s.config())
     assert announced(p) == {"192.168.100.60/32"}
-    assert refused(p) == {("IPAMClaim tenant-z/vm-z.default", "192.168.100.60/24", "duplicate-address")}
+    assert refused(p) == {
+        ("ClusterUserDefinedNetwork vmnet-z", "192.168.100.0/24", "network-overlap"),
+        ("IPAMClaim tenant-z/vm-z.default", "cluster_udn_vmnet-z", "network-overlap"),
+    }
 
 
 # --- malformed objects --------------------------------------------------------------------------------------

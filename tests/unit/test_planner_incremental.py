@@ -40,32 +40,60 @@ NETWORKS = ("cluster_udn_net-a", "cluster_udn_net-b", "cluster_udn_l3", "cluster
 
 
 def _cudn(name: str, variant: int) -> dict:
-    """Variants: 0 advertised, 1 not selected, 2 deleting, 3 not created, 4 other subnets."""
+    """Variants: 0 advertised, 1 not selected, 2 deleting, 3 not created, 4 other subnets (net-b: overlapping
+    net-a, younger), 5 older than the others (net-b: overlapping net-a, older), 6 an invalid definition."""
     labels = None if variant == 1 else k8s.ADVERTISED
+    created_at = "2024-06-01T00:00:00Z" if variant == 5 else k8s.DEFAULT_CREATED
     if name == "l3":
-        return k8s.cudn_layer3(
-            "l3", [("10.132.0.0/16", 24), ("fd10:132::/48", 64)], labels=labels, deleting=variant == 2
-        )
+        subnets: list = [("10.132.0.0/16", 24), ("fd10:132::/48", 64)]
+        if variant == 4:
+            subnets = [("10.132.0.0/16", None), ("fd10:132::/48", None)]  # OVN-K's defaults: the same 24 and 64
+        elif variant == 6:
+            subnets = [("10.132.0.0/16", "24")]
+        return k8s.cudn_layer3("l3", subnets, labels=labels, deleting=variant == 2, created_at=created_at)
     if name == "flat":  # IPAM disabled: addresses come from VMI interfaces
         return k8s.cudn_layer2(
             "flat", ["10.150.0.0/24"], labels=labels, namespaces=("apps",), ipam_mode="Disabled", created=variant != 3
         )
-    subnets = {"net-a": ["10.100.0.0/24", "fd10:100::/64"], "net-b": ["10.200.0.0/24", "10.100.0.0/16"]}[name]
-    if variant == 4:
+    subnets = {"net-a": ["10.100.0.0/24", "fd10:100::/64"], "net-b": ["10.200.0.0/24", "fd10:200::/64"]}[name]
+    if variant in (4, 5) and name == "net-b":
+        subnets = ["10.100.0.0/16"]
+    elif variant == 4:
         subnets = ["10.100.0.0/25"]
-    return k8s.cudn_layer2(name, subnets, labels=labels, deleting=variant == 2, created=variant != 3)
+    gateways = ["10.99.0.1", "fd10:100::1"] if variant == 6 else None
+    return k8s.cudn_layer2(
+        name,
+        subnets,
+        labels=labels,
+        deleting=variant == 2,
+        created=variant != 3,
+        default_gateway_ips=gateways,
+        created_at=created_at,
+    )
 
 
-def _node(name: str, variant: int) -> dict:
+def _node(name: str, variant: int, created: str = k8s.DEFAULT_CREATED) -> dict:
     n = NODES.index(name) + 1
     subnets = {"cluster_udn_l3": [f"10.132.{n}.0/24", f"fd10:132:0:{n}::/64"]}
     if variant == 0:
-        return k8s.node(name, f"10.0.0.{10 + n}", f"fd00::{10 + n}", node_subnets=subnets)
+        return k8s.node(name, f"10.0.0.{10 + n}", f"fd00::{10 + n}", node_subnets=subnets, created=created)
     if variant == 1:  # readdressed
-        return k8s.node(name, f"10.0.1.{10 + n}", f"fd00::1:{10 + n}", node_subnets=subnets)
+        return k8s.node(name, f"10.0.1.{10 + n}", f"fd00::1:{10 + n}", node_subnets=subnets, created=created)
     if variant == 2:  # IPv4 only
-        return k8s.node(name, f"10.0.0.{10 + n}", None, node_subnets=subnets)
-    return k8s.node(name, None, None, node_subnets={"cluster_udn_l3": "10.133.0.0/24"}, primary_ifaddr=False)
+        return k8s.node(name, f"10.0.0.{10 + n}", None, node_subnets=subnets, created=created)
+    if variant == 4:  # link-local InternalIP (the annotation's address is the next hop), worker-1's host subnet
+        node = k8s.node(
+            name, f"10.0.0.{10 + n}", "fe80::1", node_subnets={"cluster_udn_l3": "10.132.1.0/24"}, created=created
+        )
+        node["status"]["addresses"].insert(0, {"type": "InternalIP", "address": "169.254.0.9"})
+        return node
+    if variant == 5:  # an InternalIP inside net-a that is also a VM's address (a CUDN covering the node network)
+        return k8s.node(
+            name, "10.100.0.10", "fd10:100::11", node_subnets=subnets, created=created, primary_ifaddr=False
+        )
+    return k8s.node(
+        name, None, None, node_subnets={"cluster_udn_l3": "10.133.0.0/24"}, primary_ifaddr=False, created=created
+    )
 
 
 def _migration(vm: str, source: str, target: str, variant: int) -> dict | None:
@@ -124,8 +152,8 @@ pods = st.builds(
     st.sampled_from((True, True, False)),
     st.sampled_from(("Running", "Running", "Running", "Failed")),
 )
-nodes = st.builds(_node, st.sampled_from(NODES), st.integers(0, 3))
-cudns = st.builds(_cudn, st.sampled_from(("net-a", "net-b", "l3", "flat")), st.integers(0, 4))
+nodes = st.builds(_node, st.sampled_from(NODES), st.integers(0, 5), st.sampled_from(CREATED))
+cudns = st.builds(_cudn, st.sampled_from(("net-a", "net-b", "l3", "flat")), st.integers(0, 6))
 objects_ = st.one_of(claims, claims, vmis, vmis, pods, pods, nodes, cudns)
 # (delete?, object); a delete removes whatever is stored under the object's key
 changes = st.tuples(st.sampled_from([False] * 4 + [True]), objects_)
@@ -264,6 +292,37 @@ def test_node_address_change_moves_every_next_hop():
         ("vm-a.default", "no-node-address"),
         ("vm-b.default", "no-node-address"),
     }
+
+
+def test_node_taking_a_vms_address_refuses_the_vm_route_and_giving_it_back_restores_it():
+    c = _lab(_claim("vm-a", "10.100.0.10/24"), _running("vm-a", "worker-2"))
+    assert c.hosts()["10.100.0.10/32"] == ("vm-a.default", "worker-2")
+    c.step(_node("worker-3", 5))  # worker-3's InternalIP becomes 10.100.0.10 (inside net-a: no next hop either)
+    assert "10.100.0.10/32" not in c.hosts()
+    assert c.reasons() == {("vm-a.default", "covers-infrastructure")}
+    c.step(_node("worker-3", 0))
+    assert c.hosts()["10.100.0.10/32"] == ("vm-a.default", "worker-2")
+
+
+def test_an_older_overlapping_network_takes_the_space_and_the_claims_follow():
+    c = _lab(_claim("vm-a", "10.100.0.10/24"), _running("vm-a"))
+    c.step(_cudn("net-b", 4))  # younger, overlapping: refused
+    assert c.hosts()["10.100.0.10/32"] == ("vm-a.default", "worker-1")
+    assert c.reasons() == {("net-b", "network-overlap")}
+    c.step(_cudn("net-b", 5))  # older, overlapping: net-a is refused, with its claim
+    assert c.hosts() == {}
+    assert c.reasons() == {("net-a", "network-overlap"), ("vm-a.default", "network-overlap")}
+    c.step(_cudn("net-b", 5), delete=True)
+    assert c.hosts()["10.100.0.10/32"] == ("vm-a.default", "worker-1")
+
+
+def test_host_subnet_conflict_follows_node_age():
+    c = _Cluster(_cudn("l3", 0), _node("worker-1", 0, created="2025-03-01T09:00:00Z"))
+    c.step(_node("worker-2", 4, created="2025-04-01T10:00:00Z"))  # names worker-1's 10.132.1.0/24, younger
+    assert c.reasons() == {("worker-2", "host-subnet-conflict")}
+    c.step(_node("worker-2", 4, created="2025-02-01T08:00:00Z"))  # now older: it takes the subnet
+    assert c.reasons() == {("worker-1", "host-subnet-conflict")}
+    assert {str(r.next_hop) for r in c.plan.routes if str(r.prefix) == "10.132.1.0/24"} == {"10.0.0.12"}
 
 
 def test_cudn_deselected_withdraws_and_refuses_every_claim():

@@ -1,9 +1,12 @@
 """Planner properties (hypothesis): no input makes plan() raise, and nothing it announces breaks the rules.
 
 Scope: (1) arbitrary JSON-shaped garbage in every field of every watched kind never raises; (2) on realistic
-clusters with random addresses, every announced prefix lies inside a subnet of a selected network, no announced
-host address is one the rules refuse (checked against an independent netaddr implementation), every address of a
-running VM is either announced or refused, and the plan does not depend on the order objects were listed in;
+clusters with random addresses (node InternalIPs that are never next hops, a second network that may overlap the
+first, valid and invalid gateway definitions), every announced prefix lies inside a subnet of a selected network,
+of two overlapping networks one only is announced, no announced host address is one the rules refuse (checked
+against an independent netaddr implementation) or a node's address, every next hop is a unicast address outside
+the advertised networks, every address of a running VM is either announced or refused, and the plan does not
+depend on the order objects were listed in;
 (3) the precompiled address checker equals the reference `checks.host_address_reason`.
 """
 
@@ -166,13 +169,35 @@ ipv4_near = st.integers(0xC0A863F0, 0xC0A86510).map(lambda v: str(IPAddress(v, 4
 ipv6_near = st.integers(0, 20).map(lambda v: f"fd10:100::{v:x}") | st.sampled_from(["fd10:101::1", "fe80::1", "::1"])
 specials = st.sampled_from(["169.254.1.1", "127.0.0.1", "224.0.0.1", "0.0.0.0", "10.0.0.1", "ff02::1", "::"])
 masks = st.sampled_from(["", "/24", "/64", "/32", "/128", "/0", "/ 24", "/24 next-hop 203.0.113.9"])
-addresses = st.tuples(ipv4_near | ipv6_near | specials, masks).map(lambda t: t[0] + t[1]) | st.text(max_size=20)
+node_owned = st.sampled_from(["192.168.100.5/24", "fd10:100::5/64"])  # a node's InternalIP in some clusters
+addresses = (
+    st.tuples(ipv4_near | ipv6_near | specials, masks).map(lambda t: t[0] + t[1]) | node_owned | st.text(max_size=20)
+)
+
+
+# (infrastructureSubnets, defaultGatewayIPs) that OVN-K's CRD accepts for the dual-stack vmnet-a: a gateway per
+# family, each inside the infrastructure subnets when those are set
+VALID_INFRA_GATEWAYS = [
+    ([], []),
+    ([], ["192.168.100.254", "fd10:100::fe"]),
+    (["192.168.100.0/30"], []),
+    (["192.168.100.0/29", "fd10:100::/126"], []),
+    (["192.168.100.0/29", "fd10:100::/126"], ["192.168.100.2", "fd10:100::1"]),
+]
+# and some it refuses: the whole CUDN is then refused, with every claim on it
+INVALID_INFRA_GATEWAYS = [
+    ([], ["192.168.100.1"]),  # no gateway for the IPv6 subnet
+    (["192.168.100.0/30"], ["192.168.100.254", "fd10:100::fe"]),  # gateways outside the infrastructure subnets
+]
+
+
+NODE_IPV4_NEVER_NEXT_HOPS = ["127.0.0.1", "169.254.0.1", "224.0.0.1", "255.255.255.255", "0.0.0.0", "192.168.100.5"]
+NODE_IPV6_NEVER_NEXT_HOPS = ["::1", "fe80::1", "ff02::1", "::ffff:10.0.0.11", "fd10:100::5"]
 
 
 @st.composite
 def clusters(draw):
-    infra = draw(st.sampled_from([[], ["192.168.100.0/30"], ["192.168.100.0/29", "fd10:100::/126"]]))
-    gateways = draw(st.sampled_from([[], ["192.168.100.1"], ["192.168.100.254", "fd10:100::fe"]]))
+    infra, gateways = draw(st.sampled_from(VALID_INFRA_GATEWAYS * 3 + INVALID_INFRA_GATEWAYS))
     cudn = k8s.cudn_layer2(
         "vmnet-a",
         [SUBNET_A, SUBNET_A6],
@@ -181,7 +206,20 @@ def clusters(draw):
         reserved_subnets=["192.168.100.200/29"],
         default_gateway_ips=gateways,
     )
-    objects = [cudn, k8s.node("worker-1", "10.0.0.11", "fd00::11"), k8s.node("worker-2", "10.0.0.12")]
+    # worker-1's InternalIPs may be addresses that are never next hops (its annotation keeps valid ones, or not)
+    ipv4 = draw(st.sampled_from(["10.0.0.11"] * 3 + NODE_IPV4_NEVER_NEXT_HOPS))
+    ipv6 = draw(st.sampled_from(["fd00::11"] * 3 + NODE_IPV6_NEVER_NEXT_HOPS))
+    worker_1 = k8s.node("worker-1", ipv4, ipv6, primary_ifaddr=draw(st.booleans()))
+    if worker_1["metadata"]["annotations"].get("k8s.ovn.org/node-primary-ifaddr"):
+        worker_1["metadata"]["annotations"]["k8s.ovn.org/node-primary-ifaddr"] = (
+            '{"ipv4": "10.0.0.11/24", "ipv6": "fd00::11/64"}'
+        )
+    objects = [cudn, worker_1, k8s.node("worker-2", "10.0.0.12")]
+    # sometimes a second network, overlapping vmnet-a or not, older or younger
+    other = draw(st.sampled_from([None, "192.168.100.128/25", "192.168.0.0/16", "10.1.0.0/24"]))
+    if other is not None:
+        created_at = draw(st.sampled_from(["2024-01-01T00:00:00Z", "2026-01-01T00:00:00Z"]))
+        objects.append(k8s.cudn_layer2("vmnet-z", [other], labels=ADV, namespaces=["tenant-z"], created_at=created_at))
     n = draw(st.integers(1, 6))
     for i in range(n):
         ips = draw(st.lists(addresses, max_size=3))
@@ -223,9 +261,30 @@ def test_announced_prefixes_lie_in_a_selected_network_and_are_never_refusal_wort
     allowed = IPSet([SUBNET_A, SUBNET_A6])
     forbidden = _forbidden(infra, gateways)
     special = IPSet(["169.254.0.0/16", "fe80::/10", "127.0.0.0/8", "::1/128", "224.0.0.0/4", "ff00::/8"])
+    never_next_hops = IPSet(
+        [*special.iter_cidrs(), "0.0.0.0/8", "255.255.255.255/32", "::/128", "::ffff:0:0/96", SUBNET_A, SUBNET_A6]
+    )
+    node_addresses = {
+        IPAddress(a["address"])
+        for o in objects
+        if o["kind"] == "Node"
+        for a in o["status"]["addresses"]
+        if a["type"] == "InternalIP"
+    }
+    z = next((o for o in objects if o["metadata"]["name"] == "vmnet-z"), None)
+    if z is not None:
+        z_subnets = IPSet(z["spec"]["network"]["layer2"]["subnets"])
+        if z_subnets & allowed:
+            announced = {r.network for r in result.routes}
+            assert len(announced) <= 1, "of two overlapping networks, one only is announced"
+        allowed |= z_subnets
     for route in result.routes:
-        assert route.network == "vmnet-a"
         assert route.prefix in allowed
+        if route.next_hop is not None:
+            assert route.next_hop not in never_next_hops
+            assert route.next_hop not in allowed
+        if str(route.kind) == "host":
+            assert route.prefix.ip not in node_addresses
         if str(route.kind) == "host":
             assert route.prefix.prefixlen == (32 if route.prefix.version == 4 else 128)
             address = route.prefix.ip
@@ -258,10 +317,13 @@ def test_every_address_of_a_running_vm_on_a_known_node_is_announced_or_refused(c
     announced_by = {(r.source.name, r.prefix.value) for r in result.routes if str(r.kind) == "host"}
     refused_values = {(x.source.name, x.value) for x in result.rejected}
     refused_addresses = {(x.source.name, (checks.parse_address(x.value) or (0, -1))[1]) for x in result.rejected}
+    refused_whole = {x.source.name for x in result.rejected if x.value == "cluster_udn_vmnet-a"}
     for o in objects:
         if o["kind"] != "IPAMClaim" or o["metadata"]["labels"]["kubevirt.io/vm"] not in running:
             continue
         name = o["metadata"]["name"]
+        if name in refused_whole:  # the network itself is refused: so is every address on it
+            continue
         for ip in o["status"]["ips"]:
             parsed = checks.parse_address(ip)
             if parsed is None:
@@ -272,14 +334,14 @@ def test_every_address_of_a_running_vm_on_a_known_node_is_announced_or_refused(c
 
 @SETTINGS
 @given(
-    infra=st.sampled_from([[], ["192.168.100.0/30"], ["192.168.100.0/29", "fd10:100::/126"]]),
-    gateways=st.sampled_from([[], ["192.168.100.1"], ["192.168.100.2", "fd10:100::1"]]),
+    definition=st.sampled_from(VALID_INFRA_GATEWAYS),
     values=st.lists(
         st.tuples(st.just(4), st.integers(0, 2**32 - 1)) | st.tuples(st.just(6), st.integers(0, 2**128 - 1)),
         max_size=40,
     ),
 )
-def test_compiled_checker_equals_the_reference(infra, gateways, values):
+def test_compiled_checker_equals_the_reference(definition, values):
+    infra, gateways = definition
     cudn = k8s.cudn_layer2(
         "vmnet-a", [SUBNET_A, SUBNET_A6], labels=ADV, infrastructure_subnets=infra, default_gateway_ips=gateways
     )
@@ -290,3 +352,46 @@ def test_compiled_checker_equals_the_reference(infra, gateways, values):
             version, value, network.subnets, network.gateways, network.infrastructure, network.infrastructure_addresses
         )
         assert network.check(version, value) == reference
+
+
+# --- overlapping networks ---------------------------------------------------------------------------------------
+
+small_subnets = st.tuples(st.integers(0, 63), st.integers(26, 30)).map(
+    lambda t: str(IPNetwork(f"10.20.0.{t[0] * 4}/{t[1]}").cidr)
+)
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.tuples(st.lists(small_subnets, min_size=1, max_size=4), st.integers(1, 9)),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_advertised_networks_never_overlap_and_each_overlap_refusal_names_an_older_advertised_network(defs):
+    """Layer3 CUDNs with random cidrs (brute force, with netaddr, against the planner's bisected address space)."""
+    cudns = [
+        k8s.cudn_layer3(f"net-{i}", [(c, 31) for c in cidrs], labels=ADV, created_at=f"2025-0{month}-01T00:00:00Z")
+        for i, (cidrs, month) in enumerate(defs)
+    ]
+    networks = index_networks(k8s.state(cudns), k8s.config())
+    ages = {c["metadata"]["name"]: (c["metadata"]["creationTimestamp"], c["metadata"]["name"]) for c in cudns}
+    spaces = {name: IPSet(s.network for s in n.subnets) for name, n in networks.advertised.items()}
+    names = sorted(spaces)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            assert not (spaces[a] & spaces[b]), (a, b)
+    overlapped = {r.source.name: r for r in networks.refusals if r.reason == "network-overlap"}
+    for name, refusal in overlapped.items():
+        older = refusal.message.split("of CUDN ")[1].split(",")[0]
+        assert older in spaces and ages[older] < ages[name]
+        assert spaces[older] & IPSet([refusal.value])
+    # a valid network is either advertised or overlapped
+    invalid = {r.source.name for r in networks.refusals if r.reason != "network-overlap"}
+    assert set(ages) == set(spaces) | set(overlapped) | invalid
+    # and an overlapped one does overlap some older advertised one: nothing is refused for nothing
+    for name in overlapped:
+        own = next(c for c in cudns if c["metadata"]["name"] == name)
+        own_space = IPSet(e["cidr"] for e in own["spec"]["network"]["layer3"]["subnets"])
+        assert any(own_space & spaces[o] for o in spaces if ages[o] < ages[name])

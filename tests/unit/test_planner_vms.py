@@ -3,7 +3,8 @@
 Scope: claim → VMI linking (label `kubevirt.io/vm`, ownerReference; never the claim name), Running only, pending
 and stopped VMs, next hop (node InternalIP of the route's family, the node-primary-ifaddr fallback, `self`), live
 migration (target live by VMI timestamp or by the target pod's annotation; failed, aborted and completed
-migrations), IPAM-disabled networks (VMI interfaces), per-node views and the hostRoutes switch.
+migrations), IPAM-disabled networks (VMI interfaces), per-node views, the hostRoutes switch, and claims on Layer3
+networks (no persistent IPs there). Node addresses as next hops are in test_planner_nodes.py.
 """
 
 from __future__ import annotations
@@ -334,3 +335,18 @@ def test_ipam_disabled_network_takes_addresses_from_the_primary_udn_interface_of
     p = plan(k8s.state(NODES, cudn, vmi, stopped, elsewhere), k8s.config())
     assert host_routes(p) == {("10.70.0.20/32", "10.0.0.12", W2, "VirtualMachineInstance static-vms/db")}
     assert refused(p) == {("VirtualMachineInstance static-vms/db", "fe80::1", "link-local")}
+
+
+# --- claims only on topologies with persistent IPs ----------------------------------------------------------------
+
+
+def test_claim_on_a_layer3_network_is_refused_persistent_ips_not_supported():
+    # OVN-K ignores persistent IPs on Layer3: such a claim's addresses are the host subnet's .0/.1/.2 of some node
+    l3 = k8s.cudn_layer3("vmnet-l3", [("10.132.0.0/16", 24)], labels=ADV)
+    node = k8s.node(W1, "10.0.0.11", node_subnets={"cluster_udn_vmnet-l3": "10.132.1.0/24"})
+    claim_l3 = k8s.ipam_claim(NS, "vm-a.default", "vm-a", "cluster_udn_vmnet-l3", ["10.132.1.2/24", "10.132.1.0/24"])
+    p = plan(k8s.state(node, l3, claim_l3, k8s.vmi(NS, "vm-a", W1)), k8s.config())
+    assert host_routes(p) == set()
+    assert refused(p) == {
+        ("IPAMClaim imported-vms/vm-a.default", "cluster_udn_vmnet-l3", "persistent-ips-not-supported")
+    }
