@@ -20,11 +20,15 @@ Graceful shutdown (SIGTERM or SIGINT to the supervisor, the pod's PID 1):
    controller (and starts any later controller with BGPADV_DRAINING=1): the speaker re-announces every route with
    GRACEFUL_SHUTDOWN (65535:0, RFC 8326), so the ToRs move traffic to other paths while these still forward;
 2. it waits `safety.drainSeconds`;
-3. it SIGKILLs ExaBGP. ExaBGP's own SIGTERM path sends a NOTIFICATION Cease (6/3) on every session, and FRR (like
-   any RFC 4724 helper without RFC 8538's N bit) flushes a peer's routes on a NOTIFICATION; a killed process only
-   closes its TCP connections, which a graceful-restart helper treats as a restart: the routes stay, marked stale,
-   until the next instance sends them again followed by End-of-RIB (`manual-eor`), or the restart time expires.
-A second SIGTERM or SIGINT during the drain skips the rest of the wait (same GR-keeping stop).
+3. it SIGKILLs ExaBGP. A killed process only closes its TCP connections, which a graceful-restart helper treats as
+   a restart: the routes stay, marked stale, until the next instance sends them again followed by End-of-RIB
+   (`manual-eor`), or the restart time advertised in the GR capability runs out. A NOTIFICATION would not do: an
+   RFC 4724 helper without RFC 8538's N bit (ExaBGP does not advertise it) flushes a peer's routes when it gets
+   one. ExaBGP 5.0.15's own SIGTERM path happens to close the sessions without one (read in `reactor/peer.py`,
+   `shutdown()`; FRR 8.4 logs "NSF peer closed the session" and keeps the routes, measured), but that is
+   ExaBGP's choice to change; SIGKILL keeps GR whatever ExaBGP's version does, and takes no time.
+A second SIGTERM or SIGINT during the drain skips the rest of the wait (same GR-keeping stop). If the supervisor
+itself is killed, the kernel kills ExaBGP (PR_SET_PDEATHSIG): the same as the pod's processes dying together.
 """
 
 from __future__ import annotations
