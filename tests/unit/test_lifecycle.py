@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from bgpadv.lifecycle import DRAIN_FILE, SHIM_PID_FILE, Backoff
 
@@ -279,3 +280,15 @@ def test_a_drain_file_left_by_a_previous_run_is_removed_at_start(supervisor, tmp
     proc = supervisor(drain=1.0)
     assert not (tmp_path / DRAIN_FILE).exists()
     assert proc.poll() is None
+
+
+def test_the_deployment_gives_bgpadv_longer_than_its_drain_and_a_graceful_restart_time():
+    from bgpadv.config import parse
+
+    docs = list(yaml.safe_load_all((Path(__file__).resolve().parents[2] / "deploy" / "bgpadv.yaml").read_text()))
+    config_map = next(d for d in docs if d["kind"] == "ConfigMap")
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    config = parse(yaml.safe_load(config_map["data"]["bgpadv.yaml"]))
+    grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    assert grace >= config.safety.drain_seconds + 10
+    assert all(peer.graceful_restart is not None and peer.graceful_restart >= 60 for peer in config.peers)
