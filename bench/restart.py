@@ -9,9 +9,11 @@ Scenarios:
   - kill9:   SIGKILL `bgpadv run` (the kernel kills ExaBGP with it), start it again;
   - crashes: SIGKILL the controller 10 times, each as soon as the shim has started a new one.
 For each: pings sent/lost, the minimum route counts, how long until the ToR held a fresh set again (every route, no
-stale path, no GRACEFUL_SHUTDOWN) or, for crashes, whether ExaBGP is the same process.
+stale path, no GRACEFUL_SHUTDOWN) or, for crashes, whether ExaBGP is the same process; for sigterm also how long
+until every route carried GRACEFUL_SHUTDOWN at the ToR (it must be well inside the drain).
 
-Run: `.venv/bin/python bench/restart.py [--vms N]` (root; default 1,000 VMs). Not a test: nothing is asserted.
+Run: `.venv/bin/python bench/restart.py [--vms N] [--drain S]` (root; default 1,000 VMs, drain 3 s).
+Not a test: nothing is asserted.
 """
 
 from __future__ import annotations
@@ -66,8 +68,42 @@ def fresh(frr: FrrRouter, total: int) -> bool:
     data = frr.vtysh_json("show bgp ipv4 unicast json").get("routes") or {}
     if len(data) < total or any(p.get("stale") for paths in data.values() for p in paths):
         return False
-    marked = frr.vtysh_json("show bgp ipv4 unicast community graceful-shutdown json").get("routes") or {}
-    return not marked
+    return not graceful_shutdown(frr)
+
+
+def graceful_shutdown(frr: FrrRouter) -> dict:
+    return frr.vtysh_json("show bgp ipv4 unicast community graceful-shutdown json").get("routes") or {}
+
+
+class Marking:
+    """Polls (in a thread, through bgpd's vty socket) how many routes carry GRACEFUL_SHUTDOWN; `stop()` returns
+    when all `total` did, in seconds since `t0`, or None."""
+
+    def __init__(self, frr: FrrRouter, total: int, t0: float) -> None:
+        self.vty = frr.vty()
+        self.total = total
+        self.t0 = t0
+        self.at: float | None = None
+        self.most = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set() and self.at is None:
+            text = self.vty.command("show bgp ipv4 unicast community graceful-shutdown")
+            found = re.search(r"Displayed\s+(\d+) routes", text)
+            count = int(found.group(1)) if found else 0
+            self.most = max(self.most, count)
+            if count >= self.total:
+                self.at = time.monotonic() - self.t0
+            self._stop.wait(0.05)
+
+    def stop(self) -> float | None:
+        self._stop.set()
+        self._thread.join(30)
+        self.vty.close()
+        return self.at
 
 
 class Sampler:
@@ -104,13 +140,15 @@ class Ping:
 
     def __enter__(self) -> Ping:
         argv = ["ping", "-n", "-i", "0.02", "-W", "1", VM_IP]
-        self.proc = self.lab.net.spawn(self.lab.ns("ext"), argv, stdout=subprocess.PIPE, text=True)
+        self.out = self.lab.workdir / f"ping-{time.monotonic_ns()}.out"  # a file: a full pipe would stall ping
+        with self.out.open("w") as out:
+            self.proc = self.lab.net.spawn(self.lab.ns("ext"), argv, stdout=out, stderr=subprocess.STDOUT)
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.proc.send_signal(signal.SIGINT)
-        out, _ = self.proc.communicate(timeout=10)
-        answered = {int(m) for m in re.findall(r"icmp_seq=(\d+) ttl=", out)}
+        self.proc.wait(10)
+        answered = {int(m) for m in re.findall(r"icmp_seq=(\d+) ttl=", self.out.read_text())}
         last = max(answered, default=0)
         self.sent, self.lost = last, sum(1 for s in range(1, last + 1) if s not in answered)
 
@@ -125,30 +163,35 @@ def restart(chain: BgpadvInLab, total: int) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--vms", type=int, default=1000)
+    parser.add_argument("--drain", type=float, default=DRAIN, help="safety.drainSeconds")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind, so the lab is torn down
     total = args.vms + 1
     with Lab("bgprstb") as lab:
         chain = BgpadvInLab(lab, cluster(args.vms))
-        chain.config = lab_config(chain.dir / "kubeconfig", safety={"drainSeconds": DRAIN})
+        chain.config = lab_config(chain.dir / "kubeconfig", safety={"drainSeconds": args.drain})
         with chain:
             frr = chain.frr
             frr.wait_for(lambda: fresh(frr, total), 300, "the initial load", every=0.2)
             lab.add_vm("w1", VM_IP, "192.168.100.1", prefixlen=16)
             time.sleep(1.0)
-            print(f"{total} routes at the ToR; drain {DRAIN:g} s, graceful restart 60 s, ping every 20 ms")
+            print(f"{total} routes at the ToR; drain {args.drain:g} s, graceful restart 60 s, ping every 20 ms")
 
             with Ping(lab) as ping, Sampler(frr) as sample:
                 time.sleep(1.0)
                 t0 = time.monotonic()
                 chain.proc.send_signal(signal.SIGTERM)
-                code = chain.proc.wait(60)
+                marking = Marking(frr, total, t0)
+                code = chain.proc.wait(120)
                 exited = time.monotonic() - t0
+                marked = marking.stop()
                 time.sleep(1.0)
                 back = restart(chain, total)
                 time.sleep(1.0)
+            drained = f"{marked:.2f} s" if marked is not None else f"never (at most {marking.most})"
             print(
-                f"sigterm: exit {code} after {exited:.2f} s; restarted, fresh set after {back:.2f} s; "
+                f"sigterm: every route carried 65535:0 at the ToR after {drained}; exit {code} after {exited:.2f} s; "
+                f"restarted, fresh set after {back:.2f} s; "
                 f"pings {ping.sent} sent, {ping.lost} lost; min routes FRR {sample.rib_min}, FIB {sample.fib_min} "
                 f"({sample.samples} samples)"
             )

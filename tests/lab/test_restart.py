@@ -145,17 +145,17 @@ class Ping:
 
     def __enter__(self) -> Ping:
         argv = ["ping", "-n", "-i", "0.05", "-W", "1", self.target]
-        self.proc = self.lab.net.spawn(
-            self.lab.ns("ext"), argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
+        self.out = self.lab.workdir / f"ping-{time.monotonic_ns()}.out"  # a file: a full pipe would stall ping
+        with self.out.open("w") as out:
+            self.proc = self.lab.net.spawn(self.lab.ns("ext"), argv, stdout=out, stderr=subprocess.STDOUT)
         return self
 
     def __exit__(self, *exc: object) -> None:
         assert self.proc is not None
         with contextlib.suppress(ProcessLookupError):
             self.proc.send_signal(signal.SIGINT)
-        out, _ = self.proc.communicate(timeout=10)
-        self.answered = {int(m) for m in re.findall(r"icmp_seq=(\d+) ttl=", out)}
+        self.proc.wait(10)
+        self.answered = {int(m) for m in re.findall(r"icmp_seq=(\d+) ttl=", self.out.read_text())}
 
     @property
     def lost(self) -> list[int]:
