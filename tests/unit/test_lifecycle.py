@@ -292,3 +292,20 @@ def test_the_deployment_gives_bgpadv_longer_than_its_drain_and_a_graceful_restar
     grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
     assert grace >= config.safety.drain_seconds + 10
     assert all(peer.graceful_restart is not None and peer.graceful_restart >= 60 for peer in config.peers)
+
+
+@pytest.mark.parametrize(
+    ("environ", "drain_file", "expected"),
+    [
+        pytest.param({"BGPADV_DRAINING": "1"}, False, True, id="the-shim-says-so"),
+        pytest.param({}, True, True, id="the-supervisor-wrote-the-drain-file"),
+        pytest.param({}, False, False, id="neither"),
+        pytest.param({"BGPADV_DRAINING": "0"}, False, False, id="not-draining"),
+    ],
+)
+def test_a_starting_controller_knows_whether_a_drain_was_asked(tmp_path: Path, environ, drain_file, expected):
+    from bgpadv.lifecycle import drain_requested
+
+    if drain_file:
+        (tmp_path / DRAIN_FILE).write_text("")
+    assert drain_requested({**environ, "BGPADV_RUNTIME_DIR": str(tmp_path)}) is expected
