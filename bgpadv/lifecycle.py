@@ -25,8 +25,9 @@ Graceful shutdown (SIGTERM or SIGINT to the supervisor, the pod's PID 1):
    (`manual-eor`), or the restart time advertised in the GR capability runs out. A NOTIFICATION would not do: an
    RFC 4724 helper without RFC 8538's N bit (ExaBGP does not advertise it) flushes a peer's routes when it gets
    one. ExaBGP 5.0.15's own SIGTERM path happens to close the sessions without one (read in `reactor/peer.py`,
-   `shutdown()`; FRR 8.4 logs "NSF peer closed the session" and keeps the routes, measured), but that is
-   ExaBGP's choice to change; SIGKILL keeps GR whatever ExaBGP's version does, and takes no time.
+   `shutdown()`; FRR 8.4 counted 0 notifications, logged "NSF peer closed the session" and kept the routes,
+   measured; even the API's `teardown` sent none), but that is ExaBGP's choice to change; SIGKILL keeps GR
+   whatever ExaBGP's version does, and takes no time.
 A second SIGTERM or SIGINT during the drain skips the rest of the wait (same GR-keeping stop). If the supervisor
 itself is killed, the kernel kills ExaBGP (PR_SET_PDEATHSIG): the same as the pod's processes dying together.
 """
