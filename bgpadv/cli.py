@@ -20,6 +20,9 @@ def _parser() -> argparse.ArgumentParser:
 
     ctl = sub.add_parser("controller", help="(internal) the API process ExaBGP runs; speaks ExaBGP's text protocol")
     ctl.add_argument("--config", required=True)
+    ctl.add_argument(
+        "--no-shim", action="store_true", help="(internal) be the controller itself, not the shim that restarts it"
+    )
 
     render = sub.add_parser("render", help="print the routes and refusals for a directory of cluster manifests")
     render.add_argument("--config", required=True)
@@ -48,6 +51,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return service.run(args.config, args.runtime_dir)
     if args.command == "controller":
+        if not args.no_shim:
+            from bgpadv import lifecycle
+
+            return lifecycle.shim_main(args.config)
         from bgpadv import service
 
         return service.controller_main(args.config)

@@ -1,7 +1,8 @@
 """Wiring and lifecycle: sources → coalesce → planner → speaker, on one thread.
 
-`bgpadv run` renders ExaBGP's configuration and execs ExaBGP; ExaBGP starts `bgpadv controller` as its API process.
-The controller is where everything happens:
+`bgpadv run` renders ExaBGP's configuration and supervises ExaBGP; ExaBGP starts `bgpadv controller` as its API
+process, a shim that runs and restarts the controller (`bgpadv.lifecycle`). The controller is where everything
+happens:
 
     reflector threads ──WatchEvent──┐
                                     ├──▶ one queue ──▶ main loop: store.apply → plan → guard → speaker.set_desired
@@ -35,6 +36,7 @@ import gc
 import logging
 import os
 import queue
+import signal
 import sys
 import tempfile
 import threading
@@ -77,6 +79,10 @@ class _ExaBGPLine:
 
 class _StdinClosed:
     pass
+
+
+class _Drain:
+    """Graceful shutdown asked for (SIGUSR1 from the API shim, see `bgpadv.lifecycle`)."""
 
 
 def watched_resources(config: Config) -> tuple[resources.Resource, ...]:
@@ -153,6 +159,10 @@ class Controller:
         t.start()
         return t
 
+    def request_drain(self) -> None:
+        """Ask the loop to re-announce every route with GRACEFUL_SHUTDOWN. Safe from a signal handler."""
+        self.queue.put(_Drain())
+
     def stop(self) -> None:
         self._stop.set()
         self.queue.put(_StdinClosed())
@@ -209,6 +219,9 @@ class Controller:
         if isinstance(item, _StdinClosed):
             log.info("ExaBGP closed our input: exiting")
             return False
+        if isinstance(item, _Drain):
+            self.speaker.drain()
+            return True
         if isinstance(item, WatchEvent):
             self.observer.watch_event(item.resource.plural, item.type, item.received_at, item.object_wall_time)
             if item.type == "SYNCED":
@@ -374,7 +387,8 @@ def target_ready_wall(vmi: dict | None) -> float | None:
 
 
 def run(config_path: str, runtime_dir: str | None = None) -> int:
-    """`bgpadv run`: render ExaBGP's configuration, then replace this process with ExaBGP."""
+    """`bgpadv run`: render ExaBGP's configuration, then run ExaBGP under the supervisor of `bgpadv.lifecycle`
+    (graceful shutdown on SIGTERM; ExaBGP's API process is the shim that restarts the controller)."""
     from bgpadv.speaker.exabgp_config import exabgp_argv, exabgp_environment, render_exabgp_config
 
     config = load_or_report(config_path)
@@ -387,14 +401,17 @@ def run(config_path: str, runtime_dir: str | None = None) -> int:
     conf.write_text(render_exabgp_config(config, api_argv))
     env = {**os.environ, **exabgp_environment(config, str(rdir))}
     argv = exabgp_argv(str(conf))
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execvpe(argv[0], argv, env)
-    return 1  # not reached
+    from bgpadv.lifecycle import supervise
+    from bgpadv.logs import setup_logging
+
+    setup_logging(os.environ.get("BGPADV_LOG_LEVEL", "INFO"))
+    return supervise(argv, env, rdir, config.safety.drain_seconds)
 
 
 def controller_main(config_path: str) -> int:
-    """`bgpadv controller`: the API process. stdout is ExaBGP's command pipe, so nothing else may write to it."""
+    """`bgpadv controller --no-shim`: the controller. stdout is the command pipe to ExaBGP (through the shim), so
+    nothing else may write to it."""
+    from bgpadv import lifecycle
     from bgpadv.events import EventRecorder
     from bgpadv.health import HealthServer
     from bgpadv.logs import setup_logging
@@ -433,6 +450,11 @@ def controller_main(config_path: str) -> int:
         return Sources(api_client, watched_resources(config), emit, settings, observer)
 
     controller = Controller(config, speaker=speaker, sources_factory=sources_factory, observer=observer)
+    # the API shim forwards the supervisor's drain request as SIGUSR1 (ignored until here); a request made before
+    # the handler existed is in the environment or the runtime directory's drain file (bgpadv.lifecycle)
+    signal.signal(signal.SIGUSR1, lambda _signum, _frame: controller.request_drain())
+    if lifecycle.drain_requested():
+        controller.request_drain()
     health = HealthServer(config.metrics.host_port, metrics)
     health.start()
     events.start()

@@ -1,8 +1,9 @@
 """The whole chain in a lab: `bgpadv run` (ExaBGP + controller) in worker-1, fed by a fake Kubernetes API.
 
 ```
- test process                      <p>-w1 namespace                          <p>-tor namespace
- FakeApiServer ◀─HTTP 127.0.0.1─ bgpadv controller ◀─pipes─▶ ExaBGP ─BGP─▶ FRR (bgpd + zebra)
+ test process                      <p>-w1 namespace                                           <p>-tor namespace
+                                   bgpadv run (supervisor)
+ FakeApiServer ◀─HTTP 127.0.0.1─ bgpadv controller ◀─pipes─▶ API shim ◀─pipes─▶ ExaBGP ─BGP─▶ FRR (bgpd + zebra)
  (its listening socket is created inside w1, so the controller reaches it on w1's own loopback)
 ```
 
@@ -13,6 +14,7 @@ reaches it through a socket opened inside w1.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -21,7 +23,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -87,14 +89,20 @@ class BgpadvInLab:
         self.api.load(self._seed)
         self.api.write_kubeconfig(self.dir / "kubeconfig")
         self.config_path.write_text(yaml.safe_dump(self.config, sort_keys=False))
+        self.spawn()
+        if wait_established:
+            self.wait_established(timeout)
+        return self
+
+    def spawn(self) -> subprocess.Popen:
+        """Start `bgpadv run` (again, after a stop or a kill: the fake API keeps running)."""
         env = {**os.environ, "BGPADV_LOG_LEVEL": os.environ.get("BGPADV_LOG_LEVEL", "INFO")}
         log = self.log_path.open("ab")
         argv = [sys.executable, "-m", "bgpadv", "run", "--config", str(self.config_path)]
         argv += ["--runtime-dir", str(self.dir / "run")]
         self.proc = self.lab.net.spawn(self.ns, argv, stdout=log, stderr=subprocess.STDOUT, env=env)
-        if wait_established:
-            self.wait_established(timeout)
-        return self
+        log.close()
+        return self.proc
 
     def wait_established(self, timeout: float = 30.0) -> None:
         def up() -> bool:
@@ -105,7 +113,13 @@ class BgpadvInLab:
         self.frr.wait_for(up, timeout, f"the ToR's session with {self.address}")
 
     def stop(self) -> None:
+        """Stop `bgpadv run` at once (SIGTERM, then SIGINT to skip the drain) and the fake API."""
         if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.terminate()
+                time.sleep(0.2)
+                with contextlib.suppress(ProcessLookupError):
+                    self.proc.send_signal(signal.SIGINT)
             self.lab.net.kill(self.proc)
             self.proc = None
         self.api.stop()
@@ -144,8 +158,7 @@ class BgpadvInLab:
         code, body = self.get("/status")
         return json.loads(body) if code == 200 else {}
 
-    def controller_pids(self) -> list[int]:
-        """PIDs of `bgpadv controller` processes (ExaBGP's API process) in this lab's namespace."""
+    def _pids(self, match: Callable[[list[bytes]], bool]) -> list[int]:
         out = subprocess.run(["ip", "netns", "pids", self.ns], capture_output=True, text=True).stdout.split()
         pids = []
         for pid in out:
@@ -153,9 +166,21 @@ class BgpadvInLab:
                 cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"controller" in cmdline and any(part.endswith(b"bgpadv") for part in cmdline):
+            if match(cmdline):
                 pids.append(int(pid))
-        return pids
+        return sorted(pids)
+
+    def controller_pids(self) -> list[int]:
+        """PIDs of controller processes (`bgpadv controller --no-shim`, run by the API shim) in this namespace."""
+        return self._pids(lambda argv: b"controller" in argv and b"--no-shim" in argv)
+
+    def shim_pids(self) -> list[int]:
+        """PIDs of API shims (`bgpadv controller`, ExaBGP's API process) in this namespace."""
+        return self._pids(lambda argv: b"controller" in argv and b"--no-shim" not in argv and b"bgpadv" in argv)
+
+    def exabgp_pids(self) -> list[int]:
+        """PIDs of ExaBGP processes (`exabgp server …`) in this namespace."""
+        return self._pids(lambda argv: b"server" in argv and any(part.endswith(b"exabgp") for part in argv))
 
     def kill_controller(self) -> int:
         """SIGKILL the controller (ExaBGP respawns it); return the killed PID."""

@@ -1,8 +1,12 @@
 """ExaBGP's configuration file, environment and command line, rendered from bgpadv's configuration.
 
-bgpadv runs ExaBGP, and ExaBGP runs bgpadv's controller as its API process (`process bgpadv`), so a controller
-crash never drops a BGP session: ExaBGP keeps its routes and respawns the controller. Every value is rendered from
-a parsed object (IPAddress, int); the MD5 password, the only free string, is refused if it could break the syntax.
+bgpadv runs ExaBGP, and ExaBGP runs `bgpadv controller` as its API process (`process bgpadv`): a shim that runs
+and restarts the controller (`bgpadv.lifecycle`), so a controller crash never drops a BGP session and never counts
+against ExaBGP's own respawn limit (5 in a 64-second window, then ExaBGP exits). `exabgp.api.respawn` stays on for
+the shim itself. Each neighbor runs with `manual-eor` and the configured graceful-restart time, which must cover a
+restart of the whole pod: the ToR keeps the routes stale that long after `bgpadv run` stops or dies. Every value is
+rendered from a parsed object (IPAddress, int); the MD5 password, the only free string, is refused if it could
+break the syntax.
 """
 
 from __future__ import annotations
@@ -96,7 +100,7 @@ def exabgp_environment(config: Config, runtime_dir: str | Path) -> dict[str, str
         "exabgp.api.encoder": "json",
         "exabgp.api.show-routes-format": "v2",  # one line per route (v1 re-prints the whole list for each route)
         "exabgp.api.chunk": "1000",
-        "exabgp.api.respawn": "true",
+        "exabgp.api.respawn": "true",  # for the shim; the controller behind it is restarted by the shim
         "exabgp.daemon.daemonize": "false",
         "exabgp.daemon.drop": "false",
         "exabgp.daemon.user": "root",

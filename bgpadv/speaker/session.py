@@ -25,10 +25,16 @@ after a restart and the ToR flushes its stale routes). The speaker sends `announ
 once the first full desired set is acknowledged, and again whenever a peer comes up afterwards (ExaBGP has then
 queued its whole adj-rib-out for that peer and emits the EoR after it). ExaBGP answers `error` for a peer that is not
 established; that is expected and ignored (the peer's `up` will trigger the EoR).
+
+Graceful shutdown (`drain()`, RFC 8326): from then on every desired route carries the GRACEFUL_SHUTDOWN community
+65535:0, so the next diff re-announces each advertised route with it (an attribute change) and routes desired later
+carry it from the start. The peers lower their preference for the routes while they still forward on them; the
+process that owns ExaBGP then stops it without a NOTIFICATION so graceful restart keeps the routes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections import deque
@@ -61,6 +67,7 @@ _SHOW_RIB = "show-rib"
 
 _FAMILY = {4: protocol.family_of(IPNetwork("0.0.0.0/0")), 6: protocol.family_of(IPNetwork("::/0"))}
 _Key = tuple[int, int, int]  # (IP version, network value with host bits cleared, prefix length)
+GRACEFUL_SHUTDOWN = "65535:0"  # RFC 8326 well-known community
 
 
 def _key(prefix: IPNetwork) -> _Key:
@@ -145,6 +152,8 @@ class Speaker:
         self.errors = 0  # commands answered `error` (EoR excluded)
         self.skipped = 0  # desired routes a peer cannot carry that got past the guard (logged as errors; a bug)
         self.closed = False  # ExaBGP said it is shutting down
+        self.draining = False  # drain(): every route carries GRACEFUL_SHUTDOWN
+        self._gshut: dict[Attributes, Attributes] = {}  # attributes -> the same with 65535:0 (shared objects)
 
     @classmethod
     def from_config(
@@ -220,6 +229,8 @@ class Speaker:
             self_ok = self._self_ok(peer)
             dropped = 0
             for route in desired.get(name, ()):
+                if self.draining:
+                    route = self._graceful_shutdown(route)
                 key = _key(route.prefix)
                 version = key[0]
                 hop = route.next_hop if route.next_hop is not None else self._self.get(version)
@@ -244,6 +255,20 @@ class Speaker:
         self._cause = cause
         if self._ready:
             self._replan()
+
+    def drain(self) -> None:
+        """Graceful shutdown: re-announce every desired route with GRACEFUL_SHUTDOWN (65535:0), now and from now on.
+        Idempotent; there is no way back (the process is about to stop)."""
+        if self.draining:
+            return
+        self.draining = True
+        log.warning("graceful shutdown: re-announcing every route with the GRACEFUL_SHUTDOWN community")
+        if self._desired is not None:
+            self._desired = {
+                name: {k: self._graceful_shutdown(r) for k, r in table.items()} for name, table in self._desired.items()
+            }
+            if self._ready:
+                self._replan()
 
     def resync(self) -> None:
         """Diff the last desired set again (after errors left prefixes unknown)."""
@@ -282,6 +307,19 @@ class Speaker:
         self._pump(at)
 
     # ------------------------------------------------------------------ internals
+
+    def _graceful_shutdown(self, route: Route) -> Route:
+        """`route` with GRACEFUL_SHUTDOWN added to its communities; equal attributes map to one shared object, so
+        the diff's identity shortcut and its grouping by attributes keep working."""
+        attributes = self._gshut.get(route.attributes)
+        if attributes is None:
+            old = route.attributes
+            if GRACEFUL_SHUTDOWN in old.communities:
+                attributes = old
+            else:
+                attributes = dataclasses.replace(old, communities=(*old.communities, GRACEFUL_SHUTDOWN))
+            self._gshut[old] = attributes
+        return route if attributes is route.attributes else dataclasses.replace(route, attributes=attributes)
 
     def _self_ok(self, peer: PeerConfig) -> dict[int, bool]:
         """The IP versions `peer` carries, each with whether ExaBGP can resolve a `next-hop self` route of it: only

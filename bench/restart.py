@@ -1,0 +1,234 @@
+"""What the fabric sees when `bgpadv run` stops, dies or loses its controller: pings lost, routes at the ToR.
+
+Builds the lab, runs `bgpadv run` in worker-1 (drain 3 s, graceful restart 60 s) against the fake API with N running
+VMs (one /32 each, plus the network's /16), puts a VM namespace behind worker-1 and pings it from the host behind
+the ToR every 20 ms throughout. While a scenario runs, a thread samples the routes FRR holds from worker-1 (vty,
+IPv4 summary) and the ToR kernel's BGP routes (`ip route show proto bgp`) and keeps the minimum of each.
+Scenarios:
+  - sigterm: SIGTERM, wait for `bgpadv run` to exit, start it again;
+  - kill9:   SIGKILL `bgpadv run` (the kernel kills ExaBGP with it), start it again;
+  - crashes: SIGKILL the controller 10 times, each as soon as the shim has started a new one.
+For each: pings sent/lost, the minimum route counts, how long until the ToR held a fresh set again (every route, no
+stale path, no GRACEFUL_SHUTDOWN) or, for crashes, whether ExaBGP is the same process; for sigterm also how long
+until every route carried GRACEFUL_SHUTDOWN at the ToR (it must be well inside the drain).
+
+Run: `.venv/bin/python bench/restart.py [--vms N] [--drain S]` (root; default 1,000 VMs, drain 3 s).
+Not a test: nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+import objects as k8s  # tests/objects.py: realistic object builders
+
+from bgpadv.lab.chain import BgpadvInLab, lab_config
+from bgpadv.lab.frr import FrrRouter
+from bgpadv.lab.topology import Lab
+
+NS = "imported-vms"
+W1 = "10.0.0.11"
+VM_IP = "192.168.100.10"
+DRAIN = 3.0
+
+
+def cluster(vms: int) -> list[dict]:
+    objs = [
+        k8s.node("worker-1", W1, "fd00::11"),
+        k8s.cudn_layer2("vmnet-a", ["192.168.0.0/16"], labels={"bgpadv.io/advertise": "true"}),
+    ]
+    for i in range(vms):
+        ip = f"192.168.{100 + i // 240}.{i % 240 + 10}"
+        objs.append(k8s.ipam_claim(NS, f"vm-{i}.default", f"vm-{i}", "cluster_udn_vmnet-a", [f"{ip}/16"]))
+        objs.append(k8s.vmi(NS, f"vm-{i}", "worker-1", interfaces=[k8s.interface([ip])]))
+    return objs
+
+
+def received(frr: FrrRouter) -> int:
+    peers = frr.vtysh_json("show bgp ipv4 unicast summary json").get("peers") or {}
+    return int((peers.get(W1) or {}).get("pfxRcd") or 0)
+
+
+def fib_count(ns: str) -> int:
+    argv = ["ip", "netns", "exec", ns, "ip", "-4", "route", "show", "proto", "bgp"]
+    return subprocess.run(argv, capture_output=True, text=True).stdout.count("\n")
+
+
+def fresh(frr: FrrRouter, total: int) -> bool:
+    data = frr.vtysh_json("show bgp ipv4 unicast json").get("routes") or {}
+    if len(data) < total or any(p.get("stale") for paths in data.values() for p in paths):
+        return False
+    return not graceful_shutdown(frr)
+
+
+def graceful_shutdown(frr: FrrRouter) -> dict:
+    return frr.vtysh_json("show bgp ipv4 unicast community graceful-shutdown json").get("routes") or {}
+
+
+class Marking:
+    """Polls (in a thread, through bgpd's vty socket) how many routes carry GRACEFUL_SHUTDOWN; `stop()` returns
+    when all `total` did, in seconds since `t0`, or None."""
+
+    def __init__(self, frr: FrrRouter, total: int, t0: float) -> None:
+        self.vty = frr.vty()
+        self.total = total
+        self.t0 = t0
+        self.at: float | None = None
+        self.most = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set() and self.at is None:
+            text = self.vty.command("show bgp ipv4 unicast community graceful-shutdown")
+            found = re.search(r"Displayed\s+(\d+) routes", text)
+            count = int(found.group(1)) if found else 0
+            self.most = max(self.most, count)
+            if count >= self.total:
+                self.at = time.monotonic() - self.t0
+            self._stop.wait(0.05)
+
+    def stop(self) -> float | None:
+        self._stop.set()
+        self._thread.join(30)
+        self.vty.close()
+        return self.at
+
+
+class Sampler:
+    """Minimum routes FRR holds from worker-1, and in the ToR's FIB, while it runs."""
+
+    def __init__(self, frr: FrrRouter) -> None:
+        self.frr = frr
+        self.rib_min = self.fib_min = 1 << 30
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            # a session that is down shows no pfxRcd: count FRR's table instead (stale paths included)
+            table = self.frr.vtysh_json("show bgp ipv4 unicast json").get("routes") or {}
+            self.rib_min = min(self.rib_min, len(table))
+            self.fib_min = min(self.fib_min, fib_count(self.frr.ns))
+            self.samples += 1
+            self._stop.wait(0.1)
+
+
+class Ping:
+    def __init__(self, lab: Lab) -> None:
+        self.lab = lab
+
+    def __enter__(self) -> Ping:
+        argv = ["ping", "-n", "-i", "0.02", "-W", "1", VM_IP]
+        self.out = self.lab.workdir / f"ping-{time.monotonic_ns()}.out"  # a file: a full pipe would stall ping
+        with self.out.open("w") as out:
+            self.proc = self.lab.net.spawn(self.lab.ns("ext"), argv, stdout=out, stderr=subprocess.STDOUT)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(10)
+        answered = {int(m) for m in re.findall(r"icmp_seq=(\d+) ttl=", self.out.read_text())}
+        last = max(answered, default=0)
+        self.sent, self.lost = last, sum(1 for s in range(1, last + 1) if s not in answered)
+
+
+def restart(chain: BgpadvInLab, total: int) -> float:
+    t0 = time.monotonic()
+    chain.spawn()
+    chain.frr.wait_for(lambda: fresh(chain.frr, total), 300, "a fresh set at the ToR", every=0.1)
+    return time.monotonic() - t0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vms", type=int, default=1000)
+    parser.add_argument("--drain", type=float, default=DRAIN, help="safety.drainSeconds")
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind, so the lab is torn down
+    total = args.vms + 1
+    with Lab("bgprstb") as lab:
+        chain = BgpadvInLab(lab, cluster(args.vms))
+        chain.config = lab_config(chain.dir / "kubeconfig", safety={"drainSeconds": args.drain})
+        with chain:
+            frr = chain.frr
+            frr.wait_for(lambda: fresh(frr, total), 300, "the initial load", every=0.2)
+            lab.add_vm("w1", VM_IP, "192.168.100.1", prefixlen=16)
+            time.sleep(1.0)
+            print(f"{total} routes at the ToR; drain {args.drain:g} s, graceful restart 60 s, ping every 20 ms")
+
+            with Ping(lab) as ping, Sampler(frr) as sample:
+                time.sleep(1.0)
+                t0 = time.monotonic()
+                chain.proc.send_signal(signal.SIGTERM)
+                marking = Marking(frr, total, t0)
+                code = chain.proc.wait(120)
+                exited = time.monotonic() - t0
+                marked = marking.stop()
+                time.sleep(1.0)
+                back = restart(chain, total)
+                time.sleep(1.0)
+            drained = f"{marked:.2f} s" if marked is not None else f"never (at most {marking.most})"
+            print(
+                f"sigterm: every route carried 65535:0 at the ToR after {drained}; exit {code} after {exited:.2f} s; "
+                f"restarted, fresh set after {back:.2f} s; "
+                f"pings {ping.sent} sent, {ping.lost} lost; min routes FRR {sample.rib_min}, FIB {sample.fib_min} "
+                f"({sample.samples} samples)"
+            )
+
+            with Ping(lab) as ping, Sampler(frr) as sample:
+                time.sleep(1.0)
+                chain.proc.kill()
+                chain.proc.wait(10)
+                time.sleep(1.0)
+                back = restart(chain, total)
+                time.sleep(1.0)
+            print(
+                f"kill9:   restarted, fresh set after {back:.2f} s; pings {ping.sent} sent, {ping.lost} lost; "
+                f"min routes FRR {sample.rib_min}, FIB {sample.fib_min} ({sample.samples} samples)"
+            )
+
+            exabgp = chain.exabgp_pids()
+            killed: list[int] = []
+            with Ping(lab) as ping, Sampler(frr) as sample:
+                t0 = time.monotonic()
+                while len(killed) < 10:
+                    pids = frr.wait_for(lambda: [p for p in chain.controller_pids() if p not in killed], 30, "ctl")
+                    os.kill(pids[0], signal.SIGKILL)
+                    killed.append(pids[0])
+                took = time.monotonic() - t0
+                t1 = time.monotonic()
+                chain.frr.wait_for(lambda: chain.get_ok("/readyz"), 60, "a ready controller", every=0.1)
+                ready = time.monotonic() - t1
+                time.sleep(1.0)
+            print(
+                f"crashes: 10 controller kills in {took:.1f} s, a ready controller {ready:.1f} s after the last; "
+                f"ExaBGP {'the same process' if chain.exabgp_pids() == exabgp else 'REPLACED'} "
+                f"(state {frr.neighbor_state(W1)}); pings {ping.sent} sent, {ping.lost} lost; "
+                f"min routes FRR {sample.rib_min}, FIB {sample.fib_min}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
