@@ -21,7 +21,7 @@ from prometheus_client import generate_latest
 from bgpadv.metrics import Metrics
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
-RULES = DEPLOY / "prometheus-rules.yaml"
+RULES = DEPLOY / "components" / "monitoring" / "prometheus-rules.yaml"
 DASHBOARD = DEPLOY / "grafana-dashboard.json"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 
