@@ -278,6 +278,7 @@ def test_monitoring_scrapes_the_pods_metrics_port_as_job_bgpadv_and_ships_the_ru
     rules = one(docs, "PrometheusRule")
     shipped = yaml.safe_load((DEPLOY / "components" / "monitoring" / "prometheus-rules.yaml").read_text())
     assert rules["spec"] == shipped["spec"]
+    assert 'up{job="bgpadv"}' in yaml.safe_dump(rules["spec"])  # the alerts watch the job this PodMonitor makes
 
 
 def test_nothing_refers_to_the_old_flat_manifest() -> None:
