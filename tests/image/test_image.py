@@ -10,6 +10,9 @@ image and its root filesystem tar stay cached there between runs; the bgpadv ima
   (a tmpfs where the pod has its emptyDir), in a private network namespace with only loopback (the peer and the
   API server are unreachable loopback addresses): ExaBGP accepts the account (it writes its pid file only after its
   privilege check) and runs until stopped, and a write anywhere else fails;
+- ExaBGP's own privilege check passes for the account bgpadv renders, for several non-root users, and refuses the
+  old fixed `root` in group 0;
+- only the runtime directory (and Debian's sticky temp directories) is writable by group 0;
 - the image's metadata (user, entry point, command, environment) is what deploy/ relies on.
 
 Needs root, buildah and mmdebstrap (scripts/install-system-deps.sh installs both); skipped only without root, like
@@ -140,6 +143,22 @@ def test_exabgp_accepts_the_account_bgpadv_renders_for_each_non_root_user(
 ) -> None:
     result = run_as(container, user, "python3", "-c", CHECK, *forced)
     assert result.stdout.strip() == expected, result.stderr
+
+
+def test_group_0_can_write_only_the_runtime_dir_and_the_sticky_temp_dirs(container: str) -> None:
+    """What an arbitrary UID in group 0 could change even on a writable root: the runtime directory, and /tmp,
+    /var/tmp and /run/lock (sticky and world-writable as on any Debian; read-only in the pod, where TMPDIR is the
+    runtime directory)."""
+    writable = ["(", "-perm", "-0002", "-o", "(", "-perm", "-0020", "-gid", "0", ")", ")"]
+    scan = ["find", "/", "-xdev", *writable, "!", "-type", "l", "-printf", "%p %m %u:%g\n"]
+    result = buildah("run", "--isolation", "chroot", "--user", "0:0", container, "--", *scan)
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.splitlines()) == [
+        "/run/bgpadv 775 bgpadv:root",
+        "/run/lock 1777 root:root",
+        "/tmp 1777 root:root",
+        "/var/tmp 1777 root:root",
+    ]
 
 
 def test_the_image_metadata_is_what_deploy_relies_on(image: str) -> None:
