@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint unit bench system-deps venv clean
+.PHONY: demo test lint unit bench image system-deps venv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +28,11 @@ test: system-deps $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 unit: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider tests -m "not lab"
+	$(PY) -m pytest -q -p no:cacheprovider tests -m "not lab and not image"
+
+## image: build the container image localhost/bgpadv:<version> with buildah (IMAGE=... to tag it otherwise)
+image: system-deps $(STAMP)
+	bash scripts/build-image.sh
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check bgpadv tests bench
@@ -40,3 +44,10 @@ bench: system-deps $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	if [ -d .cache/containers ]; then \
+	  buildah --root $(CURDIR)/.cache/containers/storage --runroot $(CURDIR)/.cache/containers/run \
+	    --storage-driver vfs rm --all; \
+	  buildah --root $(CURDIR)/.cache/containers/storage --runroot $(CURDIR)/.cache/containers/run \
+	    --storage-driver vfs rmi --all; \
+	fi
+	rm -rf .cache

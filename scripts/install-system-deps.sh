@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages bgpadv's lab and tests need: FRR (the ToR), iproute2 (netns, veth),
-# tcpdump (UPDATE capture at the ToR), prometheus (a real scraper), ping (the traffic test). Idempotent; needs root.
+# tcpdump (UPDATE capture at the ToR), prometheus (a real scraper), ping (the traffic test), buildah and mmdebstrap
+# (`make image` and tests/image). Idempotent; needs root.
+# `kubectl` (for `kubectl kustomize` in tests/unit/test_kustomize.py) is not installed from here: Debian bookworm's
+# kubernetes-client is 1.20, whose kustomize (v2) is too old for deploy/; this workplace's machines ship a current
+# kubectl, elsewhere install kubectl >= 1.27 from the Kubernetes project.
 set -euo pipefail
 need=()
 command -v ip >/dev/null || need+=(iproute2)
@@ -9,6 +13,9 @@ command -v ping >/dev/null || need+=(iputils-ping)
 command -v vtysh >/dev/null || need+=(frr)
 command -v tcpdump >/dev/null || need+=(tcpdump)
 command -v prometheus >/dev/null || need+=(prometheus)
+command -v buildah >/dev/null || need+=(buildah)
+command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
+command -v unshare >/dev/null || need+=(util-linux)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing system packages: ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive

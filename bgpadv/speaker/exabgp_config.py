@@ -11,6 +11,8 @@ break the syntax.
 
 from __future__ import annotations
 
+import os
+import pwd
 import shlex
 import sys
 from collections.abc import Sequence
@@ -92,6 +94,21 @@ def render_exabgp_config(config: Config, api_argv: Sequence[str], *, receive_rou
     return "\n".join(lines)
 
 
+def daemon_user(uid: int | None = None) -> str:
+    """The account ExaBGP is told to run as (`daemon.user`): the one it already runs as, so it switches nothing.
+
+    ExaBGP looks the name up with getpwnam() when it reads its environment, then, unless uid and gid are both
+    non-zero already, switches to that account and refuses to start if the process's uid and gid are not the
+    account's afterwards. So: the passwd name of `uid` (default: this process's), which is root in the lab,
+    `bgpadv` (65532:0) in the image and `bgpadv-<uid>` for the arbitrary UID with GID 0 OpenShift assigns (the
+    image's entry point adds that entry); "nobody" for a uid without an entry, enough when uid and gid are non-zero.
+    """
+    try:
+        return pwd.getpwuid(os.getuid() if uid is None else uid).pw_name
+    except KeyError:
+        return "nobody"
+
+
 def exabgp_environment(config: Config, runtime_dir: str | Path) -> dict[str, str]:
     """ExaBGP settings (passed as environment variables, `exabgp.section.key` form)."""
     runtime = Path(runtime_dir)
@@ -103,7 +120,7 @@ def exabgp_environment(config: Config, runtime_dir: str | Path) -> dict[str, str
         "exabgp.api.respawn": "true",  # for the shim; the controller behind it is restarted by the shim
         "exabgp.daemon.daemonize": "false",
         "exabgp.daemon.drop": "false",
-        "exabgp.daemon.user": "root",
+        "exabgp.daemon.user": daemon_user(),  # the current account: root in the lab, non-root in the image
         "exabgp.daemon.pid": str(runtime / "exabgp.pid"),
         "exabgp.log.destination": "stdout",
         "exabgp.log.statistics": "false",

@@ -1,4 +1,4 @@
-"""The monitoring files in deploy/: PrometheusRule alerts and the Grafana dashboard.
+"""The monitoring files in deploy/: the PrometheusRule (deploy/components/monitoring) and the Grafana dashboard.
 
 Scope: the rules pass `promtool check rules`, each alert fires (and stays quiet) as intended under `promtool test
 rules` with synthetic series, every dashboard query is valid PromQL, and every bgpadv metric the rules and the
@@ -21,7 +21,7 @@ from prometheus_client import generate_latest
 from bgpadv.metrics import Metrics
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
-RULES = DEPLOY / "prometheus-rules.yaml"
+RULES = DEPLOY / "components" / "monitoring" / "prometheus-rules.yaml"
 DASHBOARD = DEPLOY / "grafana-dashboard.json"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 
@@ -46,13 +46,29 @@ def rule_file(tmp_path: Path) -> Path:
 def test_rules_pass_promtool_check(rule_file: Path) -> None:
     result = promtool("check", "rules", str(rule_file), cwd=rule_file.parent)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 6 rules found" in result.stdout
+    assert "SUCCESS: 11 rules found" in result.stdout
 
 
-def test_the_four_alerts_exist() -> None:
+def test_the_nine_alerts_exist() -> None:
     spec = yaml.safe_load(RULES.read_text())["spec"]
     alerts = {r["alert"] for g in spec["groups"] for r in g["rules"] if "alert" in r}
-    assert alerts == {"BgpadvPeerDown", "BgpadvConvergenceSlow", "BgpadvRoutesRejected", "BgpadvNoRecentSync"}
+    assert alerts == {
+        "BgpadvDown",
+        "BgpadvAbsent",
+        "BgpadvWatchRestarting",
+        "BgpadvExabgpCommandErrors",
+        "BgpadvConvergenceUnmatched",
+        "BgpadvPeerDown",
+        "BgpadvConvergenceSlow",
+        "BgpadvRoutesRejected",
+        "BgpadvNoRecentSync",
+    }
+
+
+def test_the_header_calls_the_file_what_it_is() -> None:
+    """promtool reads rule files; this is a PrometheusRule custom resource whose `spec` is one."""
+    header = " ".join(line.lstrip("# ") for line in RULES.read_text().split("apiVersion:")[0].splitlines())
+    assert "PrometheusRule custom resource" in header and "not a Prometheus rule file" in header
 
 
 def alert(name: str, at: str, labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None) -> dict:
@@ -80,6 +96,137 @@ UNIT_TESTS = {
     "rule_files": ["rules.yaml"],
     "evaluation_interval": "1m",
     "tests": [
+        {
+            "name": "a target failing its scrapes for 5 minutes alerts; a one-minute miss does not",
+            "interval": "1m",
+            "input_series": [
+                {"series": f"up{{{T}}}", "values": "1 1 0 0 0 0 0 0 0 0"},
+                {"series": 'up{job="bgpadv", instance="10.0.0.8:9179"}', "values": "1 0 1 1 1 1 1 1 1 1"},
+            ],
+            "alert_rule_test": [
+                alert("BgpadvDown", "4m"),
+                alert(
+                    "BgpadvDown",
+                    "8m",
+                    {**BASE, "severity": "critical"},
+                    {
+                        "summary": "bgpadv on 10.0.0.9:9179 cannot be scraped",
+                        "description": "Prometheus has failed to scrape bgpadv's metrics on 10.0.0.9:9179 for 5 "
+                        "minutes: the process is down, hung or unreachable, and nothing it announces is being kept "
+                        "current. See the pods' status and logs (`kubectl -n bgpadv get pods`, `kubectl -n bgpadv "
+                        "logs -l app.kubernetes.io/name=bgpadv`).",
+                    },
+                ),
+            ],
+        },
+        {
+            "name": "no bgpadv target at all for 10 minutes alerts",
+            "interval": "1m",
+            "input_series": [{"series": 'up{job="node"}', "values": "1x20"}],
+            "alert_rule_test": [
+                alert("BgpadvAbsent", "5m"),
+                alert(
+                    "BgpadvAbsent",
+                    "12m",
+                    {"job": "bgpadv", "severity": "critical"},
+                    {
+                        "summary": "no bgpadv target is being scraped",
+                        "description": "Prometheus has had no bgpadv target for 10 minutes: bgpadv is not "
+                        "deployed, not scheduled, or its PodMonitor no longer selects it. VM and network routes are "
+                        "not being advertised or updated.",
+                    },
+                ),
+            ],
+        },
+        {
+            "name": "a scraped target, even a failing one, is not absent",
+            "interval": "1m",
+            "input_series": [{"series": f"up{{{T}}}", "values": "0x20"}],
+            "alert_rule_test": [alert("BgpadvAbsent", "15m")],
+        },
+        {
+            "name": "a watch failing every 30 s for 10 minutes alerts; normal ends and a burst of errors do not",
+            "interval": "1m",
+            "input_series": [
+                {
+                    "series": f'bgpadv_watch_restarts_total{{{T}, resource="pods", reason="error"}}',
+                    "values": "0+2x40",
+                },
+                {
+                    "series": f'bgpadv_watch_restarts_total{{{T}, resource="nodes", reason="stream-ended"}}',
+                    "values": "0+1x40",
+                },
+                {
+                    "series": f'bgpadv_watch_restarts_total{{{T}, resource="ipamclaims", reason="error"}}',
+                    "values": "0 0 6 6 6 6 6 6 6 6 6 6 6 6 6 6 6 6 6 6 6 6 6 6",
+                },
+            ],
+            "alert_rule_test": [
+                alert("BgpadvWatchRestarting", "8m"),
+                alert(
+                    "BgpadvWatchRestarting",
+                    "20m",
+                    {**BASE, "resource": "pods", "severity": "warning"},
+                    {
+                        "summary": "bgpadv keeps restarting its pods watch on 10.0.0.9:9179",
+                        "description": "10 failed list/watch restarts of pods in the last 5 minutes, and more than 3 "
+                        "in every 5 minutes for 10 minutes: bgpadv may be acting on a stale view of the cluster. "
+                        "Check its logs, its RBAC and the Kubernetes API server.",
+                    },
+                ),
+            ],
+        },
+        {
+            "name": "ExaBGP answering error alerts; commands answered done do not",
+            "interval": "1m",
+            "input_series": [
+                {
+                    "series": f'bgpadv_exabgp_commands_total{{{T}, result="error"}}',
+                    "values": "0 0 0 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2",
+                },
+                {"series": f'bgpadv_exabgp_commands_total{{{T}, result="done"}}', "values": "0+100x40"},
+            ],
+            "alert_rule_test": [
+                alert("BgpadvExabgpCommandErrors", "2m"),
+                alert(
+                    "BgpadvExabgpCommandErrors",
+                    "5m",
+                    {**BASE, "severity": "warning"},
+                    {
+                        "summary": "ExaBGP refused bgpadv's commands on 10.0.0.9:9179",
+                        "description": "ExaBGP answered `error` to 2 command(s) in the last 10 minutes: some "
+                        "announcements or withdrawals did not happen. ExaBGP's log, in the pod's output, names the "
+                        "command.",
+                    },
+                ),
+                alert("BgpadvExabgpCommandErrors", "20m"),
+            ],
+        },
+        {
+            "name": "changes unconfirmed for 15 minutes alert; a single lost echo does not",
+            "interval": "1m",
+            "input_series": [
+                {"series": f'bgpadv_convergence_unmatched_total{{{T}, stage="sent"}}', "values": "0+1x40"},
+                {
+                    "series": f'bgpadv_convergence_unmatched_total{{{T}, stage="acked"}}',
+                    "values": "0 0 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1",
+                },
+            ],
+            "alert_rule_test": [
+                alert("BgpadvConvergenceUnmatched", "10m"),
+                alert(
+                    "BgpadvConvergenceUnmatched",
+                    "25m",
+                    {**BASE, "stage": "sent", "severity": "warning"},
+                    {
+                        "summary": "bgpadv cannot confirm route changes (sent) on 10.0.0.9:9179",
+                        "description": "Route changes have gone without ExaBGP's sent confirmation for 15 minutes "
+                        "(5 in the last 5): updates may not be reaching the peers. Check the peers' state (`bgpadv "
+                        "status`) and ExaBGP's log.",
+                    },
+                ),
+            ],
+        },
         {
             "name": "a peer down for 2 minutes alerts; a flap shorter than that does not",
             "interval": "1m",

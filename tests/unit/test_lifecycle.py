@@ -285,12 +285,13 @@ def test_a_drain_file_left_by_a_previous_run_is_removed_at_start(supervisor, tmp
 def test_the_deployment_gives_bgpadv_longer_than_its_drain_and_a_graceful_restart_time():
     from bgpadv.config import parse
 
-    docs = list(yaml.safe_load_all((Path(__file__).resolve().parents[2] / "deploy" / "bgpadv.yaml").read_text()))
-    config_map = next(d for d in docs if d["kind"] == "ConfigMap")
-    deployment = next(d for d in docs if d["kind"] == "Deployment")
-    config = parse(yaml.safe_load(config_map["data"]["bgpadv.yaml"]))
-    grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
-    assert grace >= config.safety.drain_seconds + 10
+    base = Path(__file__).resolve().parents[2] / "deploy" / "base"
+    config = parse(yaml.safe_load((base / "bgpadv.yaml").read_text()))
+    deployment = yaml.safe_load((base / "deployment.yaml").read_text())
+    daemonset = yaml.safe_load((base.parent / "components" / "per-node" / "daemonset.yaml").read_text())
+    for workload in (deployment, daemonset):
+        grace = workload["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+        assert grace >= config.safety.drain_seconds + 10
     assert all(peer.graceful_restart is not None and peer.graceful_restart >= 60 for peer in config.peers)
 
 

@@ -1,0 +1,77 @@
+"""Memory of a running bgpadv (ExaBGP + its controller) holding N host routes: what the pod's requests rest on.
+
+Builds the lab, seeds the fake API with N running VMs (IPAMClaim, VMI and virt-launcher pod each, the realistic
+objects of tests/objects.py, single stack: one /32 each), runs `bgpadv run` in worker-1, waits until FRR holds the N
+routes, then prints the resident and peak resident memory (VmRSS, VmHWM) of ExaBGP and of the controller, and their
+sum, which is what the container's memory cgroup is charged (plus the page cache of the runtime directory, a few KB).
+
+Run: `.venv/bin/python bench/rss.py [N]` (root; default 10,000). Not a test: nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+import objects as k8s  # tests/objects.py: realistic object builders
+
+from bgpadv.lab.chain import BgpadvInLab
+from bgpadv.lab.topology import Lab
+
+NS = "imported-vms"
+
+
+def ip_of(i: int) -> str:
+    return f"192.168.{100 + i // 240}.{i % 240 + 10}"
+
+
+def memory(pid: int) -> tuple[int, int]:
+    """(VmRSS, VmHWM) of a process, in KiB."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return int(fields["VmRSS"].split()[0]), int(fields["VmHWM"].split()[0])
+
+
+def main() -> int:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind, so the lab is torn down
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
+    cluster = [
+        k8s.node("worker-1", "10.0.0.11", "fd00::11"),
+        k8s.node("worker-2", "10.0.0.12", "fd00::12"),
+        k8s.cudn_layer2("vmnet-a", ["192.168.0.0/16"], labels={"bgpadv.io/advertise": "true"}),
+    ]
+    for i in range(count):
+        name, node, ip = f"vm-{i}", "worker-1" if i % 2 else "worker-2", ip_of(i)
+        cluster.append(k8s.ipam_claim(NS, f"{name}.default", name, "cluster_udn_vmnet-a", [f"{ip}/16"]))
+        cluster.append(k8s.vmi(NS, name, node, interfaces=[k8s.interface([ip])]))
+        cluster.append(k8s.launcher_pod(NS, name, node))
+    with Lab("bgprss") as lab, BgpadvInLab(lab, cluster) as chain:
+        started = time.monotonic()
+        vty = chain.frr.vty()
+
+        def loaded() -> bool:
+            summary = vty.json("show bgp ipv4 unicast summary json")
+            peers = (summary.get("ipv4Unicast") or summary).get("peers", {})
+            return sum(int(p.get("pfxRcd", 0)) for p in peers.values()) >= count
+
+        chain.frr.wait_for(loaded, 900, "the initial load", every=1.0)
+        print(f"{count} host routes in FRR's table {time.monotonic() - started:.1f} s after start")
+        time.sleep(5)  # let the first full resync settle
+        exabgp = memory(chain.proc.pid)
+        controllers = [memory(pid) for pid in chain.controller_pids()]
+        controller = (sum(c[0] for c in controllers), sum(c[1] for c in controllers))
+        for what, (rss, hwm) in (("ExaBGP", exabgp), ("controller", controller)):
+            print(f"{what:>10}: RSS {rss / 1024:6.1f} MiB, peak {hwm / 1024:6.1f} MiB")
+        print(
+            f"{'total':>10}: RSS {(exabgp[0] + controller[0]) / 1024:6.1f} MiB, "
+            f"peak {(exabgp[1] + controller[1]) / 1024:6.1f} MiB"
+        )
+        vty.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

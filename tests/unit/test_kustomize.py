@@ -1,0 +1,290 @@
+"""deploy/ as kustomize: every overlay rendered by a real kustomize, checked against Kubernetes' schemas and our rules.
+
+Rendering: `kubectl kustomize` (kustomize v5 inside kubectl; this workplace's machines ship it, see
+scripts/install-system-deps.sh). Its absence is a failure, not a skip. Schemas: PyPI's `kubernetes-validate`, strict
+(unknown fields are errors), for the oldest and the newest Kubernetes the project supports. Custom resources
+(PodMonitor, PrometheusRule) have no schema there and are skipped by the validator; their content is asserted below
+and the rules are tested with promtool in test_deploy.py.
+
+The rules: the namespace enforces the `privileged` Pod Security level (hostNetwork needs it); RBAC is exactly
+list/watch on what bgpadv reads plus create/patch on Events; the pod is hardened (non-root, no privilege escalation,
+no capabilities, RuntimeDefault seccomp, read-only root filesystem with the runtime directory on an emptyDir), has
+no nodeSelector, 60 s to terminate, measured requests/limits; the ConfigMap is generated from a valid configuration
+and referenced under its hashed name; each overlay adds exactly its piece.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tomllib
+from functools import cache
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from bgpadv.config import parse
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+OVERLAYS = ("default", "openshift", "per-node", "monitoring")
+KUBERNETES_VERSIONS = ("1.29.0", kubernetes_validate.latest_version())  # OpenShift 4.16's Kubernetes, and the newest
+CUSTOM_RESOURCES = {"PodMonitor", "PrometheusRule"}
+VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+IMAGE = f"localhost/bgpadv:{VERSION}"
+
+
+@cache
+def render(overlay: str) -> tuple[dict, ...]:
+    kubectl = shutil.which("kubectl")
+    assert kubectl, "kubectl missing: `kubectl kustomize` renders deploy/ (see scripts/install-system-deps.sh)"
+    result = subprocess.run(
+        [kubectl, "kustomize", str(DEPLOY / "overlays" / overlay)], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    return tuple(doc for doc in yaml.safe_load_all(result.stdout) if doc)
+
+
+def one(docs: tuple[dict, ...], kind: str) -> dict:
+    found = [d for d in docs if d["kind"] == kind]
+    assert len(found) == 1, f"{len(found)} {kind}"
+    return found[0]
+
+
+def kinds(overlay: str) -> list[str]:
+    return sorted(d["kind"] for d in render(overlay))
+
+
+def workload(docs: tuple[dict, ...]) -> dict:
+    return next(d for d in docs if d["kind"] in ("Deployment", "DaemonSet"))
+
+
+def container(docs: tuple[dict, ...]) -> dict:
+    (c,) = workload(docs)["spec"]["template"]["spec"]["containers"]
+    return c
+
+
+# -- rendering and schemas ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_rendered_object_is_valid_for_kubernetes(overlay: str, version: str) -> None:
+    for doc in render(overlay):
+        if doc["kind"] in CUSTOM_RESOURCES:
+            continue
+        kubernetes_validate.validate(doc, version, strict=True)
+
+
+def test_each_overlay_renders_exactly_its_objects() -> None:
+    base = [
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ConfigMap",
+        "Deployment",
+        "Namespace",
+        "PodDisruptionBudget",
+        "Service",
+        "ServiceAccount",
+    ]
+    assert kinds("default") == base
+    assert kinds("openshift") == sorted([*base, "Role", "RoleBinding"])
+    assert kinds("monitoring") == sorted([*base, "PodMonitor", "PrometheusRule"])
+    assert kinds("per-node") == sorted([*(set(base) - {"Deployment", "PodDisruptionBudget"}), "DaemonSet"])
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_namespaced_object_lives_in_bgpadv(overlay: str) -> None:
+    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
+    for doc in render(overlay):
+        expected = None if doc["kind"] in cluster_scoped else "bgpadv"
+        assert doc["metadata"].get("namespace") == expected, doc["kind"]
+        assert doc["metadata"]["labels"]["app.kubernetes.io/part-of"] == "bgpadv", doc["kind"]
+
+
+def test_the_namespace_enforces_the_privileged_pod_security_level_a_host_network_pod_needs() -> None:
+    ns = one(render("default"), "Namespace")
+    assert ns["metadata"]["name"] == "bgpadv"
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+
+
+# -- RBAC -----------------------------------------------------------------------------------------------------------
+
+
+def test_the_cluster_role_lists_and_watches_what_bgpadv_reads_and_writes_only_events() -> None:
+    role = one(render("default"), "ClusterRole")
+    rules = {
+        (tuple(r["apiGroups"]), tuple(r["resources"]), tuple(r["verbs"]), tuple(r.get("resourceNames", ())))
+        for r in role["rules"]
+    }
+    assert rules == {
+        (("k8s.ovn.org",), ("clusteruserdefinednetworks", "routeadvertisements"), ("list", "watch"), ()),
+        (("k8s.cni.cncf.io",), ("ipamclaims",), ("list", "watch"), ()),
+        (("kubevirt.io",), ("virtualmachineinstances",), ("list", "watch"), ()),
+        (("",), ("pods", "nodes"), ("list", "watch"), ()),
+        (("",), ("events",), ("create", "patch"), ()),
+    }
+
+
+def test_the_cluster_role_covers_every_resource_bgpadv_watches() -> None:
+    from bgpadv import resources
+
+    role = one(render("default"), "ClusterRole")
+    granted = {
+        (g, res) for r in role["rules"] if "watch" in r["verbs"] for g in r["apiGroups"] for res in r["resources"]
+    }
+    assert granted == {(r.group, r.plural) for r in resources.ALL}
+
+
+def test_the_cluster_role_is_bound_to_the_service_account_the_pod_runs_as() -> None:
+    docs = render("default")
+    binding = one(docs, "ClusterRoleBinding")
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "bgpadv"}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "bgpadv", "namespace": "bgpadv"}]
+    assert workload(docs)["spec"]["template"]["spec"]["serviceAccountName"] == "bgpadv"
+
+
+def test_openshift_lets_the_service_account_use_the_hostnetwork_v2_scc_and_nothing_else() -> None:
+    docs = render("openshift")
+    role, binding = one(docs, "Role"), one(docs, "RoleBinding")
+    assert role["rules"] == [
+        {
+            "apiGroups": ["security.openshift.io"],
+            "resources": ["securitycontextconstraints"],
+            "resourceNames": ["hostnetwork-v2"],
+            "verbs": ["use"],
+        }
+    ]
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": role["metadata"]["name"],
+    }
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "bgpadv", "namespace": "bgpadv"}]
+    labels = one(docs, "Namespace")["metadata"]["labels"]
+    assert labels["security.openshift.io/scc.podSecurityLabelSync"] == "false"
+    assert labels["pod-security.kubernetes.io/enforce"] == "privileged"
+
+
+# -- the pod --------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_pod_is_hardened(overlay: str) -> None:
+    pod = workload(render(overlay))["spec"]["template"]["spec"]
+    assert pod["securityContext"] == {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    assert container(render(overlay))["securityContext"] == {
+        "runAsNonRoot": True,
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert "runAsUser" not in pod["securityContext"]  # the image's 65532, or the UID OpenShift assigns
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_pod_runs_on_any_node_on_the_host_network_with_time_to_drain(overlay: str) -> None:
+    pod = workload(render(overlay))["spec"]["template"]["spec"]
+    assert "nodeSelector" not in pod and "affinity" not in pod
+    assert pod["hostNetwork"] is True and pod["dnsPolicy"] == "ClusterFirstWithHostNet"
+    assert pod["terminationGracePeriodSeconds"] == 60
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_only_the_runtime_dir_is_writable_and_the_configuration_is_the_generated_config_map(overlay: str) -> None:
+    docs = render(overlay)
+    pod, c = workload(docs)["spec"]["template"]["spec"], container(docs)
+    assert c["args"] == ["run", "--config", "/etc/bgpadv/bgpadv.yaml", "--runtime-dir", "/run/bgpadv"]
+    assert c["volumeMounts"] == [
+        {"name": "config", "mountPath": "/etc/bgpadv", "readOnly": True},
+        {"name": "run", "mountPath": "/run/bgpadv"},
+    ]
+    config_map = one(docs, "ConfigMap")
+    assert config_map["metadata"]["name"].startswith("bgpadv-")  # the generator's content hash: edits roll the pods
+    assert pod["volumes"] == [
+        {"name": "config", "configMap": {"name": config_map["metadata"]["name"]}},
+        {"name": "run", "emptyDir": {"sizeLimit": "16Mi"}},
+    ]
+    assert {"name": "BGPADV_RUNTIME_DIR", "value": "/run/bgpadv"} in c["env"]
+
+
+def test_the_generated_configuration_is_valid_and_serves_metrics_on_the_node_address() -> None:
+    config_map = one(render("default"), "ConfigMap")
+    assert set(config_map["data"]) == {"bgpadv.yaml"}
+    config = parse(yaml.safe_load(config_map["data"]["bgpadv.yaml"]))
+    assert config.metrics.host_port == ("0.0.0.0", 9179)  # the kubelet probes the pod's (the node's) address
+
+
+def test_requests_and_limits_rest_on_the_measurement_at_10k_routes() -> None:
+    """bench/rss.py at 10,000 host routes: ExaBGP 56 MiB + controller 264 MiB = 320 MiB resident (README)."""
+    assert container(render("default"))["resources"] == {
+        "requests": {"cpu": "100m", "memory": "384Mi"},
+        "limits": {"memory": "1Gi"},
+    }
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_image_is_the_one_make_image_builds(overlay: str) -> None:
+    c = container(render(overlay))
+    assert (c["image"], c["imagePullPolicy"]) == (IMAGE, "IfNotPresent")
+
+
+def test_probes_and_service_use_the_metrics_port() -> None:
+    docs = render("default")
+    c = container(docs)
+    assert c["ports"] == [{"name": "metrics", "containerPort": 9179, "protocol": "TCP"}]
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    service = one(docs, "Service")
+    assert service["spec"]["selector"] == {"app.kubernetes.io/name": "bgpadv"}
+    assert service["spec"]["ports"] == [{"name": "metrics", "port": 9179, "targetPort": "metrics", "protocol": "TCP"}]
+
+
+def test_the_disruption_budget_covers_the_speaker_and_never_blocks_a_drain() -> None:
+    docs = render("default")
+    pdb, deployment = one(docs, "PodDisruptionBudget"), one(docs, "Deployment")
+    assert pdb["spec"] == {"maxUnavailable": 1, "selector": deployment["spec"]["selector"]}
+    assert (
+        deployment["spec"]["selector"]["matchLabels"].items()
+        <= deployment["spec"]["template"]["metadata"]["labels"].items()
+    )
+
+
+# -- per-node and monitoring ----------------------------------------------------------------------------------------
+
+
+def test_per_node_runs_the_same_pod_as_a_daemonset_with_the_node_name_from_the_downward_api() -> None:
+    daemonset = one(render("per-node"), "DaemonSet")
+    deployment = one(render("default"), "Deployment")
+    pod = daemonset["spec"]["template"]
+    env = pod["spec"]["containers"][0]["env"]
+    assert {"name": "BGPADV_NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}} in env
+    assert daemonset["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
+    without_node_name = yaml.safe_load(yaml.safe_dump(pod))
+    without_node_name["spec"]["containers"][0]["env"] = [e for e in env if e["name"] != "BGPADV_NODE_NAME"]
+    assert without_node_name == deployment["spec"]["template"]  # one pod, two controllers: they must not drift
+
+
+def test_monitoring_scrapes_the_pods_metrics_port_as_job_bgpadv_and_ships_the_rules() -> None:
+    docs = render("monitoring")
+    monitor = one(docs, "PodMonitor")
+    pod_labels = one(docs, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
+    assert monitor["spec"]["podMetricsEndpoints"] == [{"port": "metrics", "path": "/metrics", "interval": "30s"}]
+    assert pod_labels[monitor["spec"]["jobLabel"]] == "bgpadv"  # the job the alerts name
+    rules = one(docs, "PrometheusRule")
+    shipped = yaml.safe_load((DEPLOY / "components" / "monitoring" / "prometheus-rules.yaml").read_text())
+    assert rules["spec"] == shipped["spec"]
+    assert 'up{job="bgpadv"}' in yaml.safe_dump(rules["spec"])  # the alerts watch the job this PodMonitor makes
+
+
+def test_nothing_refers_to_the_old_flat_manifest() -> None:
+    assert not (DEPLOY / "bgpadv.yaml").exists()
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for name in tracked:
+        path = ROOT / name
+        if path.suffix in (".md", ".py", ".yaml", ".sh", ".toml", "") and path.is_file() and path != Path(__file__):
+            assert "deploy/bgpadv.yaml" not in path.read_text(errors="replace"), name
