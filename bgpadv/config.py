@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-import yaml
 from netaddr import AddrFormatError, IPAddress
 
+from bgpadv import yamlsafe
 from bgpadv.model import Attributes
 
 
@@ -462,10 +462,19 @@ def load_or_report(path: str | Path, stream: TextIO | None = None) -> Config | N
 
 
 def load(path: str | Path) -> Config:
-    """Read and validate a configuration file; raise ConfigError (with field paths) or OSError."""
-    text = Path(path).read_text()
+    """Read and validate a configuration file; raise ConfigError (with field paths) or OSError.
+
+    The YAML is read by `bgpadv.yamlsafe.load_documents`, as manifests are: aliases, deep nesting, tags other than
+    plain data and repeated keys are refused. The file must hold one document (an empty file is an empty config).
+    """
     try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ConfigError([f"{path}: not valid YAML: {e}"]) from e
-    return parse(raw)
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError([f"{path}: not UTF-8 text: {e.reason}"]) from None
+    documents = list(yamlsafe.load_documents(text))
+    refused = [doc for _, doc in documents if isinstance(doc, yamlsafe.Refused)]
+    if refused:
+        raise ConfigError([f"{path}: {doc}" for doc in refused])
+    if len(documents) > 1:
+        raise ConfigError([f"{path}: must hold one YAML document, found {len(documents)}"])
+    return parse(documents[0][1] if documents else None)
