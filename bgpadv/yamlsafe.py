@@ -294,6 +294,8 @@ def loads_json(data: str | bytes) -> object:
         value = json.loads(data)
     except RecursionError:
         raise TooDeep(f"nested deeper than {MAX_DEPTH} levels") from None
-    if depth_exceeds(value):
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    openers = text.count("{") + text.count("[")
+    if openers > MAX_DEPTH and depth_exceeds(value):  # fewer openers than the limit cannot nest that deep
         raise TooDeep(f"nested deeper than {MAX_DEPTH} levels")
     return value

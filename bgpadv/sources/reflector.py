@@ -22,7 +22,11 @@ open watch is cut and the loop lists before it watches again. Events from a LIST
 `listed_at`, when that LIST began. A LIST answered 404/403 after a `relist()` also ends in SYNCED, so a confirmation
 never waits for a resource that cannot be listed.
 
-Nothing escapes the thread: every failure is logged on the "bgpadv.sources" logger and retried.
+Nothing escapes the thread: every failure is logged on the "bgpadv.sources" logger and retried. A watch line that
+cannot be decoded, or whose object nests deeper than `yamlsafe.MAX_DEPTH` (`json.loads` alone raises
+RecursionError near depth 1000), is skipped with a warning and counted (`watch_line_skipped`, reasons
+`undecodable` and `too-deep`); so is a listed object nested too deep. A LIST page too deep for `json.loads` to
+decode at all is an error like any other: logged, counted, retried with backoff.
 
 Why raw lines rather than `kubernetes.watch.Watch`: the reflector calls the official client's list functions with
 `_preload_content=False` and decodes the JSON itself, for LIST pages and for watch lines. Core objects then come
@@ -49,8 +53,10 @@ import urllib3
 from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
+from bgpadv import yamlsafe
 from bgpadv.observe import NullObserver, SourcesObserver
 from bgpadv.resources import Resource
+from bgpadv.yamlsafe import MAX_DEPTH
 
 log = logging.getLogger("bgpadv.sources")
 
@@ -386,6 +392,11 @@ class Reflector:
         except Exception:
             log.exception("%s: the event consumer failed", self.resource.plural)
 
+    def _skipped(self, reason: str) -> None:
+        skipped = getattr(self._observer, "watch_line_skipped", None)
+        if skipped is not None:
+            skipped(self.resource.plural, reason)
+
     def _normalize(self, obj: dict) -> dict:
         """Typed lists carry no kind/apiVersion per item: add them, so every object names its type."""
         if "kind" not in obj:
@@ -426,9 +437,17 @@ class Reflector:
             finally:
                 response.release_conn()
             at = time.monotonic()
-            page = json.loads(data)
+            try:
+                page = json.loads(data)
+            except RecursionError:  # json recurses in C: a hostile object can make a whole page undecodable
+                self._skipped("too-deep")
+                raise ValueError(f"a LIST page is nested too deep to decode ({len(data)} bytes)") from None
             for obj in page.get("items") or ():
                 if isinstance(obj, dict):
+                    if yamlsafe.depth_exceeds(obj):
+                        log.warning("%s: skipping a listed object nested deeper than %d levels", r.plural, MAX_DEPTH)
+                        self._skipped("too-deep")
+                        continue
                     fresh[r.key(obj)] = (self._normalize(obj), at)
             meta = page.get("metadata") or {}
             token = meta.get("continue") or None
@@ -505,10 +524,17 @@ class Reflector:
     def _handle(self, line: bytes, at: float) -> None:
         plural = self.resource.plural
         try:
-            event = json.loads(line)
-            kind, obj = event["type"], event["object"]
+            event = yamlsafe.loads_json(line)
+            kind, obj = event["type"], event["object"]  # type: ignore[index,call-overload]
+        except yamlsafe.TooDeep:
+            log.warning(
+                "%s: skipping a watch line nested deeper than %d levels (%d bytes)", plural, MAX_DEPTH, len(line)
+            )
+            self._skipped("too-deep")
+            return
         except (ValueError, KeyError, TypeError):
             log.warning("%s: skipping an undecodable watch line (%d bytes)", plural, len(line))
+            self._skipped("undecodable")
             return
         if not isinstance(obj, dict):
             log.warning("%s: skipping a %s event without an object", plural, kind)
