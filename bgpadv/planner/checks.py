@@ -10,13 +10,13 @@ claim of the cluster on every plan. netaddr objects are built once per subnet (`
 
 from __future__ import annotations
 
-import reprlib
 import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from itertools import islice
 
 from netaddr import AddrFormatError, IPNetwork
+
+from bgpadv.bounded import brief
 
 OUTSIDE_NETWORK_SUBNETS = "outside-network-subnets"
 """The address lies in no subnet of the network the claim (or the node annotation) names."""
@@ -201,45 +201,12 @@ _FAMILY = {4: socket.AF_INET, 6: socket.AF_INET6}
 _MAX_VALUE_CHARS = 256
 
 
-class _BoundedRepr(reprlib.Repr):
-    """`repr` that formats only what it shows: a few items per container, a few levels, short strings and ints."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.maxlevel = 4
-        self.maxdict = self.maxlist = self.maxtuple = self.maxset = self.maxfrozenset = 8
-        self.maxstring = self.maxother = 80
-        self.maxlong = 80
-
-    def repr_dict(self, x: dict, level: int) -> str:  # insertion order, as repr (reprlib sorts the keys)
-        if not x:
-            return "{}"
-        if level <= 0:
-            return "{...}"
-        pieces = [f"{self.repr1(k, level - 1)}: {self.repr1(v, level - 1)}" for k, v in islice(x.items(), self.maxdict)]
-        if len(x) > self.maxdict:
-            pieces.append("...")
-        return "{" + ", ".join(pieces) + "}"
-
-    def repr_int(self, x: int, level: int) -> str:
-        if x.bit_length() > 256:  # never convert a huge int to text in full (Python limits it to 4300 digits)
-            return f"<int of {x.bit_length()} bits>"
-        return super().repr_int(x, level)
-
-
-_REPR = _BoundedRepr()
-
-
 def describe(value: object) -> str:
     """The offending value as people should see it in a refusal: strings as written, others as repr; bounded to
     256 characters *before* formatting (a 40k-item list or a 10 MB string costs what is shown, not its size)."""
     if isinstance(value, str):
         return value if len(value) <= _MAX_VALUE_CHARS else value[:_MAX_VALUE_CHARS] + "…"
-    try:
-        text = _REPR.repr(value)
-    except Exception:  # a value with a failing __repr__ (never from JSON/YAML, but describe must not raise)
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= _MAX_VALUE_CHARS else text[:_MAX_VALUE_CHARS] + "…"
+    return brief(value, _MAX_VALUE_CHARS)
 
 
 def parse_address(value: object) -> tuple[int, int, int | None] | None:
