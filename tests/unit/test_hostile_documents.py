@@ -17,6 +17,8 @@ from pathlib import Path
 import objects as k8s
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kubernetes import client
 
 from bgpadv import resources, yamlsafe
@@ -331,3 +333,66 @@ def test_manifest_paths_in_warnings_name_the_file(tmp_path):
         f"{Path(tmp_path) / 'x.yaml'} document 1, line 1: YAML aliases (*name) are not accepted; "
         "refused (the file's other documents are still read)"
     ]
+
+
+# --- properties -----------------------------------------------------------------------------------------------------
+
+json_like = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(json_like, min_size=1, max_size=4))
+def test_plain_documents_read_as_pyyaml_reads_them(docs):
+    text = yaml.safe_dump_all(docs, sort_keys=False)
+    assert [doc for _, doc in yamlsafe.load_documents(text)] == list(yaml.load_all(text, Loader=_NoTimestamps))
+
+
+class _NoTimestamps(yaml.SafeLoader):
+    pass
+
+
+_NoTimestamps.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+yaml_fragments = st.lists(
+    st.sampled_from(
+        [
+            "---",
+            "...",
+            "a:",
+            "  - x",
+            "- [",
+            "]",
+            "{",
+            "}",
+            "*a",
+            "&a b",
+            "<<: {}",
+            "!!binary x",
+            "? [",
+            "%YAML 1.1",
+            "'",
+            '"',
+            "\t",
+            "key: value",
+            "  nested: 1",
+            "|",
+            "  text",
+        ]
+    )
+    | st.text(max_size=10),
+    max_size=12,
+).map("\n".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(yaml_fragments)
+def test_no_text_makes_the_loader_raise_and_every_document_is_numbered_once(text):
+    indexes = [index for index, _ in yamlsafe.load_documents(text)]
+    assert indexes == sorted(set(indexes))
