@@ -289,6 +289,8 @@ class _Collector:
                     refuse(ref, values[0], checks.MALFORMED_ADDRESS, "not an IP address or CIDR", network.name)
                     continue
                 items: list[tuple[str, tuple[int, int, int] | None]] = [(values[0], parsed)]
+            elif len(values) == 2 and (a := _parse(values[0])) and (b := _parse(values[1])) and a[0] != b[0]:
+                items = [(values[0], a), (values[1], b)]  # the common dual-stack claim: one address per family
             else:
                 items = self._distinct(values, network, ref)
             for text, found in items:
