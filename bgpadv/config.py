@@ -505,8 +505,9 @@ def load_or_report(path: str | Path, stream: TextIO | None = None) -> Config | N
         problems = e.problems
     except OSError as e:
         problems = [f"cannot read the configuration: {e.strerror or e}"]
+    prefix = f"{path}: "
     for problem in problems:
-        print(f"{path}: {problem}", file=out)
+        print(problem if problem.startswith(prefix) else prefix + problem, file=out)  # file-level ones name it
     return None
 
 

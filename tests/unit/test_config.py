@@ -234,6 +234,28 @@ def test_invalid_yaml_is_a_config_error_naming_the_file(tmp_path):
     assert str(path) in err.value.problems[0]
 
 
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        pytest.param(b"localASN: 1\n---\nlocalASN: 2\n", "must hold one YAML document, found 2", id="two-documents"),
+        pytest.param(b"localASN: \xff\n", "not UTF-8 text: invalid start byte", id="not-utf8"),
+        pytest.param(
+            b"localASN: &a 1\npeers: *a\n", "document 1, line 2: YAML aliases (*name) are not accepted", id="alias"
+        ),
+        pytest.param(
+            b"localASN: 1\nlocalASN: 2\n", "document 1, line 2: the key 'localASN' is given twice", id="repeated-key"
+        ),
+    ],
+)
+def test_file_level_problems_are_one_line_naming_the_file_once(tmp_path, capsys, content, problem):
+    from bgpadv.cli import main
+
+    path = tmp_path / "bgpadv.yaml"
+    path.write_bytes(content)
+    assert main(["check-config", str(path)]) == 2
+    assert capsys.readouterr().err == f"{path}: {problem}\n"
+
+
 def test_check_config_exits_2_and_names_every_field_path(tmp_path, capsys):
     from bgpadv.cli import main
 
