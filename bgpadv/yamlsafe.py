@@ -24,7 +24,8 @@ documents of the stream are still returned. After a syntax error the parser cann
 the next `---` line below the error: one broken document never takes its neighbours with it.
 
 JSON: `json.loads` recurses in C and raises RecursionError (not ValueError) near depth 1000; `loads_json` turns
-that, and any depth above `MAX_DEPTH`, into `TooDeep` (a ValueError).
+that, and any depth above `MAX_DEPTH`, into `TooDeep` (a ValueError). `loads_list_page` decodes a LIST page and
+leaves out the items nested too deep, even one too deep for `json.loads` (the page is then split without decoding).
 """
 
 from __future__ import annotations
@@ -299,3 +300,79 @@ def loads_json(data: str | bytes) -> object:
     if openers > MAX_DEPTH and depth_exceeds(value):  # fewer openers than the limit cannot nest that deep
         raise TooDeep(f"nested deeper than {MAX_DEPTH} levels")
     return value
+
+
+# A JSON string, or one bracket: enough to follow nesting without decoding (scalars between them are skipped).
+_JSON_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+_ITEMS_KEY = b'"items"'
+
+
+def loads_list_page(data: bytes) -> tuple[dict, list[dict], int]:
+    """A LIST page (`{"metadata": ..., "items": [...]}`): (the page without its items, the items nested at most
+    MAX_DEPTH deep, how many items were left out for nesting deeper).
+
+    `json.loads` decodes the page when it can. When one item is too deep for it (RecursionError), the page is split
+    without decoding: the items array and each item's span are found by following strings and brackets, then each
+    item is decoded on its own, so one hostile object never makes the whole resource unlistable. Raises ValueError
+    when the page is not a JSON object with an items array.
+    """
+    try:
+        page = json.loads(data)
+    except RecursionError:
+        page, items = _split_page(data)
+    else:
+        if not isinstance(page, dict):
+            raise ValueError("a LIST page is not a JSON object")
+        raw_items = page.pop("items", None)
+        items = raw_items if isinstance(raw_items, list) else []
+    kept: list[dict] = []
+    too_deep = 0
+    for item in items:
+        if item is None or (isinstance(item, dict) and depth_exceeds(item)):
+            too_deep += 1
+        elif isinstance(item, dict):
+            kept.append(item)
+    return page, kept, too_deep
+
+
+def _split_page(data: bytes) -> tuple[dict, list[dict | None]]:
+    """The page decoded without its items, and each item decoded alone (None for one too deep to decode)."""
+    depth = 0
+    items_start = items_end = -1
+    item_start = -1
+    spans: list[tuple[int, int]] = []
+    for m in _JSON_TOKENS.finditer(data):
+        token = m.group()
+        if token[0] == 0x22:  # a string
+            if depth == 1 and items_start < 0 and token == _ITEMS_KEY:
+                rest = data[m.end() : m.end() + 64].lstrip()
+                if rest[:1] == b":" and rest[1:].lstrip()[:1] == b"[":
+                    items_start = -2  # the next `[` opens the items array
+            continue
+        if token in (b"[", b"{"):
+            depth += 1
+            if items_start == -2 and depth == 2:
+                items_start = m.start()
+            elif items_start >= 0 and items_end < 0 and depth == 3:
+                item_start = m.start()
+        else:
+            depth -= 1
+            if items_start >= 0 and items_end < 0:
+                if depth == 2 and item_start >= 0:
+                    spans.append((item_start, m.end()))
+                    item_start = -1
+                elif depth == 1:
+                    items_end = m.end()
+    if items_start < 0 or items_end < 0:
+        raise ValueError("a LIST page too deep to decode has no items array")
+    page = json.loads(data[:items_start] + b"[]" + data[items_end:])
+    if not isinstance(page, dict):
+        raise ValueError("a LIST page is not a JSON object")
+    page.pop("items", None)
+    items: list[dict | None] = []
+    for start, end in spans:
+        try:
+            items.append(json.loads(data[start:end]))
+        except RecursionError:
+            items.append(None)
+    return page, items

@@ -25,8 +25,8 @@ never waits for a resource that cannot be listed.
 Nothing escapes the thread: every failure is logged on the "bgpadv.sources" logger and retried. A watch line that
 cannot be decoded, or whose object nests deeper than `yamlsafe.MAX_DEPTH` (`json.loads` alone raises
 RecursionError near depth 1000), is skipped with a warning and counted (`watch_line_skipped`, reasons
-`undecodable` and `too-deep`); so is a listed object nested too deep. A LIST page too deep for `json.loads` to
-decode at all is an error like any other: logged, counted, retried with backoff.
+`undecodable` and `too-deep`); so is a listed object nested too deep, even one that makes its whole page too deep
+for `json.loads` (`yamlsafe.loads_list_page`): one hostile object never makes a resource unlistable.
 
 Why raw lines rather than `kubernetes.watch.Watch`: the reflector calls the official client's list functions with
 `_preload_content=False` and decodes the JSON itself, for LIST pages and for watch lines. Core objects then come
@@ -39,7 +39,6 @@ before raising, and resumes dropped streams by itself in ways the caller cannot 
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import random
 import threading
@@ -437,18 +436,12 @@ class Reflector:
             finally:
                 response.release_conn()
             at = time.monotonic()
-            try:
-                page = json.loads(data)
-            except RecursionError:  # json recurses in C: a hostile object can make a whole page undecodable
+            page, items, too_deep = yamlsafe.loads_list_page(data)
+            for _ in range(too_deep):
+                log.warning("%s: skipping a listed object nested deeper than %d levels", r.plural, MAX_DEPTH)
                 self._skipped("too-deep")
-                raise ValueError(f"a LIST page is nested too deep to decode ({len(data)} bytes)") from None
-            for obj in page.get("items") or ():
-                if isinstance(obj, dict):
-                    if yamlsafe.depth_exceeds(obj):
-                        log.warning("%s: skipping a listed object nested deeper than %d levels", r.plural, MAX_DEPTH)
-                        self._skipped("too-deep")
-                        continue
-                    fresh[r.key(obj)] = (self._normalize(obj), at)
+            for obj in items:
+                fresh[r.key(obj)] = (self._normalize(obj), at)
             meta = page.get("metadata") or {}
             token = meta.get("continue") or None
             if token is None:

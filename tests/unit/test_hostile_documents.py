@@ -326,6 +326,44 @@ def test_a_watch_line_nested_too_deep_is_skipped_with_a_warning_and_a_count(dept
     assert f"ipamclaims: skipping a watch line nested deeper than 100 levels ({len(line)} bytes)" in caplog.messages
 
 
+class _Page:
+    """Stands in for the client's raw urllib3 response to one LIST call."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def release_conn(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("depth", [150, 5_000])
+def test_a_listed_object_nested_too_deep_is_left_out_and_the_rest_of_the_page_is_listed(depth, caplog):
+    """Even an object too deep for json.loads to decode the page (5,000 levels) costs only itself."""
+    events = []
+    observer = _Counter()
+    reflector = Reflector(client.ApiClient(), resources.IPAM_CLAIM, events.append, observer=observer)
+    good = [k8s.ipam_claim(NS, f"vm-{n}.default", f"vm-{n}", "cluster_udn_vmnet-a", []) for n in "ab"]
+    good[0]["metadata"]["annotations"] = {"note": 'brackets }]"[{ and a backslash \\ inside strings'}
+    deep = b'{"metadata": {"name": "deep", "namespace": "x"}, "spec": ' + b"[" * depth + b"]" * depth + b"}"
+    page = (
+        b'{"kind": "IPAMClaimList", "metadata": {"resourceVersion": "42"}, "items": ['
+        + json.dumps(good[0]).encode() + b", " + deep + b", " + json.dumps(good[1]).encode()
+        + b"]}"
+    )  # fmt: skip
+    reflector._call = lambda **kwargs: _Page(page)
+    with caplog.at_level("WARNING", logger="bgpadv.sources"):
+        reflector._list()
+    assert [(e.type, e.obj and e.obj["metadata"]["name"]) for e in events] == [
+        ("ADDED", "vm-a.default"),
+        ("ADDED", "vm-b.default"),
+        ("SYNCED", None),
+    ]
+    assert events[0].obj == good[0]
+    assert reflector.resource_version == "42"
+    assert observer.skipped == [("ipamclaims", "too-deep")]
+    assert "ipamclaims: skipping a listed object nested deeper than 100 levels" in caplog.messages
+
+
 def test_manifest_paths_in_warnings_name_the_file(tmp_path):
     (tmp_path / "x.yaml").write_text("a: *b\n")
     _, warnings = load_manifests(tmp_path)
@@ -396,3 +434,15 @@ yaml_fragments = st.lists(
 def test_no_text_makes_the_loader_raise_and_every_document_is_numbered_once(text):
     indexes = [index for index, _ in yamlsafe.load_documents(text)]
     assert indexes == sorted(set(indexes))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    items=st.lists(st.dictionaries(st.text(max_size=8), json_like, max_size=4), max_size=4),
+    metadata=st.dictionaries(st.text(max_size=8), json_like, max_size=3),
+    ensure_ascii=st.booleans(),
+)
+def test_a_page_split_without_decoding_equals_the_decoded_page(items, metadata, ensure_ascii):
+    data = json.dumps({"kind": "List", "items": items, "metadata": metadata}, ensure_ascii=ensure_ascii).encode()
+    page, decoded = yamlsafe._split_page(data)
+    assert (page, decoded) == ({"kind": "List", "metadata": metadata}, items)
