@@ -29,7 +29,9 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument("--manifests", required=True, help="directory of YAML/JSON manifests (kubectl get -o yaml)")
     render.add_argument("--output", choices=("table", "json"), default="table")
 
-    check = sub.add_parser("check-config", help="validate a configuration file (exit 2 when invalid)")
+    check = sub.add_parser(
+        "check-config", help="validate a configuration file, and ExaBGP's rendering of it (exit 2 when invalid)"
+    )
     check.add_argument("file")
 
     status = sub.add_parser("status", help="print peers, routes and convergence of a running instance")
@@ -66,14 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _check_config(path: str) -> int:
-    from bgpadv.config import load_or_report
+    from bgpadv import checkconfig
 
-    cfg = load_or_report(path)
-    if cfg is None:
-        return 2
-    peers = ", ".join(f"{p.address} (AS{p.asn})" for p in cfg.peers)
-    print(f"{path}: valid — local AS{cfg.local_asn}, peers: {peers}")
-    return 0
+    return checkconfig.main(path)
 
 
 if __name__ == "__main__":

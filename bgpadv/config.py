@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-import yaml
 from netaddr import AddrFormatError, IPAddress
 
+from bgpadv import yamlsafe
+from bgpadv.bounded import brief
 from bgpadv.model import Attributes
 
 
@@ -144,12 +145,14 @@ class Config:
         return next((a for a in self.next_hop_self if a.version == version), None)
 
 
-_COMMUNITY = re.compile(r"^(\d{1,5}):(\d{1,5})$")
-_LARGE_COMMUNITY = re.compile(r"^(\d{1,10}):(\d{1,10}):(\d{1,10})$")
-_LISTEN = re.compile(r"^(\[[0-9a-fA-F:.]+\]|[^:\s]*):(\d{1,5})$")
+# Patterns are applied with fullmatch (`$` would also match before a trailing newline) and ASCII digits only
+# (`\d` matches every Unicode digit, which int() accepts).
+_COMMUNITY = re.compile(r"([0-9]{1,5}):([0-9]{1,5})")
+_LARGE_COMMUNITY = re.compile(r"([0-9]{1,10}):([0-9]{1,10}):([0-9]{1,10})")
+_LISTEN = re.compile(r"(\[[0-9a-fA-F:.]+\]|[^:\s]*):([0-9]{1,5})")
 _FAMILIES = ("ipv4 unicast", "ipv6 unicast")
 # What an ExaBGP configuration can carry between quotes without escaping (the speaker checks it again).
-MD5_PASSWORD = re.compile(r"^[A-Za-z0-9!#$%&()*+,\-./:<=>?@\[\]^_{|}~]{1,80}$")
+MD5_PASSWORD = re.compile(r"[A-Za-z0-9!#$%&()*+,\-./:<=>?@\[\]^_{|}~]{1,80}")  # use fullmatch
 
 
 class _Reader:
@@ -169,15 +172,14 @@ class _Reader:
             return {}
         for key in raw:
             if key not in allowed:
-                self.fail(
-                    f"{path}.{key}" if path else str(key), f"unknown field (allowed: {', '.join(sorted(allowed))})"
-                )
+                name = key if isinstance(key, str) and len(key) <= 64 else brief(key, 64)
+                self.fail(f"{path}.{name}" if path else name, f"unknown field (allowed: {', '.join(sorted(allowed))})")
         return raw
 
     def boolean(self, raw: dict, key: str, path: str, default: bool) -> bool:
         value = raw.get(key, default)
         if not isinstance(value, bool):
-            self.fail(f"{path}.{key}" if path else key, f"must be true or false, got {value!r}")
+            self.fail(f"{path}.{key}" if path else key, f"must be true or false, got {brief(value)}")
             return default
         return value
 
@@ -189,12 +191,29 @@ class _Reader:
             return default
         value = raw[key]
         if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(p, f"must be an integer, got {value!r}")
+            self.fail(p, f"must be an integer, got {brief(value)}")
             return default
         if not lo <= value <= hi:
-            self.fail(p, f"must be between {lo} and {hi}, got {value}")
+            self.fail(p, f"must be between {lo} and {hi}, got {brief(value)}")
             return default
         return value
+
+    def required_integer(self, raw: dict, key: str, path: str, lo: int, hi: int) -> int | None:
+        """An integer that must be present and not null."""
+        p = f"{path}.{key}" if path else key
+        if raw.get(key) is None:
+            self.fail(p, "is required" if key not in raw else "is required, got null")
+            return None
+        return self.integer(raw, key, path, lo, hi)
+
+    def unicast(self, address: IPAddress, path: str) -> None:
+        """A BGP endpoint: not unspecified, multicast, limited broadcast or IPv4-mapped IPv6."""
+        if address.value == 0:
+            self.fail(path, f"must not be the unspecified address {address}")
+        elif address.is_multicast() or (address.version == 4 and address.value == 0xFFFFFFFF):
+            self.fail(path, f"must be a unicast address, got {address}")
+        elif address.version == 6 and address.is_ipv4_mapped():
+            self.fail(path, f"must not be an IPv4-mapped IPv6 address, got {address} (write the IPv4 address)")
 
     def address(self, raw: dict, key: str, path: str, required: bool = False) -> IPAddress | None:
         p = f"{path}.{key}" if path else key
@@ -208,13 +227,13 @@ class _Reader:
                 raise AddrFormatError(value)
             return IPAddress(value)
         except (AddrFormatError, ValueError, TypeError):
-            self.fail(p, f"must be an IPv4 or IPv6 address, got {value!r}")
+            self.fail(p, f"must be an IPv4 or IPv6 address, got {brief(value)}")
             return None
 
     def string(self, raw: dict, key: str, path: str, default: str | None = None) -> str | None:
         value = raw.get(key, default)
         if value is not None and not isinstance(value, str):
-            self.fail(f"{path}.{key}" if path else key, f"must be a string, got {value!r}")
+            self.fail(f"{path}.{key}" if path else key, f"must be a string, got {brief(value)}")
             return default
         return value
 
@@ -241,7 +260,7 @@ class _Reader:
                 self.fail(f"{ep}.key", "is required")
                 continue
             if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
-                self.fail(f"{ep}.operator", f"must be In, NotIn, Exists or DoesNotExist, got {op!r}")
+                self.fail(f"{ep}.operator", f"must be In, NotIn, Exists or DoesNotExist, got {brief(op)}")
                 continue
             if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
                 self.fail(f"{ep}.values", "must be a list of strings")
@@ -272,9 +291,9 @@ class _Reader:
             return ()
         out: list[str] = []
         for i, v in enumerate(values):
-            m = pattern.match(v) if isinstance(v, str) else None
+            m = pattern.fullmatch(v) if isinstance(v, str) else None
             if m is None or any(int(g) > limit for g in m.groups()):
-                self.fail(f"{p}[{i}]", f"is not a valid community value: {v!r}")
+                self.fail(f"{p}[{i}]", f"is not a valid community value: {brief(v)}")
                 continue
             out.append(":".join(str(int(g)) for g in m.groups()))
         return tuple(out)
@@ -303,12 +322,12 @@ def parse(raw: Any) -> Config:
     )
     if raw is None or not isinstance(raw, dict):
         raise ConfigError(r.problems or [": the configuration is empty"])
-    local_asn = r.integer(top, "localASN", "", 1, 4294967295)
-    if "localASN" not in top:
-        r.fail("localASN", "is required")
+    local_asn = r.required_integer(top, "localASN", "", 1, 4294967295)
     router_id = r.address(top, "routerID", "")
     if router_id is not None and router_id.version != 4:
         r.fail("routerID", "must be an IPv4 address")
+    elif router_id is not None and router_id.value == 0:
+        r.fail("routerID", "must not be 0.0.0.0 (a BGP identifier is non-zero)")
 
     peers: list[PeerConfig] = []
     raw_peers = top.get("peers")
@@ -317,44 +336,9 @@ def parse(raw: Any) -> Config:
         raw_peers = []
     seen: set[IPAddress] = set()
     for i, rp in enumerate(raw_peers):
-        p = f"peers[{i}]"
-        rp = r.mapping(
-            rp,
-            p,
-            {"address", "asn", "localAddress", "holdTime", "passive", "md5Password", "gracefulRestart", "families"},
-        )
-        address = r.address(rp, "address", p, required=True)
-        asn = r.integer(rp, "asn", p, 1, 4294967295)
-        if "asn" not in rp:
-            r.fail(f"{p}.asn", "is required")
-        hold = r.integer(rp, "holdTime", p, 0, 65535, 90)
-        if hold is not None and 0 < hold < 3:
-            r.fail(f"{p}.holdTime", "must be 0 or at least 3 seconds")
-        gr = r.integer(rp, "gracefulRestart", p, 0, 4095, 120) if rp.get("gracefulRestart") is not False else None
-        families = rp.get("families", list(_FAMILIES))
-        if not isinstance(families, list) or not families or any(f not in _FAMILIES for f in families):
-            r.fail(f"{p}.families", f"must be a non-empty list of {', '.join(_FAMILIES)}")
-            families = list(_FAMILIES)
-        if address is not None:
-            if address in seen:
-                r.fail(f"{p}.address", f"peer {address} is listed twice")
-            seen.add(address)
-        md5 = r.string(rp, "md5Password", p)
-        if md5 is not None and not MD5_PASSWORD.match(md5):
-            r.fail(f"{p}.md5Password", "must be 1-80 printable ASCII characters without spaces, quotes or ';'")
-        if address is not None and asn is not None:
-            peers.append(
-                PeerConfig(
-                    address=address,
-                    asn=asn,
-                    local_address=r.address(rp, "localAddress", p),
-                    hold_time=hold if hold is not None else 90,
-                    passive=r.boolean(rp, "passive", p, False),
-                    md5_password=md5,
-                    graceful_restart=gr,
-                    families=tuple(families),
-                )
-            )
+        peer = _peer(r, rp, f"peers[{i}]", seen)
+        if peer is not None:
+            peers.append(peer)
 
     rn = r.mapping(top.get("networks"), "networks", {"selector", "followRouteAdvertisements", "subnets", "hostRoutes"})
     networks = NetworksConfig(
@@ -365,20 +349,20 @@ def parse(raw: Any) -> Config:
     )
     next_hop = top.get("nextHop", "node")
     if next_hop not in ("node", "self"):
-        r.fail("nextHop", f"must be node or self, got {next_hop!r}")
+        r.fail("nextHop", f"must be node or self, got {brief(next_hop)}")
         next_hop = "node"
 
     rk = r.mapping(top.get("kubernetes"), "kubernetes", {"kubeconfig", "context"})
     rm = r.mapping(top.get("metrics"), "metrics", {"listen"})
     listen = r.string(rm, "listen", "metrics", "0.0.0.0:9179") or "0.0.0.0:9179"
-    m = _LISTEN.match(listen)
+    m = _LISTEN.fullmatch(listen)
     if m is None or not 0 <= int(m.group(2)) <= 65535:
-        r.fail("metrics.listen", f"must be HOST:PORT, got {listen!r}")
+        r.fail("metrics.listen", f"must be HOST:PORT, got {brief(listen)}")
         listen = "0.0.0.0:9179"
     re_ = r.mapping(top.get("exabgp"), "exabgp", {"reactorSpeed", "maxInflight", "chunkPrefixes"})
     speed = re_.get("reactorSpeed", 0.1)
     if isinstance(speed, bool) or not isinstance(speed, int | float) or not 0.001 <= speed <= 10:
-        r.fail("exabgp.reactorSpeed", f"must be a number between 0.001 and 10, got {speed!r}")
+        r.fail("exabgp.reactorSpeed", f"must be a number between 0.001 and 10, got {brief(speed)}")
         speed = 0.1
     exabgp = ExaBGPConfig(
         reactor_speed=float(speed),
@@ -386,12 +370,18 @@ def parse(raw: Any) -> Config:
         chunk_prefixes=r.integer(re_, "chunkPrefixes", "exabgp", 1, 5000, 1000) or 1000,
     )
     node_name = r.string(top, "nodeName", "")
+    if node_name == "":
+        r.fail("nodeName", "must not be empty (omit it to announce the whole cluster)")
     rs = r.mapping(top.get("nextHopSelf"), "nextHopSelf", {"ipv4", "ipv6"})
     self4, self6 = r.address(rs, "ipv4", "nextHopSelf"), r.address(rs, "ipv6", "nextHopSelf")
     if self4 is not None and self4.version != 4:
         r.fail("nextHopSelf.ipv4", "must be an IPv4 address")
+    elif self4 is not None:
+        r.unicast(self4, "nextHopSelf.ipv4")
     if self6 is not None and self6.version != 6:
         r.fail("nextHopSelf.ipv6", "must be an IPv6 address")
+    elif self6 is not None:
+        r.unicast(self6, "nextHopSelf.ipv6")
     attributes = r.attributes(top.get("attributes"), "attributes")
     safety = _safety(r, top.get("safety"))
 
@@ -418,10 +408,69 @@ def parse(raw: Any) -> Config:
     )
 
 
+def _peer(r: _Reader, raw: Any, p: str, seen: set[IPAddress]) -> PeerConfig | None:
+    """One `peers[i]` entry; None (with its problems recorded) when invalid."""
+    problems = len(r.problems)
+    if not isinstance(raw, dict):
+        r.fail(p, f"must be a mapping with at least address and asn, got {brief(raw)}")
+        return None
+    rp = r.mapping(
+        raw,
+        p,
+        {"address", "asn", "localAddress", "holdTime", "passive", "md5Password", "gracefulRestart", "families"},
+    )
+    address = r.address(rp, "address", p, required=True)
+    if address is not None:
+        r.unicast(address, f"{p}.address")
+        if address in seen:
+            r.fail(f"{p}.address", f"peer {address} is listed twice")
+        seen.add(address)
+    asn = r.required_integer(rp, "asn", p, 1, 4294967295)
+    local_address = r.address(rp, "localAddress", p)
+    if local_address is not None:
+        r.unicast(local_address, f"{p}.localAddress")
+        if address is not None and local_address.version != address.version:
+            r.fail(
+                f"{p}.localAddress",
+                f"must be an IPv{address.version} address like the peer address {address}, got {local_address}",
+            )
+    hold = r.integer(rp, "holdTime", p, 0, 65535, 90)
+    if hold is not None and 0 < hold < 3:
+        r.fail(f"{p}.holdTime", "must be 0 or at least 3 seconds")
+    gr = r.integer(rp, "gracefulRestart", p, 0, 4095, 120) if rp.get("gracefulRestart") is not False else None
+    families = rp.get("families", list(_FAMILIES))
+    if (
+        not isinstance(families, list)
+        or not families
+        or not all(isinstance(f, str) and f in _FAMILIES for f in families)
+    ):
+        r.fail(f"{p}.families", f"must be a non-empty list of {', '.join(_FAMILIES)}")
+        families = list(_FAMILIES)
+    elif len(set(families)) != len(families):
+        repeated = sorted({f for f in families if families.count(f) > 1})
+        r.fail(f"{p}.families", f"lists {', '.join(repeated)} more than once")
+    md5 = r.string(rp, "md5Password", p)
+    if md5 is not None and not MD5_PASSWORD.fullmatch(md5):
+        r.fail(f"{p}.md5Password", "must be 1-80 printable ASCII characters without spaces, quotes or ';'")
+    passive = r.boolean(rp, "passive", p, False)
+    if len(r.problems) > problems or address is None or asn is None:
+        return None
+    return PeerConfig(
+        address=address,
+        asn=asn,
+        local_address=local_address,
+        hold_time=hold if hold is not None else 90,
+        passive=passive,
+        md5_password=md5,
+        graceful_restart=gr,
+        families=tuple(families),
+    )
+
+
 def _number(r: _Reader, raw: dict, key: str, path: str, lo: float, hi: float, default: float) -> float:
     value = raw.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
-        r.fail(f"{path}.{key}", f"must be a number between {lo:g} and {hi:g}, got {value!r}")
+        r.fail(f"{path}.{key}", f"must be a number between {lo:g} and {hi:g}, got {brief(value)}")
         return default
     return float(value)
 
@@ -456,16 +505,26 @@ def load_or_report(path: str | Path, stream: TextIO | None = None) -> Config | N
         problems = e.problems
     except OSError as e:
         problems = [f"cannot read the configuration: {e.strerror or e}"]
+    prefix = f"{path}: "
     for problem in problems:
-        print(f"{path}: {problem}", file=out)
+        print(problem if problem.startswith(prefix) else prefix + problem, file=out)  # file-level ones name it
     return None
 
 
 def load(path: str | Path) -> Config:
-    """Read and validate a configuration file; raise ConfigError (with field paths) or OSError."""
-    text = Path(path).read_text()
+    """Read and validate a configuration file; raise ConfigError (with field paths) or OSError.
+
+    The YAML is read by `bgpadv.yamlsafe.load_documents`, as manifests are: aliases, deep nesting, tags other than
+    plain data and repeated keys are refused. The file must hold one document (an empty file is an empty config).
+    """
     try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ConfigError([f"{path}: not valid YAML: {e}"]) from e
-    return parse(raw)
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError([f"{path}: not UTF-8 text: {e.reason}"]) from None
+    documents = list(yamlsafe.load_documents(text))
+    refused = [doc for _, doc in documents if isinstance(doc, yamlsafe.Refused)]
+    if refused:
+        raise ConfigError([f"{path}: {doc}" for doc in refused])
+    if len(documents) > 1:
+        raise ConfigError([f"{path}: must hold one YAML document, found {len(documents)}"])
+    return parse(documents[0][1] if documents else None)

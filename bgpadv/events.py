@@ -7,6 +7,8 @@ core/v1 Events of type Warning on the object the value came from:
   lastTimestamp are bumped at most once per `interval`, which also keeps it alive past the apiserver's event TTL.
   A refusal that leaves the plan is forgotten; if it comes back it gets a new Event.
 - rate-limited: a token bucket (`rate` per second, `burst`) paces the API calls.
+- bounded: every piece of the message (value, explanation, network) is cut before it is formatted, and the message
+  is at most MAX_MESSAGE characters, whatever the refusal carries.
 - asynchronous: calls go out from the recorder's own thread through a bounded queue; when the queue is full the
   Event is dropped and counted. Nothing here raises into the caller.
 
@@ -35,6 +37,12 @@ CLUSTER_SCOPED_NAMESPACE = "default"
 MAX_MESSAGE = 1024
 
 _Key = tuple[ObjectRef, str, str]  # (source, reason, value)
+
+
+def _clip(text: object, limit: int) -> str:
+    """At most `limit` characters of a string, cut *before* it is formatted into a message."""
+    text = text if isinstance(text, str) else str(text)
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def event_reason(code: str) -> str:
@@ -210,10 +218,10 @@ class EventRecorder:
             involved["namespace"] = ref.namespace
         if ref.uid:
             involved["uid"] = ref.uid
-        text = refusal.message or refusal.reason
-        message = f"not announcing {refusal.value}: {text}"
+        text = _clip(refusal.message or refusal.reason, MAX_MESSAGE)
+        message = f"not announcing {_clip(refusal.value, 300)}: {text}"
         if refusal.network:
-            message += f" (network {refusal.network})"
+            message += f" (network {_clip(refusal.network, 253)})"
         stamp = rfc3339(self._wall())
         body: dict[str, Any] = {
             "apiVersion": "v1",

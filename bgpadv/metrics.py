@@ -161,6 +161,12 @@ class Metrics:
             ["resource", "reason"],
             registry=r,
         )
+        self.watch_lines_skipped = Counter(
+            "bgpadv_watch_lines_skipped_total",
+            "Watch lines (or listed objects) skipped by reason: undecodable, too-deep.",
+            ["resource", "reason"],
+            registry=r,
+        )
         self.full_resync = Histogram(
             "bgpadv_full_resync_seconds",
             "Planner time for a full resync (start-up or timer).",
@@ -296,6 +302,12 @@ class MetricsObserver:
             self.metrics.watch_restarts.labels(resource=resource, reason=reason).inc()
         except Exception:
             log.exception("metrics: watch_restart")
+
+    def watch_line_skipped(self, resource: str, reason: str) -> None:
+        try:
+            self.metrics.watch_lines_skipped.labels(resource=resource, reason=reason).inc()
+        except Exception:
+            log.exception("metrics: watch_line_skipped")
 
     def initial_sync(self, resource: str, at: float) -> None:
         with self._lock:

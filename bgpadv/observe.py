@@ -37,6 +37,9 @@ class SourcesObserver(Protocol):
     def initial_sync(self, resource: str, at: float) -> None:
         """A resource finished its first LIST."""
 
+    def watch_line_skipped(self, resource: str, reason: str) -> None:
+        """A watch line or listed object was skipped: reason is undecodable or too-deep."""
+
 
 class PlannerObserver(Protocol):
     def planned(self, plan: Plan, cause: Cause | None, seconds: float, full_resync: bool) -> None:

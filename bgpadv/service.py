@@ -389,6 +389,7 @@ def target_ready_wall(vmi: dict | None) -> float | None:
 def run(config_path: str, runtime_dir: str | None = None) -> int:
     """`bgpadv run`: render ExaBGP's configuration, then run ExaBGP under the supervisor of `bgpadv.lifecycle`
     (graceful shutdown on SIGTERM; ExaBGP's API process is the shim that restarts the controller)."""
+    from bgpadv.checkconfig import controller_argv
     from bgpadv.speaker.exabgp_config import exabgp_argv, exabgp_environment, render_exabgp_config
 
     config = load_or_report(config_path)
@@ -396,7 +397,7 @@ def run(config_path: str, runtime_dir: str | None = None) -> int:
         return 2
     rdir = Path(runtime_dir or tempfile.mkdtemp(prefix="bgpadv-"))
     rdir.mkdir(parents=True, exist_ok=True)
-    api_argv = [sys.executable, "-m", "bgpadv", "controller", "--config", str(Path(config_path).resolve())]
+    api_argv = controller_argv(config_path)  # the path as given: a ConfigMap update must not make it vanish
     conf = rdir / "exabgp.conf"
     conf.write_text(render_exabgp_config(config, api_argv))
     env = {**os.environ, **exabgp_environment(config, str(rdir))}

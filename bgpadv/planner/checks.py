@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from netaddr import AddrFormatError, IPNetwork
 
+from bgpadv.bounded import brief
+
 OUTSIDE_NETWORK_SUBNETS = "outside-network-subnets"
 """The address lies in no subnet of the network the claim (or the node annotation) names."""
 
@@ -200,9 +202,11 @@ _MAX_VALUE_CHARS = 256
 
 
 def describe(value: object) -> str:
-    """The offending value as people should see it in a refusal (strings as written, others as repr, bounded)."""
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= _MAX_VALUE_CHARS else text[:_MAX_VALUE_CHARS] + "…"
+    """The offending value as people should see it in a refusal: strings as written, others as repr; bounded to
+    256 characters *before* formatting (a 40k-item list or a 10 MB string costs what is shown, not its size)."""
+    if isinstance(value, str):
+        return value if len(value) <= _MAX_VALUE_CHARS else value[:_MAX_VALUE_CHARS] + "…"
+    return brief(value, _MAX_VALUE_CHARS)
 
 
 def parse_address(value: object) -> tuple[int, int, int | None] | None:

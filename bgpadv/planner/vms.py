@@ -14,7 +14,11 @@ Rules, in the order the planner applies them to each IPAMClaim:
    ownerReference that name different VMs: `malformed-object`.
 3. Addresses: `status.ips`, CIDR strings with the subnet mask (bare IPs accepted), each announced as /32 or /128.
    Empty or missing: allocation pending, nothing to do. Each address is validated against the network
-   (`Network.address_reason`); the same address listed twice by one claim counts once.
+   (`Network.address_reason`); the same address listed twice by one claim counts once. OVN-K allocates at most
+   one address per family per claim: a claim listing two distinct addresses of one family, or more than
+   `MAX_CLAIM_IPS` (8) entries, is refused whole as `malformed-object` (nothing of it is announced, so a
+   hostile 40k-address claim costs one refusal, not 40k routes). Malformed entries beside valid ones are refused
+   one by one (`malformed-address`) and do not count as addresses.
 4. Conflicts: one address held by several claims (in any network) goes to the claim with the oldest
    `metadata.creationTimestamp`, ties broken by (namespace, name); the others are refused `duplicate-address`. The
    winner may be a stopped VM: its claim keeps the address reserved, so the younger claimant is still refused.
@@ -78,6 +82,9 @@ _AF = {4: socket.AF_INET, 6: socket.AF_INET6}
 _inet_pton = socket.inet_pton
 _from_bytes = int.from_bytes
 _UNSET = object()
+_AF4, _AF6 = socket.AF_INET, socket.AF_INET6
+MAX_CLAIM_IPS = 8
+"""Most entries a claim's `status.ips` may list (OVN-K writes one per family); more is refused whole."""
 
 
 Record = tuple[list, Network, ObjectRef, tuple[str, str], dict]
@@ -267,42 +274,30 @@ class _Collector:
         """Validate every address of every record; distinct valid ones become candidates.
 
         One loop over every address of the cluster, so it is written for speed: `checks.parse_address` inlined,
-        integer address keys. Per object, an address listed twice counts once.
+        integer address keys, a fast path for the common one-address record. Per object, an address listed twice
+        counts once (a set: linear in the list's length). A claim listing more than `MAX_CLAIM_IPS` entries, or
+        more than one distinct address of a family, is refused whole (rule 3).
         """
         owner = self.owner
         contested = self.contested
         refuse = self.refuse
-        af_inet, af_inet6 = socket.AF_INET, socket.AF_INET6
         for values, network, ref, vmi_key, meta in self.records:
             check = network.check
-            keys: list[int] | None = [] if len(values) > 1 else None
-            for text in values:
-                key = None
-                if text.__class__ is str:
-                    addr, slash, plen = text.partition("/")
-                    try:
-                        if ":" in addr:
-                            version, bits = 6, 128
-                            value = _from_bytes(_inet_pton(af_inet6, addr), "big")
-                            key = value | _V6
-                        else:
-                            version, bits = 4, 32
-                            key = value = _from_bytes(_inet_pton(af_inet, addr), "big")
-                    except (OSError, ValueError):
-                        key = None
-                    if (
-                        slash
-                        and key is not None
-                        and not (plen.isascii() and plen.isdigit() and len(plen) <= 3 and int(plen) <= bits)
-                    ):
-                        key = None
-                if key is None:
+            if len(values) == 1:
+                parsed = _parse(values[0])
+                if parsed is None:
+                    refuse(ref, values[0], checks.MALFORMED_ADDRESS, "not an IP address or CIDR", network.name)
+                    continue
+                items: list[tuple[str, tuple[int, int, int] | None]] = [(values[0], parsed)]
+            elif len(values) == 2 and (a := _parse(values[0])) and (b := _parse(values[1])) and a[0] != b[0]:
+                items = [(values[0], a), (values[1], b)]  # the common dual-stack claim: one address per family
+            else:
+                items = self._distinct(values, network, ref)
+            for text, found in items:
+                if found is None:
                     refuse(ref, text, checks.MALFORMED_ADDRESS, "not an IP address or CIDR", network.name)
                     continue
-                if keys is not None:
-                    if key in keys:
-                        continue  # the same address listed twice by one object
-                    keys.append(key)
+                version, value, key = found
                 reason = check(version, value)
                 if reason is not None:
                     refuse(ref, text, reason, checks.explain(reason, network.name), network.name)
@@ -311,6 +306,59 @@ class _Collector:
                 holder = owner.setdefault(key, candidate)
                 if holder is not candidate:
                     contested.setdefault(key, [holder]).append(candidate)
+
+    def _distinct(
+        self, values: list, network: Network, ref: ObjectRef
+    ) -> list[tuple[str, tuple[int, int, int] | None]]:
+        """The entries of a multi-address record, parsed, each address once; [] when a claim is refused whole."""
+        claim = ref.kind == CLAIM_KIND
+        if claim and len(values) > MAX_CLAIM_IPS:
+            message = f"status.ips lists {len(values)} entries; OVN-K writes at most one address per family"
+            self.refuse(ref, values, checks.MALFORMED_OBJECT, message, network.name)
+            return []
+        items: list[tuple[str, tuple[int, int, int] | None]] = []
+        seen: set[int] = set()
+        first: dict[int, str] = {}  # version -> the first address text of that family
+        for text in values:
+            found = _parse(text)
+            if found is None:
+                items.append((text, None))
+                continue
+            key = found[2]
+            if key in seen:
+                continue  # the same address listed twice by one object
+            seen.add(key)
+            version = found[0]
+            if claim and version in first:
+                message = (
+                    f"status.ips lists more than one IPv{version} address ({checks.describe(first[version])}, "
+                    f"{checks.describe(text)}); OVN-K allocates one per family, so the claim is refused whole"
+                )
+                self.refuse(ref, values, checks.MALFORMED_OBJECT, message, network.name)
+                return []
+            first[version] = text
+            items.append((text, found))
+        return items
+
+
+def _parse(text: object) -> tuple[int, int, int] | None:
+    """(version, integer value, address key) of `"a.b.c.d"`, `"a.b.c.d/len"` or IPv6 alike; None when malformed."""
+    if text.__class__ is not str:
+        return None
+    addr, slash, plen = text.partition("/")  # type: ignore[union-attr]
+    try:
+        if ":" in addr:
+            version, bits = 6, 128
+            value = _from_bytes(_inet_pton(_AF6, addr), "big")
+            key = value | _V6
+        else:
+            version, bits = 4, 32
+            key = value = _from_bytes(_inet_pton(_AF4, addr), "big")
+    except (OSError, ValueError):
+        return None
+    if slash and not (plen.isascii() and plen.isdigit() and len(plen) <= 3 and int(plen) <= bits):
+        return None
+    return version, value, key
 
 
 class _NetworkResolver:
@@ -344,7 +392,7 @@ class _NetworkResolver:
             refused = networks.claim_refusals.get(cudn)
             if refused is not None:
                 return None, (refused[0], refused[1], cudn)
-            return None, (checks.UNKNOWN_NETWORK, f"no ClusterUserDefinedNetwork {cudn}", "")
+            return None, (checks.UNKNOWN_NETWORK, f"no ClusterUserDefinedNetwork {checks.describe(cudn)}", "")
         if "_" in net_name:
             return None, (checks.NAMESPACED_UDN_NOT_ADVERTISABLE, "RouteAdvertisements cannot select a UDN", "")
         return None, (checks.UNKNOWN_NETWORK, "not the network name of a ClusterUserDefinedNetwork", "")

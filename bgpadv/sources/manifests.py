@@ -3,7 +3,12 @@
 Every `*.yaml`, `*.yml` and `*.json` file directly in the directory is read, in name order: multi-document YAML,
 `kind: List` dumps as `kubectl get -o yaml` writes them, and typed lists (`IPAMClaimList`, whose items may lack
 `apiVersion`/`kind`: the list's are used). Objects of kinds bgpadv does not watch are ignored. A file that cannot be
-read or parsed gives a warning (documents before the error are kept); nothing here raises on bad input.
+read gives a warning; nothing here raises on bad input.
+
+YAML goes through `bgpadv.yamlsafe.load_documents` (libyaml's parser when present): a document with an alias, more
+than `yamlsafe.MAX_DEPTH` levels of nesting, a tag other than plain data, a key given twice, or a syntax error is
+refused with a warning naming the file, the document's index and the line; every other document of the file and of
+the directory is still read. JSON files are refused whole when nested deeper than `MAX_DEPTH`.
 
 Timestamps stay strings, as the API returns them: YAML's implicit timestamp type is disabled, so an unquoted
 `creationTimestamp: 2025-01-01T00:00:00Z` is not turned into a datetime.
@@ -11,26 +16,13 @@ Timestamps stay strings, as the API returns them: YAML's implicit timestamp type
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
-import yaml
-
-from bgpadv import resources
+from bgpadv import resources, yamlsafe
 from bgpadv.sources.snapshot import ClusterState
 
 SUFFIXES = (".yaml", ".yml", ".json")
-
-
-class _Loader(yaml.SafeLoader):
-    """SafeLoader without the implicit timestamp type (values stay the strings the API would return)."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
 
 
 def _flatten(doc: object, where: str, warnings: list[str]) -> Iterator[dict]:
@@ -55,25 +47,26 @@ def _flatten(doc: object, where: str, warnings: list[str]) -> Iterator[dict]:
     yield doc
 
 
-def _documents(path: Path, warnings: list[str]) -> list[object]:
+def _documents(path: Path, warnings: list[str]) -> Iterator[tuple[int, object]]:
+    """(1-based index, value) of each document of the file that could be read; a warning for each that could not."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         warnings.append(f"{path}: cannot read: {e}")
-        return []
+        return
     if path.suffix == ".json":
         try:
-            return [json.loads(text)]
+            yield 1, yamlsafe.loads_json(text)
+        except yamlsafe.TooDeep as e:
+            warnings.append(f"{path}: refused: {e}")
         except ValueError as e:
             warnings.append(f"{path}: not valid JSON: {e}")
-            return []
-    docs: list[object] = []
-    try:
-        for doc in yaml.load_all(text, Loader=_Loader):  # a SafeLoader subclass: no arbitrary objects
-            docs.append(doc)
-    except yaml.YAMLError as e:
-        warnings.append(f"{path}: not valid YAML (kept {len(docs)} document(s) before the error): {e}")
-    return docs
+        return
+    for index, doc in yamlsafe.load_documents(text):
+        if isinstance(doc, yamlsafe.Refused):
+            warnings.append(f"{path} {doc}; refused (the file's other documents are still read)")
+        else:
+            yield index, doc
 
 
 def load_manifests(directory: str | Path) -> tuple[ClusterState, list[str]]:
@@ -87,8 +80,8 @@ def load_manifests(directory: str | Path) -> tuple[ClusterState, list[str]]:
     objects: list[dict] = []
     seen: dict[tuple[str, object], str] = {}
     for path in files:
-        for n, doc in enumerate(_documents(path, warnings)):
-            where = f"{path.name} document {n + 1}"
+        for n, doc in _documents(path, warnings):
+            where = f"{path.name} document {n}"
             for obj in _flatten(doc, where, warnings):
                 try:
                     res = resources.resource_for(obj)

@@ -22,7 +22,11 @@ open watch is cut and the loop lists before it watches again. Events from a LIST
 `listed_at`, when that LIST began. A LIST answered 404/403 after a `relist()` also ends in SYNCED, so a confirmation
 never waits for a resource that cannot be listed.
 
-Nothing escapes the thread: every failure is logged on the "bgpadv.sources" logger and retried.
+Nothing escapes the thread: every failure is logged on the "bgpadv.sources" logger and retried. A watch line that
+cannot be decoded, or whose object nests deeper than `yamlsafe.MAX_DEPTH` (`json.loads` alone raises
+RecursionError near depth 1000), is skipped with a warning and counted (`watch_line_skipped`, reasons
+`undecodable` and `too-deep`); so is a listed object nested too deep, even one that makes its whole page too deep
+for `json.loads` (`yamlsafe.loads_list_page`): one hostile object never makes a resource unlistable.
 
 Why raw lines rather than `kubernetes.watch.Watch`: the reflector calls the official client's list functions with
 `_preload_content=False` and decodes the JSON itself, for LIST pages and for watch lines. Core objects then come
@@ -35,7 +39,6 @@ before raising, and resumes dropped streams by itself in ways the caller cannot 
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import random
 import threading
@@ -49,8 +52,10 @@ import urllib3
 from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
+from bgpadv import yamlsafe
 from bgpadv.observe import NullObserver, SourcesObserver
 from bgpadv.resources import Resource
+from bgpadv.yamlsafe import MAX_DEPTH
 
 log = logging.getLogger("bgpadv.sources")
 
@@ -386,6 +391,11 @@ class Reflector:
         except Exception:
             log.exception("%s: the event consumer failed", self.resource.plural)
 
+    def _skipped(self, reason: str) -> None:
+        skipped = getattr(self._observer, "watch_line_skipped", None)
+        if skipped is not None:
+            skipped(self.resource.plural, reason)
+
     def _normalize(self, obj: dict) -> dict:
         """Typed lists carry no kind/apiVersion per item: add them, so every object names its type."""
         if "kind" not in obj:
@@ -426,10 +436,12 @@ class Reflector:
             finally:
                 response.release_conn()
             at = time.monotonic()
-            page = json.loads(data)
-            for obj in page.get("items") or ():
-                if isinstance(obj, dict):
-                    fresh[r.key(obj)] = (self._normalize(obj), at)
+            page, items, too_deep = yamlsafe.loads_list_page(data)
+            for _ in range(too_deep):
+                log.warning("%s: skipping a listed object nested deeper than %d levels", r.plural, MAX_DEPTH)
+                self._skipped("too-deep")
+            for obj in items:
+                fresh[r.key(obj)] = (self._normalize(obj), at)
             meta = page.get("metadata") or {}
             token = meta.get("continue") or None
             if token is None:
@@ -505,10 +517,17 @@ class Reflector:
     def _handle(self, line: bytes, at: float) -> None:
         plural = self.resource.plural
         try:
-            event = json.loads(line)
-            kind, obj = event["type"], event["object"]
+            event = yamlsafe.loads_json(line)
+            kind, obj = event["type"], event["object"]  # type: ignore[index,call-overload]
+        except yamlsafe.TooDeep:
+            log.warning(
+                "%s: skipping a watch line nested deeper than %d levels (%d bytes)", plural, MAX_DEPTH, len(line)
+            )
+            self._skipped("too-deep")
+            return
         except (ValueError, KeyError, TypeError):
             log.warning("%s: skipping an undecodable watch line (%d bytes)", plural, len(line))
+            self._skipped("undecodable")
             return
         if not isinstance(obj, dict):
             log.warning("%s: skipping a %s event without an object", plural, kind)

@@ -46,7 +46,7 @@ def _neighbor(config: Config, peer: PeerConfig, receive_routes: bool) -> list[st
     if peer.passive:
         lines.append("    passive true;")
     if peer.md5_password:
-        if not MD5_PASSWORD.match(peer.md5_password):
+        if not MD5_PASSWORD.fullmatch(peer.md5_password):
             raise ValueError(f"peer {peer.address}: the MD5 password contains characters ExaBGP cannot parse")
         lines.append(f'    md5-password "{peer.md5_password}";')
     lines.append("    manual-eor true;")

@@ -107,12 +107,16 @@ def test_malformed_files_give_warnings_not_errors(tmp_path, name, text, warning)
     assert len(warnings) == 1 and warning in warnings[0] and name in warnings[0]
 
 
-def test_documents_before_a_yaml_error_are_kept(tmp_path):
+def test_documents_before_and_after_a_yaml_syntax_error_are_kept(tmp_path):
     path = tmp_path / "mixed.yaml"
-    path.write_text(yaml.safe_dump(k8s.node("worker-1", "10.0.0.11")) + "---\nkind: [\n")
+    node1 = yaml.safe_dump(k8s.node("worker-1", "10.0.0.11"))
+    node2 = yaml.safe_dump(k8s.node("worker-2", "10.0.0.12"))
+    path.write_text(node1 + "---\nkind: [\n---\n" + node2)
     state, warnings = load_manifests(tmp_path)
-    assert set(state.nodes) == {"worker-1"}
-    assert "kept 1 document" in warnings[0]
+    assert set(state.nodes) == {"worker-1", "worker-2"}
+    assert len(warnings) == 1
+    assert warnings[0].startswith(f"{path} document 2, line ")
+    assert "not valid YAML" in warnings[0]
 
 
 def test_an_object_defined_twice_gives_a_warning_and_the_later_wins(tmp_path):

@@ -317,12 +317,18 @@ def test_every_address_of_a_running_vm_on_a_known_node_is_announced_or_refused(c
     announced_by = {(r.source.name, r.prefix.value) for r in result.routes if str(r.kind) == "host"}
     refused_values = {(x.source.name, x.value) for x in result.rejected}
     refused_addresses = {(x.source.name, (checks.parse_address(x.value) or (0, -1))[1]) for x in result.rejected}
-    refused_whole = {x.source.name for x in result.rejected if x.value == "cluster_udn_vmnet-a"}
+    network_refused = {x.source.name for x in result.rejected if x.value == "cluster_udn_vmnet-a"}
+    refused_whole = {x.source.name for x in result.rejected if x.reason == checks.MALFORMED_OBJECT}
     for o in objects:
         if o["kind"] != "IPAMClaim" or o["metadata"]["labels"]["kubevirt.io/vm"] not in running:
             continue
         name = o["metadata"]["name"]
-        if name in refused_whole:  # the network itself is refused: so is every address on it
+        if name in network_refused:  # the network itself is refused: so is every address on it
+            continue
+        parsed_ips = {p[:2] for p in map(checks.parse_address, o["status"]["ips"]) if p is not None}
+        if len(parsed_ips) > len({version for version, _ in parsed_ips}):  # two addresses of one family
+            assert name in refused_whole
+            assert not any(source == name for source, _ in announced_by)
             continue
         for ip in o["status"]["ips"]:
             parsed = checks.parse_address(ip)

@@ -1,0 +1,87 @@
+"""`bgpadv check-config`: the configuration is valid for bgpadv *and* for ExaBGP.
+
+bgpadv's own validation (`bgpadv.config`) names every field error. Then the ExaBGP configuration `bgpadv run`
+would write is rendered and handed to the installed ExaBGP's own validator (`exabgp validate FILE`, with the same
+environment `run` uses), so nothing check-config accepts is refused by ExaBGP at start-up. ExaBGP's complaint, or
+its absence, is reported as one more problem, exit 2. It takes ExaBGP's start-up time (well under a second
+unloaded); the timeout bounds it.
+
+The configuration path is kept as given, made absolute but never resolved through symlinks (`controller_argv`):
+in a Pod the file is a ConfigMap volume, `config.yaml -> ..data/config.yaml -> ..2025_01_01_00_00_00.1/config.yaml`,
+and kubelet replaces the timestamped directory on every ConfigMap update, so a resolved path vanishes and the next
+controller ExaBGP respawns could not read its configuration.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import TextIO
+
+from bgpadv.config import Config, load_or_report
+from bgpadv.speaker.exabgp_config import exabgp_argv, exabgp_environment, render_exabgp_config
+
+EXABGP_TIMEOUT = 60.0
+_MAX_COMPLAINT = 600
+
+
+def config_path_as_given(path: str | os.PathLike[str]) -> str:
+    """The configuration path made absolute, symlinks left alone (see the module docstring)."""
+    return str(Path(path).absolute())
+
+
+def controller_argv(config_path: str | os.PathLike[str]) -> list[str]:
+    """The command line ExaBGP runs (and respawns) as its API process: bgpadv's controller."""
+    return [sys.executable, "-m", "bgpadv", "controller", "--config", config_path_as_given(config_path)]
+
+
+def _complaint(output: str) -> str:
+    """ExaBGP's reason, from its output: the lines from the first `error:` on, joined, bounded."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    start = next((i for i, line in enumerate(lines) if line.startswith("error:")), max(0, len(lines) - 4))
+    text = " ".join(line.removeprefix("error:").strip() for line in lines[start:])
+    return text if len(text) <= _MAX_COMPLAINT else text[:_MAX_COMPLAINT] + "…"
+
+
+def exabgp_problems(config: Config, config_path: str | os.PathLike[str], timeout: float = EXABGP_TIMEOUT) -> list[str]:
+    """Render ExaBGP's configuration as `bgpadv run` would and run ExaBGP's validator on it; [] when it accepts."""
+    try:
+        text = render_exabgp_config(config, controller_argv(config_path))
+    except ValueError as e:
+        return [f"the ExaBGP configuration cannot be rendered: {e}"]
+    with tempfile.TemporaryDirectory(prefix="bgpadv-check-") as runtime:
+        conf = Path(runtime) / "exabgp.conf"
+        conf.write_text(text)
+        env = {**os.environ, **exabgp_environment(config, runtime)}
+        argv = exabgp_argv(conf, validate=True)
+        try:
+            result = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+        except FileNotFoundError:
+            return [f"ExaBGP cannot be run to validate the rendered configuration ({argv[0]} not found)"]
+        except subprocess.TimeoutExpired:
+            return [f"ExaBGP did not finish validating the rendered configuration within {timeout:g} s"]
+    if result.returncode == 0:
+        return []
+    return [f"ExaBGP refuses the rendered configuration: {_complaint(result.stdout + result.stderr)}"]
+
+
+def main(path: str, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """0 when bgpadv and ExaBGP both accept the configuration; 2 with one `path: problem` line per problem."""
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    cfg = load_or_report(path, err)
+    if cfg is None:
+        return 2
+    problems = exabgp_problems(cfg, path)
+    for problem in problems:
+        print(f"{path}: {problem}", file=err)
+    if problems:
+        return 2
+    peers = ", ".join(f"{p.address} (AS{p.asn})" for p in cfg.peers)
+    print(
+        f"{path}: valid — local AS{cfg.local_asn}, peers: {peers}; ExaBGP accepts the rendered configuration", file=out
+    )
+    return 0
