@@ -133,7 +133,7 @@ def test_run_hands_the_controller_the_path_as_given_so_a_configmap_update_keeps_
     volume.mkdir()
     _configmap_volume(volume, "..2025_01_01_00_00_00.1", GOOD)
     exec_calls: list[list[str]] = []
-    monkeypatch.setattr(service.os, "execvpe", lambda file, argv, env: exec_calls.append(argv))
+    monkeypatch.setattr("bgpadv.lifecycle.supervise", lambda argv, env, rdir, drain: exec_calls.append(argv) or 0)
     monkeypatch.chdir(tmp_path)
     runtime = tmp_path / "runtime"
 
