@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from netaddr import IPAddress
 
-from bgpadv import checkconfig, service
+from bgpadv import checkconfig, lifecycle, logs, service
 from bgpadv.cli import main
 from bgpadv.config import Config, ConfigError, load, parse
 from bgpadv.speaker.exabgp_config import exabgp_argv, exabgp_environment, render_exabgp_config
@@ -132,14 +132,15 @@ def test_run_hands_the_controller_the_path_as_given_so_a_configmap_update_keeps_
     volume = tmp_path / "config"
     volume.mkdir()
     _configmap_volume(volume, "..2025_01_01_00_00_00.1", GOOD)
-    exec_calls: list[list[str]] = []
-    monkeypatch.setattr("bgpadv.lifecycle.supervise", lambda argv, env, rdir, drain: exec_calls.append(argv) or 0)
+    exabgp_runs: list[list[str]] = []
+    monkeypatch.setattr(lifecycle, "supervise", lambda argv, env, rdir, drain: exabgp_runs.append(argv) or 0)
+    monkeypatch.setattr(logs, "setup_logging", lambda level: None)
     monkeypatch.chdir(tmp_path)
     runtime = tmp_path / "runtime"
 
-    service.run("config/bgpadv.yaml", str(runtime))  # a relative path through the symlinks
+    assert service.run("config/bgpadv.yaml", str(runtime)) == 0  # a relative path through the symlinks
 
-    assert len(exec_calls) == 1
+    assert len(exabgp_runs) == 1
     run_line = next(line for line in (runtime / "exabgp.conf").read_text().splitlines() if "run " in line)
     config_arg = run_line.rstrip(";").split()[-1]
     assert config_arg == str(volume / "bgpadv.yaml")  # absolute, symlinks not resolved
