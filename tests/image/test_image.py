@@ -98,7 +98,10 @@ def test_the_shipped_configuration_checks_as_an_arbitrary_uid_with_gid_0(contain
         container, OPENSHIFT_USER, "/usr/local/bin/bgpadv-entrypoint", "check-config", "/etc/bgpadv/bgpadv.yaml"
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout == "/etc/bgpadv/bgpadv.yaml: valid — local AS64513, peers: 10.0.0.1 (AS64512)\n"
+    assert result.stdout == (
+        "/etc/bgpadv/bgpadv.yaml: valid — local AS64513, peers: 10.0.0.1 (AS64512); "
+        "ExaBGP accepts the rendered configuration\n"
+    )
 
 
 def test_the_default_user_is_65532_in_group_0(container: str) -> None:
