@@ -14,7 +14,8 @@ see `bgpadv.planner.checks`):
    planner's own index advertises, `planner.networks.index_networks`).
 5. `covers-infrastructure`: a host-length prefix (/32, /128) that is a node address (every InternalIP and
    ExternalIP and the `k8s.ovn.org/node-primary-ifaddr` addresses of every node, valid or not), a BGP peer's
-   address, a configured local or `nextHopSelf` address, or the route's own next hop.
+   address, a configured local or `nextHopSelf` address, or the route's own next hop; a shorter prefix that
+   contains a BGP peer's, a local or a `nextHopSelf` address (the fabric's own network).
 6. `invalid-next-hop`: an explicit next hop of another family than the prefix, in a special range of rule 3, or
    inside an advertised network's subnet.
 7. `family-not-carried` (per peer): the peer's `families` include the route's family but its next hop is `self`
@@ -41,7 +42,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from netaddr import IPAddress, IPNetwork
 
@@ -137,6 +138,7 @@ class GuardContext:
     peers: tuple[PeerRules, ...]
     min_prefix_length: tuple[int, int] = (16, 48)  # (IPv4, IPv6)
     max_routes: int = 200_000
+    sessions: tuple[tuple[int, int, str], ...] = ()  # (version, value, what) of peer, local and nextHopSelf addresses
 
     @staticmethod
     def of(
@@ -149,13 +151,15 @@ class GuardContext:
         for name in sorted(node_addresses):
             for a in node_addresses[name]:
                 infra.setdefault((a.version, a.value), f"an address of node {name}")
+        sessions: list[tuple[int, int, str]] = []
         for peer in config.peers:
-            infra.setdefault((peer.address.version, peer.address.value), f"the address of BGP peer {peer.name}")
+            sessions.append((peer.address.version, peer.address.value, f"the address of BGP peer {peer.name}"))
             if peer.local_address is not None:
                 a = peer.local_address
-                infra.setdefault((a.version, a.value), f"the local address of the session with {peer.name}")
-        for a in config.next_hop_self:
-            infra.setdefault((a.version, a.value), "a nextHopSelf address")
+                sessions.append((a.version, a.value, f"the local address of the session with {peer.name}"))
+        sessions.extend((a.version, a.value, "a nextHopSelf address") for a in config.next_hop_self)
+        for version, value, what in sessions:
+            infra.setdefault((version, value), what)
         self_versions = {a.version for a in config.next_hop_self}
         nets = sorted({(n.version, n.first, n.last) for n in (IPNetwork(s).cidr for s in subnets)})
         return GuardContext(
@@ -164,7 +168,15 @@ class GuardContext:
             peers=tuple(PeerRules.of(p, self_versions) for p in config.peers),
             min_prefix_length=(config.safety.min_prefix_length_v4, config.safety.min_prefix_length_v6),
             max_routes=config.safety.max_routes,
+            sessions=tuple(sessions),
         )
+
+    def subnet_networks(self) -> list[IPNetwork]:
+        """The advertised subnets this context holds, as networks."""
+        return [
+            IPNetwork((first, _WIDTH[version] - (last - first).bit_length()), version)
+            for version, first, last in self.subnets
+        ]
 
     @staticmethod
     def from_state(state: ClusterState, config: Config) -> GuardContext:
@@ -257,6 +269,10 @@ class _Evaluator:
             message = "the prefix lies in no subnet of an advertised network"
             return _refuse(route, checks.OUTSIDE_SELECTED_NETWORKS, message)
         nh = route.next_hop
+        if length < _WIDTH[version]:
+            for sv, value, what in self.ctx.sessions:
+                if sv == version and first <= value <= last:
+                    return _refuse(route, checks.COVERS_INFRASTRUCTURE, f"the prefix covers {what}")
         if length == _WIDTH[version]:
             infra = self.ctx.infrastructure.get((version, first))
             if infra is not None:
@@ -491,7 +507,7 @@ def check_peer(
     rules = next((p for p in ctx.peers if peer is None or p.name == peer), None)
     if rules is None:
         raise KeyError(f"no peer {peer!r} in the guard's context")
-    one = GuardContext(ctx.subnets, ctx.infrastructure, (rules,), ctx.min_prefix_length, ctx.max_routes)
+    one = replace(ctx, peers=(rules,))
     result = Guard().check(routes, one, lambda _name: advertised)
     return result.per_peer[rules.name], result.rejected
 

@@ -124,9 +124,10 @@ OUTSIDE_SELECTED_NETWORKS = "outside-selected-networks"
 """A route whose prefix lies in no subnet of a selected, advertised network."""
 
 COVERS_INFRASTRUCTURE = "covers-infrastructure"
-"""A host route that covers a node address, a BGP peer address or its own next hop: announcing it would hijack
-the fabric's own infrastructure. The planner already refuses a running VM's address that is a node's address
-(see `vms`, rule 8) with this code."""
+"""A route that would hijack the fabric's own infrastructure: a host route that covers a node address, a BGP peer
+address, a session's local or nextHopSelf address, or its own next hop; any route that covers a peer, local or
+nextHopSelf address. The planner already refuses with this code a running VM's address that is a node's address
+(see `vms`, rule 8) and a network whose subnets contain a session address (see `networks`)."""
 
 INVALID_NEXT_HOP = "invalid-next-hop"
 """A next hop that is not a unicast, non-link-local address of the prefix's family, or that lies inside an

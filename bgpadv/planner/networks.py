@@ -41,6 +41,11 @@ network (`metadata.creationTimestamp`, then name; no timestamp is the youngest) 
 younger is refused whole as `network-overlap` (naming the older network) with every claim on it. So advertised
 networks never overlap: one address belongs to at most one of them.
 
+Session addresses: a valid, selected network one of whose subnets contains an address of bgpadv's own BGP sessions
+(a peer's address, a session's local address, a nextHopSelf address: the fabric's own network) is refused whole as
+`covers-infrastructure`, with every claim on it, before overlaps are resolved. Announcing it would pull the ToR's
+own connected network into the cluster; and the nodes on that network keep their addresses as next hops.
+
 Routes: a Layer2 CUDN announces each of its `subnets` with next hop self (`node` None). A Layer3 CUDN announces each
 node's host subnet, read from the node annotation `k8s.ovn.org/node-subnets` under the key `cluster_udn_<name>`
 (a string or a list), with next hop that node's address of the same family (see `nodes`). A host subnet outside
@@ -553,9 +558,19 @@ def index_networks(state: ClusterState, config: Config) -> Networks:
             network = replace(network, namespace_selector=selector)
         stamp = meta.get("creationTimestamp")
         valid.append(((stamp if isinstance(stamp, str) and stamp else _NEWEST, name), network))
+    sessions = _session_addresses(config)
     space = _Space()
     losers: set[str] = set()
     for _age, network in sorted(valid, key=lambda v: v[0]):
+        covered = next(((s, a, what) for s in network.subnets for a, what in sessions if s.contains(*a)), None)
+        if covered is not None:
+            subnet, _, what = covered
+            losers.add(network.name)
+            message = f"{subnet.network} covers {what}: announcing it would hijack the BGP session's own network"
+            refusal = Refusal(network.ref, str(subnet.network), checks.COVERS_INFRASTRUCTURE, message, network.name)
+            result.refusals.append(refusal)
+            result.claim_refusals[network.name] = (checks.COVERS_INFRASTRUCTURE, f"CUDN {network.name}: {message}")
+            continue
         clash = next(((ours, held) for ours in network.subnets if (held := space.holder(ours)) is not None), None)
         if clash is None:
             space.take(network)
@@ -569,6 +584,18 @@ def index_networks(state: ClusterState, config: Config) -> Networks:
         if network.name not in losers:
             result.advertised[network.name] = network
     return result
+
+
+def _session_addresses(config: Config) -> list[tuple[Address, str]]:
+    """The addresses of bgpadv's own BGP sessions (peers, local addresses, nextHopSelf), from the configuration."""
+    out: list[tuple[Address, str]] = []
+    for peer in config.peers:
+        out.append(((peer.address.version, peer.address.value), f"BGP peer {peer.address}"))
+        if peer.local_address is not None:
+            a = peer.local_address
+            out.append(((a.version, a.value), f"the local address {a} of the session with {peer.address}"))
+    out.extend(((a.version, a.value), f"the nextHopSelf address {a}") for a in config.next_hop_self)
+    return out
 
 
 def _node_subnets(node: Mapping, key: str) -> tuple[list[object], str | None]:

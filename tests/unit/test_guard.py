@@ -13,7 +13,7 @@ import objects as k8s
 import pytest
 from netaddr import IPAddress, IPNetwork
 
-from bgpadv.guard import Guard, GuardContext, check_peer, prefix_key
+from bgpadv.guard import Guard, GuardContext, all_node_addresses, check_peer, prefix_key
 from bgpadv.model import ObjectRef, Plan, Route, RouteKind
 from bgpadv.planner import checks
 
@@ -38,7 +38,13 @@ STATE = k8s.state(
     k8s.cudn_layer3("l3", [("10.132.0.0/16", 24)], labels=ADV),
     k8s.cudn_layer2("not-selected", ["192.168.200.0/24"]),
 )
-CTX = GuardContext.from_state(STATE, CONFIG)
+# The guard's own view, as if the planner had let vmnet-b through: the planner refuses a network that covers a BGP
+# peer (covers-infrastructure), and the guard must hold the line whatever the planner did.
+CTX = GuardContext.of(
+    [*(s for s in GuardContext.from_state(STATE, CONFIG).subnet_networks()), IPNetwork("172.16.0.0/16")],
+    all_node_addresses(STATE.nodes),
+    CONFIG,
+)
 CLAIM = ObjectRef("IPAMClaim", "vm-a.default", NS, "uid-a", "2025-03-01T09:00:00Z")
 
 
@@ -91,6 +97,9 @@ ONE_ROUTE = [
     # 5. a host route never covers infrastructure
     pytest.param(route("172.16.0.13/32"), "10.0.0.1", checks.COVERS_INFRASTRUCTURE, id="covers-a-node-address"),
     pytest.param(route("172.16.0.1/32"), "10.0.0.1", checks.COVERS_INFRASTRUCTURE, id="covers-a-peer-address"),
+    pytest.param(
+        route("172.16.0.0/16", None), "10.0.0.1", checks.COVERS_INFRASTRUCTURE, id="a-subnet-covering-a-peer-address"
+    ),
     pytest.param(
         route("192.168.100.10/32", "192.168.100.10"),
         "10.0.0.1",

@@ -539,3 +539,34 @@ def test_only_selected_valid_networks_hold_address_space(other):
     p = plan(k8s.state(NODES, vmnet_a(created_at="2025-02-01T00:00:00Z"), other), k8s.config())
     assert ("192.168.100.0/24", "self", "subnet", "vmnet-a") in routes(p)
     assert all(x.reason != "network-overlap" for x in p.rejected)
+
+
+@pytest.mark.parametrize(
+    ("subnets", "config_overrides", "covered"),
+    [
+        pytest.param(["10.0.0.0/24"], {}, "BGP peer 10.0.0.1", id="the-tor-address"),
+        pytest.param(
+            ["10.1.0.0/24"],
+            {"peers": [{"address": "10.0.0.1", "asn": 64512, "localAddress": "10.1.0.11"}]},
+            "the local address 10.1.0.11",
+            id="the-session-local-address",
+        ),
+        pytest.param(["10.2.0.0/24"], {"nextHopSelf": {"ipv4": "10.2.0.11"}}, "the nextHopSelf address", id="self"),
+    ],
+)
+def test_a_network_covering_a_bgp_session_address_is_refused_whole_and_the_nodes_keep_their_next_hops(
+    subnets, config_overrides, covered
+):
+    # a CUDN laid over the fabric's own network (the ToR's link) would pull the ToR's connected network into the
+    # cluster; the older valid network keeps being announced, with the nodes as next hops
+    fabric = k8s.cudn_layer2("fabric", subnets, labels=ADV, created_at="2024-01-01T00:00:00Z")
+    p = plan(
+        k8s.state(NODES, fabric, k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24"], labels=ADV), CLAIM_A, VMI_A),
+        k8s.config(**config_overrides),
+    )
+    assert ("ClusterUserDefinedNetwork fabric", subnets[0], "covers-infrastructure") in refused(p)
+    assert not any(r.network == "fabric" for r in p.routes)
+    assert {(str(r.prefix), str(r.next_hop)) for r in p.routes if r.kind == "host"} == {
+        ("192.168.100.5/32", "10.0.0.11")
+    }
+    assert covered in next(r.message for r in p.rejected if r.source.name == "fabric")
