@@ -258,7 +258,11 @@ class MetricsObserver:
         self._lock = threading.Lock()
         self._synced_resources: set[str] = set()
         self._planned_once = False
+        # Changes awaiting their ack (by batch) or their UPDATE echo: owned by the loop's thread, never walked by
+        # another; the HTTP thread reads only `_pending`, their sizes, published under the lock after every change.
         self._batches: OrderedDict[int, _Batch] = OrderedDict()
+        self._awaiting_ack = 0  # changes in _batches
+        self._pending = {"acked": 0, "sent": 0}
         self._on_wire: OrderedDict[tuple[str, str, str], _Pending] = OrderedDict()
         self._handover: OrderedDict[str, float] = OrderedDict()  # prefix -> ready time (monotonic)
         self._windows: dict[str, deque[float]] = {s: deque(maxlen=window) for s in (*STAGES, "handover")}
@@ -391,8 +395,15 @@ class MetricsObserver:
             with self._lock:
                 self._windows["planned"].append(planned)
                 self._windows["written"].append(written)
+        old = self._batches.pop(batch, None)
+        self._awaiting_ack += len(entry.changes) - (len(old.changes) if old is not None else 0)
         self._batches[batch] = entry
         self._sweep(at)
+        self._publish_pending()
+
+    def _publish_pending(self) -> None:
+        with self._lock:
+            self._pending = {"acked": self._awaiting_ack, "sent": len(self._on_wire)}
 
     def command_acked(self, batch: int, ok: bool, at: float) -> None:
         try:
@@ -401,6 +412,9 @@ class MetricsObserver:
             if changes:
                 self._hold(changes, ok)
             entry = self._batches.pop(batch, None)
+            if entry is not None:
+                self._awaiting_ack -= len(entry.changes)
+                self._publish_pending()
             if entry is None or not ok or not entry.changes:
                 return
             hist = self.metrics.convergence
@@ -481,6 +495,7 @@ class MetricsObserver:
             st.withdrawn += len(withdrawn)
             self._windows["sent"].extend(samples)
             self._windows["handover"].extend(handovers)
+            self._pending = {"acked": self._awaiting_ack, "sent": len(self._on_wire)}
 
     def peer_state(self, peer: str, state: str, at: float) -> None:
         try:
@@ -555,6 +570,7 @@ class MetricsObserver:
                 metric.remove(peer)
         for key in [k for k in self._on_wire if k[0] == peer]:
             del self._on_wire[key]
+        self._publish_pending()
         for key in [k for k in self._held if k[0] == peer]:
             del self._held[key]
         with self._lock:
@@ -588,7 +604,9 @@ class MetricsObserver:
         return True, "ok"
 
     def pending_counts(self) -> dict[str, int]:
-        return {"acked": sum(len(b.changes) for b in self._batches.values()), "sent": len(self._on_wire)}
+        """Changes awaiting their ack and their UPDATE echo, as of the loop's last change (safe from any thread)."""
+        with self._lock:
+            return dict(self._pending)
 
     def status(self) -> dict[str, Any]:
         """A JSON-ready snapshot for `/status`: peers, routes, convergence percentiles, last sync, version."""
@@ -661,6 +679,7 @@ class MetricsObserver:
             if b.written_at >= limit and len(self._batches) <= self._max_pending:
                 break
             del self._batches[batch]
+            self._awaiting_ack -= len(b.changes)
             expired += len(b.changes)
         if expired:
             unmatched.labels(stage="acked").inc(expired)
