@@ -438,7 +438,7 @@ def controller_main(config_path: str) -> int:
     from bgpadv.events import EventRecorder
     from bgpadv.health import HealthServer
     from bgpadv.logs import setup_logging
-    from bgpadv.metrics import MetricsObserver
+    from bgpadv.observer import MetricsObserver
     from bgpadv.sources.client import make_api_client
     from bgpadv.sources.reflector import ReflectorSettings, Sources
     from bgpadv.speaker.session import Speaker

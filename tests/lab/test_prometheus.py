@@ -24,9 +24,10 @@ import pytest
 from netaddr import IPAddress, IPNetwork
 
 from bgpadv.health import HealthServer
-from bgpadv.metrics import Metrics, MetricsObserver
+from bgpadv.metrics import Metrics
 from bgpadv.model import Cause, ObjectRef, Plan, Route, RouteKind
 from bgpadv.observe import RouteChange
+from bgpadv.observer import MetricsObserver
 
 pytestmark = pytest.mark.lab
 

@@ -19,9 +19,10 @@ from netaddr import IPAddress, IPNetwork
 from bgpadv import status as status_cli
 from bgpadv.health import HealthServer
 from bgpadv.logs import setup_logging
-from bgpadv.metrics import Metrics, MetricsObserver
+from bgpadv.metrics import Metrics
 from bgpadv.model import Cause, ObjectRef, Plan, Route, RouteKind
 from bgpadv.observe import RouteChange
+from bgpadv.observer import MetricsObserver
 
 PEER = "10.0.0.1"
 CLAIM = ObjectRef("IPAMClaim", "vm-a.default", "imported-vms", "0b6a4c1e-2f4d-4b8e-9c1a-7d2e3f4a5b6c")

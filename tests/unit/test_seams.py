@@ -11,7 +11,7 @@ from kubernetes import client
 
 from bgpadv.config import parse
 from bgpadv.events import EventRecorder
-from bgpadv.metrics import Metrics, MetricsObserver
+from bgpadv.metrics import Metrics
 from bgpadv.observe import (
     ControllerObserver,
     Fanout,
@@ -21,6 +21,7 @@ from bgpadv.observe import (
     SourcesObserver,
     SpeakerObserver,
 )
+from bgpadv.observer import MetricsObserver
 from bgpadv.seams import ControllerSources, ControllerSpeaker
 from bgpadv.service import Controller
 from bgpadv.sources.reflector import Sources
