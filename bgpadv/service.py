@@ -359,8 +359,8 @@ class Controller:
         Only VMIs changed in this batch that carry a target-ready time are candidates, so a plan without such a VMI
         costs nothing here; a full plan (start-up, resync, relist) attributes no handover.
         """
-        started = getattr(self.observer, "migration_handover_started", None)
-        if old is None or started is None or not changed:
+        started = self.observer.migration_handover_started
+        if old is None or not changed:
             return
         vmis = self.store.state.vmis
         ready = {key: wall for field, key in changed if field == "vmis" and (wall := target_ready_wall(vmis.get(key)))}
