@@ -25,6 +25,7 @@ demo: system-deps $(STAMP)
 test: system-deps $(STAMP)
 	$(VENV)/bin/ruff check bgpadv tests bench
 	$(VENV)/bin/ruff format --check bgpadv tests bench
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 unit: $(STAMP)
@@ -37,6 +38,7 @@ image: system-deps $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check bgpadv tests bench
 	$(VENV)/bin/ruff format --check bgpadv tests bench
+	$(VENV)/bin/lint-imports
 
 ## bench: speed and memory figures (printed, never asserted)
 bench: system-deps $(STAMP)

@@ -30,6 +30,7 @@ from typing import Any
 
 from bgpadv import resources
 from bgpadv.model import Cause, ObjectRef, Plan, Refusal
+from bgpadv.observe import NullObserver
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ class _Call:
     body: dict[str, Any]
 
 
-class EventRecorder:
+class EventRecorder(NullObserver):
     """Turns Plan refusals into Kubernetes Events (see the module docstring).
 
     `api_client`: a `kubernetes.client.ApiClient` (or anything `CoreV1Api` accepts). `metrics`: an optional

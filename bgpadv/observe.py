@@ -6,11 +6,14 @@ Every method must be cheap and must not raise: the chain calls them on its hot p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from bgpadv.model import Cause, Plan, Route
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +25,7 @@ class RouteChange:
     route: Route
 
 
+@runtime_checkable
 class SourcesObserver(Protocol):
     def watch_event(self, resource: str, event_type: str, at: float, object_wall_time: float | None) -> None:
         """A watch event arrived; object_wall_time is the newest timestamp the object carries, if any."""
@@ -41,11 +45,13 @@ class SourcesObserver(Protocol):
         """A watch line or listed object was skipped: reason is undecodable or too-deep."""
 
 
+@runtime_checkable
 class PlannerObserver(Protocol):
     def planned(self, plan: Plan, cause: Cause | None, seconds: float, full_resync: bool) -> None:
         """The planner produced a plan (cause None: a timer or a start-up resync)."""
 
 
+@runtime_checkable
 class SpeakerObserver(Protocol):
     def commands_written(self, batch: int, changes: Sequence[RouteChange], cause: Cause | None, at: float) -> None:
         """A command line carrying `changes` was written to ExaBGP (batch = the command's sequence number)."""
@@ -63,12 +69,123 @@ class SpeakerObserver(Protocol):
         """Everything desired for `peer` has been acknowledged; `advertised` routes are in ExaBGP's RIB."""
 
 
+@runtime_checkable
+class ControllerObserver(Protocol):
+    def heartbeat(self) -> None:
+        """The main loop is alive (called once per loop turn)."""
+
+    def routes_held(self, held: Mapping[str, int]) -> None:
+        """Withdrawals held back per peer after a plan (bgpadv.hold)."""
+
+    def migration_handover_started(self, prefix: str, ready_wall: float) -> None:
+        """A host route's next hop moves because a migration target became ready at `ready_wall` (epoch seconds)."""
+
+
+@runtime_checkable
+class Observer(SourcesObserver, PlannerObserver, SpeakerObserver, ControllerObserver, Protocol):
+    """Everything the controller and the parts it drives report: the four seams composed."""
+
+
 class NullObserver:
-    """Observes nothing; the default for every seam."""
+    """Observes nothing; the default for every seam. Subclass it to observe only some things."""
 
-    def __getattr__(self, name: str):  # any observer method
-        return _ignore
+    def watch_event(self, resource: str, event_type: str, at: float, object_wall_time: float | None) -> None:
+        pass
+
+    def watch_restart(self, resource: str, reason: str) -> None:
+        pass
+
+    def resource_held(self, resource: str, held: bool) -> None:
+        pass
+
+    def initial_sync(self, resource: str, at: float) -> None:
+        pass
+
+    def watch_line_skipped(self, resource: str, reason: str) -> None:
+        pass
+
+    def planned(self, plan: Plan, cause: Cause | None, seconds: float, full_resync: bool) -> None:
+        pass
+
+    def commands_written(self, batch: int, changes: Sequence[RouteChange], cause: Cause | None, at: float) -> None:
+        pass
+
+    def command_acked(self, batch: int, ok: bool, at: float) -> None:
+        pass
+
+    def updates_sent(self, peer: str, announced: Sequence[str], withdrawn: Sequence[str], at: float) -> None:
+        pass
+
+    def peer_state(self, peer: str, state: str, at: float) -> None:
+        pass
+
+    def synced(self, peer: str, advertised: int, at: float) -> None:
+        pass
+
+    def heartbeat(self) -> None:
+        pass
+
+    def routes_held(self, held: Mapping[str, int]) -> None:
+        pass
+
+    def migration_handover_started(self, prefix: str, ready_wall: float) -> None:
+        pass
 
 
-def _ignore(*args: object, **kwargs: object) -> None:
-    return None
+class Fanout:
+    """Hands each observation to every observer; an observer's failure is logged, never raised into the chain."""
+
+    def __init__(self, *observers: Observer) -> None:
+        for o in observers:
+            if not isinstance(o, Observer):
+                raise TypeError(f"{type(o).__name__} does not implement bgpadv.observe.Observer")
+        self._observers = observers
+
+    def _each(self, name: str, *args: object) -> None:
+        for o in self._observers:
+            try:
+                getattr(o, name)(*args)  # name is one of Observer's methods, checked above
+            except Exception:
+                log.exception("observer %s failed", name)
+
+    def watch_event(self, resource: str, event_type: str, at: float, object_wall_time: float | None) -> None:
+        self._each("watch_event", resource, event_type, at, object_wall_time)
+
+    def watch_restart(self, resource: str, reason: str) -> None:
+        self._each("watch_restart", resource, reason)
+
+    def resource_held(self, resource: str, held: bool) -> None:
+        self._each("resource_held", resource, held)
+
+    def initial_sync(self, resource: str, at: float) -> None:
+        self._each("initial_sync", resource, at)
+
+    def watch_line_skipped(self, resource: str, reason: str) -> None:
+        self._each("watch_line_skipped", resource, reason)
+
+    def planned(self, plan: Plan, cause: Cause | None, seconds: float, full_resync: bool) -> None:
+        self._each("planned", plan, cause, seconds, full_resync)
+
+    def commands_written(self, batch: int, changes: Sequence[RouteChange], cause: Cause | None, at: float) -> None:
+        self._each("commands_written", batch, changes, cause, at)
+
+    def command_acked(self, batch: int, ok: bool, at: float) -> None:
+        self._each("command_acked", batch, ok, at)
+
+    def updates_sent(self, peer: str, announced: Sequence[str], withdrawn: Sequence[str], at: float) -> None:
+        self._each("updates_sent", peer, announced, withdrawn, at)
+
+    def peer_state(self, peer: str, state: str, at: float) -> None:
+        self._each("peer_state", peer, state, at)
+
+    def synced(self, peer: str, advertised: int, at: float) -> None:
+        self._each("synced", peer, advertised, at)
+
+    def heartbeat(self) -> None:
+        self._each("heartbeat")
+
+    def routes_held(self, held: Mapping[str, int]) -> None:
+        self._each("routes_held", held)
+
+    def migration_handover_started(self, prefix: str, ready_wall: float) -> None:
+        self._each("migration_handover_started", prefix, ready_wall)

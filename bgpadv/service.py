@@ -51,7 +51,9 @@ from bgpadv.config import Config, ConfigError, load, load_or_report
 from bgpadv.guard import Guard, Guarded, PrefixKey
 from bgpadv.hold import WithdrawalHold, with_test_hold
 from bgpadv.model import Cause, Plan, Route, RouteKind
+from bgpadv.observe import Fanout, NullObserver, Observer
 from bgpadv.planner.incremental import IncrementalPlanner
+from bgpadv.seams import ControllerSources, ControllerSpeaker
 from bgpadv.sources.reflector import WatchEvent
 from bgpadv.sources.snapshot import ClusterState
 from bgpadv.sources.store import Store
@@ -107,22 +109,28 @@ def desired_per_peer(
 
 
 class Controller:
-    """The API process: owns the store, runs the planner and drives the speaker from one loop."""
+    """The API process: owns the store, runs the planner and drives the speaker from one loop.
+
+    `run()` repeats `step()`; tests call `step()` themselves, with `clock` (monotonic seconds) driving the timers.
+    The speaker, the sources and the observer must implement their seams (`bgpadv.seams`, `bgpadv.observe`).
+    """
 
     def __init__(
         self,
         config: Config,
         *,
-        speaker,
-        sources_factory: Callable[[Callable[[WatchEvent], None]], object],
-        observer=None,
+        speaker: ControllerSpeaker,
+        sources_factory: Callable[[Callable[[WatchEvent], None]], ControllerSources],
+        observer: Observer | None = None,
         settings: LoopSettings | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        from bgpadv.observe import NullObserver
-
         self.config = config
         self.settings = settings or LoopSettings()
-        self.observer = observer if observer is not None else NullObserver()
+        self.clock = clock
+        self.observer: Observer = observer if observer is not None else NullObserver()
+        _require(self.observer, Observer, "observer")
+        _require(speaker, ControllerSpeaker, "speaker")
         self.store = Store(watched_resources(config))
         # equal to planner.plan(store.state, config), at the cost of what changed since the previous plan
         self.incremental = IncrementalPlanner(config)
@@ -131,6 +139,7 @@ class Controller:
         self.speaker = speaker
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.sources = sources_factory(self.queue.put)
+        _require(self.sources, ControllerSources, "sources")
         self.plan: Plan | None = None
         self._stop = threading.Event()
         self._pending_since: float | None = None  # first unplanned watch event
@@ -173,27 +182,34 @@ class Controller:
         self.sources.start()
         try:
             while not self._stop.is_set():
-                self._heartbeat()
-                try:
-                    item = self.queue.get(timeout=self.settings.heartbeat)
-                except queue.Empty:
-                    self._maybe_resync()
-                    continue
-                if not self._handle(item) or not self._drain():
-                    break
-                self._maybe_plan()
-                self._maybe_resync()  # timers run under a steady stream of events too
-                if getattr(self.speaker, "closed", False):
-                    log.info("ExaBGP is shutting down: exiting")
+                if not self.step(wait=self.settings.heartbeat):
                     break
         finally:
             self.sources.stop()
         return 0
 
-    def _heartbeat(self) -> None:
-        beat = getattr(self.observer, "heartbeat", None)
-        if beat is not None:
-            beat()
+    def step(self, wait: float = 0.0) -> bool:
+        """One iteration of the loop: heartbeat; take the first queued item (waiting at most `wait` seconds for
+        one) and everything queued behind it (plus the coalescing window after a watch event); apply it; plan if
+        something changed and the view is complete; run the timers (retry, held withdrawals, periodic resync) on
+        `clock`. False when the loop must end (ExaBGP closed our input or is shutting down).
+
+        With `wait=0` and nothing queued it only runs the timers, so a test drives the loop exactly, without
+        threads or sleeps."""
+        self.observer.heartbeat()
+        try:
+            item = self.queue.get(timeout=wait) if wait > 0 else self.queue.get_nowait()
+        except queue.Empty:
+            self._maybe_resync()
+            return True
+        if not self._handle(item) or not self._drain():
+            return False
+        self._maybe_plan()
+        self._maybe_resync()  # timers run under a steady stream of events too
+        if self.speaker.closed:
+            log.info("ExaBGP is shutting down: exiting")
+            return False
+        return True
 
     def _drain(self) -> bool:
         """Take everything already queued; after a watch event, wait out the coalescing window."""
@@ -251,8 +267,8 @@ class Controller:
         self._plan_and_send(cause_start, full=self.plan is None)
 
     def _maybe_resync(self) -> None:
-        now = time.monotonic()
-        if getattr(self.speaker, "needs_retry", False):
+        now = self.clock()
+        if self.speaker.needs_retry:
             self.speaker.resync()  # ExaBGP refused a command: diff the last desired set again
         if self.plan is None:
             self._maybe_plan()
@@ -266,7 +282,7 @@ class Controller:
         changed, self._changed = (None if full else self._changed), set()
         try:
             plan = self.incremental.plan(self.store.state, changed)
-            guarded = desired_per_peer(self.guard, plan, self.store.state, getattr(self.speaker, "held", None))
+            guarded = desired_per_peer(self.guard, plan, self.store.state, self.speaker.held)
         except Exception:  # planner and guard are pure and tested not to raise; never let a bug take the sessions down
             log.exception("planner or guard failed; keeping the current advertisements")
             return
@@ -281,7 +297,7 @@ class Controller:
         self._kinds.clear()
         first, previous = self.plan is None, self.plan
         self.plan = plan
-        self._last_plan_at = planned_at
+        self._last_plan_at = self.clock()
         self.speaker.set_desired(self._hold_withdrawals(guarded.per_peer, bulk, origin), cause)
         # Observation after the commands are written: metrics never delay an UPDATE. ExaBGP's echo of what it sent
         # is read by this same loop later, so the handover start is recorded before its end can arrive.
@@ -333,9 +349,7 @@ class Controller:
             asked is None or (deadline is not None and asked < deadline) or now - asked >= hold.hold_seconds
         ):
             log.warning("held withdrawals are past their deadline: asking every resource for a confirming LIST")
-            relist = getattr(self.sources, "relist", None)
-            if relist is not None:
-                relist()
+            self.sources.relist()
             self._relist_asked_at = now
         return False
 
@@ -345,8 +359,8 @@ class Controller:
         Only VMIs changed in this batch that carry a target-ready time are candidates, so a plan without such a VMI
         costs nothing here; a full plan (start-up, resync, relist) attributes no handover.
         """
-        started = getattr(self.observer, "migration_handover_started", None)
-        if old is None or started is None or not changed:
+        started = self.observer.migration_handover_started
+        if old is None or not changed:
             return
         vmis = self.store.state.vmis
         ready = {key: wall for field, key in changed if field == "vmis" and (wall := target_ready_wall(vmis.get(key)))}
@@ -366,6 +380,14 @@ class Controller:
             wall = ready.get((src.namespace, vm))
             if wall is not None:
                 started(str(route.prefix), wall)
+
+
+def _require(part: object, seam: type, role: str) -> None:
+    """Refuse a part that lacks something its seam declares, instead of probing for it later."""
+    if not isinstance(part, seam):
+        declared = {n for c in seam.__mro__ if getattr(c, "_is_protocol", False) for n in vars(c) if n[0] != "_"}
+        missing = sorted(n for n in declared if not hasattr(part, n))
+        raise TypeError(f"the {role} {type(part).__name__} does not implement {seam.__name__}: lacks {missing}")
 
 
 def target_ready_wall(vmi: dict | None) -> float | None:
@@ -416,7 +438,7 @@ def controller_main(config_path: str) -> int:
     from bgpadv.events import EventRecorder
     from bgpadv.health import HealthServer
     from bgpadv.logs import setup_logging
-    from bgpadv.metrics import MetricsObserver
+    from bgpadv.observer import MetricsObserver
     from bgpadv.sources.client import make_api_client
     from bgpadv.sources.reflector import ReflectorSettings, Sources
     from bgpadv.speaker.session import Speaker
@@ -438,7 +460,7 @@ def controller_main(config_path: str) -> int:
         log.error("cannot configure the Kubernetes client: %s", e)
         return 2
     events = EventRecorder(api_client, metrics=metrics.metrics)
-    observer = _Fanout(metrics, events)
+    observer = Fanout(metrics, events)
 
     def write(line: str) -> None:
         commands.write(line + "\n")
@@ -465,23 +487,3 @@ def controller_main(config_path: str) -> int:
     finally:
         events.stop()
         health.stop()
-
-
-class _Fanout:
-    """Hands each observation to every observer that implements it; an observer's failure is logged, not raised."""
-
-    def __init__(self, *observers: object) -> None:
-        self._observers = observers
-
-    def __getattr__(self, name: str) -> Callable[..., None]:
-        targets = [getattr(o, name) for o in self._observers if hasattr(o, name)]
-
-        def call(*args: object, **kwargs: object) -> None:
-            for target in targets:
-                try:
-                    target(*args, **kwargs)
-                except Exception:
-                    log.exception("observer %s failed", name)
-
-        setattr(self, name, call)
-        return call

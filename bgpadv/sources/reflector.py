@@ -371,12 +371,10 @@ class Reflector:
         self._sleep()
 
     def _report_held(self, held: bool) -> None:
-        report = getattr(self._observer, "resource_held", None)
-        if report is not None:
-            try:
-                report(self.resource.plural, held)
-            except Exception:
-                log.exception("%s: the observer failed", self.resource.plural)
+        try:
+            self._observer.resource_held(self.resource.plural, held)
+        except Exception:
+            log.exception("%s: the observer failed", self.resource.plural)
 
     def _emit_synced(self, at: float) -> None:
         try:
@@ -392,9 +390,7 @@ class Reflector:
             log.exception("%s: the event consumer failed", self.resource.plural)
 
     def _skipped(self, reason: str) -> None:
-        skipped = getattr(self._observer, "watch_line_skipped", None)
-        if skipped is not None:
-            skipped(self.resource.plural, reason)
+        self._observer.watch_line_skipped(self.resource.plural, reason)
 
     def _normalize(self, obj: dict) -> dict:
         """Typed lists carry no kind/apiVersion per item: add them, so every object names its type."""

@@ -8,6 +8,7 @@ those changes had. The server is stopped by its PID.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import shutil
 import signal
@@ -23,9 +24,10 @@ import pytest
 from netaddr import IPAddress, IPNetwork
 
 from bgpadv.health import HealthServer
-from bgpadv.metrics import Metrics, MetricsObserver
+from bgpadv.metrics import Metrics
 from bgpadv.model import Cause, ObjectRef, Plan, Route, RouteKind
 from bgpadv.observe import RouteChange
+from bgpadv.observer import MetricsObserver
 
 pytestmark = pytest.mark.lab
 
@@ -155,4 +157,4 @@ def test_prometheus_scrapes_bgpadv_and_histogram_quantile_answers(prometheus: st
     )
     assert {r["metric"]["stage"] for r in by_stage} == {"planned", "written", "acked", "sent"}
     assert float(query(prometheus, f'bgpadv_peer_up{{peer="{PEER}"}}')[0]["value"][1]) == 1.0
-    assert query(prometheus, 'bgpadv_build_info{version="0.1.0"}')
+    assert query(prometheus, f'bgpadv_build_info{{version="{importlib.metadata.version("bgpadv")}"}}')

@@ -361,7 +361,7 @@ def test_every_dashboard_query_is_valid_promql(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_the_dashboard_shows_what_the_issue_asks_for() -> None:
+def test_the_dashboard_charts_convergence_quantiles_handover_routes_refusals_peers_and_watch_restarts() -> None:
     joined = "\n".join(dashboard_exprs())
     for needle in (
         "bgpadv_convergence_seconds_bucket",

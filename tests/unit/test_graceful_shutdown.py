@@ -9,13 +9,12 @@ a second drain sends nothing. The controller loop hands a drain request (SIGUSR1
 from __future__ import annotations
 
 import json
-import time
 
 from netaddr import IPAddress, IPNetwork
 
 from bgpadv.config import PeerConfig, parse
 from bgpadv.model import Attributes, ObjectRef, Route, RouteKind
-from bgpadv.service import Controller, LoopSettings
+from bgpadv.service import Controller
 from bgpadv.speaker.session import GRACEFUL_SHUTDOWN, Speaker
 
 PEER = PeerConfig(address=IPAddress("10.0.0.1"), asn=64512)
@@ -117,48 +116,12 @@ def test_a_route_already_carrying_graceful_shutdown_is_not_changed_and_a_second_
     assert exa.take() == []
 
 
-class DrainRecorder:
-    ready = True
-
-    def __init__(self) -> None:
-        self.drains = 0
-
-    def start(self) -> None:
-        pass
-
-    def set_desired(self, desired, cause=None) -> None:
-        pass
-
-    def handle_line(self, line: str, at: float | None = None) -> None:
-        pass
-
-    def drain(self) -> None:
-        self.drains += 1
-
-
-class NoSources:
-    def __init__(self, emit) -> None:
-        pass
-
-    def start(self) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
-
-
 def test_a_drain_request_reaches_the_speaker_through_the_loop():
-    import threading
+    from doubles import RecordingSources, RecordingSpeaker
 
     config = parse({"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512}]})
-    speaker = DrainRecorder()
-    controller = Controller(config, speaker=speaker, sources_factory=NoSources, settings=LoopSettings(heartbeat=0.05))
-    loop = threading.Thread(target=controller.run, daemon=True)
-    loop.start()
+    speaker = RecordingSpeaker()
+    controller = Controller(config, speaker=speaker, sources_factory=RecordingSources)
     controller.request_drain()
-    deadline = time.monotonic() + 5
-    while speaker.drains == 0 and time.monotonic() < deadline:
-        time.sleep(0.005)
-    controller.stop()
-    loop.join(5)
+    assert controller.step()
     assert speaker.drains == 1

@@ -6,6 +6,7 @@ the initial sync and the peers, /status as JSON and as printed by `bgpadv.status
 
 from __future__ import annotations
 
+import importlib.metadata
 import io
 import json
 import logging
@@ -18,9 +19,10 @@ from netaddr import IPAddress, IPNetwork
 from bgpadv import status as status_cli
 from bgpadv.health import HealthServer
 from bgpadv.logs import setup_logging
-from bgpadv.metrics import Metrics, MetricsObserver
+from bgpadv.metrics import Metrics
 from bgpadv.model import Cause, ObjectRef, Plan, Route, RouteKind
 from bgpadv.observe import RouteChange
+from bgpadv.observer import MetricsObserver
 
 PEER = "10.0.0.1"
 CLAIM = ObjectRef("IPAMClaim", "vm-a.default", "imported-vms", "0b6a4c1e-2f4d-4b8e-9c1a-7d2e3f4a5b6c")
@@ -131,7 +133,7 @@ def test_status_is_json_with_peers_routes_and_convergence(server: HealthServer, 
     assert doc["convergence"]["sent"]["p50"] == pytest.approx(0.004)
     assert doc["ready"] == {"ok": True, "reason": "ok"}
     assert doc["alive"] == {"ok": True, "reason": "ok"}
-    assert doc["version"] == "0.1.0"
+    assert doc["version"] == importlib.metadata.version("bgpadv")
 
 
 def test_unknown_paths_are_404(server: HealthServer) -> None:
@@ -149,7 +151,7 @@ def test_bgpadv_status_prints_aligned_tables(server: HealthServer, observer: Met
     out = io.StringIO()
     assert status_cli.main(server.url, out=out) == 0
     text = out.getvalue()
-    assert text.startswith("bgpadv 0.1.0  ready: yes  alive: yes\n")
+    assert text.startswith(f"bgpadv {importlib.metadata.version('bgpadv')}  ready: yes  alive: yes\n")
     lines = text.splitlines()
     peer_header = next(i for i, line in enumerate(lines) if line.startswith("PEER"))
     assert lines[peer_header].split() == ["PEER", "STATE", "UPTIME", "ROUTES", "ANNOUNCED", "WITHDRAWN"]
@@ -162,7 +164,7 @@ def test_bgpadv_status_prints_aligned_tables(server: HealthServer, observer: Met
 def test_bgpadv_status_json_passthrough(server: HealthServer, observer: MetricsObserver) -> None:
     out = io.StringIO()
     assert status_cli.main(server.url, as_json=True, out=out) == 0
-    assert json.loads(out.getvalue())["version"] == "0.1.0"
+    assert json.loads(out.getvalue())["version"] == importlib.metadata.version("bgpadv")
 
 
 def test_bgpadv_status_reports_an_unreachable_instance(capsys: pytest.CaptureFixture[str]) -> None:

@@ -228,7 +228,7 @@ def test_invalid_limits_are_refused(fraction: float, seconds: float) -> None:
 
 # -- observability --------------------------------------------------------------------------------------------------
 def test_held_routes_and_held_resources_are_gauges_and_appear_in_status() -> None:
-    from bgpadv.metrics import MetricsObserver
+    from bgpadv.observer import MetricsObserver
     from bgpadv.status import render
 
     observer = MetricsObserver()

@@ -1,15 +1,17 @@
 """The controller loop: when it plans, what it hands the speaker, and how it survives failures.
 
-The speaker and the sources are replaced by recorders; the planner and the store are the real ones.
+The speaker, the sources and the observer are recorders (tests/doubles.py); the store, the planner and the guard
+are the real ones. Each test drives the loop with `Controller.step()`: events are put on its queue, one step takes
+everything queued, applies it, plans if due and runs the timers on the test's clock, so nothing waits.
 """
 
 from __future__ import annotations
 
 import queue
-import threading
 import time
 
 import pytest
+from doubles import RecordingObserver, RecordingSources, RecordingSpeaker
 
 from bgpadv import resources
 from bgpadv.config import parse
@@ -49,34 +51,12 @@ CUDN = {
 }
 
 
-class RecordingSpeaker:
-    """Records every desired set; `ready` is controlled by the test."""
-
+class Clock:
     def __init__(self) -> None:
-        self.ready = True
-        self.started = False
-        self.desired: list[dict] = []
-        self.lines: list[str] = []
+        self.now = 1000.0
 
-    def start(self) -> None:
-        self.started = True
-
-    def set_desired(self, desired, cause=None) -> None:
-        self.desired.append({peer: tuple(routes) for peer, routes in desired.items()})
-
-    def handle_line(self, line: str, at: float | None = None) -> None:
-        self.lines.append(line)
-
-
-class IdleSources:
-    def __init__(self, emit) -> None:
-        self.emit = emit
-
-    def start(self) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
+    def __call__(self) -> float:
+        return self.now
 
 
 def event(res: resources.Resource, kind: str, obj: dict | None) -> WatchEvent:
@@ -88,27 +68,29 @@ def synced_all(c: Controller) -> None:
         c.queue.put(event(res, "SYNCED", None))
 
 
-def run_in_thread(c: Controller) -> threading.Thread:
-    t = threading.Thread(target=c.run, daemon=True)
-    t.start()
-    return t
+def cudn(version: int) -> dict:
+    return {**CUDN, "metadata": {**CUDN["metadata"], "resourceVersion": str(version)}}
 
 
-def wait_until(pred, timeout: float = 5.0) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return
-        time.sleep(0.005)
-    raise AssertionError("condition not met in time")
+def prefixes(desired: dict) -> dict[str, list[str]]:
+    return {peer: [str(r.prefix) for r in routes] for peer, routes in desired.items()}
 
 
 @pytest.fixture
-def controller():
-    speaker = RecordingSpeaker()
-    c = Controller(CONFIG, speaker=speaker, sources_factory=IdleSources, settings=LoopSettings(heartbeat=0.05))
-    yield c
-    c.stop()
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def controller(clock: Clock) -> Controller:
+    return Controller(
+        CONFIG,
+        speaker=RecordingSpeaker(),
+        sources_factory=RecordingSources,
+        observer=RecordingObserver(),
+        settings=LoopSettings(coalesce_window=0.0, resync_interval=300.0),
+        clock=clock,
+    )
 
 
 def test_route_advertisements_are_watched_only_when_followed():
@@ -122,72 +104,100 @@ def _raw() -> dict:
 
 
 def test_nothing_is_planned_before_every_resource_finished_its_first_list(controller):
-    run_in_thread(controller)
     controller.queue.put(event(resources.CUDN, "ADDED", CUDN))
-    time.sleep(0.2)
+    assert controller.step()
     assert controller.speaker.desired == []
     synced_all(controller)
-    wait_until(lambda: controller.speaker.desired)
-    routes = controller.speaker.desired[-1]["10.0.0.1"]
-    assert [str(r.prefix) for r in routes] == ["192.168.100.0/24"]
+    assert controller.step()
+    assert [prefixes(d) for d in controller.speaker.desired] == [
+        {"10.0.0.1": ["192.168.100.0/24"], "fd00::1": ["192.168.100.0/24"]}
+    ]
 
 
 def test_an_empty_cluster_still_gets_a_plan_so_stale_routes_are_withdrawn(controller):
-    run_in_thread(controller)
     synced_all(controller)
-    wait_until(lambda: controller.speaker.desired)
-    assert controller.speaker.desired[-1] == {"10.0.0.1": (), "fd00::1": ()}
+    controller.step()
+    assert controller.speaker.desired == [{"10.0.0.1": (), "fd00::1": ()}]
 
 
 def test_nothing_is_planned_until_the_speaker_knows_what_exabgp_advertises(controller):
     controller.speaker.ready = False
-    run_in_thread(controller)
     synced_all(controller)
-    time.sleep(0.2)
+    controller.step()
+    controller.step()
     assert controller.speaker.desired == []
     controller.speaker.ready = True
-    controller.queue.put(event(resources.CUDN, "ADDED", CUDN))
-    wait_until(lambda: controller.speaker.desired)
+    controller.step()  # nothing queued: the timers plan the first time
+    assert controller.speaker.desired == [{"10.0.0.1": (), "fd00::1": ()}]
 
 
 def test_a_burst_of_events_is_planned_once(controller):
-    run_in_thread(controller)
     synced_all(controller)
-    wait_until(lambda: len(controller.speaker.desired) == 1)
+    controller.step()
+    assert len(controller.observer.plans) == 1
     for i in range(50):
-        obj = {**CUDN, "metadata": {**CUDN["metadata"], "resourceVersion": str(100 + i)}}
-        controller.queue.put(event(resources.CUDN, "MODIFIED", obj))
-    wait_until(lambda: len(controller.speaker.desired) >= 2)
-    time.sleep(0.1)
-    assert len(controller.speaker.desired) <= 3
+        controller.queue.put(event(resources.CUDN, "MODIFIED", cudn(100 + i)))
+    controller.step()
+    controller.step()
+    assert len(controller.observer.plans) == 2
+    assert len(controller.speaker.desired) == 2
 
 
-def test_exabgp_lines_reach_the_speaker_in_order(controller):
-    run_in_thread(controller)
-    controller.feed_exabgp(_Lines(["done", "error", "done"]))
-    wait_until(lambda: len(controller.speaker.lines) == 3)
+def test_the_store_is_replanned_in_full_once_the_resync_interval_passed_without_events(controller, clock):
+    synced_all(controller)
+    controller.step()
+    clock.now += 299.0
+    controller.step()
+    assert len(controller.observer.plans) == 1
+    clock.now += 1.0
+    controller.step()
+    assert len(controller.observer.plans) == 2
+
+
+def test_a_command_exabgp_refused_makes_the_speaker_diff_again_at_the_next_step(controller):
+    controller.speaker.needs_retry = True
+    controller.step()
+    assert controller.speaker.resyncs == 1
+
+
+def test_exabgp_lines_reach_the_speaker_in_order_and_the_loop_ends_when_exabgp_closes_its_pipe(controller):
+    controller.feed_exabgp(_Lines(["done", "error", "done"])).join(5)
+    assert controller.step() is False
     assert controller.speaker.lines == ["done", "error", "done"]
 
 
-def test_the_loop_ends_when_exabgp_closes_its_pipe(controller):
-    t = run_in_thread(controller)
-    controller.feed_exabgp(_Lines([]))
-    t.join(timeout=5)
-    assert not t.is_alive()
+def test_the_loop_ends_when_exabgp_says_it_is_shutting_down(controller):
+    controller.queue.put(event(resources.CUDN, "ADDED", CUDN))
+    assert controller.step()
+    controller.speaker.closed = True
+    controller.queue.put(event(resources.CUDN, "MODIFIED", cudn(11)))
+    assert controller.step() is False
+
+
+def test_run_repeats_step_until_exabgp_closes_its_pipe(controller):
+    controller.feed_exabgp(_Lines(["done"])).join(5)
+    assert controller.run() == 0
+    assert controller.speaker.started and controller.sources.started
+    assert controller.speaker.lines == ["done"]
 
 
 def test_a_planner_bug_keeps_the_current_advertisements(controller, monkeypatch):
     from bgpadv import service
 
+    controller.queue.put(event(resources.CUDN, "ADDED", CUDN))
+    synced_all(controller)
+    controller.step()
+    advertised = list(controller.speaker.desired)
+    assert prefixes(advertised[-1]) == {"10.0.0.1": ["192.168.100.0/24"], "fd00::1": ["192.168.100.0/24"]}
+
     def broken(*args, **kwargs):
         raise RuntimeError("bug")
 
     monkeypatch.setattr(service.IncrementalPlanner, "plan", broken)
-    t = run_in_thread(controller)
-    synced_all(controller)
-    time.sleep(0.2)
-    assert t.is_alive()
-    assert controller.speaker.desired == []
+    controller.queue.put(event(resources.CUDN, "DELETED", CUDN))
+    assert controller.step()
+    assert controller.speaker.desired == advertised
+    assert len(controller.observer.plans) == 1
 
 
 def test_every_peer_gets_the_plan_through_the_guard():
@@ -203,19 +213,6 @@ def test_every_peer_gets_the_plan_through_the_guard():
     guarded = desired_per_peer(Guard(CONFIG), plan, state)
     assert guarded.per_peer == {"10.0.0.1": (good,), "fd00::1": (good,)}
     assert [(r.value, r.reason) for r in guarded.rejected] == [("192.168.200.10/32", checks.OUTSIDE_SELECTED_NETWORKS)]
-
-
-class PlanRecorder:
-    """An observer that keeps every plan handed to `planned`."""
-
-    def __init__(self) -> None:
-        self.plans: list[Plan] = []
-
-    def planned(self, plan: Plan, cause, seconds: float, full_resync: bool) -> None:
-        self.plans.append(plan)
-
-    def __getattr__(self, name: str):
-        return lambda *args, **kwargs: None
 
 
 def test_whatever_the_planner_returns_the_speaker_gets_only_guarded_routes_and_observers_see_the_refusals(
@@ -236,15 +233,15 @@ def test_whatever_the_planner_returns_the_speaker_gets_only_guarded_routes_and_o
     monkeypatch.setattr(
         service.IncrementalPlanner, "plan", lambda self, state, changed: Plan.build([default, good], [planner_refusal])
     )
-    recorder = PlanRecorder()
+    recorder = RecordingObserver()
     c = Controller(
-        CONFIG, speaker=RecordingSpeaker(), sources_factory=IdleSources, observer=recorder, settings=LoopSettings()
+        CONFIG, speaker=RecordingSpeaker(), sources_factory=RecordingSources, observer=recorder, settings=LoopSettings()
     )
     for obj in (k8s.node("worker-1", "10.0.0.11"), cudn):
-        c._handle(event(resources.resource_for(obj), "ADDED", obj))
+        c.queue.put(event(resources.resource_for(obj), "ADDED", obj))
     for res in watched_resources(CONFIG):
-        c._handle(event(res, "SYNCED", None))
-    c._maybe_plan()
+        c.queue.put(event(res, "SYNCED", None))
+    c.step()
     assert c.speaker.desired == [{"10.0.0.1": (good,), "fd00::1": (good,)}]
     (observed,) = recorder.plans
     assert observed.routes == (good,)
@@ -259,15 +256,15 @@ def test_a_self_route_a_session_cannot_express_is_refused_for_that_peer_only():
     (no nextHopSelf configured), so for that peer it is a `family-not-carried` refusal, not a silent skip."""
     import objects as k8s
 
-    recorder = PlanRecorder()
+    recorder = RecordingObserver()
     c = Controller(
-        CONFIG, speaker=RecordingSpeaker(), sources_factory=IdleSources, observer=recorder, settings=LoopSettings()
+        CONFIG, speaker=RecordingSpeaker(), sources_factory=RecordingSources, observer=recorder, settings=LoopSettings()
     )
     cudn = k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24", "fd10:100::/64"], labels={"bgpadv.io/advertise": "true"})
-    c._handle(event(resources.CUDN, "ADDED", cudn))
+    c.queue.put(event(resources.CUDN, "ADDED", cudn))
     for res in watched_resources(CONFIG):
-        c._handle(event(res, "SYNCED", None))
-    c._maybe_plan()
+        c.queue.put(event(res, "SYNCED", None))
+    c.step()
     (desired,) = c.speaker.desired
     assert [str(r.prefix) for r in desired["10.0.0.1"]] == ["192.168.100.0/24"]
     assert [str(r.prefix) for r in desired["fd00::1"]] == ["192.168.100.0/24", "fd10:100::/64"]
@@ -297,36 +294,25 @@ class _Lines:
             yield self._q.get()
 
 
-class HandoverRecorder:
-    def __init__(self) -> None:
-        self.handovers: list[tuple[str, float]] = []
-
-    def migration_handover_started(self, prefix: str, ready_wall: float) -> None:
-        self.handovers.append((prefix, ready_wall))
-
-    def __getattr__(self, name: str):
-        return lambda *args, **kwargs: None
-
-
 def test_a_host_route_moved_by_a_ready_migration_starts_a_handover_measurement():
     import objects as k8s
 
-    recorder = HandoverRecorder()
+    recorder = RecordingObserver()
     c = Controller(
-        CONFIG, speaker=RecordingSpeaker(), sources_factory=IdleSources, observer=recorder, settings=LoopSettings()
+        CONFIG, speaker=RecordingSpeaker(), sources_factory=RecordingSources, observer=recorder, settings=LoopSettings()
     )
     cudn = k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24"], labels={"bgpadv.io/advertise": "true"})
     claim = k8s.ipam_claim("imported-vms", "vm-a.default", "vm-a", "cluster_udn_vmnet-a", ["192.168.100.10/24"])
     objs = [k8s.node("worker-1", "10.0.0.11"), k8s.node("worker-2", "10.0.0.12"), cudn, claim]
     for obj in [*objs, k8s.vmi("imported-vms", "vm-a", "worker-1")]:
         res = resources.resource_for(obj)
-        c._handle(event(res, "ADDED", obj))
+        c.queue.put(event(res, "ADDED", obj))
     for res in watched_resources(CONFIG):
-        c._handle(event(res, "SYNCED", None))
-    c._maybe_plan()
+        c.queue.put(event(res, "SYNCED", None))
+    c.step()
     ready = k8s.migration_state("worker-1", "worker-2", target_ready="2026-11-30T12:00:00Z", vmi="vm-a")
     moved = k8s.vmi("imported-vms", "vm-a", "worker-1", migration_state=ready)
     moved["metadata"]["resourceVersion"] = "999999"
-    c._handle(event(resources.VMI, "MODIFIED", moved))
-    c._maybe_plan()
+    c.queue.put(event(resources.VMI, "MODIFIED", moved))
+    c.step()
     assert recorder.handovers == [("192.168.100.10/32", 1796040000.0)]

@@ -15,6 +15,7 @@ import time
 
 import objects as k8s  # tests/objects.py
 import pytest
+from doubles import RecordingObserver, RecordingSources, RecordingSpeaker
 
 from bgpadv import resources
 from bgpadv.config import parse
@@ -23,6 +24,7 @@ from bgpadv.service import Controller, LoopSettings, watched_resources
 from bgpadv.sources.reflector import WatchEvent
 
 H = 120.0
+RESYNC = 30.0  # shorter than the hold: the periodic resync comes first
 NS = "imported-vms"
 NET = "cluster_udn_vmnet-a"
 PEER = "10.0.0.1"
@@ -56,45 +58,11 @@ class Clock:
         return self.now
 
 
-class Speaker:
-    ready = True
-
-    def __init__(self) -> None:
-        self.desired: list[list[str]] = []
-
-    def start(self) -> None:
-        pass
+class Speaker(RecordingSpeaker):
+    """Keeps only the sorted prefixes desired for the one peer."""
 
     def set_desired(self, desired, cause=None) -> None:
         self.desired.append(sorted(str(r.prefix) for r in desired[PEER]))
-
-    def handle_line(self, line: str, at: float | None = None) -> None:
-        pass
-
-
-class Sources:
-    def __init__(self, emit) -> None:
-        self.relists = 0
-
-    def start(self) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
-
-    def relist(self) -> None:
-        self.relists += 1
-
-
-class Observer:
-    def __init__(self) -> None:
-        self.held: list[dict[str, int]] = []
-
-    def routes_held(self, held) -> None:
-        self.held.append(dict(held))
-
-    def __getattr__(self, name: str):
-        return lambda *args, **kwargs: None
 
 
 class Cluster:
@@ -102,9 +70,14 @@ class Cluster:
 
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
-        self.observer = Observer()
+        self.observer = RecordingObserver()
         self.c = Controller(
-            CONFIG, speaker=Speaker(), sources_factory=Sources, observer=self.observer, settings=LoopSettings()
+            CONFIG,
+            speaker=Speaker(),
+            sources_factory=RecordingSources,
+            observer=self.observer,
+            settings=LoopSettings(resync_interval=RESYNC),
+            clock=clock,
         )
         self.c.hold = WithdrawalHold(0.5, H, clock)  # the configured limits, on the test's clock
         objs = [k8s.node("worker-1", "10.0.0.11"), k8s.cudn_layer2("vmnet-a", [SUBNET], labels=ADVERTISED)]
@@ -250,6 +223,9 @@ def test_objects_back_before_the_deadline_end_the_hold_without_a_withdrawal(clus
 
 def test_the_periodic_full_resync_keeps_held_routes(cluster: Cluster) -> None:
     cluster.relist(resources.IPAM_CLAIM, claims_gone(10, 11, 12, 13))
-    cluster.c._plan_and_send(None, full=True)
+    plans = len(cluster.observer.plans)
+    cluster.clock.now += RESYNC
+    cluster.c.step()
+    assert len(cluster.observer.plans) == plans + 1
     assert cluster.handed == ALL
     assert cluster.observer.held[-1] == {PEER: 4}

@@ -1,0 +1,207 @@
+"""`MetricsObserver`: the observer the controller runs with — every seam of `bgpadv.observe`, handed to the part
+that does each job.
+
+- `bgpadv.metrics`: the metric definitions (`Metrics`, on its own registry);
+- `bgpadv.convergence.ConvergenceTracker`: route changes matched from watch event to UPDATE echo, bounded;
+- `bgpadv.readiness.StatusModel`: peers, the routes ExaBGP holds, refusals, held withdrawals, readiness, `/status`;
+- here: what needs neither — object lag (`bgpadv_object_lag_seconds`), watch restarts, skipped lines, full-resync
+  timing — and the clocks.
+
+Times handed to the observer are `time.monotonic()` seconds; Kubernetes timestamps are wall seconds and are turned
+into monotonic ones with the offset between both clocks taken at the moment of conversion. Every method is cheap and
+never raises into the chain; `status()`, `ready()`, `pending_counts()` and `heartbeat_age()` may be called from the
+HTTP thread while the chain's thread writes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from bgpadv.convergence import ConvergenceTracker
+from bgpadv.metrics import Metrics
+from bgpadv.model import Cause, Plan
+from bgpadv.observe import RouteChange
+from bgpadv.readiness import StatusModel
+
+log = logging.getLogger("bgpadv.metrics")
+
+
+class MetricsObserver:
+    """Implements `bgpadv.observe.Observer` over a `Metrics`.
+
+    `expected_resources`: resources whose first LIST must be done for readiness (None: the first plan suffices).
+    `pending_ttl`/`max_pending` bound the memory held for changes awaiting their ack or echo. `window`: samples kept
+    per stage for `status()` percentiles.
+    """
+
+    def __init__(
+        self,
+        metrics: Metrics | None = None,
+        *,
+        expected_resources: Iterable[str] | None = None,
+        pending_ttl: float = 60.0,
+        max_pending: int = 500_000,
+        window: int = 1024,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ):
+        self.metrics = metrics if metrics is not None else Metrics()
+        self._clock = clock
+        self._wall = wall_clock
+        self.convergence = ConvergenceTracker(
+            self.metrics,
+            pending_ttl=pending_ttl,
+            max_pending=max_pending,
+            window=window,
+            to_monotonic=self.wall_to_monotonic,
+        )
+        self.model = StatusModel(
+            self.metrics,
+            expected_resources=expected_resources,
+            max_pending=max_pending,
+            clock=clock,
+            wall_clock=wall_clock,
+        )
+
+    # --- clocks -------------------------------------------------------------------------------------------------
+
+    def wall_to_monotonic(self, wall: float) -> float:
+        """A wall-clock time as the monotonic clock would have read it then (offset sampled now)."""
+        return self._clock() - (self._wall() - wall)
+
+    def monotonic_to_wall(self, mono: float) -> float:
+        return self._wall() - (self._clock() - mono)
+
+    # --- SourcesObserver ------------------------------------------------------------------------------------------
+
+    def watch_event(self, resource: str, event_type: str, at: float, object_wall_time: float | None) -> None:
+        try:
+            # Objects delivered by the initial LIST are as old as they are: their age is not a lag.
+            if object_wall_time is None or event_type == "SYNCED" or not self.model.is_synced(resource):
+                return
+            lag = self.monotonic_to_wall(at) - object_wall_time
+            self.metrics.object_lag.labels(resource=resource).observe(max(0.0, lag))
+        except Exception:  # never into the chain
+            log.exception("metrics: watch_event")
+
+    def watch_restart(self, resource: str, reason: str) -> None:
+        try:
+            self.metrics.watch_restarts.labels(resource=resource, reason=reason).inc()
+        except Exception:
+            log.exception("metrics: watch_restart")
+
+    def watch_line_skipped(self, resource: str, reason: str) -> None:
+        try:
+            self.metrics.watch_lines_skipped.labels(resource=resource, reason=reason).inc()
+        except Exception:
+            log.exception("metrics: watch_line_skipped")
+
+    def initial_sync(self, resource: str, at: float) -> None:
+        self.model.initial_sync(resource)
+
+    def resource_held(self, resource: str, held: bool) -> None:
+        try:
+            self.model.resource_held(resource, held)
+        except Exception:
+            log.exception("metrics: resource_held")
+
+    # --- ControllerObserver ---------------------------------------------------------------------------------------
+
+    def routes_held(self, held: Mapping[str, int]) -> None:
+        """Routes held per peer after a plan (bgpadv.hold)."""
+        try:
+            self.model.routes_held(held)
+        except Exception:
+            log.exception("metrics: routes_held")
+
+    def migration_handover_started(self, prefix: str, ready_wall: float) -> None:
+        """A host route's next hop moves because a migration target became ready at `ready_wall` (epoch seconds).
+
+        The next UPDATE announcing `prefix` to any peer closes the handover. Kubernetes timestamps usually have
+        one-second resolution, so the figure is only as precise as the object's timestamp.
+        """
+        try:
+            self.convergence.migration_handover_started(prefix, ready_wall)
+        except Exception:
+            log.exception("metrics: migration_handover_started")
+
+    def heartbeat(self) -> None:
+        """The main loop is alive (the controller calls this once per loop turn)."""
+        self.model.heartbeat()
+
+    # --- PlannerObserver ------------------------------------------------------------------------------------------
+
+    def planned(self, plan: Plan, cause: Cause | None, seconds: float, full_resync: bool) -> None:
+        try:
+            if full_resync:
+                self.metrics.full_resync.observe(max(0.0, seconds))
+            self.model.planned(plan)
+        except Exception:
+            log.exception("metrics: planned")
+
+    # --- SpeakerObserver ------------------------------------------------------------------------------------------
+
+    def commands_written(self, batch: int, changes: Sequence[RouteChange], cause: Cause | None, at: float) -> None:
+        try:
+            self.model.commands_written(batch, changes)
+            self.convergence.commands_written(batch, changes, cause, at)
+        except Exception:
+            log.exception("metrics: commands_written")
+
+    def command_acked(self, batch: int, ok: bool, at: float) -> None:
+        try:
+            self.model.command_acked(batch, ok)
+            self.convergence.command_acked(batch, ok, at)
+        except Exception:
+            log.exception("metrics: command_acked")
+
+    def updates_sent(self, peer: str, announced: Sequence[str], withdrawn: Sequence[str], at: float) -> None:
+        try:
+            self.convergence.updates_sent(peer, announced, withdrawn, at)
+            self.model.updates_sent(peer, len(announced), len(withdrawn))
+        except Exception:
+            log.exception("metrics: updates_sent")
+
+    def peer_state(self, peer: str, state: str, at: float) -> None:
+        try:
+            self.model.peer_state(peer, state)
+        except Exception:
+            log.exception("metrics: peer_state")
+
+    def synced(self, peer: str, advertised: int, at: float) -> None:
+        try:
+            self.model.synced(peer, advertised, self.monotonic_to_wall(at))
+        except Exception:
+            log.exception("metrics: synced")
+
+    # --- configuration --------------------------------------------------------------------------------------------
+
+    def set_peers(self, peers: Iterable[str]) -> None:
+        """The configured peers: new ones start at peer_up 0; label sets of peers no longer configured go away."""
+        for name in self.model.set_peers(peers):
+            self.forget_peer(name)
+
+    def forget_peer(self, peer: str) -> None:
+        """Delete every label set of a removed peer, and its pending changes."""
+        self.model.forget_peer(peer)
+        self.convergence.forget_peer(peer)
+
+    # --- liveness, readiness and status (any thread) --------------------------------------------------------------
+
+    def heartbeat_age(self) -> float:
+        """Seconds since the last heartbeat (or since this observer was made)."""
+        return self.model.heartbeat_age()
+
+    def ready(self) -> tuple[bool, str]:
+        """(ready, reason): the initial sync is done and at least one peer is established."""
+        return self.model.ready()
+
+    def pending_counts(self) -> dict[str, int]:
+        return self.convergence.pending_counts()
+
+    def status(self) -> dict[str, Any]:
+        """A JSON-ready snapshot for `/status`: peers, routes, convergence percentiles, last sync, version."""
+        return self.model.status(self.convergence.summary(), self.convergence.pending_counts())

@@ -1,0 +1,274 @@
+"""Readiness and the `/status` model: peers, the routes ExaBGP holds, refusals, held withdrawals, liveness.
+
+`StatusModel` keeps what `/readyz`, `/livez` and `/status` (and `bgpadv status`) report, and moves the gauges that
+describe the same facts: `bgpadv_routes_advertised` (from acknowledged commands), `bgpadv_peer_up`,
+`bgpadv_peer_transitions_total`, `bgpadv_peer_routes_advertised`, `bgpadv_last_sync_timestamp_seconds`,
+`bgpadv_routes_rejected_total` (each distinct refusal once), `bgpadv_routes_held`, `bgpadv_resource_held`.
+
+Threads: the controller's loop writes, the HTTP thread reads `ready()`, `status()` and `heartbeat_age()`; every
+structure both touch is changed and read under one lock. The acknowledged-route index (`_unacked`, `_held`) is the
+loop's alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bgpadv import __version__
+from bgpadv.metrics import Metrics
+from bgpadv.model import Plan
+from bgpadv.observe import RouteChange
+
+
+@dataclass(slots=True)
+class PeerStatus:
+    state: str = "unknown"
+    since_wall: float | None = None  # wall time of the last state change
+    up_since_wall: float | None = None
+    routes: int | None = None  # from the last `synced`
+    announced: int = 0  # prefixes seen leaving in UPDATEs
+    withdrawn: int = 0
+
+
+class StatusModel:
+    """`expected_resources`: resources whose first LIST must be done for readiness (None: the first plan suffices,
+    which the service produces only after every watched kind listed)."""
+
+    def __init__(
+        self,
+        metrics: Metrics,
+        *,
+        expected_resources: Iterable[str] | None = None,
+        max_pending: int = 500_000,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.metrics = metrics
+        self._expected = frozenset(expected_resources) if expected_resources is not None else None
+        self._max_pending = max_pending
+        self._clock = clock
+        self._wall = wall_clock
+        self._lock = threading.Lock()
+        self._synced_resources: set[str] = set()
+        self._planned_once = False
+        self._peers: dict[str, PeerStatus] = {}
+        # what ExaBGP holds per peer, from acknowledged commands: (peer, prefix key) -> gauge labels, and the counts
+        self._unacked: OrderedDict[int, Sequence[RouteChange]] = OrderedDict()  # batch -> its route changes
+        self._held: dict[tuple[str, tuple[int, int, int]], tuple[str, str, str, str]] = {}
+        self._route_counts: dict[tuple[str, str, str, str], int] = {}
+        self._planned_routes = 0
+        self._refusals: set[tuple[str, str, str]] = set()
+        self._routes_held: dict[str, int] = {}
+        self._resources_held: set[str] = set()
+        self._last_sync_wall: float | None = None
+        self._last_plan_wall: float | None = None
+        self._last_beat = clock()
+
+    # --- the loop's side ------------------------------------------------------------------------------------------
+
+    def initial_sync(self, resource: str) -> None:
+        with self._lock:
+            self._synced_resources.add(resource)
+
+    def is_synced(self, resource: str) -> bool:
+        with self._lock:
+            return resource in self._synced_resources
+
+    def resource_held(self, resource: str, held: bool) -> None:
+        self.metrics.resource_held.labels(resource=resource).set(1 if held else 0)
+        with self._lock:
+            if held:
+                self._resources_held.add(resource)
+            else:
+                self._resources_held.discard(resource)
+
+    def routes_held(self, held: Mapping[str, int]) -> None:
+        for peer, count in held.items():
+            self.metrics.routes_held.labels(peer=peer).set(count)
+        with self._lock:
+            self._routes_held = dict(held)
+
+    def planned(self, plan: Plan) -> None:
+        # route gauges are not the plan's: they follow acknowledged commands (command_acked)
+        refusals = {(str(x.source), x.value, x.reason) for x in plan.rejected}
+        for _, _, reason in refusals - self._refusals:
+            self.metrics.routes_rejected.labels(reason=reason).inc()
+        with self._lock:
+            self._planned_routes = len(plan.routes)
+            self._refusals = refusals
+            self._planned_once = True
+            self._last_plan_wall = self._wall()
+
+    def commands_written(self, batch: int, changes: Sequence[RouteChange]) -> None:
+        if changes:
+            self._unacked[batch] = changes
+            while len(self._unacked) > self._max_pending:  # never without an ack in practice (bounded in flight)
+                self._unacked.popitem(last=False)
+
+    def command_acked(self, batch: int, ok: bool) -> None:
+        self.metrics.exabgp_commands.labels(result="done" if ok else "error").inc()
+        changes = self._unacked.pop(batch, None)
+        if changes:
+            self._hold(changes, ok)
+
+    def _hold(self, changes: Sequence[RouteChange], ok: bool) -> None:
+        """Move the route gauges by one acknowledged command: O(its routes). An `error` leaves its prefixes unknown
+        to the speaker, so they are no longer counted (as in `bgpadv_peer_routes_advertised`)."""
+        held = self._held
+        delta: dict[tuple[str, str, str, str], int] = {}
+        for change in changes:
+            p = change.route.prefix
+            key = (change.peer, (p._module.version, p._value, p._prefixlen))
+            old = held.pop(key, None)
+            if old is not None:
+                delta[old] = delta.get(old, 0) - 1
+            if ok and change.op == "announce":
+                route = change.route
+                labels = (change.peer, route.network, f"ipv{p._module.version}", str(route.kind))
+                held[key] = labels
+                delta[labels] = delta.get(labels, 0) + 1
+        gauge = self.metrics.routes_advertised
+        with self._lock:
+            counts = self._route_counts
+            for labels, d in delta.items():
+                if d == 0:
+                    continue
+                n = counts.get(labels, 0) + d
+                if n > 0:
+                    counts[labels] = n
+                    gauge.labels(*labels).set(n)
+                else:
+                    counts.pop(labels, None)
+                    with contextlib.suppress(KeyError):
+                        gauge.remove(*labels)
+
+    def updates_sent(self, peer: str, announced: int, withdrawn: int) -> None:
+        with self._lock:
+            st = self._peers.setdefault(peer, PeerStatus())
+            st.announced += announced
+            st.withdrawn += withdrawn
+
+    def peer_state(self, peer: str, state: str) -> None:
+        m = self.metrics
+        now = self._wall()
+        with self._lock:
+            st = self._peers.setdefault(peer, PeerStatus())
+            was_up = st.state == "up"
+            is_up = state == "up"
+            st.state = state
+            st.since_wall = now
+            if is_up and not was_up:
+                st.up_since_wall = now
+            elif not is_up:
+                st.up_since_wall = None
+        m.peer_up.labels(peer=peer).set(1 if is_up else 0)
+        if was_up != is_up:
+            m.peer_transitions.labels(peer=peer).inc()
+
+    def synced(self, peer: str, advertised: int, wall: float) -> None:
+        self.metrics.peer_routes.labels(peer=peer).set(advertised)
+        self.metrics.last_sync.set(wall)
+        with self._lock:
+            self._peers.setdefault(peer, PeerStatus()).routes = advertised
+            self._last_sync_wall = wall
+
+    def set_peers(self, peers: Iterable[str]) -> list[str]:
+        """The configured peers: new ones start at peer_up 0. Returns the peers no longer configured."""
+        wanted = set(peers)
+        for name in wanted:
+            with self._lock:
+                new = name not in self._peers
+                if new:
+                    self._peers[name] = PeerStatus(state="idle")
+            if new:
+                self.metrics.peer_up.labels(peer=name).set(0)
+                self.metrics.peer_transitions.labels(peer=name)
+        with self._lock:
+            return sorted(set(self._peers) - wanted)
+
+    def forget_peer(self, peer: str) -> None:
+        """Delete every label set of a removed peer."""
+        with self._lock:
+            self._peers.pop(peer, None)
+        for metric in (
+            self.metrics.peer_up,
+            self.metrics.peer_transitions,
+            self.metrics.peer_routes,
+            self.metrics.routes_held,
+        ):
+            with contextlib.suppress(KeyError):
+                metric.remove(peer)
+        for key in [k for k in self._held if k[0] == peer]:
+            del self._held[key]
+        with self._lock:
+            gone = [labels for labels in self._route_counts if labels[0] == peer]
+            for labels in gone:
+                del self._route_counts[labels]
+                with contextlib.suppress(KeyError):
+                    self.metrics.routes_advertised.remove(*labels)
+
+    def heartbeat(self) -> None:
+        """The main loop is alive (the controller calls this once per loop turn)."""
+        self._last_beat = self._clock()
+
+    # --- any thread -----------------------------------------------------------------------------------------------
+
+    def heartbeat_age(self) -> float:
+        """Seconds since the last heartbeat (or since this model was made)."""
+        return self._clock() - self._last_beat
+
+    def ready(self) -> tuple[bool, str]:
+        """(ready, reason): the initial sync is done and at least one peer is established."""
+        with self._lock:
+            if self._expected is not None:
+                missing = sorted(self._expected - self._synced_resources)
+                if missing:
+                    return False, "initial list not done for: " + ", ".join(missing)
+            if not self._planned_once:
+                return False, "initial sync not done (no plan yet)"
+            if not any(p.state == "up" for p in self._peers.values()):
+                return False, "no BGP peer established"
+        return True, "ok"
+
+    def status(self, convergence: dict[str, Any], pending: dict[str, int]) -> dict[str, Any]:
+        """A JSON-ready snapshot for `/status`: peers, routes, convergence (given), last sync, version, readiness."""
+        now = self._wall()
+        with self._lock:
+            peers = {
+                name: {
+                    "state": st.state,
+                    "since": st.since_wall,
+                    "uptime_seconds": (now - st.up_since_wall) if st.up_since_wall is not None else None,
+                    "routes_advertised": st.routes,
+                    "prefixes_announced": st.announced,
+                    "prefixes_withdrawn": st.withdrawn,
+                }
+                for name, st in sorted(self._peers.items())
+            }
+            routes = [
+                {"peer": peer, "network": net, "family": fam, "kind": kind, "count": n}
+                for (peer, net, fam, kind), n in sorted(self._route_counts.items())
+            ]
+            out = {
+                "version": __version__,
+                "time": now,
+                "peers": peers,
+                "routes": routes,
+                "routes_total": sum(self._route_counts.values()),
+                "routes_planned": self._planned_routes,
+                "refusals": len(self._refusals),
+                "convergence": convergence,
+                "last_sync": self._last_sync_wall,
+                "last_plan": self._last_plan_wall,
+                "held": {"routes": dict(sorted(self._routes_held.items())), "resources": sorted(self._resources_held)},
+            }
+        out["pending"] = pending
+        ok, reason = self.ready()
+        out["ready"] = {"ok": ok, "reason": reason}
+        return out

@@ -1,0 +1,68 @@
+"""What the controller needs from the parts it drives: the speaker and the sources, as typed seams.
+
+The real classes (`bgpadv.speaker.session.Speaker`, `bgpadv.sources.reflector.Sources`) and every test double
+implement these Protocols; the controller checks them when it is built, so a double that lacks something the real
+speaker has fails at once instead of being probed around. The observer seams are in `bgpadv.observe`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import Protocol, runtime_checkable
+
+from bgpadv.model import Cause, Route
+
+
+@runtime_checkable
+class ControllerSpeaker(Protocol):
+    """The speaker as the controller drives it (one thread: the controller's loop)."""
+
+    @property
+    def ready(self) -> bool:
+        """The speaker knows what ExaBGP already advertises: a plan may be handed to it."""
+
+    @property
+    def closed(self) -> bool:
+        """ExaBGP said it is shutting down: the loop ends."""
+
+    @property
+    def needs_retry(self) -> bool:
+        """ExaBGP refused a command: the last desired set should be diffed again (`resync`)."""
+
+    def held(self, peer: str) -> Collection[object]:
+        """The prefix keys ExaBGP holds for `peer` (the guard keeps a peer over its route limit on them)."""
+
+    def start(self) -> None:
+        """Begin learning what ExaBGP advertises."""
+
+    def set_desired(self, desired: Mapping[str, Iterable[Route]], cause: Cause | None = None) -> None:
+        """The whole set each peer should have; the speaker sends the difference."""
+
+    def handle_line(self, line: str, at: float | None = None) -> None:
+        """One line from ExaBGP (an ack, a peer event, an UPDATE echo)."""
+
+    def resync(self) -> None:
+        """Diff the last desired set against what ExaBGP holds again."""
+
+    def drain(self) -> None:
+        """Re-announce every route with GRACEFUL_SHUTDOWN."""
+
+
+@runtime_checkable
+class ControllerSources(Protocol):
+    """The watched resources: one reflector per resource, started and stopped together."""
+
+    @property
+    def synced(self) -> bool:
+        """Every resource finished its first LIST."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def relist(self) -> None:
+        """Ask every resource for a fresh full LIST (each ends in a SYNCED event)."""
+
+
+SourcesFactory = Callable[[Callable[..., None]], ControllerSources]
+"""Makes the sources given the function each watch event is handed to (the controller's queue)."""

@@ -1,0 +1,85 @@
+"""Test doubles for the controller's seams (bgpadv.seams, bgpadv.observe).
+
+Each implements its whole Protocol, so the controller accepts it; `tests/unit/test_seams.py` checks that they and
+the real classes do, and that a double lacking a method is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping
+
+from bgpadv.model import Cause, Plan, Route
+from bgpadv.observe import NullObserver
+
+
+class RecordingSpeaker:
+    """Records every desired set, ExaBGP line and drain; `ready`, `closed` and `needs_retry` are set by the test."""
+
+    def __init__(self) -> None:
+        self.ready = True
+        self.closed = False
+        self.needs_retry = False
+        self.started = False
+        self.desired: list[dict[str, tuple[Route, ...]]] = []
+        self.lines: list[str] = []
+        self.drains = 0
+        self.resyncs = 0
+
+    def held(self, peer: str) -> Collection[object]:
+        return ()
+
+    def start(self) -> None:
+        self.started = True
+
+    def set_desired(self, desired: Mapping[str, Iterable[Route]], cause: Cause | None = None) -> None:
+        self.desired.append({peer: tuple(routes) for peer, routes in desired.items()})
+
+    def handle_line(self, line: str, at: float | None = None) -> None:
+        self.lines.append(line)
+
+    def resync(self) -> None:
+        self.resyncs += 1
+
+    def drain(self) -> None:
+        self.drains += 1
+
+
+class RecordingSources:
+    """Sources that deliver nothing by themselves: the test puts events on the controller's queue. Counts relists."""
+
+    def __init__(self, emit: Callable[..., None]) -> None:
+        self.emit = emit
+        self.synced = True
+        self.started = False
+        self.relists = 0
+
+    def start(self) -> None:
+        self.started = True
+
+    def stop(self) -> None:
+        pass
+
+    def relist(self) -> None:
+        self.relists += 1
+
+
+class RecordingObserver(NullObserver):
+    """Keeps the plans, held counts and handover starts it is told about; ignores the rest."""
+
+    def __init__(self) -> None:
+        self.plans: list[Plan] = []
+        self.held: list[dict[str, int]] = []
+        self.handovers: list[tuple[str, float]] = []
+        self.heartbeats = 0
+
+    def planned(self, plan: Plan, cause: Cause | None, seconds: float, full_resync: bool) -> None:
+        self.plans.append(plan)
+
+    def routes_held(self, held: Mapping[str, int]) -> None:
+        self.held.append(dict(held))
+
+    def migration_handover_started(self, prefix: str, ready_wall: float) -> None:
+        self.handovers.append((prefix, ready_wall))
+
+    def heartbeat(self) -> None:
+        self.heartbeats += 1
