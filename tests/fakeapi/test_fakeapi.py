@@ -21,8 +21,8 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from bgpadv.config import KubernetesConfig
-from bgpadv.lab.fakeapi import FakeApiServer, read_seed
 from bgpadv.sources.client import make_api_client
+from bgpadv_lab.fakeapi import FakeApiServer, read_seed
 
 GROUP, VERSION, CLAIMS = "k8s.cni.cncf.io", "v1alpha1", "ipamclaims"
 NS = "imported-vms"

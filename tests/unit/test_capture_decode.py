@@ -13,7 +13,7 @@ import struct
 
 import pytest
 
-from bgpadv.lab.capture import BgpStreamDecoder, decode_pcap, decode_update
+from bgpadv_lab.capture import BgpStreamDecoder, decode_pcap, decode_update
 
 MARKER = b"\xff" * 16
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 
-import objects as k8s  # tests/objects.py
 import pytest
 
 from bgpadv import resources
@@ -21,6 +20,7 @@ from bgpadv.config import parse
 from bgpadv.hold import WithdrawalHold
 from bgpadv.service import Controller, LoopSettings, watched_resources
 from bgpadv.sources.reflector import WatchEvent
+from bgpadv_lab import objects as k8s
 
 H = 120.0
 NS = "imported-vms"

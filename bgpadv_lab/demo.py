@@ -19,9 +19,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bgpadv import status as status_cli
-from bgpadv.lab.chain import BgpadvInLab, lab_config
-from bgpadv.lab.topology import Lab
 from bgpadv.sources.manifests import load_manifests
+from bgpadv_lab.chain import BgpadvInLab, lab_config
+from bgpadv_lab.topology import Lab
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "config" / "examples"

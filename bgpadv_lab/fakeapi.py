@@ -77,7 +77,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from bgpadv import resources
 
-log = logging.getLogger("bgpadv.lab.fakeapi")
+log = logging.getLogger("bgpadv_lab.fakeapi")
 
 _MERGE = "application/merge-patch+json"
 _JSON_PATCH = "application/json-patch+json"
@@ -1236,8 +1236,8 @@ def read_seed(directory: str | Path) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m bgpadv.lab.fakeapi --port N --seed DIR [--kubeconfig PATH]`: serve until interrupted."""
-    parser = argparse.ArgumentParser(prog="python -m bgpadv.lab.fakeapi", description=__doc__.split("\n\n")[0])
+    """`python -m bgpadv_lab.fakeapi --port N --seed DIR [--kubeconfig PATH]`: serve until interrupted."""
+    parser = argparse.ArgumentParser(prog="python -m bgpadv_lab.fakeapi", description=__doc__.split("\n\n")[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=6443)
     parser.add_argument("--seed", action="append", default=[], help="a directory of manifests to load (repeatable)")
