@@ -434,6 +434,27 @@ def test_merge_and_json_patches(server: FakeApiServer, custom, api) -> None:
     assert err.value.status == 415
 
 
+@pytest.mark.parametrize(
+    "ops",
+    [
+        pytest.param([{"op": "remove", "path": "/metadata/labels/absent"}], id="remove-a-missing-key"),
+        pytest.param([{"op": "replace", "path": "/spec/absent/deeper", "value": 1}], id="replace-under-a-missing-key"),
+        pytest.param([{"op": "add", "path": "/metadata/finalizers/9", "value": "x"}], id="add-past-a-list-end"),
+        pytest.param([{"op": "frobnicate", "path": "/spec"}], id="unknown-operation"),
+    ],
+)
+def test_a_json_patch_that_cannot_apply_is_refused_with_422_and_changes_nothing(
+    server: FakeApiServer, custom, ops
+) -> None:
+    claim = server.create(ipam_claim("vm-a"))
+    with pytest.raises(ApiException) as err:
+        custom.patch_namespaced_custom_object(
+            GROUP, VERSION, NS, CLAIMS, "vm-a.default", ops, _content_type="application/json-patch+json"
+        )
+    assert err.value.status == 422
+    assert server.get(f"{GROUP}/{VERSION}", "IPAMClaim", "vm-a.default", NS) == claim
+
+
 def test_core_kinds_take_a_strategic_merge_patch(server: FakeApiServer, core) -> None:
     server.create(pod("virt-launcher-vm-a-x7k2p", "worker-1", launcher_of="vm-a"))
     ready = {"metadata": {"annotations": {"kubevirt.io/migration-target-ready-timestamp": "2026-11-30T10:00:00Z"}}}
