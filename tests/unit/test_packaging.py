@@ -104,3 +104,10 @@ def test_bench_reaches_the_object_builders_through_the_lab_package():
         path.name for path in (ROOT / "bench").glob("*.py") if "bgpadv_lab.objects" in imported_modules(path)
     )
     assert importers == ["convergence.py", "flap.py", "guard.py", "restart.py", "rss.py"]
+
+
+def test_the_demo_finds_the_checkouts_example_manifests():
+    from bgpadv_lab import demo
+
+    assert demo.REPO == ROOT
+    assert (demo.REPO / "config" / "examples").is_dir()
