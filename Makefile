@@ -18,13 +18,14 @@ system-deps:
 	bash scripts/install-system-deps.sh
 
 ## demo: build a local lab (FRR ToR + node namespaces + embedded API), run bgpadv, migrate a VM, tear down
+## (bgpadv_lab is not installed: `python -m` from the checkout root puts it on sys.path)
 demo: system-deps $(STAMP)
-	$(PY) -m bgpadv.lab.demo
+	$(PY) -m bgpadv_lab.demo
 
 ## test: install what the tests need, lint, and run every test (unit + lab against a real FRR)
 test: system-deps $(STAMP)
-	$(VENV)/bin/ruff check bgpadv tests bench
-	$(VENV)/bin/ruff format --check bgpadv tests bench
+	$(VENV)/bin/ruff check bgpadv bgpadv_lab tests bench
+	$(VENV)/bin/ruff format --check bgpadv bgpadv_lab tests bench
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
@@ -36,8 +37,8 @@ image: system-deps $(STAMP)
 	bash scripts/build-image.sh
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check bgpadv tests bench
-	$(VENV)/bin/ruff format --check bgpadv tests bench
+	$(VENV)/bin/ruff check bgpadv bgpadv_lab tests bench
+	$(VENV)/bin/ruff format --check bgpadv bgpadv_lab tests bench
 	$(VENV)/bin/lint-imports
 
 ## bench: speed and memory figures (printed, never asserted)

@@ -24,14 +24,13 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: bgpadv_lab is not installed
 
-import objects as k8s  # tests/objects.py: realistic object builders
-
-from bgpadv.lab.capture import UpdateCapture
-from bgpadv.lab.chain import BgpadvInLab
-from bgpadv.lab.fib import FibMonitor
-from bgpadv.lab.topology import Lab
+from bgpadv_lab import objects as k8s
+from bgpadv_lab.capture import UpdateCapture
+from bgpadv_lab.chain import BgpadvInLab
+from bgpadv_lab.fib import FibMonitor
+from bgpadv_lab.topology import Lab
 
 NS = "imported-vms"
 NODES = {"worker-1": "10.0.0.11", "worker-2": "10.0.0.12"}

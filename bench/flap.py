@@ -23,13 +23,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: bgpadv_lab is not installed
 
-import objects as k8s  # tests/objects.py: realistic object builders
-
-from bgpadv.lab.chain import BgpadvInLab
-from bgpadv.lab.frr import FrrRouter, VtyClient
-from bgpadv.lab.topology import Lab
+from bgpadv_lab import objects as k8s
+from bgpadv_lab.chain import BgpadvInLab
+from bgpadv_lab.frr import FrrRouter, VtyClient
+from bgpadv_lab.topology import Lab
 
 NS = "imported-vms"
 W1 = "10.0.0.11"

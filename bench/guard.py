@@ -27,13 +27,12 @@ from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-import objects as k8s
 from netaddr import IPAddress, IPNetwork
 
 from bgpadv.guard import Guard, prefix_key
 from bgpadv.model import ObjectRef, Route, RouteKind
+from bgpadv_lab import objects as k8s
 
 PEERS = [{"address": "10.0.0.1", "asn": 64512}, {"address": "fd00::1", "asn": 64512}]
 CONFIG = k8s.config(peers=PEERS)

@@ -24,12 +24,10 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-
-import objects as k8s  # noqa: E402
 
 from bgpadv.planner import plan  # noqa: E402
 from bgpadv.sources.manifests import load_manifests  # noqa: E402
+from bgpadv_lab import objects as k8s  # noqa: E402
 
 T = TypeVar("T")
 ADV = {"bgpadv.io/advertise": "true"}

@@ -1,9 +1,10 @@
 """Memory of a running bgpadv (ExaBGP + its controller) holding N host routes: what the pod's requests rest on.
 
 Builds the lab, seeds the fake API with N running VMs (IPAMClaim, VMI and virt-launcher pod each, the realistic
-objects of tests/objects.py, single stack: one /32 each), runs `bgpadv run` in worker-1, waits until FRR holds the N
-routes, then prints the resident and peak resident memory (VmRSS, VmHWM) of ExaBGP and of the controller, and their
-sum, which is what the container's memory cgroup is charged (plus the page cache of the runtime directory, a few KB).
+objects of bgpadv_lab/objects.py, single stack: one /32 each), runs `bgpadv run` in worker-1, waits until FRR holds
+the N routes, then prints the resident and peak resident memory (VmRSS, VmHWM) of ExaBGP and of the controller, and
+their sum, which is what the container's memory cgroup is charged (plus the page cache of the runtime directory, a
+few KB).
 
 Run: `.venv/bin/python bench/rss.py [N]` (root; default 10,000). Not a test: nothing is asserted.
 """
@@ -15,12 +16,11 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: bgpadv_lab is not installed
 
-import objects as k8s  # tests/objects.py: realistic object builders
-
-from bgpadv.lab.chain import BgpadvInLab
-from bgpadv.lab.topology import Lab
+from bgpadv_lab import objects as k8s
+from bgpadv_lab.chain import BgpadvInLab
+from bgpadv_lab.topology import Lab
 
 NS = "imported-vms"
 

@@ -1,6 +1,6 @@
 """Bench: N host routes through the real Speaker + ExaBGP into FRR's RIB (printed, never asserted).
 
-Builds a lab (prefix bgpsp-bench), starts ExaBGP in worker-1 with tests/lab/speaker_driver.py as its API process,
+Builds a lab (prefix bgpsp-bench), starts ExaBGP in worker-1 with bgpadv_lab/speaker_driver.py as its API process,
 writes one desired set of N /32s, and times first write -> FRR RIB count == N, then the withdrawal of all of them.
 Prints wall times and ExaBGP's CPU and peak RSS. Usage: .venv/bin/python bench/speaker.py [10000 100000]
 """
@@ -13,12 +13,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "lab"))
 sys.path.insert(0, str(ROOT))
 
-from bgpadv.lab.frr import FrrRouter  # noqa: E402
-from bgpadv.lab.topology import Lab  # noqa: E402
-from tests.lab.test_speaker_frr import W1, Speaker, v4_hosts  # noqa: E402
+from bgpadv_lab.frr import FrrRouter  # noqa: E402
+from bgpadv_lab.speaker_lab import W1, Speaker, v4_hosts  # noqa: E402
+from bgpadv_lab.topology import Lab  # noqa: E402
 
 
 def rib_count(frr: FrrRouter) -> int:

@@ -77,7 +77,9 @@ else
 fi
 
 # -- 2. the wheels -----------------------------------------------------------------------------------------------
-rm -rf build/wheels
+# setuptools packs whatever build/lib holds: a module left there by an older checkout (bgpadv/lab/ before the lab
+# moved to bgpadv_lab/) would ship in the wheel, so the in-tree build starts empty.
+rm -rf build/wheels build/lib build/bdist.*
 mkdir -p "$CACHE_DIR"
 if ! "$PYTHON" -m pip wheel --quiet --disable-pip-version-check --wheel-dir build/wheels . >"$CACHE_DIR/wheels.log" 2>&1
 then

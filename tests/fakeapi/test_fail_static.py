@@ -17,14 +17,14 @@ import threading
 import time
 from collections.abc import Callable
 
-import objects as k8s  # tests/objects.py
 import pytest
 from kubernetes import client
 
 from bgpadv import resources
-from bgpadv.lab.fakeapi import FakeApiServer
 from bgpadv.sources.reflector import ReflectorSettings, Sources, WatchEvent
 from bgpadv.sources.store import Store
+from bgpadv_lab import objects as k8s
+from bgpadv_lab.fakeapi import FakeApiServer
 
 NS = "imported-vms"
 CLAIM_API = "k8s.cni.cncf.io/v1alpha1"

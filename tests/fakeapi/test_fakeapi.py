@@ -21,8 +21,8 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from bgpadv.config import KubernetesConfig
-from bgpadv.lab.fakeapi import FakeApiServer, read_seed
 from bgpadv.sources.client import make_api_client
+from bgpadv_lab.fakeapi import FakeApiServer, read_seed
 
 GROUP, VERSION, CLAIMS = "k8s.cni.cncf.io", "v1alpha1", "ipamclaims"
 NS = "imported-vms"
@@ -432,6 +432,27 @@ def test_merge_and_json_patches(server: FakeApiServer, custom, api) -> None:
             _content_type="application/strategic-merge-patch+json",
         )
     assert err.value.status == 415
+
+
+@pytest.mark.parametrize(
+    "ops",
+    [
+        pytest.param([{"op": "remove", "path": "/metadata/labels/absent"}], id="remove-a-missing-key"),
+        pytest.param([{"op": "replace", "path": "/spec/absent/deeper", "value": 1}], id="replace-under-a-missing-key"),
+        pytest.param([{"op": "add", "path": "/metadata/finalizers/9", "value": "x"}], id="add-past-a-list-end"),
+        pytest.param([{"op": "frobnicate", "path": "/spec"}], id="unknown-operation"),
+    ],
+)
+def test_a_json_patch_that_cannot_apply_is_refused_with_422_and_changes_nothing(
+    server: FakeApiServer, custom, ops
+) -> None:
+    claim = server.create(ipam_claim("vm-a"))
+    with pytest.raises(ApiException) as err:
+        custom.patch_namespaced_custom_object(
+            GROUP, VERSION, NS, CLAIMS, "vm-a.default", ops, _content_type="application/json-patch+json"
+        )
+    assert err.value.status == 422
+    assert server.get(f"{GROUP}/{VERSION}", "IPAMClaim", "vm-a.default", NS) == claim
 
 
 def test_core_kinds_take_a_strategic_merge_patch(server: FakeApiServer, core) -> None:

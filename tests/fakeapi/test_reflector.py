@@ -18,9 +18,9 @@ import pytest
 from kubernetes import client
 
 from bgpadv import resources
-from bgpadv.lab.fakeapi import FakeApiServer
 from bgpadv.sources.reflector import ReflectorSettings, Sources, WatchEvent, object_wall_time
 from bgpadv.sources.store import Store
+from bgpadv_lab.fakeapi import FakeApiServer
 
 NS = "imported-vms"
 CLAIM_API = "k8s.cni.cncf.io/v1alpha1"

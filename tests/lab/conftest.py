@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from bgpadv.lab.topology import Lab
+from bgpadv_lab.topology import Lab
 
 
 def _lab_possible() -> str | None:

@@ -25,10 +25,10 @@ import pytest
 import yaml
 
 from bgpadv.config import load
-from bgpadv.lab.capture import UpdateCapture
-from bgpadv.lab.fib import FibMonitor
-from bgpadv.lab.topology import Lab
 from bgpadv.speaker.exabgp_config import exabgp_argv, exabgp_environment, render_exabgp_config
+from bgpadv_lab.capture import UpdateCapture
+from bgpadv_lab.fib import FibMonitor
+from bgpadv_lab.topology import Lab
 
 pytestmark = pytest.mark.lab
 

@@ -1,6 +1,6 @@
 """UpdateCapture decodes the UPDATEs a real ExaBGP sends to a real FRR, captured in the ToR's namespace.
 
-Scope: a lab (bgpadv.lab.topology, prefix "bgpmx") with FRR as the ToR and ExaBGP in worker-1, whose API process
+Scope: a lab (bgpadv_lab.topology, prefix "bgpmx") with FRR as the ToR and ExaBGP in worker-1, whose API process
 copies lines from a FIFO the test writes; tcpdump runs on the ToR's side of worker-1's veth. Checked: IPv4 NLRI and
 withdrawals, IPv6 through MP_REACH/MP_UNREACH, next hops, a 500-prefix batch spread over several TCP segments, and
 that capture times are monotonic-clock values falling between the command's write and FRR having the route.
@@ -18,10 +18,10 @@ import pytest
 import yaml
 
 from bgpadv.config import load
-from bgpadv.lab.capture import UpdateCapture
-from bgpadv.lab.frr import FrrRouter, prefixes
-from bgpadv.lab.topology import Lab
 from bgpadv.speaker.exabgp_config import exabgp_argv, exabgp_environment, render_exabgp_config
+from bgpadv_lab.capture import UpdateCapture
+from bgpadv_lab.frr import FrrRouter, prefixes
+from bgpadv_lab.topology import Lab
 
 pytestmark = pytest.mark.lab
 

@@ -11,13 +11,13 @@ import subprocess
 import sys
 import time
 
-import objects as k8s  # tests/objects.py: realistic object builders (pytest's pythonpath holds tests/)
 import pytest
 
-from bgpadv.lab.chain import BgpadvInLab
-from bgpadv.lab.frr import FrrRouter
-from bgpadv.lab.netns import sh
-from bgpadv.lab.topology import EXT_HOST, Lab
+from bgpadv_lab import objects as k8s
+from bgpadv_lab.chain import BgpadvInLab
+from bgpadv_lab.frr import FrrRouter
+from bgpadv_lab.netns import sh
+from bgpadv_lab.topology import EXT_HOST, Lab
 
 pytestmark = pytest.mark.lab
 

@@ -20,13 +20,13 @@ import os
 import sys
 import time
 
-import objects as k8s  # tests/objects.py
 import pytest
 
 from bgpadv.hold import TEST_HOLD_ENV
-from bgpadv.lab.chain import BgpadvInLab, wait_for_routes
-from bgpadv.lab.frr import FrrRouter
-from bgpadv.lab.topology import Lab
+from bgpadv_lab import objects as k8s
+from bgpadv_lab.chain import BgpadvInLab, wait_for_routes
+from bgpadv_lab.frr import FrrRouter
+from bgpadv_lab.topology import Lab
 
 pytestmark = pytest.mark.lab
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import time
 
-import objects as k8s  # tests/objects.py (pytest's pythonpath holds tests/)
 import pytest
 
-from bgpadv.lab.chain import BgpadvInLab
-from bgpadv.lab.frr import FrrRouter, VtyClient
-from bgpadv.lab.topology import Lab
+from bgpadv_lab import objects as k8s
+from bgpadv_lab.chain import BgpadvInLab
+from bgpadv_lab.frr import FrrRouter, VtyClient
+from bgpadv_lab.topology import Lab
 
 pytestmark = pytest.mark.lab
 

@@ -23,14 +23,14 @@ import subprocess
 import threading
 import time
 
-import objects as k8s  # tests/objects.py (pytest's pythonpath holds tests/)
 import pytest
 import yaml
 
-from bgpadv.lab.chain import BgpadvInLab, lab_config
-from bgpadv.lab.frr import FrrRouter
-from bgpadv.lab.netns import sh
-from bgpadv.lab.topology import Lab
+from bgpadv_lab import objects as k8s
+from bgpadv_lab.chain import BgpadvInLab, lab_config
+from bgpadv_lab.frr import FrrRouter
+from bgpadv_lab.netns import sh
+from bgpadv_lab.topology import Lab
 
 pytestmark = pytest.mark.lab
 

@@ -2,7 +2,9 @@
 
 Scope: prefixes and next hops of IPv4 and IPv6 UPDATEs, End-of-RIB, TCP reassembly when messages are split at any
 byte, retransmitted segments, a capture that joins mid-stream or loses a segment (resynchronisation on the marker),
-the time of an UPDATE being that of its first segment, and a whole pcap stream.
+the time of an UPDATE being that of its first segment, and a whole pcap stream over Ethernet (802.1Q too), Linux
+cooked capture, IPv4 and IPv6 transport, cut short. The BGP bytes are built by hand from the RFCs, independently of
+dpkt (which the decoder uses); the pcap records and link/IP/TCP frames of the link-layer tests are built with dpkt.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ import io
 import ipaddress
 import struct
 
+import dpkt
 import pytest
 
-from bgpadv.lab.capture import BgpStreamDecoder, decode_pcap, decode_update
+from bgpadv_lab.capture import BgpStreamDecoder, decode_pcap, decode_update
 
 MARKER = b"\xff" * 16
 
@@ -189,3 +192,67 @@ def test_decode_pcap_stream_with_offset_to_monotonic() -> None:
     assert updates[0].at == pytest.approx(1002.0) and updates[0].wall == pytest.approx(1_700_000_002.0)
     assert updates[0].announced == ("192.168.100.205/32", "10.77.0.0/16", "0.0.0.0/0")
     assert updates[1].withdrawn == ("192.168.100.205/32",)
+
+
+def tcp_frame(linktype: int, src: str, dst: str, seq: int, payload: bytes, *, vlan: int | None = None) -> bytes:
+    """One TCP segment 40000 → 179 framed for `linktype` by dpkt's builders (Ethernet, optionally 802.1Q; SLL)."""
+    tcp = dpkt.tcp.TCP(sport=40000, dport=179, seq=seq, flags=dpkt.tcp.TH_PUSH | dpkt.tcp.TH_ACK, data=payload)
+    if ":" in src:
+        ip: dpkt.Packet = dpkt.ip6.IP6(
+            src=ipaddress.IPv6Address(src).packed, dst=ipaddress.IPv6Address(dst).packed, nxt=6, hlim=64, data=tcp
+        )
+        ip.plen = len(tcp)
+        ethertype = dpkt.ethernet.ETH_TYPE_IP6
+    else:
+        ip = dpkt.ip.IP(src=ipaddress.IPv4Address(src).packed, dst=ipaddress.IPv4Address(dst).packed, p=6, data=tcp)
+        ethertype = dpkt.ethernet.ETH_TYPE_IP
+    if linktype == 113:
+        return bytes(dpkt.sll.SLL(type=0, hrd=1, hlen=6, hdr=b"\x02" * 6 + b"\x00\x00", ethtype=ethertype, data=ip))
+    if vlan is not None:
+        tag = struct.pack("!HH", vlan, ethertype)
+        return b"\x02" * 6 + b"\x04" * 6 + struct.pack("!H", dpkt.ethernet.ETH_TYPE_8021Q) + tag + bytes(ip)
+    return bytes(dpkt.ethernet.Ethernet(src=b"\x04" * 6, dst=b"\x02" * 6, type=ethertype, data=ip))
+
+
+def pcap_of(linktype: int, frames: list[tuple[float, bytes]]) -> io.BytesIO:
+    out = io.BytesIO()
+    writer = dpkt.pcap.Writer(out, linktype=linktype, nano=True)
+    for ts, frame in frames:
+        writer.writepkt(frame, ts=ts)
+    out.seek(0)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("linktype", "vlan", "src", "dst"),
+    [
+        pytest.param(113, None, "10.0.0.11", "10.0.0.1", id="linux-cooked-ipv4"),
+        pytest.param(1, 100, "10.0.0.11", "10.0.0.1", id="ethernet-802.1q-ipv4"),
+        pytest.param(1, None, "fd00::11", "fd00::1", id="ethernet-ipv6-transport"),
+    ],
+)
+def test_updates_are_decoded_from_every_link_layer_and_address_family_the_lab_captures(
+    linktype: int, vlan: int | None, src: str, dst: str
+) -> None:
+    frames = [
+        (1_700_000_001.0, tcp_frame(linktype, src, dst, 1000, keepalive(), vlan=vlan)),
+        (1_700_000_002.0, tcp_frame(linktype, src, dst, 1019, V6_REACH, vlan=vlan)),
+    ]
+    (update,) = decode_pcap(pcap_of(linktype, frames), offset=1_699_999_000.0)
+    sender = f"[{src}]:40000" if ":" in src else f"{src}:40000"
+    assert (update.src, update.at, update.announced, update.next_hops) == (
+        sender,
+        pytest.approx(1002.0),
+        ("fd10:100::cd/128", "fd10:100::/64"),
+        ("fd00::11", "fe80::1"),
+    )
+
+
+def test_a_pcap_stream_cut_inside_a_record_yields_what_came_before() -> None:
+    whole = pcap_of(
+        1, [(1_700_000_002.0, ether_ipv4_tcp("10.0.0.11", "10.0.0.1", 40000, 179, 1000, 0x18, V4_WITHDRAW))]
+    )
+    data = whole.getvalue()
+    cut = data + data[24:30]  # a second record header that tcpdump never finished writing
+    assert [u.withdrawn for u in decode_pcap(io.BytesIO(cut))] == [("192.168.100.205/32",)]
+    assert list(decode_pcap(io.BytesIO(b""))) == []

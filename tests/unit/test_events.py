@@ -11,8 +11,8 @@ import pytest
 from kubernetes import client as k8s
 
 from bgpadv.events import EventRecorder, TokenBucket, event_reason
-from bgpadv.lab.fakeapi import FakeApiServer
 from bgpadv.model import ObjectRef, Plan, Refusal
+from bgpadv_lab.fakeapi import FakeApiServer
 
 CLAIM_A = ObjectRef("IPAMClaim", "vm-a.default", "imported-vms", "0b6a4c1e-2f4d-4b8e-9c1a-7d2e3f4a5b6c")
 CLAIM_B = ObjectRef("IPAMClaim", "vm-b.default", "imported-vms", "8d3e1f2a-5b6c-4d7e-8f9a-0b1c2d3e4f5a")

@@ -117,7 +117,7 @@ def test_a_route_already_carrying_graceful_shutdown_is_not_changed_and_a_second_
 
 
 def test_a_drain_request_reaches_the_speaker_through_the_loop():
-    from doubles import RecordingSources, RecordingSpeaker
+    from tests.doubles import RecordingSources, RecordingSpeaker
 
     config = parse({"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512}]})
     speaker = RecordingSpeaker()

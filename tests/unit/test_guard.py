@@ -9,13 +9,13 @@ again) and `Guarded.observed`. No planner involved: the routes are what any plan
 
 from __future__ import annotations
 
-import objects as k8s
 import pytest
 from netaddr import IPAddress, IPNetwork
 
 from bgpadv.guard import Guard, GuardContext, all_node_addresses, check_peer, prefix_key
 from bgpadv.model import ObjectRef, Plan, Route, RouteKind
 from bgpadv.planner import checks
+from bgpadv_lab import objects as k8s
 
 ADV = k8s.ADVERTISED
 NS = "imported-vms"

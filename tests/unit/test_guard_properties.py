@@ -12,14 +12,14 @@ unchanged) and gives the same answer from its cache.
 
 from __future__ import annotations
 
-import objects as k8s
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from netaddr import IPAddress, IPNetwork, IPSet
-from unit.test_planner_properties import addresses
 
 from bgpadv.guard import Guard, check_peer
 from bgpadv.planner import plan
+from bgpadv_lab import objects as k8s
+from tests.unit.test_planner_properties import addresses
 
 ADV = k8s.ADVERTISED
 NS = "imported-vms"

@@ -14,7 +14,6 @@ import time
 import tracemalloc
 from pathlib import Path
 
-import objects as k8s
 import pytest
 import yaml
 from hypothesis import given, settings
@@ -30,6 +29,7 @@ from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv.planner.vms import MAX_CLAIM_IPS
 from bgpadv.sources.manifests import load_manifests
 from bgpadv.sources.reflector import Reflector
+from bgpadv_lab import objects as k8s
 
 NS = "imported-vms"
 ADV = {"bgpadv.io/advertise": "true"}

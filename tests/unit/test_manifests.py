@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import objects as k8s
 import pytest
 import yaml
 
 from bgpadv.sources.manifests import load_manifests
+from bgpadv_lab import objects as k8s
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "examples"
 

@@ -12,10 +12,10 @@ import ast
 import itertools
 from pathlib import Path
 
-import objects as k8s
 import pytest
 
 from bgpadv.planner import checks, plan
+from bgpadv_lab import objects as k8s
 
 NS = "imported-vms"
 NET = "cluster_udn_vmnet-a"

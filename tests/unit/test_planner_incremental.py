@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 
-import objects as k8s
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +17,7 @@ from bgpadv.model import RouteKind
 from bgpadv.planner import plan
 from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv.sources.snapshot import ClusterState
+from bgpadv_lab import objects as k8s
 
 EXAMPLES = int(os.environ.get("BGPADV_INCREMENTAL_EXAMPLES", "300"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -11,10 +11,10 @@ Host routes of VMs are in test_planner_vms.py; address checks in test_planner_ch
 
 from __future__ import annotations
 
-import objects as k8s
 import pytest
 
 from bgpadv.planner import plan
+from bgpadv_lab import objects as k8s
 
 ADV = k8s.ADVERTISED
 NODES = [k8s.node("worker-1", "10.0.0.11", "fd00::11"), k8s.node("worker-2", "10.0.0.12", "fd00::12")]

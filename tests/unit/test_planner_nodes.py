@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 
-import objects as k8s
 import pytest
 
 from bgpadv.planner import plan
+from bgpadv_lab import objects as k8s
 
 NS = "imported-vms"
 ADV = k8s.ADVERTISED

@@ -12,7 +12,6 @@ depend on the order objects were listed in;
 
 from __future__ import annotations
 
-import objects as k8s
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from netaddr import IPAddress, IPNetwork, IPSet
@@ -21,6 +20,7 @@ from bgpadv import resources
 from bgpadv.planner import checks, plan
 from bgpadv.planner.networks import index_networks
 from bgpadv.sources.snapshot import ClusterState
+from bgpadv_lab import objects as k8s
 
 ADV = k8s.ADVERTISED
 NS = "imported-vms"

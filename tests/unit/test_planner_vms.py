@@ -9,10 +9,10 @@ networks (no persistent IPs there). Node addresses as next hops are in test_plan
 
 from __future__ import annotations
 
-import objects as k8s
 import pytest
 
 from bgpadv.planner import plan
+from bgpadv_lab import objects as k8s
 
 NS = "imported-vms"
 NET = "cluster_udn_vmnet-a"

@@ -12,12 +12,12 @@ import json
 import os
 from pathlib import Path
 
-import objects as k8s
 import pytest
 from netaddr import IPAddress, IPNetwork
 
 from bgpadv.model import ObjectRef, Plan, Refusal, Route, RouteKind
 from bgpadv.render import main, render_plan
+from bgpadv_lab import objects as k8s
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "config" / "bgpadv.yaml"

@@ -6,7 +6,6 @@ probed for (`getattr(..., None)`) later.
 from __future__ import annotations
 
 import pytest
-from doubles import RecordingObserver, RecordingSources, RecordingSpeaker
 from kubernetes import client
 
 from bgpadv.config import parse
@@ -26,6 +25,7 @@ from bgpadv.seams import ControllerSources, ControllerSpeaker
 from bgpadv.service import Controller
 from bgpadv.sources.reflector import Sources
 from bgpadv.speaker.session import Speaker
+from tests.doubles import RecordingObserver, RecordingSources, RecordingSpeaker
 
 CONFIG = parse({"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512}]})
 

@@ -11,7 +11,6 @@ import queue
 import time
 
 import pytest
-from doubles import RecordingObserver, RecordingSources, RecordingSpeaker
 
 from bgpadv import resources
 from bgpadv.config import parse
@@ -20,6 +19,7 @@ from bgpadv.model import Plan
 from bgpadv.planner import checks
 from bgpadv.service import Controller, LoopSettings, desired_per_peer, watched_resources
 from bgpadv.sources.reflector import WatchEvent
+from tests.doubles import RecordingObserver, RecordingSources, RecordingSpeaker
 
 CONFIG = parse(
     {
@@ -202,7 +202,7 @@ def test_a_planner_bug_keeps_the_current_advertisements(controller, monkeypatch)
 
 def test_every_peer_gets_the_plan_through_the_guard():
     """desired_per_peer: the plan's routes that pass the guard, per peer; what fails it is a refusal."""
-    import objects as k8s
+    from bgpadv_lab import objects as k8s
 
     state = k8s.state(
         k8s.node("worker-1", "10.0.0.11"),
@@ -220,11 +220,11 @@ def test_whatever_the_planner_returns_the_speaker_gets_only_guarded_routes_and_o
 ):
     """The guard sits between the planner and the speaker: a default route from a (buggy) planner never reaches the
     speaker, and its refusal reaches the observers (metrics, Events) with the planner's own refusals."""
-    import objects as k8s
     from netaddr import IPNetwork
 
     from bgpadv import service
     from bgpadv.model import Refusal, Route, RouteKind
+    from bgpadv_lab import objects as k8s
 
     cudn = k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24"], labels={"bgpadv.io/advertise": "true"})
     good = _host("192.168.100.10/32", "worker-1")
@@ -254,7 +254,7 @@ def test_whatever_the_planner_returns_the_speaker_gets_only_guarded_routes_and_o
 def test_a_self_route_a_session_cannot_express_is_refused_for_that_peer_only():
     """An IPv6 subnet with next-hop self: the IPv6 session gets it, the IPv4 session cannot express an IPv6 `self`
     (no nextHopSelf configured), so for that peer it is a `family-not-carried` refusal, not a silent skip."""
-    import objects as k8s
+    from bgpadv_lab import objects as k8s
 
     recorder = RecordingObserver()
     c = Controller(
@@ -295,7 +295,7 @@ class _Lines:
 
 
 def test_a_host_route_moved_by_a_ready_migration_starts_a_handover_measurement():
-    import objects as k8s
+    from bgpadv_lab import objects as k8s
 
     recorder = RecordingObserver()
     c = Controller(

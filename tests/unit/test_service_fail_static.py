@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import time
 
-import objects as k8s  # tests/objects.py
 import pytest
-from doubles import RecordingObserver, RecordingSources, RecordingSpeaker
 
 from bgpadv import resources
 from bgpadv.config import parse
 from bgpadv.hold import WithdrawalHold
 from bgpadv.service import Controller, LoopSettings, watched_resources
 from bgpadv.sources.reflector import WatchEvent
+from bgpadv_lab import objects as k8s
+from tests.doubles import RecordingObserver, RecordingSources, RecordingSpeaker
 
 H = 120.0
 RESYNC = 30.0  # shorter than the hold: the periodic resync comes first

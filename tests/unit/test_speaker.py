@@ -256,10 +256,9 @@ def test_held_names_every_prefix_exabgp_holds_unknown_ones_included_as_guard_key
 
 def test_routes_through_the_guard_reach_the_speaker_without_a_skip():
     """The guard, not the speaker, decides what a peer cannot carry: a refusal with a reason, nothing skipped."""
-    import objects as k8s
-
     from bgpadv.guard import Guard
     from bgpadv.planner import checks
+    from bgpadv_lab import objects as k8s
 
     config = k8s.config(peers=[{"address": "10.0.0.1", "asn": 64512}])  # IPv4 session, both families
     state = k8s.state(

@@ -6,7 +6,7 @@ import subprocess
 import threading
 import time
 
-from bgpadv.lab.netns import Netns
+from bgpadv_lab.netns import Netns
 
 
 class FibMonitor:

@@ -75,9 +75,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
+import jsonpatch
+
 from bgpadv import resources
 
-log = logging.getLogger("bgpadv.lab.fakeapi")
+log = logging.getLogger("bgpadv_lab.fakeapi")
 
 _MERGE = "application/merge-patch+json"
 _JSON_PATCH = "application/json-patch+json"
@@ -225,63 +227,11 @@ def merge_patch(target: object, patch: object) -> object:
     return result
 
 
-def _pointer(path: str) -> list[str]:
-    if path == "":
-        return []
-    if not path.startswith("/"):
-        raise ValueError(f"invalid JSON pointer {path!r}")
-    return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
-
-
-def _container(doc: object, parts: list[str]) -> object:
-    for p in parts:
-        doc = doc[int(p)] if isinstance(doc, list) else doc[p]  # type: ignore[index]
-    return doc
-
-
 def json_patch(doc: dict, ops: list) -> dict:
-    """RFC 6902 JSON patch (add, remove, replace, move, copy, test) applied to a deep copy of `doc`."""
-    doc = copy.deepcopy(doc)
-
-    def get(path: str) -> object:
-        return _container(doc, _pointer(path))
-
-    def remove(path: str) -> object:
-        *parent, last = _pointer(path)
-        box = _container(doc, parent)
-        return box.pop(int(last)) if isinstance(box, list) else box.pop(last)  # type: ignore[union-attr]
-
-    def add(path: str, value: object) -> None:
-        *parent, last = _pointer(path)
-        box = _container(doc, parent)
-        if isinstance(box, list):
-            box.insert(len(box) if last == "-" else int(last), value)
-        elif isinstance(box, dict):
-            box[last] = value
-        else:
-            raise ValueError(f"cannot add at {path!r}")
-
+    """RFC 6902 JSON patch (add, remove, replace, move, copy, test), by jsonpatch, applied to a copy of `doc`."""
     if not isinstance(ops, list):
         raise ValueError("a JSON patch is a list of operations")
-    for op in ops:
-        kind, path = op.get("op"), op.get("path", "")
-        if kind == "add":
-            add(path, copy.deepcopy(op["value"]))
-        elif kind == "remove":
-            remove(path)
-        elif kind == "replace":
-            remove(path)
-            add(path, copy.deepcopy(op["value"]))
-        elif kind == "move":
-            add(path, remove(op["from"]))
-        elif kind == "copy":
-            add(path, copy.deepcopy(get(op["from"])))
-        elif kind == "test":
-            if get(path) != op.get("value"):
-                raise ValueError(f"test operation failed at {path!r}")
-        else:
-            raise ValueError(f"unknown JSON patch operation {kind!r}")
-    return doc
+    return jsonpatch.apply_patch(doc, ops, in_place=False)
 
 
 # -- the store ------------------------------------------------------------------------------------------------------
@@ -738,7 +688,14 @@ class FakeApiServer:
                 raise ApiError(
                     415, "UnsupportedMediaType", f"the body of the request was in an unknown format - {content_type}"
                 )
-        except (ValueError, KeyError, IndexError, TypeError) as e:
+        except (
+            jsonpatch.JsonPatchException,
+            jsonpatch.JsonPointerException,
+            ValueError,
+            KeyError,
+            IndexError,
+            TypeError,
+        ) as e:
             raise ApiError(422, "Invalid", f"the patch could not be applied: {e}") from None
         if not isinstance(new, dict):
             raise ApiError(422, "Invalid", "the patch must leave an object")
@@ -1236,8 +1193,8 @@ def read_seed(directory: str | Path) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m bgpadv.lab.fakeapi --port N --seed DIR [--kubeconfig PATH]`: serve until interrupted."""
-    parser = argparse.ArgumentParser(prog="python -m bgpadv.lab.fakeapi", description=__doc__.split("\n\n")[0])
+    """`python -m bgpadv_lab.fakeapi --port N --seed DIR [--kubeconfig PATH]`: serve until interrupted."""
+    parser = argparse.ArgumentParser(prog="python -m bgpadv_lab.fakeapi", description=__doc__.split("\n\n")[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=6443)
     parser.add_argument("--seed", action="append", default=[], help="a directory of manifests to load (repeatable)")

@@ -29,10 +29,10 @@ from typing import Any
 
 import yaml
 
-from bgpadv.lab.fakeapi import FakeApiServer
-from bgpadv.lab.frr import FrrRouter
-from bgpadv.lab.netns import in_netns
-from bgpadv.lab.topology import TOR_V4, WORKERS, Lab
+from bgpadv_lab.fakeapi import FakeApiServer
+from bgpadv_lab.frr import FrrRouter
+from bgpadv_lab.netns import in_netns
+from bgpadv_lab.topology import TOR_V4, WORKERS, Lab
 
 METRICS_PORT = 9179
 

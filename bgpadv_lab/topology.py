@@ -16,8 +16,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from bgpadv.lab.frr import FrrRouter, TorSettings
-from bgpadv.lab.netns import Netns, sweep
+from bgpadv_lab.frr import FrrRouter, TorSettings
+from bgpadv_lab.netns import Netns, sweep
 
 WORKERS = {"w1": ("10.0.0.11", "fd00::11"), "w2": ("10.0.0.12", "fd00::12")}
 TOR_V4, TOR_V6 = "10.0.0.1", "fd00::1"

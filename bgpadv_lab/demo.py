@@ -19,11 +19,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bgpadv import status as status_cli
-from bgpadv.lab.chain import BgpadvInLab, lab_config
-from bgpadv.lab.topology import Lab
 from bgpadv.sources.manifests import load_manifests
+from bgpadv_lab.chain import BgpadvInLab, lab_config
+from bgpadv_lab.topology import Lab
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]  # the checkout: bgpadv_lab/ sits beside config/
 EXAMPLES = REPO / "config" / "examples"
 VM_NAMESPACE, VM_NAME = "imported-vms", "vm-a"
 

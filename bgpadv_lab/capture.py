@@ -2,9 +2,11 @@
 
 `UpdateCapture(netns, interface)` runs `tcpdump -w -` inside the namespace with the capture filter `tcp port 179`,
 reassembles each TCP stream and decodes every BGP UPDATE: withdrawn routes and NLRI (IPv4), MP_REACH_NLRI and
-MP_UNREACH_NLRI (IPv4/IPv6 unicast). Each UPDATE is stamped with the kernel's capture time of the TCP segment that
-carried the UPDATE's first byte, converted to `time.monotonic()` seconds (the wall↔monotonic offset is sampled when
-the capture starts), so it compares directly with bgpadv's own monotonic stage times on the same machine.
+MP_UNREACH_NLRI (IPv4/IPv6 unicast). The pcap records, link layers (Ethernet with VLAN tags, Linux cooked SLL and SLL2,
+raw IP), IPv4/IPv6, TCP and BGP UPDATEs are decoded by dpkt; only the TCP stream reassembly and the BGP message framing
+on top of it (dpkt has neither) are written here. Each UPDATE is stamped with the kernel's capture time of the TCP
+segment that carried the UPDATE's first byte, converted to `time.monotonic()` seconds (the wall↔monotonic offset is
+sampled when the capture starts), so it compares directly with bgpadv's own monotonic stage times on the same machine.
 
 Limits: no ADD-PATH (path identifiers) decoding; a stream whose capture starts mid-message resynchronises on the next
 BGP marker; a lost segment (gap in sequence numbers) drops the stream's partial message and resynchronises likewise.
@@ -22,18 +24,20 @@ import subprocess
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO
+
+import dpkt
 
 log = logging.getLogger(__name__)
 
 MARKER = b"\xff" * 16
 HEADER = 19
 UPDATE = 2
-# Path attribute type codes.
-NEXT_HOP, MP_REACH_NLRI, MP_UNREACH_NLRI = 3, 14, 15
 AFI_IPV4, AFI_IPV6, SAFI_UNICAST = 1, 2, 1
+# What dpkt raises on short or malformed bytes.
+DECODE_ERRORS = (dpkt.Error, struct.error, IndexError, ValueError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,58 +60,61 @@ class CapturedUpdate:
 # --- BGP decoding (pure) ------------------------------------------------------------------------------------------
 
 
-def _prefixes(data: bytes, afi: int) -> list[str]:
-    """Decode a sequence of (length, prefix bytes) NLRI entries into canonical "address/len" strings."""
-    width = 4 if afi == AFI_IPV4 else 16
-    out: list[str] = []
-    i = 0
-    while i < len(data):
-        plen = data[i]
-        nbytes = (plen + 7) // 8
-        if plen > width * 8 or i + 1 + nbytes > len(data):
-            raise ValueError(f"bad NLRI entry at {i}")
-        raw = data[i + 1 : i + 1 + nbytes] + bytes(width - nbytes)
-        addr = ipaddress.IPv4Address(raw) if afi == AFI_IPV4 else ipaddress.IPv6Address(raw)
-        out.append(f"{addr}/{plen}")
-        i += 1 + nbytes
+def _routes(routes: Iterable[dpkt.Packet], afi: int) -> list[str]:
+    """dpkt's RouteIPV4/RouteIPV6 (prefix bytes zero-padded to the address width) as canonical "address/len"."""
+    width = 32 if afi == AFI_IPV4 else 128
+    out = []
+    for route in routes:
+        if route.len > width:
+            raise ValueError(f"prefix length {route.len} > {width}")
+        out.append(f"{ipaddress.ip_address(route.prefix)}/{route.len}")
     return out
+
+
+def _ipv4_nlri(data: bytes) -> list[dpkt.Packet]:
+    """IPv4 NLRI bytes as plain RouteIPV4s."""
+    routes = []
+    while data:
+        route = dpkt.bgp.RouteIPV4(data)
+        if len(route) > len(data):
+            raise ValueError(f"truncated NLRI: /{route.len} in {len(data)} bytes")
+        routes.append(route)
+        data = data[len(route) :]
+    return routes
+
+
+def _next_hops(raw: bytes) -> list[str]:
+    """An MP_REACH next-hop field: one IPv4 or IPv6 address, or an IPv6 global + link-local pair."""
+    if len(raw) in (4, 16):
+        return [str(ipaddress.ip_address(raw))]
+    if len(raw) == 32:
+        return [str(ipaddress.IPv6Address(raw[:16])), str(ipaddress.IPv6Address(raw[16:]))]
+    return []
 
 
 def decode_update(body: bytes) -> tuple[list[str], list[str], list[str]]:
     """(announced, withdrawn, next hops) of one UPDATE message body (the bytes after the 19-byte header)."""
+    # dpkt reads the UPDATE's own IPv4 NLRI as ADD-PATH routes whenever their byte count is a multiple of 9 (it cannot
+    # know what the session negotiated; the lab never negotiates ADD-PATH): hand it the message without them, and
+    # read them as plain routes.
     (wlen,) = struct.unpack_from("!H", body, 0)
-    withdrawn = _prefixes(body[2 : 2 + wlen], AFI_IPV4)
     (alen,) = struct.unpack_from("!H", body, 2 + wlen)
-    attrs = body[4 + wlen : 4 + wlen + alen]
-    announced = _prefixes(body[4 + wlen + alen :], AFI_IPV4)
+    upd = dpkt.bgp.BGP.Update(body[: 4 + wlen + alen])
+    announced = _routes(_ipv4_nlri(body[4 + wlen + alen :]), AFI_IPV4)
+    withdrawn = _routes(upd.withdrawn, AFI_IPV4)
     next_hops: list[str] = []
-    i = 0
-    while i < len(attrs):
-        flags, code = attrs[i], attrs[i + 1]
-        if flags & 0x10:  # extended length
-            (length,) = struct.unpack_from("!H", attrs, i + 2)
-            i += 4
-        else:
-            length = attrs[i + 2]
-            i += 3
-        value = attrs[i : i + length]
-        i += length
-        if code == NEXT_HOP and length == 4:
-            next_hops.append(str(ipaddress.IPv4Address(value)))
-        elif code == MP_REACH_NLRI:
-            afi, safi, nh_len = struct.unpack_from("!HBB", value, 0)
-            if safi != SAFI_UNICAST or afi not in (AFI_IPV4, AFI_IPV6):
-                continue
-            nh = value[4 : 4 + nh_len]
-            if nh_len in (4, 16):
-                next_hops.append(str(ipaddress.ip_address(nh)))
-            elif nh_len == 32:  # IPv6 global + link-local
-                next_hops += [str(ipaddress.IPv6Address(nh[:16])), str(ipaddress.IPv6Address(nh[16:]))]
-            announced += _prefixes(value[4 + nh_len + 1 :], afi)
-        elif code == MP_UNREACH_NLRI:
-            afi, safi = struct.unpack_from("!HB", value, 0)
-            if safi == SAFI_UNICAST and afi in (AFI_IPV4, AFI_IPV6):
-                withdrawn += _prefixes(value[3:], afi)
+    for attr in upd.attributes:
+        if attr.type == dpkt.bgp.NEXT_HOP and attr.len == 4:
+            next_hops.append(str(ipaddress.IPv4Address(attr.next_hop.ip)))
+        elif attr.type == dpkt.bgp.MP_REACH_NLRI:
+            mp = attr.mp_reach_nlri
+            if mp.safi == SAFI_UNICAST and mp.afi in (AFI_IPV4, AFI_IPV6):
+                next_hops += _next_hops(mp.next_hop)
+                announced += _routes(mp.announced, mp.afi)
+        elif attr.type == dpkt.bgp.MP_UNREACH_NLRI:
+            mp = attr.mp_unreach_nlri
+            if mp.safi == SAFI_UNICAST and mp.afi in (AFI_IPV4, AFI_IPV6):
+                withdrawn += _routes(mp.withdrawn, mp.afi)
     return announced, withdrawn, next_hops
 
 
@@ -204,78 +211,38 @@ class BgpStreamDecoder:
 
 def read_pcap(stream: IO[bytes]) -> Iterator[tuple[float, int, bytes]]:
     """(epoch seconds, link type, frame bytes) for each record of a pcap stream (micro or nanosecond, either order)."""
-    head = _read_exact(stream, 24)
-    if head is None:
+    try:
+        reader = dpkt.pcap.Reader(stream)
+    except dpkt.NeedData:  # empty, or the stream ended inside the file header
         return
-    magic = head[:4]
-    formats = {
-        b"\xd4\xc3\xb2\xa1": ("<", 1e-6),
-        b"\xa1\xb2\xc3\xd4": (">", 1e-6),
-        b"\x4d\x3c\xb2\xa1": ("<", 1e-9),
-        b"\xa1\xb2\x3c\x4d": (">", 1e-9),
-    }
-    if magic not in formats:
-        raise ValueError(f"not a pcap stream (magic {magic.hex()})")
-    order, scale = formats[magic]
-    (linktype,) = struct.unpack_from(order + "I", head, 20)
-    rec = struct.Struct(order + "IIII")
-    while True:
-        h = _read_exact(stream, 16)
-        if h is None:
-            return
-        sec, frac, incl, _orig = rec.unpack(h)
-        data = _read_exact(stream, incl)
-        if data is None:
-            return
-        yield sec + frac * scale, linktype & 0xFFFF, data
+    linktype = reader.datalink() & 0xFFFF
+    try:
+        for ts, frame in reader:
+            yield float(ts), linktype, frame  # ts is a Decimal for nanosecond captures
+    except dpkt.NeedData:  # the stream ended inside a record header (tcpdump stopped)
+        return
 
 
-def _read_exact(stream: IO[bytes], n: int) -> bytes | None:
-    buf = b""
-    while len(buf) < n:
-        chunk = stream.read(n - len(buf))
-        if not chunk:
-            return None
-        buf += chunk
-    return buf
+_LINK_LAYERS: dict[int, Callable[[bytes], dpkt.Packet]] = {
+    1: dpkt.ethernet.Ethernet,  # VLAN and QinQ tags are dpkt's to strip
+    113: dpkt.sll.SLL,  # Linux cooked
+    276: dpkt.sll2.SLL2,  # Linux cooked v2
+}
 
 
 def tcp_segment(linktype: int, frame: bytes) -> tuple[str, int, str, int, int, int, bytes] | None:
     """(src, sport, dst, dport, seq, flags, payload) of a TCP/IP frame; None for anything else."""
-    if linktype == 1:  # Ethernet
-        off, ethertype = 14, struct.unpack_from("!H", frame, 12)[0]
-        while ethertype in (0x8100, 0x88A8):
-            ethertype = struct.unpack_from("!H", frame, off + 2)[0]
-            off += 4
-    elif linktype == 113:  # Linux cooked (SLL)
-        off, ethertype = 16, struct.unpack_from("!H", frame, 14)[0]
-    elif linktype == 276:  # Linux cooked v2 (SLL2)
-        off, ethertype = 20, struct.unpack_from("!H", frame, 0)[0]
-    elif linktype in (12, 101):  # raw IP
-        off, ethertype = 0, 0x0800 if frame[0] >> 4 == 4 else 0x86DD
+    if linktype in _LINK_LAYERS:
+        ip = _LINK_LAYERS[linktype](frame).data
+    elif linktype in (12, 101) and frame:  # raw IP
+        ip = dpkt.ip.IP(frame) if frame[0] >> 4 == 4 else dpkt.ip6.IP6(frame)
     else:
         return None
-    if ethertype == 0x0800:
-        ihl = (frame[off] & 0x0F) * 4
-        total, proto = struct.unpack_from("!H", frame, off + 2)[0], frame[off + 9]
-        if proto != 6:
-            return None
-        src = str(ipaddress.IPv4Address(frame[off + 12 : off + 16]))
-        dst = str(ipaddress.IPv4Address(frame[off + 16 : off + 20]))
-        tcp, end = off + ihl, off + total
-    elif ethertype == 0x86DD:
-        plen, nxt = struct.unpack_from("!HB", frame, off + 4)
-        if nxt != 6:
-            return None
-        src = str(ipaddress.IPv6Address(frame[off + 8 : off + 24]))
-        dst = str(ipaddress.IPv6Address(frame[off + 24 : off + 40]))
-        tcp, end = off + 40, off + 40 + plen
-    else:
+    if not isinstance(ip, dpkt.ip.IP | dpkt.ip6.IP6) or not isinstance(ip.data, dpkt.tcp.TCP):
         return None
-    sport, dport, seq = struct.unpack_from("!HHI", frame, tcp)
-    data_off = (frame[tcp + 12] >> 4) * 4
-    flags = frame[tcp + 13]
-    return src, sport, dst, dport, seq, flags, bytes(frame[tcp + data_off : end])
+    tcp = ip.data
+    src, dst = str(ipaddress.ip_address(ip.src)), str(ipaddress.ip_address(ip.dst))
+    return src, tcp.sport, dst, tcp.dport, tcp.seq, tcp.flags, bytes(tcp.data)
 
 
 def decode_pcap(stream: IO[bytes], offset: float = 0.0) -> Iterator[CapturedUpdate]:
@@ -284,7 +251,7 @@ def decode_pcap(stream: IO[bytes], offset: float = 0.0) -> Iterator[CapturedUpda
     for wall, linktype, frame in read_pcap(stream):
         try:
             seg = tcp_segment(linktype, frame)
-        except (struct.error, IndexError, ValueError):
+        except DECODE_ERRORS:
             continue
         if seg is None:
             continue
@@ -295,7 +262,7 @@ def decode_pcap(stream: IO[bytes], offset: float = 0.0) -> Iterator[CapturedUpda
                 continue
             try:
                 announced, withdrawn, hops = decode_update(body)
-            except (struct.error, IndexError, ValueError) as e:
+            except DECODE_ERRORS as e:
                 log.warning("undecodable UPDATE from %s: %s", a, e)
                 continue
             yield CapturedUpdate(msg_wall - offset, msg_wall, a, b, tuple(announced), tuple(withdrawn), tuple(hops))

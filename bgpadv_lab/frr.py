@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bgpadv.lab.netns import Netns, sh
+from bgpadv_lab.netns import Netns, sh
 
 FRR_DIR = Path("/usr/lib/frr")
 T = TypeVar("T")
