@@ -16,7 +16,7 @@ from bgpadv.model import Plan
 from bgpadv.planner.networks import advertised_subnets, index_networks, subnet_routes
 from bgpadv.planner.nodes import index_nodes
 from bgpadv.planner.vms import host_routes
-from bgpadv.sources.snapshot import ClusterState
+from bgpadv.state import ClusterState
 
 __all__ = ["plan"]
 

@@ -59,7 +59,7 @@ from bgpadv.planner.vms import (
     no_next_hop_refusal,
     node_address_refusal,
 )
-from bgpadv.sources.snapshot import ClusterState
+from bgpadv.state import ClusterState
 
 __all__ = ["IncrementalPlanner"]
 

@@ -66,7 +66,7 @@ from bgpadv.model import ObjectRef, Refusal, Route, RouteKind
 from bgpadv.planner import checks
 from bgpadv.planner.checks import Address, SubnetRange
 from bgpadv.planner.nodes import NodeInfo, special_range_reason
-from bgpadv.sources.snapshot import ClusterState
+from bgpadv.state import ClusterState
 
 CUDN_PREFIX = "cluster_udn_"
 NODE_SUBNETS_ANNOTATION = "k8s.ovn.org/node-subnets"

@@ -64,7 +64,7 @@ from bgpadv.planner import checks
 from bgpadv.planner.fast import host_prefix, make_ref, make_route
 from bgpadv.planner.networks import CUDN_PREFIX, Network, Networks
 from bgpadv.planner.nodes import NodeInfo, node_address_keys
-from bgpadv.sources.snapshot import ClusterState
+from bgpadv.state import ClusterState
 
 VM_LABEL = "kubevirt.io/vm"
 DOMAIN_ANNOTATION = "kubevirt.io/domain"
@@ -228,29 +228,37 @@ def vmi_node(namespace: str, vmi: Mapping, pods: LauncherPods) -> str | None:
     return current or source
 
 
-def _claim_vmi_name(meta: Mapping) -> str | None:
-    name = _mapping(meta.get("labels")).get(VM_LABEL)
-    if isinstance(name, str) and name:
-        return name
+def claim_vm(meta: Mapping) -> tuple[str | None, str | None]:
+    """The VMI an IPAMClaim belongs to, from its metadata (rule 2): `(vmi_name, None)`, or `(None, problem)`.
+
+    The name is the label `kubevirt.io/vm`, else the name of an ownerReference of kind VirtualMachine or
+    VirtualMachineInstance (a VMI is named after its VM; the VMI lives in the claim's namespace). The claim name is
+    never parsed. The problem is a message: no link at all, or a label and an ownerReference naming different VMs
+    (ipam-extensions sets both to the same name; when they disagree the claim cannot be placed without guessing).
+    This is the one place the claim → VM link is read: the planner and the controller's handover metric use it.
+    """
+    labels = meta.get("labels")
+    name = labels.get(VM_LABEL) if labels.__class__ is dict else None
     owners = meta.get("ownerReferences")
+    if name.__class__ is str and name:
+        other = _other_owner(owners, name) if owners else None  # type: ignore[arg-type]
+        if other is None:
+            return name, None  # type: ignore[return-value]
+        return None, f"label kubevirt.io/vm names {name} but the ownerReference names {other}"
     if isinstance(owners, list):
         for owner in owners:
             if isinstance(owner, dict) and owner.get("kind") in _OWNER_KINDS:
                 owner_name = owner.get("name")
                 if isinstance(owner_name, str) and owner_name:
-                    return owner_name
-    return None
+                    return owner_name, None
+    return None, "claim names no VM (label kubevirt.io/vm or a VirtualMachine ownerReference)"
 
 
 def _other_owner(owners: object, vmi_name: str) -> str | None:
-    """The name of a VirtualMachine/VirtualMachineInstance ownerReference that is not `vmi_name`, or None.
-
-    ipam-extensions sets the label and the ownerReference to the same name (a VMI is named after its VM): when they
-    disagree the claim cannot be placed without guessing, so it is refused.
-    """
+    """The name of a VirtualMachine/VirtualMachineInstance ownerReference that is not `vmi_name`, or None."""
     if owners.__class__ is not list:
         return None
-    for owner in owners:
+    for owner in owners:  # type: ignore[attr-defined]
         if owner.__class__ is dict:
             name = owner.get("name")
             if name != vmi_name and owner.get("kind") in _OWNER_KINDS and isinstance(name, str) and name:
@@ -440,19 +448,12 @@ def _read_claims(state: ClusterState, networks: Networks, out: _Collector) -> No
         if not isinstance(ips, list):
             out.refuse(ref, ips, checks.MALFORMED_OBJECT, "status.ips is not a list", network.name)
             continue
-        labels = meta.get("labels")
-        vmi_name = labels.get(VM_LABEL) if labels.__class__ is dict else None
-        if vmi_name.__class__ is not str or not vmi_name:
-            vmi_name = _claim_vmi_name(meta)
-        elif meta.get("ownerReferences"):
-            other = _other_owner(meta["ownerReferences"], vmi_name)
-            if other is not None:
-                message = f"label kubevirt.io/vm names {vmi_name} but the ownerReference names {other}"
-                out.refuse(ref, vmi_name, checks.MALFORMED_OBJECT, message, network.name)
-                continue
+        vmi_name, problem = claim_vm(meta)
         if vmi_name is None:
-            message = "claim names no VM (label kubevirt.io/vm or a VirtualMachine ownerReference)"
-            out.refuse(ref, spec.get("network"), checks.MALFORMED_OBJECT, message, network.name)
+            labels = meta.get("labels")
+            label = labels.get(VM_LABEL) if labels.__class__ is dict else None
+            value = label if label.__class__ is str and label else net_name
+            out.refuse(ref, value, checks.MALFORMED_OBJECT, str(problem), network.name)
             continue
         records.append((ips, network, ref, (namespace, vmi_name), meta))
 

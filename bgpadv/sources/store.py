@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from bgpadv import resources
 from bgpadv.resources import Resource
 from bgpadv.sources.reflector import WatchEvent
-from bgpadv.sources.snapshot import ClusterState
+from bgpadv.state import ClusterState
 
 # What the default configuration watches: RouteAdvertisements only when `followRouteAdvertisements` is set.
 DEFAULT_RESOURCES: tuple[Resource, ...] = tuple(r for r in resources.ALL if r is not resources.ROUTE_ADVERTISEMENTS)

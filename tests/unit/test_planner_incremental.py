@@ -17,7 +17,7 @@ from bgpadv import resources
 from bgpadv.model import RouteKind
 from bgpadv.planner import plan
 from bgpadv.planner.incremental import IncrementalPlanner
-from bgpadv.sources.snapshot import ClusterState
+from bgpadv.state import ClusterState
 
 EXAMPLES = int(os.environ.get("BGPADV_INCREMENTAL_EXAMPLES", "300"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])

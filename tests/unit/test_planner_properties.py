@@ -20,7 +20,7 @@ from netaddr import IPAddress, IPNetwork, IPSet
 from bgpadv import resources
 from bgpadv.planner import checks, plan
 from bgpadv.planner.networks import index_networks
-from bgpadv.sources.snapshot import ClusterState
+from bgpadv.state import ClusterState
 
 ADV = k8s.ADVERTISED
 NS = "imported-vms"
