@@ -66,6 +66,7 @@ from collections.abc import Iterable, Mapping
 from bgpadv.config import Config
 from bgpadv.model import ObjectRef, Refusal, Route, RouteKind
 from bgpadv.planner import checks
+from bgpadv.planner.checks import mapping
 from bgpadv.planner.fast import host_prefix, make_ref, make_route
 from bgpadv.planner.networks import CUDN_PREFIX, Network, Networks
 from bgpadv.planner.nodes import NodeInfo, node_address_keys
@@ -117,10 +118,6 @@ def _age(meta: dict) -> tuple[str, str, str]:
     return (created if isinstance(created, str) and created else _NEWEST, str(namespace), str(name))
 
 
-def _mapping(value: object) -> dict:
-    return value if isinstance(value, dict) else _EMPTY
-
-
 class LauncherPods:
     """virt-launcher pods indexed by the VMI they run (`kubevirt.io/domain` annotation and `created-by` label).
 
@@ -139,12 +136,12 @@ class LauncherPods:
         for pod in self._pods.values():
             if not isinstance(pod, dict):
                 continue
-            meta = _mapping(pod.get("metadata"))
+            meta = mapping(pod.get("metadata"))
             ns = meta.get("namespace")
             if not isinstance(ns, str):
                 continue
-            domain = _mapping(meta.get("annotations")).get(DOMAIN_ANNOTATION)
-            created_by = _mapping(meta.get("labels")).get(CREATED_BY_LABEL)
+            domain = mapping(meta.get("annotations")).get(DOMAIN_ANNOTATION)
+            created_by = mapping(meta.get("labels")).get(CREATED_BY_LABEL)
             keys = [k for k in (domain, created_by) if isinstance(k, str) and k]
             for k in dict.fromkeys(keys):
                 if wanted is None or (ns, k) in wanted:
@@ -165,7 +162,7 @@ class LauncherPods:
         The pod named by `migrationState.targetPod` is looked up directly; the index of every launcher pod is
         built only when that name is missing or names no pod of this VMI.
         """
-        meta = _mapping(vmi.get("metadata"))
+        meta = mapping(vmi.get("metadata"))
         name, uid = meta.get("name"), meta.get("uid")
         if not isinstance(name, str):
             return False
@@ -179,24 +176,24 @@ class LauncherPods:
 
 def _runs(pod: dict, vmi_name: str, vmi_uid: str) -> bool:
     """True when the launcher pod belongs to the VMI (annotation kubevirt.io/domain or label created-by)."""
-    meta = _mapping(pod.get("metadata"))
-    if _mapping(meta.get("annotations")).get(DOMAIN_ANNOTATION) == vmi_name:
+    meta = mapping(pod.get("metadata"))
+    if mapping(meta.get("annotations")).get(DOMAIN_ANNOTATION) == vmi_name:
         return True
-    return bool(vmi_uid) and _mapping(meta.get("labels")).get(CREATED_BY_LABEL) == vmi_uid
+    return bool(vmi_uid) and mapping(meta.get("labels")).get(CREATED_BY_LABEL) == vmi_uid
 
 
 def _live_on(pod: dict, node: str) -> bool:
     """True when the pod runs on `node`, is not finished, and carries the migration-target-ready annotation."""
-    if _mapping(pod.get("spec")).get("nodeName") != node:
+    if mapping(pod.get("spec")).get("nodeName") != node:
         return False
-    if _mapping(pod.get("status")).get("phase") in ("Failed", "Succeeded"):
+    if mapping(pod.get("status")).get("phase") in ("Failed", "Succeeded"):
         return False
-    return bool(_mapping(_mapping(pod.get("metadata")).get("annotations")).get(TARGET_READY_ANNOTATION))
+    return bool(mapping(mapping(pod.get("metadata")).get("annotations")).get(TARGET_READY_ANNOTATION))
 
 
 def needs_pods(vmi: dict) -> bool:
     """True when placing this VMI needs its launcher pods (a migration whose target is not known live yet)."""
-    ms = _mapping(vmi.get("status")).get("migrationState")
+    ms = mapping(vmi.get("status")).get("migrationState")
     if not isinstance(ms, dict):
         return False
     if _given_up(ms):
@@ -215,7 +212,7 @@ def _given_up(ms: Mapping) -> bool:
 
 def vmi_node(namespace: str, vmi: Mapping, pods: LauncherPods) -> str | None:
     """The node the VMI runs on now, by the migration rules of this module's docstring (None: unknown)."""
-    status = _mapping(vmi.get("status"))
+    status = mapping(vmi.get("status"))
     current = status.get("nodeName")
     current = current if isinstance(current, str) and current else None
     ms = status.get("migrationState")
@@ -489,11 +486,11 @@ def read_vmi_interfaces(vmis: Mapping, networks: Networks, out: Collector) -> No
     for vmi in vmis.values():
         if not isinstance(vmi, dict):
             continue
-        meta = _mapping(vmi.get("metadata"))
+        meta = mapping(vmi.get("metadata"))
         name, namespace = meta.get("name"), meta.get("namespace")
         if not isinstance(name, str) or not isinstance(namespace, str) or not name or not namespace:
             continue
-        status = _mapping(vmi.get("status"))
+        status = mapping(vmi.get("status"))
         if status.get("phase") != "Running" or meta.get("deletionTimestamp"):
             continue
         ns_labels = {NAMESPACE_NAME_LABEL: namespace}
@@ -600,7 +597,7 @@ def placements(keys: Iterable[tuple[str, str]], state: ClusterState) -> dict[tup
             running = (
                 isinstance(status, dict)
                 and status.get("phase") == "Running"
-                and not _mapping(vmi.get("metadata")).get("deletionTimestamp")
+                and not mapping(vmi.get("metadata")).get("deletionTimestamp")
             )
         if not running:
             placed[key] = None
@@ -617,7 +614,7 @@ def placements(keys: Iterable[tuple[str, str]], state: ClusterState) -> dict[tup
         wanted: set[tuple[str, str]] = set()
         for (ns, name), vmi in migrating:
             wanted.add((ns, name))
-            uid = _mapping(vmi.get("metadata")).get("uid")
+            uid = mapping(vmi.get("metadata")).get("uid")
             if isinstance(uid, str) and uid:
                 wanted.add((ns, uid))
         pods = LauncherPods(state.pods, wanted)
