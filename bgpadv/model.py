@@ -107,7 +107,7 @@ class Refusal:
     network: str = ""
 
 
-def _route_order(route: Route) -> tuple[int, int, int]:
+def route_order(route: Route) -> tuple[int, int, int]:
     """(family, address, length): netaddr's slot attributes read directly, as its public properties cost 4x more
     and a plan sorts 200,000 routes at 100,000 dual-stack VMs."""
     p = route.prefix
@@ -124,7 +124,7 @@ class Plan:
     @staticmethod
     def build(routes: Iterable[Route], rejected: Iterable[Refusal]) -> Plan:
         return Plan(
-            routes=tuple(sorted(routes, key=_route_order)),
+            routes=tuple(sorted(routes, key=route_order)),
             rejected=tuple(sorted(rejected, key=lambda x: (str(x.source), x.value, x.reason))),
         )
 

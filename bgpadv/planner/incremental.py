@@ -38,8 +38,8 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Mapping
 
 from bgpadv.config import Config
-from bgpadv.model import Plan, Refusal, Route, _route_order
-from bgpadv.planner import _cyclic_gc_paused
+from bgpadv.model import Plan, Refusal, Route, route_order
+from bgpadv.planner import cyclic_gc_paused
 from bgpadv.planner import plan as cold_plan
 from bgpadv.planner.networks import Networks, advertised_subnets, index_networks, subnet_routes
 from bgpadv.planner.nodes import NodeInfo, index_nodes, node_address_keys
@@ -187,7 +187,7 @@ class IncrementalPlanner:
         if state is not self._state:
             changed = None
         try:
-            with _cyclic_gc_paused():
+            with cyclic_gc_paused():
                 result = self._plan(state, changed)
         except BaseException:
             self._reset()
@@ -244,7 +244,7 @@ class IncrementalPlanner:
             self._global = [*networks.refusals, *s_refusals]
             for r in self._global:
                 self._refusals.add(r)
-            self._subnet_routes = sorted(s_routes, key=_route_order)
+            self._subnet_routes = sorted(s_routes, key=route_order)
         self._seen = {
             "cudns": list(state.cudns.items()),
             "ras": list(state.route_advertisements.items()),
