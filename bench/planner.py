@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bgpadv.config import Config, parse
 from bgpadv.planner import plan
-from bgpadv.sources.snapshot import ClusterState
+from bgpadv.state import ClusterState
 
 NODES = 50
 CUDNS = 4

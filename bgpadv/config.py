@@ -13,9 +13,10 @@ from typing import Any, TextIO
 
 from netaddr import AddrFormatError, IPAddress
 
-from bgpadv import yamlsafe
+from bgpadv import selectors, yamlsafe
 from bgpadv.bounded import brief
-from bgpadv.model import Attributes
+from bgpadv.model import Attributes, normalize_community
+from bgpadv.selectors import LabelSelector
 
 
 class ConfigError(ValueError):
@@ -24,31 +25,6 @@ class ConfigError(ValueError):
     def __init__(self, problems: list[str]):
         self.problems = problems
         super().__init__("; ".join(problems))
-
-
-@dataclass(frozen=True, slots=True)
-class LabelSelector:
-    """A Kubernetes LabelSelector (matchLabels AND matchExpressions). An empty selector matches everything."""
-
-    match_labels: tuple[tuple[str, str], ...] = ()
-    match_expressions: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # (key, operator, values)
-
-    def matches(self, labels: dict[str, str] | None) -> bool:
-        labels = labels or {}
-        for k, v in self.match_labels:
-            if labels.get(k) != v:
-                return False
-        for key, op, values in self.match_expressions:
-            present = key in labels
-            if op == "In" and not (present and labels[key] in values):
-                return False
-            if op == "NotIn" and present and labels[key] in values:
-                return False
-            if op == "Exists" and not present:
-                return False
-            if op == "DoesNotExist" and present:
-                return False
-        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,8 +123,6 @@ class Config:
 
 # Patterns are applied with fullmatch (`$` would also match before a trailing newline) and ASCII digits only
 # (`\d` matches every Unicode digit, which int() accepts).
-_COMMUNITY = re.compile(r"([0-9]{1,5}):([0-9]{1,5})")
-_LARGE_COMMUNITY = re.compile(r"([0-9]{1,10}):([0-9]{1,10}):([0-9]{1,10})")
 _LISTEN = re.compile(r"(\[[0-9a-fA-F:.]+\]|[^:\s]*):([0-9]{1,5})")
 _FAMILIES = ("ipv4 unicast", "ipv6 unicast")
 # What an ExaBGP configuration can carry between quotes without escaping (the speaker checks it again).
@@ -238,43 +212,16 @@ class _Reader:
         return value
 
     def selector(self, raw: Any, path: str) -> LabelSelector | None:
-        if raw is None:
-            return None
-        raw = self.mapping(raw, path, {"matchLabels", "matchExpressions"})
-        labels = raw.get("matchLabels") or {}
-        if not isinstance(labels, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
-        ):
-            self.fail(f"{path}.matchLabels", "must map label keys to string values")
-            labels = {}
-        exprs: list[tuple[str, str, tuple[str, ...]]] = []
-        raw_exprs = raw.get("matchExpressions") or []
-        if not isinstance(raw_exprs, list):
-            self.fail(f"{path}.matchExpressions", "must be a list")
-            raw_exprs = []
-        for i, e in enumerate(raw_exprs):
-            ep = f"{path}.matchExpressions[{i}]"
-            e = self.mapping(e, ep, {"key", "operator", "values"})
-            key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
-            if not isinstance(key, str) or not key:
-                self.fail(f"{ep}.key", "is required")
-                continue
-            if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
-                self.fail(f"{ep}.operator", f"must be In, NotIn, Exists or DoesNotExist, got {brief(op)}")
-                continue
-            if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-                self.fail(f"{ep}.values", "must be a list of strings")
-                continue
-            if op in ("In", "NotIn") and not values:
-                self.fail(f"{ep}.values", f"must not be empty with operator {op}")
-                continue
-            exprs.append((key, op, tuple(values)))
-        return LabelSelector(tuple(sorted(labels.items())), tuple(exprs))
+        """A label selector (bgpadv.selectors, Kubernetes semantics); None when absent or malformed."""
+        selector, problems = selectors.parse(raw)
+        for sub, message in problems:
+            self.fail(f"{path}{sub}", message)
+        return selector
 
     def attributes(self, raw: Any, path: str) -> Attributes:
         raw = self.mapping(raw, path, {"localPreference", "med", "communities", "largeCommunities", "asPathPrepend"})
-        communities = self._string_list(raw, "communities", path, _COMMUNITY, 65535)
-        large = self._string_list(raw, "largeCommunities", path, _LARGE_COMMUNITY, 4294967295)
+        communities = self._communities(raw, "communities", path, large=False)
+        large = self._communities(raw, "largeCommunities", path, large=True)
         return Attributes(
             local_preference=self.integer(raw, "localPreference", path, 0, 4294967295),
             med=self.integer(raw, "med", path, 0, 4294967295),
@@ -283,7 +230,7 @@ class _Reader:
             as_path_prepend=self.integer(raw, "asPathPrepend", path, 0, 10, 0) or 0,
         )
 
-    def _string_list(self, raw: dict, key: str, path: str, pattern: re.Pattern, limit: int) -> tuple[str, ...]:
+    def _communities(self, raw: dict, key: str, path: str, large: bool) -> tuple[str, ...]:
         values = raw.get(key) or []
         p = f"{path}.{key}"
         if not isinstance(values, list):
@@ -291,11 +238,11 @@ class _Reader:
             return ()
         out: list[str] = []
         for i, v in enumerate(values):
-            m = pattern.fullmatch(v) if isinstance(v, str) else None
-            if m is None or any(int(g) > limit for g in m.groups()):
+            community = normalize_community(v, large)
+            if community is None:
                 self.fail(f"{p}[{i}]", f"is not a valid community value: {brief(v)}")
                 continue
-            out.append(":".join(str(int(g)) for g in m.groups()))
+            out.append(community)
         return tuple(out)
 
 

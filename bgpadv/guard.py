@@ -51,7 +51,7 @@ from bgpadv.model import Plan, Refusal, Route
 from bgpadv.planner import checks
 from bgpadv.planner.networks import index_networks
 from bgpadv.planner.nodes import PRIMARY_IFADDR_ANNOTATION
-from bgpadv.sources.snapshot import ClusterState
+from bgpadv.state import ClusterState
 
 __all__ = ["SPECIAL_RANGES", "Guard", "GuardContext", "Guarded", "check_peer", "prefix_key"]
 

@@ -20,7 +20,7 @@ from bgpadv.guard import Guard
 from bgpadv.model import Plan, Refusal, Route
 from bgpadv.planner import plan as make_plan
 from bgpadv.sources.manifests import load_manifests
-from bgpadv.sources.snapshot import ClusterState
+from bgpadv.state import ClusterState
 
 OUTPUTS = ("table", "json")
 

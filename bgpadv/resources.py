@@ -62,3 +62,8 @@ def resource_for(obj: dict) -> Resource | None:
         if not isinstance(labels, dict) or labels.get("kubevirt.io") != "virt-launcher":
             return None
     return res
+
+
+def resource_version(obj: dict) -> str:
+    """An object's `metadata.resourceVersion` ("" when it has none)."""
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")

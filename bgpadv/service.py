@@ -53,10 +53,11 @@ from bgpadv.hold import WithdrawalHold, with_test_hold
 from bgpadv.model import Cause, Plan, Route, RouteKind
 from bgpadv.observe import Fanout, NullObserver, Observer
 from bgpadv.planner.incremental import IncrementalPlanner
+from bgpadv.planner.vms import VMI_KIND, claim_vm
 from bgpadv.seams import ControllerSources, ControllerSpeaker
 from bgpadv.sources.reflector import WatchEvent
-from bgpadv.sources.snapshot import ClusterState
 from bgpadv.sources.store import Store
+from bgpadv.state import ClusterState
 
 log = logging.getLogger("bgpadv.service")
 
@@ -375,8 +376,12 @@ class Controller:
             if before.get((route.prefix.version, route.prefix.value), route.node) == route.node:
                 continue
             src = route.source
-            claim = claims.get((src.namespace, src.name)) or {}
-            vm = ((claim.get("metadata") or {}).get("labels") or {}).get("kubevirt.io/vm")
+            if src.kind == VMI_KIND:  # an IPAM-disabled network: the route's source is the VMI itself
+                vm: str | None = src.name
+            else:
+                claim = claims.get((src.namespace, src.name))
+                meta = claim.get("metadata") if isinstance(claim, dict) else None
+                vm = claim_vm(meta)[0] if isinstance(meta, dict) else None
             wall = ready.get((src.namespace, vm))
             if wall is not None:
                 started(str(route.prefix), wall)

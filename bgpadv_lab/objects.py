@@ -561,7 +561,7 @@ ADVERTISED = {"bgpadv.io/advertise": "true"}
 
 def state(*objects: dict | Iterable[dict]):
     """A ClusterState from objects (lists of objects are flattened)."""
-    from bgpadv.sources.snapshot import ClusterState
+    from bgpadv.state import ClusterState
 
     flat: list[dict] = []
     for o in objects:

@@ -16,13 +16,13 @@ from bgpadv.model import Plan
 from bgpadv.planner.networks import advertised_subnets, index_networks, subnet_routes
 from bgpadv.planner.nodes import index_nodes
 from bgpadv.planner.vms import host_routes
-from bgpadv.sources.snapshot import ClusterState
+from bgpadv.state import ClusterState
 
 __all__ = ["plan"]
 
 
 @contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
+def cyclic_gc_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector while the planner runs (restored afterwards, even on error).
 
     The planner allocates about ten objects per announced address, none of them in reference cycles, while the
@@ -46,7 +46,7 @@ def plan(state: ClusterState, config: Config, node: str | None = None) -> Plan:
     `node` (default `config.node_name`) asks for one node's view: only the routes whose `Route.node` is that node
     (host routes of the VMs it runs and its Layer3 host subnets); refusals are kept whole.
     """
-    with _cyclic_gc_paused():
+    with cyclic_gc_paused():
         networks = index_networks(state, config)
         nodes = index_nodes(state.nodes, advertised_subnets(networks))
         routes, refusals = subnet_routes(state, config, networks, nodes)

@@ -11,7 +11,7 @@ claim of the cluster on every plan. netaddr objects are built once per subnet (`
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from netaddr import AddrFormatError, IPNetwork
@@ -200,6 +200,15 @@ Address = tuple[int, int]
 _BITS = {4: 32, 6: 128}
 _FAMILY = {4: socket.AF_INET, 6: socket.AF_INET6}
 _MAX_VALUE_CHARS = 256
+
+
+_EMPTY: Mapping = {}
+
+
+def mapping(value: object) -> Mapping:
+    """`value` when it is a JSON object (a dict), else an empty mapping (shared: never mutate it), to read optional
+    fields of cluster objects without checking each level."""
+    return value if isinstance(value, dict) else _EMPTY
 
 
 def describe(value: object) -> str:

@@ -11,16 +11,17 @@ Nodes are few: they are always compared by identity, whatever `changed` says; a 
 What is cached, and what invalidates it:
 
 - Per IPAMClaim (and per VMI, when an IPAM-disabled network takes addresses from VMI interfaces): the refusals and the
-  validated candidates the cold planner derives from that object alone (`vms._read_claims`, `_read_vmi_interfaces`,
-  `_Collector.validate`, run on a one-object state). Invalidated by a change of that object; every entry is dropped
+  validated candidates the cold planner derives from that object alone (`vms.read_claims`, `vms.read_vmi_interfaces`
+  into a `vms.Collector`, then `Collector.entry()`). Invalidated by a change of that object; every entry is dropped
   when the network index (`networks.index_networks`: CUDNs + RouteAdvertisements) changes in any way.
 - Per address: every candidate holding it and the conflict outcome (winner, `duplicate-address` refusals, by
-  `vms._resolve_conflicts`). Recomputed when a candidate of that address comes or goes.
-- Per VMI a winner points at: its placement (`vms._placements`). Recomputed when the VMI changes, and for VMIs whose
-  placement reads launcher pods (`vms._needs_pods`) whenever a pod changes.
+  `vms.resolve_conflict`). Recomputed when a candidate of that address comes or goes.
+- Per VMI a winner points at: its placement (`vms.placements`). Recomputed when the VMI changes, and for VMIs whose
+  placement reads launcher pods (`vms.needs_pods`) whenever a pod changes.
 - Per winning address: its host route or its refusal (`no-node-address`, `invalid-node-address`,
-  `covers-infrastructure`: the body of `vms._place`). Recomputed when the winner, its VMI's placement, or the node it
-  is placed on changes, and when a node address equal to it appears, disappears or changes node.
+  `covers-infrastructure`: `vms.host_route`, the function the cold planner calls per address). Recomputed when the
+  winner, its VMI's placement, or the node it is placed on changes, and when a node address equal to it appears,
+  disappears or changes node.
 - The node index (`nodes.index_nodes`, whose next hops depend on the advertised subnets), subnet routes and the CUDN
   refusals: recomputed whenever a CUDN, RouteAdvertisements or Node object changes.
 
@@ -35,31 +36,26 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 
 from bgpadv.config import Config
-from bgpadv.model import Plan, Refusal, Route, RouteKind, _route_order
-from bgpadv.planner import _cyclic_gc_paused
+from bgpadv.model import Plan, Refusal, Route, route_order
+from bgpadv.planner import cyclic_gc_paused
 from bgpadv.planner import plan as cold_plan
-from bgpadv.planner.fast import host_prefix, make_route
 from bgpadv.planner.networks import Networks, advertised_subnets, index_networks, subnet_routes
 from bgpadv.planner.nodes import NodeInfo, index_nodes, node_address_keys
 from bgpadv.planner.vms import (
-    _V6,
     Candidate,
-    _age,
-    _Collector,
-    _namespace_networks,
-    _needs_pods,
-    _placements,
-    _read_claims,
-    _read_vmi_interfaces,
-    _resolve_conflicts,
+    Collector,
     address_key,
-    no_next_hop_refusal,
-    node_address_refusal,
+    host_route,
+    namespace_networks,
+    needs_pods,
+    placements,
+    read_claims,
+    read_vmi_interfaces,
+    resolve_conflict,
 )
-from bgpadv.sources.snapshot import ClusterState
+from bgpadv.state import ClusterState
 
 __all__ = ["IncrementalPlanner"]
 
@@ -67,23 +63,8 @@ _MISSING = object()
 _BULK = 20000  # more changed host outputs than this: rebuild the sorted route list instead of bisecting
 
 
-@dataclass(slots=True)
-class _OneKind:
-    """A stand-in for ClusterState holding one object, for the cold planner's per-kind readers."""
-
-    ipam_claims: Mapping = field(default_factory=dict)
-    vmis: Mapping = field(default_factory=dict)
-
-
 _Entry = tuple[object, list[Refusal], list[tuple[int, Candidate]]]
 """What one object contributes: (the object read, its refusals, its candidates as (address key, candidate))."""
-
-
-def _collected(out: _Collector) -> tuple[list[Refusal], list[tuple[int, Candidate]]]:
-    out.validate()
-    cands = list(out.owner.items())
-    cands.extend((k, c) for k, group in out.contested.items() for c in group[1:])
-    return out.refusals, cands
 
 
 def _refusal_key(r: Refusal) -> tuple[str, str, str]:
@@ -206,7 +187,7 @@ class IncrementalPlanner:
         if state is not self._state:
             changed = None
         try:
-            with _cyclic_gc_paused():
+            with cyclic_gc_paused():
                 result = self._plan(state, changed)
         except BaseException:
             self._reset()
@@ -263,7 +244,7 @@ class IncrementalPlanner:
             self._global = [*networks.refusals, *s_refusals]
             for r in self._global:
                 self._refusals.add(r)
-            self._subnet_routes = sorted(s_routes, key=_route_order)
+            self._subnet_routes = sorted(s_routes, key=route_order)
         self._seen = {
             "cudns": list(state.cudns.items()),
             "ras": list(state.route_advertisements.items()),
@@ -300,9 +281,9 @@ class IncrementalPlanner:
             if old is not None:
                 self._drop_entry(cache.pop(key), dirty)
             if obj is not _MISSING:
-                out = _Collector()
-                reader(_OneKind(**{field: {key: obj}}), networks, out)
-                entry: _Entry = (obj, *_collected(out))
+                out = Collector()
+                reader({key: obj}, networks, out)
+                entry: _Entry = (obj, *out.entry())
                 cache[key] = entry
                 self._add_entry(entry, dirty)
 
@@ -317,13 +298,14 @@ class IncrementalPlanner:
     ) -> None:
         networks = self._networks
         assert networks is not None
+        config = self.config
         dirty: set[int] = set()
 
         # 1. objects that carry addresses
-        self._refresh(state.ipam_claims, self._claims, hinted, "ipam_claims", _read_claims, networks, dirty)
+        self._refresh(state.ipam_claims, self._claims, hinted, "ipam_claims", read_claims, networks, dirty)
         vmis = state.vmis
-        if _namespace_networks(networks):
-            self._refresh(vmis, self._vmi_records, hinted, "vmis", _read_vmi_interfaces, networks, dirty)
+        if namespace_networks(networks):
+            self._refresh(vmis, self._vmi_records, hinted, "vmis", read_vmi_interfaces, networks, dirty)
 
         # 2. conflicts of the addresses whose holders changed
         out_dirty: set[int] = set()
@@ -341,16 +323,11 @@ class IncrementalPlanner:
                 winner = group[0]
                 self._winner[k] = (winner, [])
             else:
-                col = _Collector()
-                col.owner = {k: group[0]}
-                col.contested = {k: list(group)}
-                _resolve_conflicts(col)
-                ordered = col.contested[k]
-                winner = col.owner[k]
-                if _age(ordered[0][4]) == _age(ordered[1][4]):
+                winner, lost, tied = resolve_conflict(list(group))
+                if tied:
                     self._tied.add(k)  # the cold planner keeps whichever it read first
-                self._winner[k] = (winner, col.refusals)
-                for r in col.refusals:
+                self._winner[k] = (winner, lost)
+                for r in lost:
                     refusals.add(r)
             old_c = old_w[0] if old_w is not None else None
             if winner is not old_c:
@@ -378,13 +355,13 @@ class IncrementalPlanner:
             if hinted.get("pods"):
                 replace.update(self._needs_pods)
         if replace:
-            where = _placements(replace, state)
+            where = placements(replace, state)
             for v in replace:
                 vmi = vmis.get(v, _MISSING)
                 old_p = placed.get(v)
                 node = where[v]
                 placed[v] = (vmi, node)
-                if isinstance(vmi, dict) and _needs_pods(vmi):
+                if isinstance(vmi, dict) and needs_pods(vmi):
                     self._needs_pods.add(v)
                 else:
                     self._needs_pods.discard(v)
@@ -414,7 +391,7 @@ class IncrementalPlanner:
             if w is not None:
                 candidate = w[0]
                 node_name = placed[candidate[3]][1]
-                result = self._output(k, candidate, node_name)
+                result = host_route(k, candidate, node_name, self._nodes, self._node_keys, config)
                 self._out[k] = (node_name, result)
                 if node_name is not None:
                     self._by_node.setdefault(node_name, set()).add(k)
@@ -471,25 +448,6 @@ class IncrementalPlanner:
             self._unplaced.discard(vmi_key)
             self._placed.pop(vmi_key, None)
             self._needs_pods.discard(vmi_key)
-
-    def _output(self, key: int, candidate: Candidate, node_name: str | None) -> Route | Refusal | None:
-        """One winning address's host route or refusal: the loop body of `vms._place`, for one candidate."""
-        text, network, ref, _vmi_key, _meta = candidate
-        version, value = (6, key ^ _V6) if key >= _V6 else (4, key)
-        if node_name is None:
-            return None  # VM not running
-        if key in self._node_keys:
-            return node_address_refusal(key, text, network, ref, self._nodes)
-        attrs = self.config.attributes
-        if self.config.next_hop == "self":
-            return make_route(
-                host_prefix(version, value), None, network.name, RouteKind.HOST, ref, node_name or None, attrs
-            )
-        info = self._nodes.get(node_name)
-        next_hop = info.address(version) if info is not None else None
-        if next_hop is None:
-            return no_next_hop_refusal(version, text, network, ref, node_name, self._nodes)
-        return make_route(host_prefix(version, value), next_hop, network.name, RouteKind.HOST, ref, node_name, attrs)
 
     # -- the plan --------------------------------------------------------------------------------------------------
     def _assemble(self) -> Plan | None:

@@ -66,17 +66,18 @@ from dataclasses import dataclass, field, replace
 
 from netaddr import IPAddress, IPNetwork
 
-from bgpadv.config import Config, LabelSelector
+from bgpadv import selectors
+from bgpadv.config import Config
 from bgpadv.model import ObjectRef, Refusal, Route, RouteKind
 from bgpadv.planner import checks
-from bgpadv.planner.checks import Address, SubnetRange
+from bgpadv.planner.checks import Address, SubnetRange, mapping
 from bgpadv.planner.nodes import NodeInfo, special_range_reason
-from bgpadv.sources.snapshot import ClusterState
+from bgpadv.selectors import LabelSelector
+from bgpadv.state import ClusterState
 
 CUDN_PREFIX = "cluster_udn_"
 NODE_SUBNETS_ANNOTATION = "k8s.ovn.org/node-subnets"
 CUDN_KIND = "ClusterUserDefinedNetwork"
-_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 _BITS = {4: 32, 6: 128}
 DEFAULT_HOST_SUBNET = {4: 24, 6: 64}
 """OVN-K's host subnet length when a Layer3 subnet sets no `hostSubnet` (its cluster-subnet parser's defaults)."""
@@ -135,52 +136,28 @@ def advertised_subnets(networks: Networks) -> tuple[SubnetRange, ...]:
     return tuple(s for n in networks.advertised.values() for s in n.subnets)
 
 
-def _mapping(value: object) -> Mapping:
-    return value if isinstance(value, dict) else {}
-
-
 def _list(value: object) -> list:
     return value if isinstance(value, list) else []
 
 
 def selector_from_dict(raw: object) -> LabelSelector | None:
-    """A Kubernetes LabelSelector from its JSON form; None when malformed (a malformed selector selects nothing).
-
-    An empty selector (`{}`) matches everything, as in Kubernetes.
-    """
+    """A label selector of a CUDN or RouteAdvertisements (`bgpadv.selectors`); None when malformed: a malformed
+    selector selects nothing. An absent one (null) is read as the empty selector, which matches everything."""
     if raw is None:
         return LabelSelector()
-    if not isinstance(raw, dict):
-        return None
-    labels = raw.get("matchLabels") or {}
-    exprs = raw.get("matchExpressions") or []
-    if not isinstance(labels, dict) or not isinstance(exprs, list):
-        return None
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
-        return None
-    parsed: list[tuple[str, str, tuple[str, ...]]] = []
-    for e in exprs:
-        if not isinstance(e, dict):
-            return None
-        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
-        if not isinstance(key, str) or op not in _OPERATORS or not isinstance(values, list):
-            return None
-        if not all(isinstance(v, str) for v in values):
-            return None
-        parsed.append((key, op, tuple(values)))
-    return LabelSelector(tuple(sorted(labels.items())), tuple(parsed))
+    return selectors.parse(raw)[0]
 
 
 def condition(obj: Mapping, kind: str) -> Mapping | None:
     """The status condition of the given type, or None."""
-    for c in _list(_mapping(obj.get("status")).get("conditions")):
+    for c in _list(mapping(obj.get("status")).get("conditions")):
         if isinstance(c, dict) and c.get("type") == kind:
             return c
     return None
 
 
 def _labels(obj: Mapping) -> dict[str, str]:
-    labels = _mapping(obj.get("metadata")).get("labels")
+    labels = mapping(obj.get("metadata")).get("labels")
     if not isinstance(labels, dict):
         return {}
     return {k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)}
@@ -192,12 +169,12 @@ def route_advertisement_selectors(ras: Mapping[str, dict]) -> list[LabelSelector
     for ra in ras.values():
         if not isinstance(ra, dict):
             continue
-        spec = _mapping(ra.get("spec"))
+        spec = mapping(ra.get("spec"))
         if "PodNetwork" not in _list(spec.get("advertisements")):
             continue
         accepted = condition(ra, "Accepted")
         if accepted is None:
-            if _list(_mapping(ra.get("status")).get("conditions")) or _mapping(ra.get("status")).get("status") != (
+            if _list(mapping(ra.get("status")).get("conditions")) or mapping(ra.get("status")).get("status") != (
                 "Accepted"
             ):
                 continue
@@ -205,13 +182,13 @@ def route_advertisement_selectors(ras: Mapping[str, dict]) -> list[LabelSelector
             if accepted.get("status") != "True":
                 continue
             observed = accepted.get("observedGeneration")
-            generation = _mapping(ra.get("metadata")).get("generation")
+            generation = mapping(ra.get("metadata")).get("generation")
             if observed is not None and generation is not None and observed != generation:
                 continue
         for entry in _list(spec.get("networkSelectors")):
             if not isinstance(entry, dict) or entry.get("networkSelectionType") != "ClusterUserDefinedNetworks":
                 continue
-            inner = _mapping(entry.get("clusterUserDefinedNetworkSelector"))
+            inner = mapping(entry.get("clusterUserDefinedNetworkSelector"))
             if "networkSelector" not in inner:
                 continue
             selector = selector_from_dict(inner.get("networkSelector"))
@@ -308,7 +285,7 @@ def _inner_subnets(
 
 
 def _layer2(cudn_name: str, ref: ObjectRef, layer2: Mapping, problems: _Problems) -> Network | None:
-    ipam = _mapping(layer2.get("ipam"))
+    ipam = mapping(layer2.get("ipam"))
     ipam_disabled = ipam.get("mode") == "Disabled"
     path = "spec.network.layer2"
     entries = _cidr_list(layer2.get("subnets"), f"{path}.subnets", problems, required=not ipam_disabled, max_items=2)
@@ -512,7 +489,7 @@ def index_networks(state: ClusterState, config: Config) -> Networks:
     for key, cudn in state.cudns.items():
         if not isinstance(cudn, dict):
             continue
-        meta = _mapping(cudn.get("metadata"))
+        meta = mapping(cudn.get("metadata"))
         name = meta.get("name") if isinstance(meta.get("name"), str) and meta.get("name") else key
         if not isinstance(name, str) or not name:
             continue
@@ -527,7 +504,7 @@ def index_networks(state: ClusterState, config: Config) -> Networks:
         if not _is_selected(_labels(cudn), config, ra_selectors):
             result.claim_refusals[name] = (checks.NETWORK_NOT_SELECTED, f"CUDN {name} is not selected")
             continue
-        network_spec = _mapping(_mapping(cudn.get("spec")).get("network"))
+        network_spec = mapping(mapping(cudn.get("spec")).get("network"))
         topology = network_spec.get("topology")
         block = network_spec.get(topology.lower()) if isinstance(topology, str) else None
         if not isinstance(block, dict):
@@ -554,7 +531,7 @@ def index_networks(state: ClusterState, config: Config) -> Networks:
             )
             continue
         if network.ipam_disabled:
-            selector = selector_from_dict(_mapping(cudn.get("spec")).get("namespaceSelector") or {})
+            selector = selector_from_dict(mapping(cudn.get("spec")).get("namespaceSelector") or {})
             network = replace(network, namespace_selector=selector)
         stamp = meta.get("creationTimestamp")
         valid.append(((stamp if isinstance(stamp, str) and stamp else _NEWEST, name), network))
@@ -600,7 +577,7 @@ def _session_addresses(config: Config) -> list[tuple[Address, str]]:
 
 def _node_subnets(node: Mapping, key: str) -> tuple[list[object], str | None]:
     """The host-subnet strings of one network in a node's `k8s.ovn.org/node-subnets`; an error message if malformed."""
-    annotations = _mapping(_mapping(node.get("metadata")).get("annotations"))
+    annotations = mapping(mapping(node.get("metadata")).get("annotations"))
     raw = annotations.get(NODE_SUBNETS_ANNOTATION)
     if raw is None:
         return [], None
@@ -621,7 +598,7 @@ def _node_subnets(node: Mapping, key: str) -> tuple[list[object], str | None]:
 
 
 def _node_age(node: Mapping, name: str) -> tuple[str, str]:
-    stamp = _mapping(node.get("metadata")).get("creationTimestamp")
+    stamp = mapping(node.get("metadata")).get("creationTimestamp")
     return (stamp if isinstance(stamp, str) and stamp else _NEWEST, name)
 
 
@@ -651,7 +628,7 @@ def subnet_routes(
     for key, node in state.nodes.items():
         if not isinstance(node, dict):
             continue
-        name = _mapping(node.get("metadata")).get("name") or key
+        name = mapping(node.get("metadata")).get("name") or key
         info = nodes.get(name) if isinstance(name, str) else None
         if info is None:
             continue
@@ -661,7 +638,7 @@ def subnet_routes(
             if error is not None:
                 if name not in malformed_nodes:
                     malformed_nodes.add(name)
-                    raw = _mapping(_mapping(node.get("metadata")).get("annotations")).get(NODE_SUBNETS_ANNOTATION)
+                    raw = mapping(mapping(node.get("metadata")).get("annotations")).get(NODE_SUBNETS_ANNOTATION)
                     refusals.append(Refusal(info.ref, checks.describe(raw), checks.MALFORMED_OBJECT, error, ""))
                 continue
             for value in values:

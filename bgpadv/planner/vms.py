@@ -51,6 +51,11 @@ IPAM-disabled Layer2 networks (`layer2.ipam.mode: Disabled`) have no claims: the
 VMI's `status.interfaces[]` whose `podInterfaceName` is `ovn-udn1` (the primary UDN), for VMIs in namespaces the
 CUDN's `namespaceSelector` matches (evaluated on the `kubernetes.io/metadata.name` label, the only namespace label
 the planner knows). They go through the same validation, conflicts and placement, with the VMI as the source.
+
+The per-object API, used alike by `host_routes` (the full planner) and `planner.incremental` (one object at a time):
+`claim_vm` (rule 2), `read_claims` / `read_vmi_interfaces` into a `Collector` (rules 1-3; `Collector.entry()` is what
+one object contributes), `resolve_conflict` / `resolve_conflicts` (rule 4), `placements` and `needs_pods` (rules 5-6),
+`host_route` (rules 7-8, one winning address).
 """
 
 from __future__ import annotations
@@ -59,12 +64,13 @@ import socket
 from collections.abc import Iterable, Mapping
 
 from bgpadv.config import Config
-from bgpadv.model import Attributes, ObjectRef, Refusal, Route, RouteKind
+from bgpadv.model import ObjectRef, Refusal, Route, RouteKind
 from bgpadv.planner import checks
+from bgpadv.planner.checks import mapping
 from bgpadv.planner.fast import host_prefix, make_ref, make_route
 from bgpadv.planner.networks import CUDN_PREFIX, Network, Networks
 from bgpadv.planner.nodes import NodeInfo, node_address_keys
-from bgpadv.sources.snapshot import ClusterState
+from bgpadv.state import ClusterState
 
 VM_LABEL = "kubevirt.io/vm"
 DOMAIN_ANNOTATION = "kubevirt.io/domain"
@@ -81,7 +87,6 @@ _EMPTY: dict = {}
 _AF = {4: socket.AF_INET, 6: socket.AF_INET6}
 _inet_pton = socket.inet_pton
 _from_bytes = int.from_bytes
-_UNSET = object()
 _AF4, _AF6 = socket.AF_INET, socket.AF_INET6
 MAX_CLAIM_IPS = 8
 """Most entries a claim's `status.ips` may list (OVN-K writes one per family); more is refused whole."""
@@ -93,6 +98,10 @@ Record = tuple[list, Network, ObjectRef, tuple[str, str], dict]
 Candidate = tuple[str, Network, ObjectRef, tuple[str, str], dict]
 """One validated address waiting for conflict resolution and placement, stored under its address key (see
 `address_key`): (text as written, network, source, (namespace, VMI name), metadata of the source object)."""
+
+ObjectEntry = tuple[list[Refusal], list[tuple[int, Candidate]]]
+"""What one object contributes to the plan before conflicts: its refusals, and its validated addresses as
+(address key, candidate) (`Collector.entry`)."""
 
 _V6 = 1 << 128
 
@@ -107,10 +116,6 @@ def _age(meta: dict) -> tuple[str, str, str]:
     created = meta.get("creationTimestamp")
     name, namespace = meta.get("name"), meta.get("namespace")
     return (created if isinstance(created, str) and created else _NEWEST, str(namespace), str(name))
-
-
-def _mapping(value: object) -> dict:
-    return value if isinstance(value, dict) else _EMPTY
 
 
 class LauncherPods:
@@ -131,12 +136,12 @@ class LauncherPods:
         for pod in self._pods.values():
             if not isinstance(pod, dict):
                 continue
-            meta = _mapping(pod.get("metadata"))
+            meta = mapping(pod.get("metadata"))
             ns = meta.get("namespace")
             if not isinstance(ns, str):
                 continue
-            domain = _mapping(meta.get("annotations")).get(DOMAIN_ANNOTATION)
-            created_by = _mapping(meta.get("labels")).get(CREATED_BY_LABEL)
+            domain = mapping(meta.get("annotations")).get(DOMAIN_ANNOTATION)
+            created_by = mapping(meta.get("labels")).get(CREATED_BY_LABEL)
             keys = [k for k in (domain, created_by) if isinstance(k, str) and k]
             for k in dict.fromkeys(keys):
                 if wanted is None or (ns, k) in wanted:
@@ -157,7 +162,7 @@ class LauncherPods:
         The pod named by `migrationState.targetPod` is looked up directly; the index of every launcher pod is
         built only when that name is missing or names no pod of this VMI.
         """
-        meta = _mapping(vmi.get("metadata"))
+        meta = mapping(vmi.get("metadata"))
         name, uid = meta.get("name"), meta.get("uid")
         if not isinstance(name, str):
             return False
@@ -171,24 +176,24 @@ class LauncherPods:
 
 def _runs(pod: dict, vmi_name: str, vmi_uid: str) -> bool:
     """True when the launcher pod belongs to the VMI (annotation kubevirt.io/domain or label created-by)."""
-    meta = _mapping(pod.get("metadata"))
-    if _mapping(meta.get("annotations")).get(DOMAIN_ANNOTATION) == vmi_name:
+    meta = mapping(pod.get("metadata"))
+    if mapping(meta.get("annotations")).get(DOMAIN_ANNOTATION) == vmi_name:
         return True
-    return bool(vmi_uid) and _mapping(meta.get("labels")).get(CREATED_BY_LABEL) == vmi_uid
+    return bool(vmi_uid) and mapping(meta.get("labels")).get(CREATED_BY_LABEL) == vmi_uid
 
 
 def _live_on(pod: dict, node: str) -> bool:
     """True when the pod runs on `node`, is not finished, and carries the migration-target-ready annotation."""
-    if _mapping(pod.get("spec")).get("nodeName") != node:
+    if mapping(pod.get("spec")).get("nodeName") != node:
         return False
-    if _mapping(pod.get("status")).get("phase") in ("Failed", "Succeeded"):
+    if mapping(pod.get("status")).get("phase") in ("Failed", "Succeeded"):
         return False
-    return bool(_mapping(_mapping(pod.get("metadata")).get("annotations")).get(TARGET_READY_ANNOTATION))
+    return bool(mapping(mapping(pod.get("metadata")).get("annotations")).get(TARGET_READY_ANNOTATION))
 
 
-def _needs_pods(vmi: dict) -> bool:
+def needs_pods(vmi: dict) -> bool:
     """True when placing this VMI needs its launcher pods (a migration whose target is not known live yet)."""
-    ms = _mapping(vmi.get("status")).get("migrationState")
+    ms = mapping(vmi.get("status")).get("migrationState")
     if not isinstance(ms, dict):
         return False
     if _given_up(ms):
@@ -207,7 +212,7 @@ def _given_up(ms: Mapping) -> bool:
 
 def vmi_node(namespace: str, vmi: Mapping, pods: LauncherPods) -> str | None:
     """The node the VMI runs on now, by the migration rules of this module's docstring (None: unknown)."""
-    status = _mapping(vmi.get("status"))
+    status = mapping(vmi.get("status"))
     current = status.get("nodeName")
     current = current if isinstance(current, str) and current else None
     ms = status.get("migrationState")
@@ -228,29 +233,37 @@ def vmi_node(namespace: str, vmi: Mapping, pods: LauncherPods) -> str | None:
     return current or source
 
 
-def _claim_vmi_name(meta: Mapping) -> str | None:
-    name = _mapping(meta.get("labels")).get(VM_LABEL)
-    if isinstance(name, str) and name:
-        return name
+def claim_vm(meta: Mapping) -> tuple[str | None, str | None]:
+    """The VMI an IPAMClaim belongs to, from its metadata (rule 2): `(vmi_name, None)`, or `(None, problem)`.
+
+    The name is the label `kubevirt.io/vm`, else the name of an ownerReference of kind VirtualMachine or
+    VirtualMachineInstance (a VMI is named after its VM; the VMI lives in the claim's namespace). The claim name is
+    never parsed. The problem is a message: no link at all, or a label and an ownerReference naming different VMs
+    (ipam-extensions sets both to the same name; when they disagree the claim cannot be placed without guessing).
+    This is the one place the claim → VM link is read: the planner and the controller's handover metric use it.
+    """
+    labels = meta.get("labels")
+    name = labels.get(VM_LABEL) if labels.__class__ is dict else None
     owners = meta.get("ownerReferences")
+    if name.__class__ is str and name:
+        other = _other_owner(owners, name) if owners else None  # type: ignore[arg-type]
+        if other is None:
+            return name, None  # type: ignore[return-value]
+        return None, f"label kubevirt.io/vm names {name} but the ownerReference names {other}"
     if isinstance(owners, list):
         for owner in owners:
             if isinstance(owner, dict) and owner.get("kind") in _OWNER_KINDS:
                 owner_name = owner.get("name")
                 if isinstance(owner_name, str) and owner_name:
-                    return owner_name
-    return None
+                    return owner_name, None
+    return None, "claim names no VM (label kubevirt.io/vm or a VirtualMachine ownerReference)"
 
 
 def _other_owner(owners: object, vmi_name: str) -> str | None:
-    """The name of a VirtualMachine/VirtualMachineInstance ownerReference that is not `vmi_name`, or None.
-
-    ipam-extensions sets the label and the ownerReference to the same name (a VMI is named after its VM): when they
-    disagree the claim cannot be placed without guessing, so it is refused.
-    """
+    """The name of a VirtualMachine/VirtualMachineInstance ownerReference that is not `vmi_name`, or None."""
     if owners.__class__ is not list:
         return None
-    for owner in owners:
+    for owner in owners:  # type: ignore[attr-defined]
         if owner.__class__ is dict:
             name = owner.get("name")
             if name != vmi_name and owner.get("kind") in _OWNER_KINDS and isinstance(name, str) and name:
@@ -258,7 +271,7 @@ def _other_owner(owners: object, vmi_name: str) -> str | None:
     return None
 
 
-class _Collector:
+class Collector:
     """Accumulates candidates (by address key) and refusals while claims and VMIs are read."""
 
     def __init__(self) -> None:
@@ -340,6 +353,14 @@ class _Collector:
             items.append((text, found))
         return items
 
+    def entry(self) -> ObjectEntry:
+        """Validate what was read and return it as one entry: (refusals, candidates as (address key, candidate)),
+        every candidate of an address listed, the first read first (conflicts are resolved by the caller)."""
+        self.validate()
+        candidates = list(self.owner.items())
+        candidates.extend((k, c) for k, group in self.contested.items() for c in group[1:])
+        return self.refusals, candidates
+
 
 def _parse(text: object) -> tuple[int, int, int] | None:
     """(version, integer value, address key) of `"a.b.c.d"`, `"a.b.c.d/len"` or IPv6 alike; None when malformed."""
@@ -398,10 +419,11 @@ class _NetworkResolver:
         return None, (checks.UNKNOWN_NETWORK, "not the network name of a ClusterUserDefinedNetwork", "")
 
 
-def _read_claims(state: ClusterState, networks: Networks, out: _Collector) -> None:
+def read_claims(claims: Mapping, networks: Networks, out: Collector) -> None:
+    """Read IPAMClaims (`ClusterState.ipam_claims`, or any part of it) into `out`: rules 1-3 up to validation."""
     resolve = _NetworkResolver(networks).resolve
     records = out.records
-    for key, claim in state.ipam_claims.items():
+    for key, claim in claims.items():
         meta = claim.get("metadata") if isinstance(claim, dict) else None
         if isinstance(meta, dict):
             name = meta.get("name")
@@ -440,40 +462,35 @@ def _read_claims(state: ClusterState, networks: Networks, out: _Collector) -> No
         if not isinstance(ips, list):
             out.refuse(ref, ips, checks.MALFORMED_OBJECT, "status.ips is not a list", network.name)
             continue
-        labels = meta.get("labels")
-        vmi_name = labels.get(VM_LABEL) if labels.__class__ is dict else None
-        if vmi_name.__class__ is not str or not vmi_name:
-            vmi_name = _claim_vmi_name(meta)
-        elif meta.get("ownerReferences"):
-            other = _other_owner(meta["ownerReferences"], vmi_name)
-            if other is not None:
-                message = f"label kubevirt.io/vm names {vmi_name} but the ownerReference names {other}"
-                out.refuse(ref, vmi_name, checks.MALFORMED_OBJECT, message, network.name)
-                continue
+        vmi_name, problem = claim_vm(meta)
         if vmi_name is None:
-            message = "claim names no VM (label kubevirt.io/vm or a VirtualMachine ownerReference)"
-            out.refuse(ref, spec.get("network"), checks.MALFORMED_OBJECT, message, network.name)
+            labels = meta.get("labels")
+            label = labels.get(VM_LABEL) if labels.__class__ is dict else None
+            value = label if label.__class__ is str and label else net_name
+            out.refuse(ref, value, checks.MALFORMED_OBJECT, str(problem), network.name)
             continue
         records.append((ips, network, ref, (namespace, vmi_name), meta))
 
 
-def _namespace_networks(networks: Networks) -> list[Network]:
+def namespace_networks(networks: Networks) -> list[Network]:
+    """The advertised IPAM-disabled networks that take addresses from VMI interfaces (by namespace selector)."""
     return [n for n in networks.advertised.values() if n.ipam_disabled and n.namespace_selector is not None]
 
 
-def _read_vmi_interfaces(state: ClusterState, networks: Networks, out: _Collector) -> None:
-    """Addresses of Running VMIs on IPAM-disabled networks (primary UDN interface only)."""
-    disabled = _namespace_networks(networks)
+def read_vmi_interfaces(vmis: Mapping, networks: Networks, out: Collector) -> None:
+    """Read the addresses of Running VMIs (`ClusterState.vmis`, or any part of it) on IPAM-disabled networks
+    (primary UDN interface only) into `out`."""
+    disabled = namespace_networks(networks)
     if not disabled:
         return
-    for vmi in state.vmis.values():
+    for vmi in vmis.values():
         if not isinstance(vmi, dict):
             continue
-        meta = _mapping(vmi.get("metadata"))
+        meta = mapping(vmi.get("metadata"))
         name, namespace = meta.get("name"), meta.get("namespace")
         if not isinstance(name, str) or not isinstance(namespace, str) or not name or not namespace:
             continue
-        status = _mapping(vmi.get("status"))
+        status = mapping(vmi.get("status"))
         if status.get("phase") != "Running" or meta.get("deletionTimestamp"):
             continue
         ns_labels = {NAMESPACE_NAME_LABEL: namespace}
@@ -501,28 +518,40 @@ def _read_vmi_interfaces(state: ClusterState, networks: Networks, out: _Collecto
             out.records.append((values, network, ref, (namespace, name), meta))
 
 
-def _resolve_conflicts(out: _Collector) -> None:
-    """Keep one claimant per address (the oldest); refuse the others as duplicate-address."""
+def resolve_conflict(group: list[Candidate]) -> tuple[Candidate, list[Refusal], bool]:
+    """One address held by several candidates (rule 4): (the winner, the others' `duplicate-address` refusals, tied).
+
+    Sorts `group` in place, oldest first; the sort is stable, so of two candidates of the same age the one read
+    first wins, and `tied` says so (the outcome then depends on reading order).
+    """
+    group.sort(key=lambda c: _age(c[4]))
+    winner = group[0]
+    refusals = []
+    for text, network, ref, _vmi_key, _meta in group[1:]:
+        message = f"also claimed by {winner[2]}, which is older and keeps it"
+        refusals.append(Refusal(ref, checks.describe(text), checks.DUPLICATE_ADDRESS, message, network.name))
+    return winner, refusals, _age(group[0][4]) == _age(group[1][4])
+
+
+def resolve_conflicts(out: Collector) -> None:
+    """Keep one claimant per contested address of `out` (the oldest); refuse the others as duplicate-address."""
     owner = out.owner
     for key, group in out.contested.items():
-        group.sort(key=lambda c: _age(c[4]))
-        winner = owner[key] = group[0]
-        for text, network, ref, _vmi_key, _meta in group[1:]:
-            message = f"also claimed by {winner[2]}, which is older and keeps it"
-            out.refuse(ref, text, checks.DUPLICATE_ADDRESS, message, network.name)
+        owner[key], refusals, _tied = resolve_conflict(group)
+        out.refusals.extend(refusals)
 
 
 def host_routes(
     state: ClusterState, config: Config, networks: Networks, nodes: Mapping[str, NodeInfo]
 ) -> tuple[list[Route], list[Refusal]]:
     """One /32 or /128 per address of every Running VM on an advertised network, and the refusals met on the way."""
-    out = _Collector()
+    out = Collector()
     if not config.networks.host_routes:
         return [], []
-    _read_claims(state, networks, out)
-    _read_vmi_interfaces(state, networks, out)
+    read_claims(state.ipam_claims, networks, out)
+    read_vmi_interfaces(state.vmis, networks, out)
     out.validate()
-    _resolve_conflicts(out)
+    resolve_conflicts(out)
     routes = _place(out.owner, state, config, nodes, out)
     return routes, out.refusals
 
@@ -552,7 +581,7 @@ def no_next_hop_refusal(
     return Refusal(ref, checks.describe(text), reason, message, network.name)
 
 
-def _placements(keys: Iterable[tuple[str, str]], state: ClusterState) -> dict[tuple[str, str], str | None]:
+def placements(keys: Iterable[tuple[str, str]], state: ClusterState) -> dict[tuple[str, str], str | None]:
     """Where each VMI runs now: None when it is not Running (or absent), "" when Running on no known node."""
     vmis = state.vmis
     placed: dict[tuple[str, str], str | None] = {}
@@ -568,7 +597,7 @@ def _placements(keys: Iterable[tuple[str, str]], state: ClusterState) -> dict[tu
             running = (
                 isinstance(status, dict)
                 and status.get("phase") == "Running"
-                and not _mapping(vmi.get("metadata")).get("deletionTimestamp")
+                and not mapping(vmi.get("metadata")).get("deletionTimestamp")
             )
         if not running:
             placed[key] = None
@@ -577,7 +606,7 @@ def _placements(keys: Iterable[tuple[str, str]], state: ClusterState) -> dict[tu
             node = status.get("nodeName")
             placed[key] = node if node.__class__ is str else ""
             continue
-        if _needs_pods(vmi):
+        if needs_pods(vmi):
             migrating.append((key, vmi))
             continue
         placed[key] = vmi_node(key[0], vmi, _NO_PODS) or ""
@@ -585,7 +614,7 @@ def _placements(keys: Iterable[tuple[str, str]], state: ClusterState) -> dict[tu
         wanted: set[tuple[str, str]] = set()
         for (ns, name), vmi in migrating:
             wanted.add((ns, name))
-            uid = _mapping(vmi.get("metadata")).get("uid")
+            uid = mapping(vmi.get("metadata")).get("uid")
             if isinstance(uid, str) and uid:
                 wanted.add((ns, uid))
         pods = LauncherPods(state.pods, wanted)
@@ -594,41 +623,52 @@ def _placements(keys: Iterable[tuple[str, str]], state: ClusterState) -> dict[tu
     return placed
 
 
+def host_route(
+    key: int,
+    candidate: Candidate,
+    node_name: str | None,
+    nodes: Mapping[str, NodeInfo],
+    node_keys: frozenset[int] | set[int],
+    config: Config,
+) -> Route | Refusal | None:
+    """The host route of one winning address (`key`, see `address_key`) placed on `node_name` (`placements`), or
+    its refusal (rules 7-8); None when the VM is not running. `node_keys`: `nodes.node_address_keys(nodes)`."""
+    if node_name is None:
+        return None  # VM not running: a stopped VM is normal
+    text, network, ref, _vmi_key, _meta = candidate
+    if key in node_keys:
+        return node_address_refusal(key, text, network, ref, nodes)
+    version, value = (6, key ^ _V6) if key >= _V6 else (4, key)
+    if config.next_hop == "self":
+        return make_route(
+            host_prefix(version, value), None, network.name, RouteKind.HOST, ref, node_name or None, config.attributes
+        )
+    info = nodes.get(node_name)
+    next_hop = info.address(version) if info is not None else None
+    if next_hop is None:
+        return no_next_hop_refusal(version, text, network, ref, node_name, nodes)
+    return make_route(
+        host_prefix(version, value), next_hop, network.name, RouteKind.HOST, ref, node_name, config.attributes
+    )
+
+
 def _place(
     candidates: dict[int, Candidate],
     state: ClusterState,
     config: Config,
     nodes: Mapping[str, NodeInfo],
-    out: _Collector,
+    out: Collector,
 ) -> list[Route]:
-    placed = _placements({c[3] for c in candidates.values()}, state)
+    """The host routes of the winning candidates; their refusals go to `out`."""
+    placed = placements({c[3] for c in candidates.values()}, state)
     node_keys = node_address_keys(nodes)
-    attrs: Attributes = config.attributes
-    self_next_hop = config.next_hop == "self"
     routes: list[Route] = []
     append = routes.append
-    host = RouteKind.HOST
-    # next hop per node, one table per family: {4: {node: address or None}, 6: {...}}
-    next_hops: dict[int, dict[str, object]] = {4: {}, 6: {}}
-    for key, (text, network, ref, vmi_key, _meta) in candidates.items():
-        version, value = (6, key ^ _V6) if key >= _V6 else (4, key)
-        node_name = placed[vmi_key]
-        if node_name is None:
-            continue  # VM not running: a stopped VM is normal
-        if key in node_keys:
-            refusal = node_address_refusal(key, text, network, ref, nodes)
-            out.refusals.append(refusal)
-            continue
-        if self_next_hop:
-            append(make_route(host_prefix(version, value), None, network.name, host, ref, node_name or None, attrs))
-            continue
-        family_hops = next_hops[version]
-        next_hop = family_hops.get(node_name, _UNSET)
-        if next_hop is _UNSET:
-            info = nodes.get(node_name)
-            next_hop = family_hops[node_name] = info.address(version) if info is not None else None
-        if next_hop is None:
-            out.refusals.append(no_next_hop_refusal(version, text, network, ref, node_name, nodes))
-            continue
-        append(make_route(host_prefix(version, value), next_hop, network.name, host, ref, node_name, attrs))
+    refuse = out.refusals.append
+    for key, candidate in candidates.items():
+        result = host_route(key, candidate, placed[candidate[3]], nodes, node_keys, config)
+        if result.__class__ is Route:
+            append(result)  # type: ignore[arg-type]
+        elif result is not None:
+            refuse(result)  # type: ignore[arg-type]
     return routes

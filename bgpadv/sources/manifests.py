@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from bgpadv import resources, yamlsafe
-from bgpadv.sources.snapshot import ClusterState
+from bgpadv.state import ClusterState
 
 SUFFIXES = (".yaml", ".yml", ".json")
 

@@ -54,7 +54,7 @@ from kubernetes.client.exceptions import ApiException
 
 from bgpadv import yamlsafe
 from bgpadv.observe import NullObserver, SourcesObserver
-from bgpadv.resources import Resource
+from bgpadv.resources import Resource, resource_version
 from bgpadv.yamlsafe import MAX_DEPTH
 
 log = logging.getLogger("bgpadv.sources")
@@ -453,7 +453,7 @@ class Reflector:
             old = cache.get(key)
             if old is None:
                 self._emit("ADDED", obj, at, from_list=True)
-            elif _rv_of(old) != _rv_of(obj):
+            elif resource_version(old) != resource_version(obj):
                 self._emit("MODIFIED", obj, at, from_list=True)
         now = time.monotonic()
         for key in cache.keys() - fresh.keys():
@@ -541,7 +541,7 @@ class Reflector:
             log.warning("%s: skipping a watch event of unknown type %r", plural, kind)
             return
         obj = self._normalize(obj)
-        rv = _rv_of(obj)
+        rv = resource_version(obj)
         if rv:
             self._rv = rv
         key = self.resource.key(obj)
@@ -550,10 +550,6 @@ class Reflector:
         else:
             self._cache[key] = obj
         self._emit(kind, obj, at)
-
-
-def _rv_of(obj: dict) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
 class Sources:

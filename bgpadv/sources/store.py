@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from bgpadv import resources
-from bgpadv.resources import Resource
+from bgpadv.resources import Resource, resource_version
 from bgpadv.sources.reflector import WatchEvent
-from bgpadv.sources.snapshot import ClusterState
+from bgpadv.state import ClusterState
 
 # What the default configuration watches: RouteAdvertisements only when `followRouteAdvertisements` is set.
 DEFAULT_RESOURCES: tuple[Resource, ...] = tuple(r for r in resources.ALL if r is not resources.ROUTE_ADVERTISEMENTS)
@@ -48,7 +48,7 @@ class Store:
         if event.type == "DELETED":
             return objects.pop(key, None) is not None
         old = objects.get(key)
-        if old is not None and _rv(old) == _rv(obj) and _rv(obj):
+        if old is not None and resource_version(old) == resource_version(obj) and resource_version(obj):
             return False
         objects[key] = obj
         return True
@@ -69,7 +69,3 @@ class Store:
     def counts(self) -> dict[str, int]:
         """Objects held per ClusterState field, e.g. {"cudns": 2, "vmis": 40, ...}."""
         return {name: len(objects) for name, objects in self._maps.items()}
-
-
-def _rv(obj: dict) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")

@@ -21,21 +21,18 @@ Replies: `done` / `error` (plain text even with the JSON encoder; the JSON answe
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from netaddr import AddrFormatError, IPAddress, IPNetwork
 from netaddr.strategy import ipv6 as _ipv6
 
-from bgpadv.model import Attributes
+from bgpadv.model import Attributes, normalize_community
 
 MAX_LINE_BYTES = 256 * 1024  # ExaBGP kills an API process at 1 MiB without a newline; stay far below
 FAMILIES: dict[str, tuple[str, str]] = {"ipv4 unicast": ("ipv4", "unicast"), "ipv6 unicast": ("ipv6", "unicast")}
 SHOW_NEIGHBORS = "show neighbor json"
 SHOW_ADJ_RIB_OUT = "show adj-rib out json"
-_COMMUNITY = re.compile(r"^(\d{1,5}):(\d{1,5})$")
-_LARGE_COMMUNITY = re.compile(r"^(\d{1,10}):(\d{1,10}):(\d{1,10})$")
 _U32 = 4294967295
 
 
@@ -74,11 +71,11 @@ def _u32(name: str, value: int) -> str:
     return str(value)
 
 
-def _community(value: str, pattern: re.Pattern, limit: int) -> str:
-    m = pattern.match(value) if isinstance(value, str) else None
-    if m is None or any(int(g) > limit for g in m.groups()):
+def _community(value: str, large: bool = False) -> str:
+    community = normalize_community(value, large)
+    if community is None:
         raise ValueError(f"invalid community {value!r}")
-    return ":".join(str(int(g)) for g in m.groups())
+    return community
 
 
 def render_attributes(attributes: Attributes, local_asn: int | None = None) -> str:
@@ -89,10 +86,10 @@ def render_attributes(attributes: Attributes, local_asn: int | None = None) -> s
     if attributes.med is not None:
         words.append(f"med {_u32('med', attributes.med)}")
     if attributes.communities:
-        values = " ".join(_community(c, _COMMUNITY, 65535) for c in attributes.communities)
+        values = " ".join(_community(c) for c in attributes.communities)
         words.append(f"community [ {values} ]")
     if attributes.large_communities:
-        values = " ".join(_community(c, _LARGE_COMMUNITY, _U32) for c in attributes.large_communities)
+        values = " ".join(_community(c, large=True) for c in attributes.large_communities)
         words.append(f"large-community [ {values} ]")
     if attributes.as_path_prepend:
         if local_asn is None:

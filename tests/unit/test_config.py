@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from netaddr import IPAddress
 
-from bgpadv.config import Config, ConfigError, LabelSelector, load, parse
+from bgpadv.config import Config, ConfigError, load, parse
+from bgpadv.selectors import LabelSelector
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "bgpadv.yaml"
 MINIMAL = {"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512}]}

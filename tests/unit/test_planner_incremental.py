@@ -16,7 +16,7 @@ from bgpadv import resources
 from bgpadv.model import RouteKind
 from bgpadv.planner import plan
 from bgpadv.planner.incremental import IncrementalPlanner
-from bgpadv.sources.snapshot import ClusterState
+from bgpadv.state import ClusterState
 from bgpadv_lab import objects as k8s
 
 EXAMPLES = int(os.environ.get("BGPADV_INCREMENTAL_EXAMPLES", "300"))

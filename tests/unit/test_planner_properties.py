@@ -19,7 +19,7 @@ from netaddr import IPAddress, IPNetwork, IPSet
 from bgpadv import resources
 from bgpadv.planner import checks, plan
 from bgpadv.planner.networks import index_networks
-from bgpadv.sources.snapshot import ClusterState
+from bgpadv.state import ClusterState
 from bgpadv_lab import objects as k8s
 
 ADV = k8s.ADVERTISED

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bgpadv import resources
-from bgpadv.sources.snapshot import ClusterState
+from bgpadv.state import ClusterState
 
 
 @pytest.mark.parametrize(

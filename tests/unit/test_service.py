@@ -294,7 +294,14 @@ class _Lines:
             yield self._q.get()
 
 
-def test_a_host_route_moved_by_a_ready_migration_starts_a_handover_measurement():
+@pytest.mark.parametrize(
+    ("vm_label", "owner_kind"),
+    [(True, "VirtualMachine"), (False, "VirtualMachine"), (True, None)],
+    ids=["label-and-owner", "owner-reference-only", "label-only"],
+)
+def test_a_host_route_moved_by_a_ready_migration_starts_a_handover_measurement(vm_label, owner_kind):
+    """The claim is linked to its VM by the planner's rule (label kubevirt.io/vm, else the VirtualMachine
+    ownerReference): a claim without the label starts the measurement like a labelled one."""
     from bgpadv_lab import objects as k8s
 
     recorder = RecordingObserver()
@@ -302,7 +309,15 @@ def test_a_host_route_moved_by_a_ready_migration_starts_a_handover_measurement()
         CONFIG, speaker=RecordingSpeaker(), sources_factory=RecordingSources, observer=recorder, settings=LoopSettings()
     )
     cudn = k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24"], labels={"bgpadv.io/advertise": "true"})
-    claim = k8s.ipam_claim("imported-vms", "vm-a.default", "vm-a", "cluster_udn_vmnet-a", ["192.168.100.10/24"])
+    claim = k8s.ipam_claim(
+        "imported-vms",
+        "vm-a.default",
+        "vm-a",
+        "cluster_udn_vmnet-a",
+        ["192.168.100.10/24"],
+        vm_label=vm_label,
+        owner_kind=owner_kind,
+    )
     objs = [k8s.node("worker-1", "10.0.0.11"), k8s.node("worker-2", "10.0.0.12"), cudn, claim]
     for obj in [*objs, k8s.vmi("imported-vms", "vm-a", "worker-1")]:
         res = resources.resource_for(obj)

@@ -1,4 +1,4 @@
-"""The cluster state the planner reads: watched objects indexed by kind and key.
+"""The cluster state the planner reads: watched objects indexed by kind and key (bottom layer: sources/ builds it).
 
 Objects are the plain dicts the API returns (camelCase JSON). The planner treats them as read-only; the store
 that owns them hands out a `ClusterState` whose mappings it alone mutates, between plans, on one thread.
