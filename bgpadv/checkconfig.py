@@ -6,6 +6,12 @@ environment `run` uses), so nothing check-config accepts is refused by ExaBGP at
 its absence, is reported as one more problem, exit 2. It takes ExaBGP's start-up time (well under a second
 unloaded); the timeout bounds it.
 
+A valid configuration can still be a trap in a pod; `warnings` names those (printed as `path: warning: …` on
+stderr, exit 0): the metrics listener on loopback (the kubelet probes /healthz and /readyz, and Prometheus scrapes,
+at the pod's address, which is the node's with hostNetwork) or on every interface; passive peers on a port below
+1024 (binding it needs UID 0 or CAP_NET_BIND_SERVICE, which the shipped non-root pod does not have); an MD5 password
+inline in the configuration (a ConfigMap) rather than in a Secret file (`md5PasswordFile`).
+
 The configuration path is kept as given, made absolute but never resolved through symlinks (`controller_argv`):
 in a Pod the file is a ConfigMap volume, `config.yaml -> ..data/config.yaml -> ..2025_01_01_00_00_00.1/config.yaml`,
 and kubelet replaces the timestamped directory on every ConfigMap update, so a resolved path vanishes and the next
@@ -21,8 +27,10 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
+from netaddr import AddrFormatError, IPAddress
+
 from bgpadv.config import Config, load_or_report
-from bgpadv.speaker.exabgp_config import exabgp_argv, exabgp_environment, render_exabgp_config
+from bgpadv.speaker.exabgp_config import exabgp_argv, exabgp_environment, render_exabgp_config, write_private
 
 EXABGP_TIMEOUT = 60.0
 _MAX_COMPLAINT = 600
@@ -54,7 +62,7 @@ def exabgp_problems(config: Config, config_path: str | os.PathLike[str], timeout
         return [f"the ExaBGP configuration cannot be rendered: {e}"]
     with tempfile.TemporaryDirectory(prefix="bgpadv-check-") as runtime:
         conf = Path(runtime) / "exabgp.conf"
-        conf.write_text(text)
+        write_private(conf, text)  # 0600: it holds the MD5 passwords
         env = {**os.environ, **exabgp_environment(config, runtime)}
         argv = exabgp_argv(conf, validate=True)
         try:
@@ -66,6 +74,41 @@ def exabgp_problems(config: Config, config_path: str | os.PathLike[str], timeout
     if result.returncode == 0:
         return []
     return [f"ExaBGP refuses the rendered configuration: {_complaint(result.stdout + result.stderr)}"]
+
+
+def warnings(config: Config) -> list[str]:
+    """The traps a valid configuration can still hold (see the module docstring); [] when none."""
+    out: list[str] = []
+    host, port = config.metrics.host_port
+    try:
+        address: IPAddress | None = IPAddress(host)
+    except (AddrFormatError, ValueError):
+        address = None
+    if host == "localhost" or (address is not None and address.is_loopback()):
+        out.append(
+            f"metrics.listen {config.metrics.listen} is loopback: the kubelet's probes (/healthz, /readyz) and "
+            f"Prometheus reach the pod at the node's address and will fail; use ${{BGPADV_NODE_IP}}:{port}"
+        )
+    elif address is not None and address.value == 0:
+        out.append(
+            f"metrics.listen {config.metrics.listen} serves /metrics and /status unauthenticated on every interface "
+            f"of the node; bind the node's address only: ${{BGPADV_NODE_IP}}:{port}"
+        )
+    passive = [p for p in config.peers if p.passive]
+    if passive and config.exabgp.listen_port < 1024:
+        names = ", ".join(str(p.address) for p in passive)
+        out.append(
+            f"passive peers ({names}) connect to port {config.exabgp.listen_port}, below 1024: binding it needs UID 0 "
+            "or CAP_NET_BIND_SERVICE, which the shipped non-root pod does not have; set exabgp.listenPort above 1023 "
+            "and point the ToR at it (FRR: neighbor ADDRESS port N)"
+        )
+    for i, peer in enumerate(config.peers):
+        if peer.md5_password is not None and peer.md5_password_file is None:
+            out.append(
+                f"peers[{i}].md5Password is inline: the configuration is a ConfigMap, readable by anyone who can read "
+                "the namespace's ConfigMaps; put the password in a Secret and set md5PasswordFile"
+            )
+    return out
 
 
 def main(path: str, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -80,6 +123,8 @@ def main(path: str, out: TextIO | None = None, err: TextIO | None = None) -> int
         print(f"{path}: {problem}", file=err)
     if problems:
         return 2
+    for warning in warnings(cfg):
+        print(f"{path}: warning: {warning}", file=err)
     peers = ", ".join(f"{p.address} (AS{p.asn})" for p in cfg.peers)
     print(
         f"{path}: valid — local AS{cfg.local_asn}, peers: {peers}; ExaBGP accepts the rendered configuration", file=out

@@ -11,28 +11,32 @@ from bgpadv import __version__
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bgpadv", description="Advertise KubeVirt VM and UDN routes through ExaBGP.")
-    p.add_argument("--version", action="version", version=f"bgpadv {__version__}")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    p.add_argument("--version", action="version", version=f"bgpadv {__version__}", help="print the version and exit")
+    sub = p.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", help="what to do (COMMAND -h: its options)"
+    )
 
     run = sub.add_parser("run", help="run the service: ExaBGP with bgpadv's controller as its API process")
     run.add_argument("--config", required=True, help="bgpadv configuration file (YAML)")
     run.add_argument("--runtime-dir", help="where ExaBGP's rendered configuration goes (default: a private temp dir)")
 
     ctl = sub.add_parser("controller", help="(internal) the API process ExaBGP runs; speaks ExaBGP's text protocol")
-    ctl.add_argument("--config", required=True)
+    ctl.add_argument("--config", required=True, help="bgpadv configuration file (YAML), as given to `bgpadv run`")
     ctl.add_argument(
         "--no-shim", action="store_true", help="(internal) be the controller itself, not the shim that restarts it"
     )
 
     render = sub.add_parser("render", help="print the routes and refusals for a directory of cluster manifests")
-    render.add_argument("--config", required=True)
+    render.add_argument("--config", required=True, help="bgpadv configuration file (YAML)")
     render.add_argument("--manifests", required=True, help="directory of YAML/JSON manifests (kubectl get -o yaml)")
-    render.add_argument("--output", choices=("table", "json"), default="table")
+    render.add_argument(
+        "--output", choices=("table", "json"), default="table", help="table (default), or json: one document"
+    )
 
     check = sub.add_parser(
         "check-config", help="validate a configuration file, and ExaBGP's rendering of it (exit 2 when invalid)"
     )
-    check.add_argument("file")
+    check.add_argument("file", help="bgpadv configuration file (YAML); warnings for deployment traps go to stderr")
 
     status = sub.add_parser("status", help="print peers, routes and convergence of a running instance")
     status.add_argument("--url", default="http://127.0.0.1:9179", help="the instance's metrics listener")

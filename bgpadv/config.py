@@ -5,6 +5,7 @@ Every error names the field path (`peers[0].asn`) and the problem. Keys are came
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -34,7 +35,8 @@ class PeerConfig:
     local_address: IPAddress | None = None  # omitted: ExaBGP picks the source address (`local-address auto`)
     hold_time: int = 90
     passive: bool = False
-    md5_password: str | None = None
+    md5_password: str | None = None  # the password itself, from md5Password or read from md5PasswordFile
+    md5_password_file: str | None = None  # where md5_password was read from (None: inline md5Password)
     graceful_restart: int | None = 120  # seconds advertised in the GR capability; None disables it
     families: tuple[str, ...] = ("ipv4 unicast", "ipv6 unicast")
 
@@ -60,7 +62,8 @@ class KubernetesConfig:
 
 @dataclass(frozen=True, slots=True)
 class MetricsConfig:
-    listen: str = "0.0.0.0:9179"
+    listen: str = "0.0.0.0:9179"  # `${VAR}:PORT` already resolved from the environment
+    listen_from_env: str | None = None  # the variable the host came from (`${BGPADV_NODE_IP}:9179`), if any
 
     @property
     def host_port(self) -> tuple[str, int]:
@@ -75,6 +78,7 @@ class ExaBGPConfig:
     reactor_speed: float = 0.1  # exabgp.reactor.speed: lower = faster bulk loads, more idle CPU
     max_inflight: int = 100  # commands written but not yet acknowledged
     chunk_prefixes: int = 1000  # NLRI per bulk command line
+    listen_port: int = 179  # exabgp.tcp.port: where passive peers connect (on each passive peer's localAddress)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +128,7 @@ class Config:
 # Patterns are applied with fullmatch (`$` would also match before a trailing newline) and ASCII digits only
 # (`\d` matches every Unicode digit, which int() accepts).
 _LISTEN = re.compile(r"(\[[0-9a-fA-F:.]+\]|[^:\s]*):([0-9]{1,5})")
+_LISTEN_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]{0,63})\}:([0-9]{1,5})")  # `${NODE_IP}:9179`
 _FAMILIES = ("ipv4 unicast", "ipv6 unicast")
 # What an ExaBGP configuration can carry between quotes without escaping (the speaker checks it again).
 MD5_PASSWORD = re.compile(r"[A-Za-z0-9!#$%&()*+,\-./:<=>?@\[\]^_{|}~]{1,80}")  # use fullmatch
@@ -302,11 +307,12 @@ def parse(raw: Any) -> Config:
     rk = r.mapping(top.get("kubernetes"), "kubernetes", {"kubeconfig", "context"})
     rm = r.mapping(top.get("metrics"), "metrics", {"listen"})
     listen = r.string(rm, "listen", "metrics", "0.0.0.0:9179") or "0.0.0.0:9179"
+    listen, listen_from_env = _listen_from_env(r, listen)
     m = _LISTEN.fullmatch(listen)
     if m is None or not 0 <= int(m.group(2)) <= 65535:
         r.fail("metrics.listen", f"must be HOST:PORT, got {brief(listen)}")
         listen = "0.0.0.0:9179"
-    re_ = r.mapping(top.get("exabgp"), "exabgp", {"reactorSpeed", "maxInflight", "chunkPrefixes"})
+    re_ = r.mapping(top.get("exabgp"), "exabgp", {"reactorSpeed", "maxInflight", "chunkPrefixes", "listenPort"})
     speed = re_.get("reactorSpeed", 0.1)
     if isinstance(speed, bool) or not isinstance(speed, int | float) or not 0.001 <= speed <= 10:
         r.fail("exabgp.reactorSpeed", f"must be a number between 0.001 and 10, got {brief(speed)}")
@@ -315,6 +321,7 @@ def parse(raw: Any) -> Config:
         reactor_speed=float(speed),
         max_inflight=r.integer(re_, "maxInflight", "exabgp", 1, 10000, 100) or 100,
         chunk_prefixes=r.integer(re_, "chunkPrefixes", "exabgp", 1, 5000, 1000) or 1000,
+        listen_port=r.integer(re_, "listenPort", "exabgp", 1, 65535, 179) or 179,
     )
     node_name = r.string(top, "nodeName", "")
     if node_name == "":
@@ -347,7 +354,7 @@ def parse(raw: Any) -> Config:
         next_hop=next_hop,
         attributes=attributes,
         kubernetes=kubernetes,
-        metrics=MetricsConfig(listen=listen),
+        metrics=MetricsConfig(listen=listen, listen_from_env=listen_from_env),
         exabgp=exabgp,
         node_name=node_name,
         next_hop_self=tuple(a for a in (self4, self6) if a is not None),
@@ -364,7 +371,17 @@ def _peer(r: _Reader, raw: Any, p: str, seen: set[IPAddress]) -> PeerConfig | No
     rp = r.mapping(
         raw,
         p,
-        {"address", "asn", "localAddress", "holdTime", "passive", "md5Password", "gracefulRestart", "families"},
+        {
+            "address",
+            "asn",
+            "localAddress",
+            "holdTime",
+            "passive",
+            "md5Password",
+            "md5PasswordFile",
+            "gracefulRestart",
+            "families",
+        },
     )
     address = r.address(rp, "address", p, required=True)
     if address is not None:
@@ -399,7 +416,15 @@ def _peer(r: _Reader, raw: Any, p: str, seen: set[IPAddress]) -> PeerConfig | No
     md5 = r.string(rp, "md5Password", p)
     if md5 is not None and not MD5_PASSWORD.fullmatch(md5):
         r.fail(f"{p}.md5Password", "must be 1-80 printable ASCII characters without spaces, quotes or ';'")
+    md5_file = r.string(rp, "md5PasswordFile", p)
+    if md5_file is not None:
+        if md5 is not None:
+            r.fail(f"{p}.md5PasswordFile", "must not be set together with md5Password (keep the password in a Secret)")
+        else:
+            md5 = _md5_password_file(r, md5_file, f"{p}.md5PasswordFile")
     passive = r.boolean(rp, "passive", p, False)
+    if passive and local_address is None and address is not None:
+        r.fail(f"{p}.localAddress", "is required when passive is true: bgpadv listens there for the peer")
     if len(r.problems) > problems or address is None or asn is None:
         return None
     return PeerConfig(
@@ -409,9 +434,60 @@ def _peer(r: _Reader, raw: Any, p: str, seen: set[IPAddress]) -> PeerConfig | No
         hold_time=hold if hold is not None else 90,
         passive=passive,
         md5_password=md5,
+        md5_password_file=md5_file,
         graceful_restart=gr,
         families=tuple(families),
     )
+
+
+def _md5_password_file(r: _Reader, path: str, p: str) -> str | None:
+    """The TCP MD5 password in the file at `path` (a mounted Secret key), checked like an inline md5Password.
+
+    One trailing newline (LF or CRLF) is removed, as `echo pw > file` and `kubectl create secret --from-file`
+    leave one; anything else (a second newline, spaces) is part of the file and refused by the character rules,
+    so a password never silently differs from what the ToR holds.
+    """
+    if not path:
+        r.fail(p, "must not be empty")
+        return None
+    try:
+        with open(path, "rb") as f:
+            data = f.read(4096)
+    except OSError as e:
+        r.fail(p, f"cannot read {brief(path)}: {e.strerror or e}")
+        return None
+    text = data.decode("ascii", errors="replace")
+    text = text.removesuffix("\n").removesuffix("\r") if text.endswith("\n") else text
+    if not MD5_PASSWORD.fullmatch(text):
+        r.fail(
+            p,
+            f"{brief(path)} must hold 1-80 printable ASCII characters without spaces, quotes or ';' (one "
+            "trailing newline allowed)",
+        )
+        return None
+    return text
+
+
+def _listen_from_env(r: _Reader, listen: str) -> tuple[str, str | None]:
+    """`${VAR}:PORT` → (`<value of VAR>:PORT`, VAR): the metrics listener on an address only the pod's environment
+    knows (the node's address, `status.hostIP` through the downward API). Anything else is returned as it is."""
+    m = _LISTEN_ENV.fullmatch(listen)
+    if m is None:
+        if "${" in listen:
+            r.fail("metrics.listen", f"must be HOST:PORT or ${{VARIABLE}}:PORT, got {brief(listen)}")
+            return "0.0.0.0:9179", None
+        return listen, None
+    name, port = m.group(1), m.group(2)
+    value = os.environ.get(name, "")
+    if not value:
+        r.fail("metrics.listen", f"the environment variable {name} is not set (the pod sets it from status.hostIP)")
+        return "0.0.0.0:9179", name
+    try:
+        host = IPAddress(value)
+    except (AddrFormatError, ValueError):
+        r.fail("metrics.listen", f"the environment variable {name} must hold an IP address, got {brief(value)}")
+        return "0.0.0.0:9179", name
+    return (f"[{host}]:{port}" if host.version == 6 else f"{host}:{port}"), name
 
 
 def _number(r: _Reader, raw: dict, key: str, path: str, lo: float, hi: float, default: float) -> float:

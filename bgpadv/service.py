@@ -417,7 +417,7 @@ def run(config_path: str, runtime_dir: str | None = None) -> int:
     """`bgpadv run`: render ExaBGP's configuration, then run ExaBGP under the supervisor of `bgpadv.lifecycle`
     (graceful shutdown on SIGTERM; ExaBGP's API process is the shim that restarts the controller)."""
     from bgpadv.checkconfig import controller_argv
-    from bgpadv.speaker.exabgp_config import exabgp_argv, exabgp_environment, render_exabgp_config
+    from bgpadv.speaker.exabgp_config import exabgp_argv, exabgp_environment, render_exabgp_config, write_private
 
     config = load_or_report(config_path)
     if config is None:
@@ -426,7 +426,7 @@ def run(config_path: str, runtime_dir: str | None = None) -> int:
     rdir.mkdir(parents=True, exist_ok=True)
     api_argv = controller_argv(config_path)  # the path as given: a ConfigMap update must not make it vanish
     conf = rdir / "exabgp.conf"
-    conf.write_text(render_exabgp_config(config, api_argv))
+    write_private(conf, render_exabgp_config(config, api_argv))  # 0600: it holds the MD5 passwords
     env = {**os.environ, **exabgp_environment(config, str(rdir))}
     argv = exabgp_argv(str(conf))
     from bgpadv.lifecycle import supervise

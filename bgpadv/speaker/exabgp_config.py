@@ -6,7 +6,11 @@ against ExaBGP's own respawn limit (5 in a 64-second window, then ExaBGP exits).
 the shim itself. Each neighbor runs with `manual-eor` and the configured graceful-restart time, which must cover a
 restart of the whole pod: the ToR keeps the routes stale that long after `bgpadv run` stops or dies. Every value is
 rendered from a parsed object (IPAddress, int); the MD5 password, the only free string, is refused if it could
-break the syntax.
+break the syntax. The file holds the MD5 passwords, so `write_private` creates it readable by its owner only.
+
+Passive peers (`passive: true`): ExaBGP listens only where `exabgp.tcp.bind` says, on `exabgp.tcp.port`; both are
+rendered here, the bind list being the passive peers' `localAddress`es (the configuration requires one) and the
+port `exabgp.listenPort` (default 179). With no passive peer the bind list is empty: ExaBGP listens nowhere.
 """
 
 from __future__ import annotations
@@ -109,10 +113,41 @@ def daemon_user(uid: int | None = None) -> str:
         return "nobody"
 
 
+def listen_addresses(config: Config) -> list[str]:
+    """Where ExaBGP listens for passive peers: each passive peer's localAddress, once, in configuration order."""
+    out: list[str] = []
+    for peer in config.peers:
+        if peer.passive and peer.local_address is not None and str(peer.local_address) not in out:
+            out.append(str(peer.local_address))
+    return out
+
+
+def write_private(path: str | Path, text: str) -> None:
+    """Write `text` to `path` readable and writable by the owner only (0600), created so from the start.
+
+    The file is written beside `path` under a fresh name, created with mode 0600 (never chmod-ed later: no moment
+    where it is readable by others, whatever the umask), then renamed over `path`: a file left by an earlier run,
+    whatever its mode, is replaced rather than rewritten in place.
+    """
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def exabgp_environment(config: Config, runtime_dir: str | Path) -> dict[str, str]:
     """ExaBGP settings (passed as environment variables, `exabgp.section.key` form)."""
     runtime = Path(runtime_dir)
     return {
+        "exabgp.tcp.bind": " ".join(listen_addresses(config)),  # empty: no listener (no passive peer)
+        "exabgp.tcp.port": str(int(config.exabgp.listen_port)),
         "exabgp.api.ack": "true",
         "exabgp.api.encoder": "json",
         "exabgp.api.show-routes-format": "v2",  # one line per route (v1 re-prints the whole list for each route)

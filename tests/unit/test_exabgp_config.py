@@ -29,6 +29,7 @@ DUAL_STACK = parse(
             {
                 "address": "fd00::1",
                 "asn": 64512,
+                "localAddress": "fd00::11",
                 "passive": True,
                 "gracefulRestart": False,
                 "families": ["ipv6 unicast"],
