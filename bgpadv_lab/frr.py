@@ -24,6 +24,15 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
+class ActiveNeighbor:
+    """A node the ToR connects to itself (bgpadv's peer is `passive` there), in the CLUSTER peer-group."""
+
+    address: str
+    port: int = 179  # FRR `neighbor ADDRESS port N`: where bgpadv listens (`exabgp.listenPort`)
+    password: str | None = None  # TCP MD5 (`neighbor ADDRESS password`)
+
+
+@dataclass(frozen=True, slots=True)
 class TorSettings:
     asn: int = 64512
     router_id: str = "10.0.0.1"
@@ -34,11 +43,17 @@ class TorSettings:
     hold: int = 3
     graceful_restart: bool = True
     stalepath_time: int = 60
+    active_neighbors: tuple[ActiveNeighbor, ...] = ()  # the ToR connects to these; the rest connect to the ToR
 
 
 def render_frr_config(s: TorSettings, log_file: Path) -> str:
-    """bgpd/zebra configuration: dynamic neighbors from the cluster, accept /32 and /128, send nothing back."""
+    """bgpd/zebra configuration: dynamic neighbors from the cluster (and the `active_neighbors` the ToR connects to),
+    accept /32 and /128, send nothing back."""
     ranges = "\n".join(f" bgp listen range {r} peer-group CLUSTER" for r in s.cluster_ranges)
+    for n in s.active_neighbors:
+        ranges += f"\n neighbor {n.address} peer-group CLUSTER\n neighbor {n.address} port {n.port}"
+        if n.password is not None:
+            ranges += f"\n neighbor {n.address} password {n.password}"
     gr = (
         f" bgp graceful-restart\n bgp graceful-restart stalepath-time {s.stalepath_time}\n"
         if s.graceful_restart
