@@ -201,21 +201,33 @@ def test_only_the_runtime_dir_is_writable_and_the_configuration_is_the_generated
     assert c["volumeMounts"] == [
         {"name": "config", "mountPath": "/etc/bgpadv", "readOnly": True},
         {"name": "run", "mountPath": "/run/bgpadv"},
+        {"name": "secrets", "mountPath": "/etc/bgpadv-secrets", "readOnly": True},
     ]
     config_map = one(docs, "ConfigMap")
     assert config_map["metadata"]["name"].startswith("bgpadv-")  # the generator's content hash: edits roll the pods
     assert pod["volumes"] == [
         {"name": "config", "configMap": {"name": config_map["metadata"]["name"]}},
         {"name": "run", "emptyDir": {"sizeLimit": "16Mi"}},
+        # MD5 passwords (md5PasswordFile), readable by group 0 whatever the UID; optional: no Secret, no passwords
+        {"name": "secrets", "secret": {"secretName": "bgpadv-md5", "optional": True, "defaultMode": 0o440}},
     ]
     assert {"name": "BGPADV_RUNTIME_DIR", "value": "/run/bgpadv"} in c["env"]
 
 
-def test_the_generated_configuration_is_valid_and_serves_metrics_on_the_node_address() -> None:
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_node_address_reaches_the_pod_from_the_downward_api(overlay: str) -> None:
+    env = container(render(overlay))["env"]
+    assert {"name": "BGPADV_NODE_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}} in env
+
+
+def test_the_generated_configuration_is_valid_and_serves_metrics_on_the_node_address_only(monkeypatch) -> None:
     config_map = one(render("default"), "ConfigMap")
     assert set(config_map["data"]) == {"bgpadv.yaml"}
+    monkeypatch.setenv("BGPADV_NODE_IP", "10.0.0.11")  # status.hostIP, as the pod gets it
     config = parse(yaml.safe_load(config_map["data"]["bgpadv.yaml"]))
-    assert config.metrics.host_port == ("0.0.0.0", 9179)  # the kubelet probes the pod's (the node's) address
+    # the kubelet probes the pod's address (the node's: hostNetwork), and only there is /metrics served
+    assert (config.metrics.listen_from_env, config.metrics.host_port) == ("BGPADV_NODE_IP", ("10.0.0.11", 9179))
+    assert all(p.md5_password is None for p in config.peers)  # passwords live in the Secret, never in the ConfigMap
 
 
 def test_requests_and_limits_rest_on_the_measurement_at_10k_routes() -> None:
