@@ -282,9 +282,10 @@ def test_a_drain_file_left_by_a_previous_run_is_removed_at_start(supervisor, tmp
     assert proc.poll() is None
 
 
-def test_the_deployment_gives_bgpadv_longer_than_its_drain_and_a_graceful_restart_time():
+def test_the_deployment_gives_bgpadv_longer_than_its_drain_and_a_graceful_restart_time(monkeypatch):
     from bgpadv.config import parse
 
+    monkeypatch.setenv("BGPADV_NODE_IP", "10.0.0.11")  # metrics.listen: the pod sets it from status.hostIP
     base = Path(__file__).resolve().parents[2] / "deploy" / "base"
     config = parse(yaml.safe_load((base / "bgpadv.yaml").read_text()))
     deployment = yaml.safe_load((base / "deployment.yaml").read_text())
