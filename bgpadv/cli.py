@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
 from bgpadv import __version__
+
+
+def _default_status_url() -> str:
+    """Where `bgpadv status` looks by default: the pod's metrics listener, `${BGPADV_NODE_IP}:9179` (deploy/)."""
+    host = os.environ.get("BGPADV_NODE_IP", "").strip() or "127.0.0.1"
+    return f"http://[{host}]:9179" if ":" in host else f"http://{host}:9179"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,7 +46,11 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("file", help="bgpadv configuration file (YAML); warnings for deployment traps go to stderr")
 
     status = sub.add_parser("status", help="print peers, routes and convergence of a running instance")
-    status.add_argument("--url", default="http://127.0.0.1:9179", help="the instance's metrics listener")
+    status.add_argument(
+        "--url",
+        default=_default_status_url(),
+        help="the instance's metrics listener (default: port 9179 on $BGPADV_NODE_IP, as in the pod, else 127.0.0.1)",
+    )
     status.add_argument("--json", action="store_true", help="print the raw status document")
     return p
 

@@ -318,3 +318,19 @@ def test_version_prints_the_package_version(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--version"])
     assert (e.value.code, capsys.readouterr().out) == (0, f"bgpadv {__version__}\n")
+
+
+@pytest.mark.parametrize(
+    ("node_ip", "url"),
+    [
+        pytest.param("10.0.0.11", "http://10.0.0.11:9179", id="in-the-pod-ipv4"),
+        pytest.param("fd00::11", "http://[fd00::11]:9179", id="in-the-pod-ipv6"),
+        pytest.param(None, "http://127.0.0.1:9179", id="elsewhere"),
+    ],
+)
+def test_status_looks_where_the_pod_serves_metrics_by_default(monkeypatch, node_ip, url):
+    if node_ip is None:
+        monkeypatch.delenv("BGPADV_NODE_IP", raising=False)
+    else:
+        monkeypatch.setenv("BGPADV_NODE_IP", node_ip)
+    assert _parser().parse_args(["status"]).url == url
