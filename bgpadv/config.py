@@ -1,6 +1,8 @@
 """bgpadv's configuration: frozen dataclasses, loaded from one YAML file and validated on load.
 
 Every error names the field path (`peers[0].asn`) and the problem. Keys are camelCase, as in Kubernetes objects.
+Loading also reads what the file points at: each `peers[i].md5PasswordFile` (a mounted Secret key) and the
+variable of a `metrics.listen: "${VARIABLE}:PORT"`; a missing one is an error with its field path.
 """
 
 from __future__ import annotations
@@ -443,9 +445,10 @@ def _peer(r: _Reader, raw: Any, p: str, seen: set[IPAddress]) -> PeerConfig | No
 def _md5_password_file(r: _Reader, path: str, p: str) -> str | None:
     """The TCP MD5 password in the file at `path` (a mounted Secret key), checked like an inline md5Password.
 
-    One trailing newline (LF or CRLF) is removed, as `echo pw > file` and `kubectl create secret --from-file`
-    leave one; anything else (a second newline, spaces) is part of the file and refused by the character rules,
-    so a password never silently differs from what the ToR holds.
+    One trailing newline (LF or CRLF) is removed: `echo pw > file` writes one, and a Secret made from that file
+    (`kubectl create secret generic --from-file`) keeps it byte for byte. Anything else (a second newline, spaces)
+    is part of the file and refused by the character rules, so the password is never silently other than the one
+    the file shows. At most 4 KiB are read (a password is at most 80 characters).
     """
     if not path:
         r.fail(p, "must not be empty")
