@@ -355,7 +355,7 @@ class IncrementalPlanner:
             if hinted.get("pods"):
                 replace.update(self._needs_pods)
         if replace:
-            where = placements(replace, state)
+            where = placements(replace, state, config.node_name)
             for v in replace:
                 vmi = vmis.get(v, _MISSING)
                 old_p = placed.get(v)
