@@ -258,12 +258,15 @@ MODES = ("cluster", "per-node")
 def _node_name(r: _Reader, top: dict, environ: Mapping[str, str]) -> str | None:
     """The node of a per-node instance, or None in cluster mode.
 
-    `mode: per-node` (or a `nodeName` key without `mode`, as before `mode` existed) selects per-node mode. Its node
-    is `nodeName` from the file, else the environment's `BGPADV_NODE_NAME`; when both are set they must agree (a
-    shared ConfigMap naming one node would make every DaemonSet pod claim that node's VMs), and when neither is set
-    the configuration is refused: an instance that does not know its node must not announce anything.
+    `mode: per-node` selects per-node mode; without `mode`, a node name (`nodeName` in the file, or
+    `BGPADV_NODE_NAME` in the environment, which only the per-node DaemonSet sets) selects it, so the per-node
+    overlay needs no change to the shared configuration; `mode: cluster` announces the whole cluster whatever the
+    environment says. The node is `nodeName` from the file, else `BGPADV_NODE_NAME`; when both are set they must
+    agree (a shared ConfigMap naming one node would make every DaemonSet pod claim that node's VMs), and when neither
+    is set in per-node mode the configuration is refused: an instance that does not know its node announces nothing.
     """
-    mode = top.get("mode", "per-node" if "nodeName" in top else "cluster")
+    from_env = environ.get(NODE_NAME_ENV) or None
+    mode = top.get("mode", "per-node" if "nodeName" in top or from_env else "cluster")
     if mode not in MODES:
         r.fail("mode", f"must be cluster or per-node, got {brief(mode)}")
         return None
@@ -275,7 +278,6 @@ def _node_name(r: _Reader, top: dict, environ: Mapping[str, str]) -> str | None:
         if from_file is not None:
             r.fail("nodeName", "is only for mode: per-node (cluster mode announces the whole cluster)")
         return None
-    from_env = environ.get(NODE_NAME_ENV) or None
     if from_file is not None and from_env is not None and from_file != from_env:
         r.fail("nodeName", f"{brief(from_file)} differs from {NODE_NAME_ENV}={brief(from_env)}")
         return None

@@ -6,8 +6,8 @@ each node's Layer3 host subnet and each VM's /32 via its own node only, and a li
 during which FRR's table, sampled every ~25 ms over the vty socket, never lacks a path for the VM's /32 and ends
 with worker-2 alone. Every assertion reads FRR's BGP table; none reads bgpadv's logs.
 
-worker-1's instance takes its node name from BGPADV_NODE_NAME (the DaemonSet's downward API, `mode: per-node`),
-worker-2's from `nodeName` in its file: both sources are exercised.
+worker-1's instance takes its node name (and per-node mode) from BGPADV_NODE_NAME alone, as the DaemonSet's downward
+API sets it; worker-2's from `nodeName` in its file: both sources are exercised.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def nodes():
         api = shared_api(lab)
         with api:
             api.load(cluster())
-            w1_config = lab_config(lab.workdir / "bgpadv-w1" / "kubeconfig", "w1", mode="per-node")
+            w1_config = lab_config(lab.workdir / "bgpadv-w1" / "kubeconfig", "w1")  # the DaemonSet's: no mode
             w2_config = lab_config(lab.workdir / "bgpadv-w2" / "kubeconfig", "w2", nodeName="worker-2")
             with (
                 BgpadvInLab(lab, node="w1", config=w1_config, api=api, env={"BGPADV_NODE_NAME": "worker-1"}) as one,

@@ -160,13 +160,19 @@ def test_per_node_mode_takes_the_node_name_from_the_environment():
     assert cfg.node_name == W2
 
 
+def test_the_environments_node_name_alone_selects_per_node_mode():
+    """The per-node DaemonSet sets BGPADV_NODE_NAME and shares the Deployment's configuration unchanged."""
+    assert parse(BASE, environ={"BGPADV_NODE_NAME": W2}).node_name == W2
+    assert parse(BASE, environ={"BGPADV_NODE_NAME": ""}).node_name is None
+
+
 def test_node_name_in_the_file_selects_per_node_mode_and_may_repeat_the_environment():
     assert parse({**BASE, "nodeName": W1}, environ={}).node_name == W1
     assert parse({**BASE, "nodeName": W1}, environ={"BGPADV_NODE_NAME": W1}).node_name == W1
 
 
-def test_cluster_mode_ignores_the_environment():
-    assert parse(BASE, environ={"BGPADV_NODE_NAME": W2}).node_name is None
+def test_explicit_cluster_mode_ignores_the_environment():
+    assert parse(BASE, environ={}).node_name is None
     assert parse({**BASE, "mode": "cluster"}, environ={"BGPADV_NODE_NAME": W2}).node_name is None
 
 
