@@ -6,11 +6,17 @@ the N routes, then prints the resident and peak resident memory (VmRSS, VmHWM) o
 their sum, which is what the container's memory cgroup is charged (plus the page cache of the runtime directory, a
 few KB).
 
-Run: `.venv/bin/python bench/rss.py [N]` (root; default 10,000). Not a test: nothing is asserted.
+Run: `.venv/bin/python bench/rss.py [N] [--nodes K] [--per-node]` (root; default 10,000 VMs over 2 nodes). Not a
+test: nothing is asserted.
+
+`--per-node` runs the instance in per-node mode as worker-1 (`mode: per-node`, BGPADV_NODE_NAME=worker-1, as the
+DaemonSet does): it watches the launcher pods of worker-1 only and announces worker-1's VMs (N/K) plus the subnet,
+while it still holds every claim and VMI of the cluster. `--nodes K` spreads the VMs round-robin over K nodes.
 """
 
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
 import time
@@ -19,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: bgpadv_lab is not installed
 
 from bgpadv_lab import objects as k8s
-from bgpadv_lab.chain import BgpadvInLab
+from bgpadv_lab.chain import BgpadvInLab, lab_config
 from bgpadv_lab.topology import Lab
 
 NS = "imported-vms"
@@ -35,42 +41,64 @@ def memory(pid: int) -> tuple[int, int]:
     return int(fields["VmRSS"].split()[0]), int(fields["VmHWM"].split()[0])
 
 
+def node_address(k: int) -> str:
+    """worker-1 and worker-2 are the lab's workers; further nodes exist only as Node objects."""
+    return f"10.0.0.{10 + k}" if k <= 2 else f"10.1.{k // 250}.{k % 250 + 1}"
+
+
 def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind, so the lab is torn down
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
-    cluster = [
-        k8s.node("worker-1", "10.0.0.11", "fd00::11"),
-        k8s.node("worker-2", "10.0.0.12", "fd00::12"),
-        k8s.cudn_layer2("vmnet-a", ["192.168.0.0/16"], labels={"bgpadv.io/advertise": "true"}),
-    ]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("count", nargs="?", type=int, default=10_000, help="running VMs in the cluster")
+    parser.add_argument("--nodes", type=int, default=2, help="nodes the VMs are spread over (round-robin)")
+    parser.add_argument("--per-node", action="store_true", help="per-node mode, as worker-1's instance")
+    args = parser.parse_args()
+    count, nodes = args.count, max(2, args.nodes)
+    cluster = [k8s.node(f"worker-{k}", node_address(k), "fd00::11" if k == 1 else None) for k in range(1, nodes + 1)]
+    cluster.append(k8s.cudn_layer2("vmnet-a", ["192.168.0.0/16"], labels={"bgpadv.io/advertise": "true"}))
     for i in range(count):
-        name, node, ip = f"vm-{i}", "worker-1" if i % 2 else "worker-2", ip_of(i)
+        name, node, ip = f"vm-{i}", f"worker-{i % nodes + 1}", ip_of(i)
         cluster.append(k8s.ipam_claim(NS, f"{name}.default", name, "cluster_udn_vmnet-a", [f"{ip}/16"]))
         cluster.append(k8s.vmi(NS, name, node, interfaces=[k8s.interface([ip])]))
         cluster.append(k8s.launcher_pod(NS, name, node))
-    with Lab("bgprss") as lab, BgpadvInLab(lab, cluster) as chain:
-        started = time.monotonic()
-        vty = chain.frr.vty()
-
-        def loaded() -> bool:
-            summary = vty.json("show bgp ipv4 unicast summary json")
-            peers = (summary.get("ipv4Unicast") or summary).get("peers", {})
-            return sum(int(p.get("pfxRcd", 0)) for p in peers.values()) >= count
-
-        chain.frr.wait_for(loaded, 900, "the initial load", every=1.0)
-        print(f"{count} host routes in FRR's table {time.monotonic() - started:.1f} s after start")
-        time.sleep(5)  # let the first full resync settle
-        exabgp = memory(chain.proc.pid)
-        controllers = [memory(pid) for pid in chain.controller_pids()]
-        controller = (sum(c[0] for c in controllers), sum(c[1] for c in controllers))
-        for what, (rss, hwm) in (("ExaBGP", exabgp), ("controller", controller)):
-            print(f"{what:>10}: RSS {rss / 1024:6.1f} MiB, peak {hwm / 1024:6.1f} MiB")
-        print(
-            f"{'total':>10}: RSS {(exabgp[0] + controller[0]) / 1024:6.1f} MiB, "
-            f"peak {(exabgp[1] + controller[1]) / 1024:6.1f} MiB"
-        )
-        vty.close()
+    expected = count
+    options: dict = {}
+    if args.per_node:
+        expected = sum(1 for i in range(count) if i % nodes == 0)  # worker-1's VMs
+        options = {"env": {"BGPADV_NODE_NAME": "worker-1"}}
+    print(f"{count} VMs over {nodes} nodes, {'per-node (worker-1)' if args.per_node else 'cluster'} mode")
+    with Lab("bgprss") as lab:
+        config = lab_config(lab.workdir / "bgpadv-w1" / "kubeconfig", "w1")
+        if args.per_node:
+            config["mode"] = "per-node"
+        with BgpadvInLab(lab, cluster, config=config, **options) as chain:
+            measure(chain, expected)
     return 0
+
+
+def measure(chain: BgpadvInLab, count: int) -> None:
+    """Wait until FRR holds `count` routes, then print the memory of ExaBGP and of the controller."""
+    started = time.monotonic()
+    vty = chain.frr.vty()
+
+    def loaded() -> bool:
+        summary = vty.json("show bgp ipv4 unicast summary json")
+        peers = (summary.get("ipv4Unicast") or summary).get("peers", {})
+        return sum(int(p.get("pfxRcd", 0)) for p in peers.values()) >= count
+
+    chain.frr.wait_for(loaded, 900, "the initial load", every=1.0)
+    print(f"{count} host routes in FRR's table {time.monotonic() - started:.1f} s after start")
+    time.sleep(5)  # let the first full resync settle
+    exabgp = memory(chain.proc.pid)
+    controllers = [memory(pid) for pid in chain.controller_pids()]
+    controller = (sum(c[0] for c in controllers), sum(c[1] for c in controllers))
+    for what, (rss, hwm) in (("ExaBGP", exabgp), ("controller", controller)):
+        print(f"{what:>10}: RSS {rss / 1024:6.1f} MiB, peak {hwm / 1024:6.1f} MiB")
+    print(
+        f"{'total':>10}: RSS {(exabgp[0] + controller[0]) / 1024:6.1f} MiB, "
+        f"peak {(exabgp[1] + controller[1]) / 1024:6.1f} MiB"
+    )
+    vty.close()
 
 
 if __name__ == "__main__":

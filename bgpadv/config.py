@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -118,7 +119,7 @@ class Config:
     kubernetes: KubernetesConfig = field(default_factory=KubernetesConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     exabgp: ExaBGPConfig = field(default_factory=ExaBGPConfig)
-    node_name: str | None = None  # per-node mode: announce only this node's view (None: the whole cluster)
+    node_name: str | None = None  # per-node mode: this instance's node (None: cluster mode, the whole cluster)
     next_hop_self: tuple[IPAddress, ...] = ()  # what `self` stands for, per family; () = the session's address
     safety: SafetyConfig = field(default_factory=SafetyConfig)
 
@@ -253,8 +254,49 @@ class _Reader:
         return tuple(out)
 
 
-def parse(raw: Any) -> Config:
-    """Validate a decoded YAML document; raise ConfigError listing every problem."""
+NODE_NAME_ENV = "BGPADV_NODE_NAME"
+"""The environment variable that names an instance's node in per-node mode (the DaemonSet sets it from the downward
+API, `spec.nodeName`)."""
+
+MODES = ("cluster", "per-node")
+
+
+def _node_name(r: _Reader, top: dict, environ: Mapping[str, str]) -> str | None:
+    """The node of a per-node instance, or None in cluster mode.
+
+    `mode: per-node` selects per-node mode; without `mode`, a node name (`nodeName` in the file, or
+    `BGPADV_NODE_NAME` in the environment, which only the per-node DaemonSet sets) selects it, so the per-node
+    overlay needs no change to the shared configuration; `mode: cluster` announces the whole cluster whatever the
+    environment says. The node is `nodeName` from the file, else `BGPADV_NODE_NAME`; when both are set they must
+    agree (a shared ConfigMap naming one node would make every DaemonSet pod claim that node's VMs), and when neither
+    is set in per-node mode the configuration is refused: an instance that does not know its node announces nothing.
+    """
+    from_env = environ.get(NODE_NAME_ENV) or None
+    mode = top.get("mode", "per-node" if "nodeName" in top or from_env else "cluster")
+    if mode not in MODES:
+        r.fail("mode", f"must be cluster or per-node, got {brief(mode)}")
+        return None
+    from_file = r.string(top, "nodeName", "")
+    if from_file == "":
+        r.fail("nodeName", "must not be empty (omit it to take the node name from BGPADV_NODE_NAME)")
+        return None
+    if mode == "cluster":
+        if from_file is not None:
+            r.fail("nodeName", "is only for mode: per-node (cluster mode announces the whole cluster)")
+        return None
+    if from_file is not None and from_env is not None and from_file != from_env:
+        r.fail("nodeName", f"{brief(from_file)} differs from {NODE_NAME_ENV}={brief(from_env)}")
+        return None
+    node = from_file or from_env
+    if node is None:
+        r.fail("mode", f"per-node mode needs the node name: set {NODE_NAME_ENV} (downward API) or nodeName")
+    return node
+
+
+def parse(raw: Any, environ: Mapping[str, str] | None = None) -> Config:
+    """Validate a decoded YAML document; raise ConfigError listing every problem.
+
+    `environ` (default `os.environ`) is read for `BGPADV_NODE_NAME` in per-node mode only."""
     r = _Reader()
     top = r.mapping(
         raw,
@@ -269,6 +311,7 @@ def parse(raw: Any) -> Config:
             "kubernetes",
             "metrics",
             "exabgp",
+            "mode",
             "nodeName",
             "nextHopSelf",
             "safety",
@@ -325,9 +368,7 @@ def parse(raw: Any) -> Config:
         chunk_prefixes=r.integer(re_, "chunkPrefixes", "exabgp", 1, 5000, 1000) or 1000,
         listen_port=r.integer(re_, "listenPort", "exabgp", 1, 65535, 179) or 179,
     )
-    node_name = r.string(top, "nodeName", "")
-    if node_name == "":
-        r.fail("nodeName", "must not be empty (omit it to announce the whole cluster)")
+    node_name = _node_name(r, top, os.environ if environ is None else environ)
     rs = r.mapping(top.get("nextHopSelf"), "nextHopSelf", {"ipv4", "ipv6"})
     self4, self6 = r.address(rs, "ipv4", "nextHopSelf"), r.address(rs, "ipv6", "nextHopSelf")
     if self4 is not None and self4.version != 4:

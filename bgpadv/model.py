@@ -129,8 +129,14 @@ class Plan:
         )
 
     def for_node(self, node: str) -> Plan:
-        """One node's view (per-node mode): only routes that point at that node."""
-        return Plan(routes=tuple(r for r in self.routes if r.node == node), rejected=self.rejected)
+        """One node's view (per-node mode): the routes that point at that node (its Layer3 host subnets and the
+        host routes of the VMs placed on it) and every network-wide subnet route (Layer2 subnets: each node announces
+        them, so the ToR has one path per node). A host route placed on no node is nobody's. Refusals are kept whole.
+        """
+        return Plan(
+            routes=tuple(r for r in self.routes if r.node == node or (r.node is None and r.kind is RouteKind.SUBNET)),
+            rejected=self.rejected,
+        )
 
 
 @dataclass(frozen=True, slots=True)

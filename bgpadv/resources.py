@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,6 +16,7 @@ class Resource:
     namespaced: bool
     field: str
     label_selector: str = ""  # what the watch asks for (server-side filter)
+    field_selector: str = ""  # likewise (per-node mode: launcher pods of this node only, see `for_node`)
     optional: bool = True  # a CRD that may be absent (KubeVirt not installed): logged and retried, never fatal
 
     @property
@@ -46,6 +47,17 @@ LAUNCHER_POD = Resource(
     "Pod", "", "v1", "pods", True, "pods", label_selector="kubevirt.io=virt-launcher", optional=False
 )
 NODE = Resource("Node", "", "v1", "nodes", False, "nodes", optional=False)
+
+
+def for_node(resource: Resource, node: str) -> Resource:
+    """What a per-node instance on `node` watches of `resource`: launcher pods by `spec.nodeName` (the only kind a
+    real apiserver narrows by node: custom resources select on metadata.name/namespace only, and a VMI's
+    `kubevirt.io/nodeName` label names the target only after a migration completes, too late for the target to
+    announce at target-ready); every other resource whole."""
+    if resource is LAUNCHER_POD:
+        return replace(resource, field_selector=f"spec.nodeName={node}")
+    return resource
+
 
 ALL: tuple[Resource, ...] = (CUDN, ROUTE_ADVERTISEMENTS, IPAM_CLAIM, VMI, LAUNCHER_POD, NODE)
 BY_KIND: dict[str, Resource] = {r.kind: r for r in ALL}

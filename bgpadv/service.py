@@ -89,12 +89,15 @@ class _Drain:
 
 
 def watched_resources(config: Config) -> tuple[resources.Resource, ...]:
-    """The resources a configuration needs: RouteAdvertisements only when it follows them."""
-    return tuple(
+    """The resources a configuration needs: RouteAdvertisements only when it follows them; in per-node mode the
+    launcher pods of the instance's node only (`resources.for_node`)."""
+    wanted = (
         r
         for r in resources.ALL
         if r is not resources.ROUTE_ADVERTISEMENTS or config.networks.follow_route_advertisements
     )
+    node = config.node_name
+    return tuple(resources.for_node(r, node) if node else r for r in wanted)
 
 
 def desired_per_peer(

@@ -54,11 +54,35 @@ def lab_config(kubeconfig: Path, node: str = "w1", **overrides: Any) -> dict:
     return config
 
 
+def shared_api(lab: Lab) -> FakeApiServer:
+    """One fake API for several instances (per-node mode: one cluster, one bgpadv per node), listening on the ToR's
+    bridge address 10.0.0.1 inside the ToR namespace, which every worker reaches directly. Not started: pass it to
+    each `BgpadvInLab(api=...)` and start/stop it around them (a context manager)."""
+    with in_netns(lab.ns("tor")):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((TOR_V4, 0))
+        sock.listen(128)
+    return FakeApiServer(sock=sock, bookmark_interval=1.0)
+
+
 class BgpadvInLab:
-    """`bgpadv run` in a worker namespace of `lab`, with the fake API it watches. A context manager."""
+    """`bgpadv run` in a worker namespace of `lab`, with the fake API it watches. A context manager.
+
+    `api`: a fake API shared with other instances (`shared_api`), started and stopped by its owner, not by this
+    instance; `objects` are then not loaded (load them into the shared API). `env`: extra environment variables of
+    `bgpadv run` (e.g. BGPADV_NODE_NAME, as the DaemonSet's downward API sets it).
+    """
 
     def __init__(
-        self, lab: Lab, objects: Iterable[dict] = (), *, node: str = "w1", config: dict[str, Any] | None = None
+        self,
+        lab: Lab,
+        objects: Iterable[dict] = (),
+        *,
+        node: str = "w1",
+        config: dict[str, Any] | None = None,
+        api: FakeApiServer | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.lab = lab
         self.node = node
@@ -66,12 +90,16 @@ class BgpadvInLab:
         self.address = WORKERS[node][0]
         self.dir = lab.workdir / f"bgpadv-{node}"
         self.dir.mkdir(parents=True, exist_ok=True)
-        with in_netns(self.ns):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind(("127.0.0.1", 0))
-            sock.listen(128)
-        self.api = FakeApiServer(sock=sock, bookmark_interval=1.0)
+        self._owns_api = api is None
+        if api is None:
+            with in_netns(self.ns):
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind(("127.0.0.1", 0))
+                sock.listen(128)
+            api = FakeApiServer(sock=sock, bookmark_interval=1.0)
+        self.api = api
+        self.env = dict(env or {})
         self._seed = list(objects)
         kubeconfig = self.dir / "kubeconfig"
         self.config = config if config is not None else lab_config(kubeconfig, node)
@@ -85,8 +113,9 @@ class BgpadvInLab:
         return self.lab.frr
 
     def start(self, *, wait_established: bool = True, timeout: float = 30.0) -> BgpadvInLab:
-        self.api.start()
-        self.api.load(self._seed)
+        if self._owns_api:
+            self.api.start()
+            self.api.load(self._seed)
         self.api.write_kubeconfig(self.dir / "kubeconfig")
         self.config_path.write_text(yaml.safe_dump(self.config, sort_keys=False))
         self.spawn()
@@ -96,7 +125,7 @@ class BgpadvInLab:
 
     def spawn(self) -> subprocess.Popen:
         """Start `bgpadv run` (again, after a stop or a kill: the fake API keeps running)."""
-        env = {**os.environ, "BGPADV_LOG_LEVEL": os.environ.get("BGPADV_LOG_LEVEL", "INFO")}
+        env = {**os.environ, "BGPADV_LOG_LEVEL": os.environ.get("BGPADV_LOG_LEVEL", "INFO"), **self.env}
         log = self.log_path.open("ab")
         argv = [sys.executable, "-m", "bgpadv", "run", "--config", str(self.config_path)]
         argv += ["--runtime-dir", str(self.dir / "run")]
@@ -122,7 +151,8 @@ class BgpadvInLab:
                     self.proc.send_signal(signal.SIGINT)
             self.lab.net.kill(self.proc)
             self.proc = None
-        self.api.stop()
+        if self._owns_api:
+            self.api.stop()
 
     def __enter__(self) -> BgpadvInLab:
         try:

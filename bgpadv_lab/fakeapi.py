@@ -4,13 +4,13 @@
 and JSON shapes the official `kubernetes` client uses, so the real client library (and bgpadv's reflectors) run
 against it unchanged:
 
-- LIST with `labelSelector`, `fieldSelector` (metadata.name / metadata.namespace only), `resourceVersion`,
-  `limit`/`continue` (pages are a consistent snapshot at the first page's resourceVersion; a token older than the
-  history window answers 410 Expired);
+- LIST with `labelSelector`, `fieldSelector` (metadata.name / metadata.namespace; pods also spec.nodeName:
+  `FIELD_LABELS`), `resourceVersion`, `limit`/`continue` (pages are a consistent snapshot at the first page's
+  resourceVersion; a token older than the history window answers 410 Expired);
 - WATCH (`watch=true`) with `resourceVersion`, `allowWatchBookmarks`, `timeoutSeconds`: a chunked response, one JSON
   event per line (ADDED, MODIFIED, DELETED, BOOKMARK, and ERROR carrying a 410 "Expired" Status when the
-  resourceVersion is older than the history window). With a label selector, an object that stops matching arrives
-  as DELETED and one that starts matching as ADDED, as on a real apiserver;
+  resourceVersion is older than the history window). With a label or field selector, an object that stops matching
+  arrives as DELETED and one that starts matching as ADDED, as on a real apiserver;
 - POST create (`generateName` too), PUT update (stale resourceVersion → 409), PATCH (merge patch, JSON patch;
   strategic merge is accepted for core kinds as a merge patch and refused with 415 for custom resources), DELETE
   (finalizers respected: the object gets a deletionTimestamp and goes away when its last finalizer is removed);
@@ -194,19 +194,38 @@ def parse_label_selector(text: str) -> Predicate:
     return lambda labels: all(term(labels) for term in terms)
 
 
-def _parse_field_selector(text: str) -> Predicate:
-    """Field selectors on metadata.name and metadata.namespace only, over whole objects."""
+FIELD_LABELS: dict[tuple[str, str], tuple[str, ...]] = {("", "pods"): ("spec.nodeName",)}
+"""Field labels beyond metadata.name / metadata.namespace, per (group, plural), as a real apiserver supports them:
+core pods select on `spec.nodeName` (a per-node agent's watch); custom resources (VMIs, claims, CUDNs) only on the
+two metadata fields."""
+
+
+def _parse_field_selector(text: str, extra: tuple[str, ...] = ()) -> Predicate:
+    """Field selectors on metadata.name, metadata.namespace and the type's `extra` labels, over whole objects. An
+    absent field compares as "" (an unscheduled pod has no spec.nodeName and matches `spec.nodeName=`)."""
+    labels = ("metadata.name", "metadata.namespace", *extra)
     terms: list[Predicate] = []
     for raw in filter(None, (p.strip() for p in text.split(","))):
-        m = re.fullmatch(r"(metadata\.name|metadata\.namespace)\s*(==|=|!=)\s*(.*)", raw)
-        if m is None:
+        m = re.fullmatch(r"([A-Za-z.]+)\s*(==|=|!=)\s*(.*)", raw)
+        if m is None or m[1] not in labels:
             raise ValueError(f'field label not supported: "{raw.split("=")[0].rstrip("!")}"')
-        attr, op, value = m[1].split(".")[1], m[2], m[3]
+        path, op, value = tuple(m[1].split(".")), m[2], m[3]
         if op == "!=":
-            terms.append(lambda o, a=attr, v=value: (o["metadata"].get(a) or "") != v)
+            terms.append(lambda o, a=path, v=value: _field(o, a) != v)
         else:
-            terms.append(lambda o, a=attr, v=value: (o["metadata"].get(a) or "") == v)
+            terms.append(lambda o, a=path, v=value: _field(o, a) == v)
     return lambda obj: all(term(obj) for term in terms)
+
+
+def _field(obj: object, path: tuple[str, ...]) -> str:
+    for part in path:
+        obj = obj.get(part) if isinstance(obj, dict) else None
+    return obj if isinstance(obj, str) else ""
+
+
+def _field_parser(t: ApiType) -> Callable[[str], Predicate]:
+    extra = FIELD_LABELS.get((t.group, t.plural), ())
+    return lambda text: _parse_field_selector(text, extra)
 
 
 def _labels(obj: dict | None) -> dict:
@@ -779,7 +798,7 @@ class FakeApiServer:
 
     def _list(self, req: _Request, query: dict[str, str]) -> dict:
         labels = _selector(query.get("labelSelector", ""), None)
-        fields = _selector(query.get("fieldSelector", ""), _parse_field_selector)
+        fields = _selector(query.get("fieldSelector", ""), _field_parser(req.type))
         limit = int(query.get("limit") or 0)
         at, after = self._rv, ""
         if query.get("continue"):
@@ -823,7 +842,7 @@ class FakeApiServer:
         The stream ends cleanly on timeoutSeconds and raises `_Cut` when it must be cut (drop_watches, stop,
         uninstall)."""
         labels = _selector(query.get("labelSelector", ""), None)
-        fields = _selector(query.get("fieldSelector", ""), _parse_field_selector)
+        fields = _selector(query.get("fieldSelector", ""), _field_parser(req.type))
         bookmarks = query.get("allowWatchBookmarks", "").lower() in ("true", "1")
         timeout = float(query.get("timeoutSeconds") or 0)
         deadline = time.monotonic() + timeout if timeout > 0 else None

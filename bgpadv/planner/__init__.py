@@ -7,6 +7,7 @@ and `checks` (address validation and the stable reason codes).
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -43,14 +44,16 @@ def cyclic_gc_paused() -> Iterator[None]:
 def plan(state: ClusterState, config: Config, node: str | None = None) -> Plan:
     """Compute the desired routes and the refusals for a cluster state.
 
-    `node` (default `config.node_name`) asks for one node's view: only the routes whose `Route.node` is that node
-    (host routes of the VMs it runs and its Layer3 host subnets); refusals are kept whole.
+    `node` (default `config.node_name`) asks for one node's view (per-node mode, `Plan.for_node`): its Layer3 host
+    subnets, every Layer2 subnet, and the host routes of the VMs placed on it, a VM migrating away included until
+    its migration completes (`vms` rule 6b); refusals are kept whole.
     """
+    if node is not None and node != config.node_name:
+        config = dataclasses.replace(config, node_name=node)
     with cyclic_gc_paused():
         networks = index_networks(state, config)
         nodes = index_nodes(state.nodes, advertised_subnets(networks))
         routes, refusals = subnet_routes(state, config, networks, nodes)
         hosts, host_refusals = host_routes(state, config, networks, nodes)
         result = Plan.build([*routes, *hosts], [*networks.refusals, *refusals, *host_refusals])
-    view = node if node is not None else config.node_name
-    return result.for_node(view) if view else result
+    return result.for_node(config.node_name) if config.node_name else result

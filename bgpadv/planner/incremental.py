@@ -16,8 +16,9 @@ What is cached, and what invalidates it:
   when the network index (`networks.index_networks`: CUDNs + RouteAdvertisements) changes in any way.
 - Per address: every candidate holding it and the conflict outcome (winner, `duplicate-address` refusals, by
   `vms.resolve_conflict`). Recomputed when a candidate of that address comes or goes.
-- Per VMI a winner points at: its placement (`vms.placements`). Recomputed when the VMI changes, and for VMIs whose
-  placement reads launcher pods (`vms.needs_pods`) whenever a pod changes.
+- Per VMI a winner points at: its placement (`vms.placements`; in per-node mode from the instance's view, rule 6b).
+  Recomputed when the VMI changes, and for VMIs whose placement reads launcher pods (`vms.needs_pods`) whenever a
+  pod changes.
 - Per winning address: its host route or its refusal (`no-node-address`, `invalid-node-address`,
   `covers-infrastructure`: `vms.host_route`, the function the cold planner calls per address). Recomputed when the
   winner, its VMI's placement, or the node it is placed on changes, and when a node address equal to it appears,
@@ -355,7 +356,7 @@ class IncrementalPlanner:
             if hinted.get("pods"):
                 replace.update(self._needs_pods)
         if replace:
-            where = placements(replace, state)
+            where = placements(replace, state, config.node_name)
             for v in replace:
                 vmi = vmis.get(v, _MISSING)
                 old_p = placed.get(v)

@@ -34,6 +34,10 @@ Rules, in the order the planner applies them to each IPAMClaim:
    is on `migrationState.targetNode` (even before `status.nodeName` flips). A failed or aborted
    (`abortStatus: Succeeded`) migration stays on (returns to) the source: `status.nodeName`, else
    `migrationState.sourceNode`. `status.ownerPod` of the claim is never used.
+   6b. Per-node mode (`config.node_name`, one instance per node): the source's instance keeps a migrating VM on
+   its own node until the migration completes (`completed`, or `status.nodeName` leaves the source) or is given up,
+   while the target's instance places it on the target from target-ready on (rule 6, judged from its own launcher
+   pod on the target node). Between the two the ToR has both paths; at no moment has it none.
 7. Next hop: config `nextHop: self` → None (the speaker's address); `node` → that node's address of the route's
    family (`nodes`), or the refusal `no-node-address` when the node is unknown or has none, `invalid-node-address`
    when its only addresses of that family can never be next hops (loopback, link-local, inside an advertised
@@ -210,8 +214,27 @@ def _given_up(ms: Mapping) -> bool:
     return ms.get("failed") is True or ms.get("abortStatus") == "Succeeded"
 
 
-def vmi_node(namespace: str, vmi: Mapping, pods: LauncherPods) -> str | None:
-    """The node the VMI runs on now, by the migration rules of this module's docstring (None: unknown)."""
+def vmi_node(namespace: str, vmi: Mapping, pods: LauncherPods, view: str | None = None) -> str | None:
+    """The node the VMI runs on now, by the migration rules of this module's docstring (None: unknown).
+
+    `view` (per-node mode: the instance's own node) hands a migrating VM over without a gap (rule 6b): while a
+    migration from `view` is neither completed nor given up, the VM stays placed on `view` even once the target is
+    live, so the source keeps its host route until completion while the target already announces its own."""
+    node = _vmi_node(namespace, vmi, pods)
+    if view is not None and node != view:
+        ms = mapping(vmi.get("status")).get("migrationState")
+        if (
+            isinstance(ms, dict)
+            and ms.get("sourceNode") == view
+            and ms.get("completed") is not True
+            and not _given_up(ms)
+            and mapping(vmi.get("status")).get("nodeName") in (view, None)
+        ):
+            return view
+    return node
+
+
+def _vmi_node(namespace: str, vmi: Mapping, pods: LauncherPods) -> str | None:
     status = mapping(vmi.get("status"))
     current = status.get("nodeName")
     current = current if isinstance(current, str) and current else None
@@ -581,8 +604,11 @@ def no_next_hop_refusal(
     return Refusal(ref, checks.describe(text), reason, message, network.name)
 
 
-def placements(keys: Iterable[tuple[str, str]], state: ClusterState) -> dict[tuple[str, str], str | None]:
-    """Where each VMI runs now: None when it is not Running (or absent), "" when Running on no known node."""
+def placements(
+    keys: Iterable[tuple[str, str]], state: ClusterState, view: str | None = None
+) -> dict[tuple[str, str], str | None]:
+    """Where each VMI runs now: None when it is not Running (or absent), "" when Running on no known node.
+    `view`: the per-node instance's node (`vmi_node`)."""
     vmis = state.vmis
     placed: dict[tuple[str, str], str | None] = {}
     migrating: list[tuple[tuple[str, str], dict]] = []
@@ -609,7 +635,7 @@ def placements(keys: Iterable[tuple[str, str]], state: ClusterState) -> dict[tup
         if needs_pods(vmi):
             migrating.append((key, vmi))
             continue
-        placed[key] = vmi_node(key[0], vmi, _NO_PODS) or ""
+        placed[key] = vmi_node(key[0], vmi, _NO_PODS, view) or ""
     if migrating:
         wanted: set[tuple[str, str]] = set()
         for (ns, name), vmi in migrating:
@@ -619,7 +645,7 @@ def placements(keys: Iterable[tuple[str, str]], state: ClusterState) -> dict[tup
                 wanted.add((ns, uid))
         pods = LauncherPods(state.pods, wanted)
         for key, vmi in migrating:
-            placed[key] = vmi_node(key[0], vmi, pods) or ""
+            placed[key] = vmi_node(key[0], vmi, pods, view) or ""
     return placed
 
 
@@ -660,7 +686,7 @@ def _place(
     out: Collector,
 ) -> list[Route]:
     """The host routes of the winning candidates; their refusals go to `out`."""
-    placed = placements({c[3] for c in candidates.values()}, state)
+    placed = placements({c[3] for c in candidates.values()}, state, config.node_name)
     node_keys = node_address_keys(nodes)
     routes: list[Route] = []
     append = routes.append

@@ -414,6 +414,8 @@ class Reflector:
             }
             if r.label_selector:
                 kwargs["label_selector"] = r.label_selector
+            if r.field_selector:
+                kwargs["field_selector"] = r.field_selector
             if token:
                 kwargs["_continue"] = token
             try:
@@ -492,6 +494,8 @@ class Reflector:
         }
         if r.label_selector:
             kwargs["label_selector"] = r.label_selector
+        if r.field_selector:
+            kwargs["field_selector"] = r.field_selector
         response = self._call(**kwargs)
         self._response = response
         delivered = 0

@@ -228,6 +228,53 @@ def test_a_malformed_label_selector_is_400(server: FakeApiServer, core) -> None:
     assert err.value.status == 400
 
 
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        pytest.param("spec.nodeName=worker-1", ["prometheus-0", "virt-launcher-vm-a-x7k2p"], id="node"),
+        pytest.param("spec.nodeName!=worker-1", ["virt-launcher-vm-b-x7k2p"], id="not-node"),
+        pytest.param("spec.nodeName=worker-1,metadata.name=prometheus-0", ["prometheus-0"], id="and"),
+    ],
+)
+def test_pods_select_on_spec_node_name_like_a_real_apiserver(server: FakeApiServer, core, selector, expected) -> None:
+    """What a per-node agent asks for (bgpadv's per-node mode: launcher pods of its node only)."""
+    server.load(
+        [
+            pod("virt-launcher-vm-a-x7k2p", "worker-1", launcher_of="vm-a"),
+            pod("virt-launcher-vm-b-x7k2p", "worker-2", launcher_of="vm-b"),
+            pod("prometheus-0", "worker-1"),
+        ]
+    )
+    got = core.list_pod_for_all_namespaces(field_selector=selector).items
+    assert sorted(p.metadata.name for p in got) == expected
+
+
+def test_custom_resources_select_on_metadata_fields_only(server: FakeApiServer, custom) -> None:
+    """A VMI cannot be narrowed by node with a field selector: custom resources know metadata.name/namespace."""
+    with pytest.raises(ApiException) as err:
+        custom.list_cluster_custom_object(
+            "kubevirt.io", "v1", "virtualmachineinstances", field_selector="status.nodeName=w"
+        )
+    assert err.value.status == 400
+    assert 'field label not supported: "status.nodeName"' in json.loads(err.value.body)["message"]
+
+
+def test_a_pod_bound_to_the_node_after_the_watch_began_arrives_as_added(server: FakeApiServer, core) -> None:
+    unscheduled = pod("virt-launcher-vm-a-x7k2p", "worker-1", launcher_of="vm-a")
+    del unscheduled["spec"]["nodeName"]
+    server.create(unscheduled)
+    rv = str(server.resource_version)
+    server.patch("v1", "Pod", "virt-launcher-vm-a-x7k2p", NS, {"spec": {"nodeName": "worker-2"}})
+    server.patch("v1", "Pod", "virt-launcher-vm-a-x7k2p", NS, {"spec": {"nodeName": "worker-1"}})
+    events = raw_watch(
+        core.list_pod_for_all_namespaces, 2, resource_version=rv, field_selector="spec.nodeName=worker-2"
+    )
+    assert [(e["type"], e["object"]["spec"].get("nodeName")) for e in events] == [
+        ("ADDED", "worker-2"),
+        ("DELETED", "worker-1"),
+    ]
+
+
 # -- WATCH --------------------------------------------------------------------------------------------------------
 def test_a_watch_from_a_resource_version_sends_only_later_changes(server: FakeApiServer, custom) -> None:
     server.create(ipam_claim("vm-a"))

@@ -187,7 +187,7 @@ def test_each_error_names_its_field_path(raw, problem):
         ),
         pytest.param(
             with_(nodeName=""),
-            "nodeName: must not be empty (omit it to announce the whole cluster)",
+            "nodeName: must not be empty (omit it to take the node name from BGPADV_NODE_NAME)",
             id="node-name-empty",
         ),
         pytest.param(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -353,6 +354,30 @@ def test_migration_target_ready_moves_the_route():
     done = k8s.migration_state("worker-1", "worker-2", vmi="vm-a", target_ready="2025-03-01T10:00:10Z", completed=True)
     c.step(_running("vm-a", "worker-1", migration_state=done))
     assert c.hosts()["10.100.0.10/32"][1] == "worker-2"
+
+
+@pytest.mark.parametrize("view", ["worker-1", "worker-2"])
+def test_per_node_migration_hand_off_follows_plan_on_source_and_target(view):
+    """Each step equals plan() (checked by `step`); the source keeps the route until completion, the target has it
+    from target-ready: the instances' views of vms rule 6b."""
+    ms = k8s.migration_state("worker-1", "worker-2", vmi="vm-a")
+    c = _Cluster(
+        _cudn("net-a", 0),
+        *(_node(n, 0) for n in NODES),
+        _claim("vm-a", "10.100.0.10/24"),
+        _running("vm-a", migration_state=ms),
+        k8s.launcher_pod("imported-vms", "vm-a", "worker-2", suffix="tgt01"),
+        config=k8s.config(nodeName=view),
+    )
+    seen = ["10.100.0.10/32" in c.hosts()]
+    c.step(k8s.launcher_pod("imported-vms", "vm-a", "worker-2", suffix="tgt01", target_ready="2025-03-01T10:00:05Z"))
+    seen.append("10.100.0.10/32" in c.hosts())
+    done = k8s.migration_state("worker-1", "worker-2", vmi="vm-a", target_ready="2025-03-01T10:00:10Z", completed=True)
+    c.step(_running("vm-a", "worker-1", migration_state=done))
+    seen.append("10.100.0.10/32" in c.hosts())
+    c.step(_running("vm-a", "worker-2", migration_state=done))
+    seen.append("10.100.0.10/32" in c.hosts())
+    assert seen == ([True, True, False, False] if view == "worker-1" else [False, True, True, True])
 
 
 def test_equal_age_conflict_falls_back_to_plan():

@@ -302,12 +302,14 @@ def test_owner_pod_of_the_claim_is_never_used_for_placement():
 # --- views and switches -------------------------------------------------------------------------------------
 
 
-def test_per_node_view_keeps_only_routes_pointing_at_that_node():
+def test_per_node_view_keeps_the_layer2_subnets_and_the_host_routes_of_that_nodes_vms():
+    """The full table of per-node rules is in test_pernode.py."""
     objects = [claim(), k8s.vmi(NS, "vm-a", W1), claim(vm="vm-b", ips=["192.168.100.10/24"]), k8s.vmi(NS, "vm-b", W2)]
+    subnets = {"192.168.100.0/24", "fd10:100::/64"}
     p = plan(k8s.state(NODES, VMNET_A, *objects), k8s.config(), node=W2)
-    assert {str(r.prefix) for r in p.routes} == {"192.168.100.10/32"}
+    assert {str(r.prefix) for r in p.routes} == {*subnets, "192.168.100.10/32"}
     p = plan(k8s.state(NODES, VMNET_A, *objects), k8s.config(nodeName=W1))
-    assert {str(r.prefix) for r in p.routes} == {"192.168.100.205/32", "fd10:100::cd/128"}
+    assert {str(r.prefix) for r in p.routes} == {*subnets, "192.168.100.205/32", "fd10:100::cd/128"}
 
 
 def test_host_routes_switch_off_announces_only_subnets():
