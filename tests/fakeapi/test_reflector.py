@@ -216,6 +216,7 @@ def test_the_initial_list_fills_the_store_page_by_page_then_syncs(server: FakeAp
         "vmis": 2,
         "pods": 2,
         "nodes": 2,
+        "namespaces": 0,
     }
     assert set(harness.store.state.pods) == {(NS, "virt-launcher-vm-a-x7k2p"), (NS, "virt-launcher-vm-b-x7k2p")}
     launcher = harness.store.state.pods[(NS, "virt-launcher-vm-a-x7k2p")]
