@@ -19,7 +19,8 @@ on the real Namespace labels (`Network.namespaces`). What may be announced is bo
 it has one (as the epic describes; then the subnet is announced as for any Layer2 network, its network/broadcast and
 gateway addresses are refused) and by `networks.secondary[].allowedPrefixes` of bgpadv's configuration when set
 (`outside-allowed-prefixes`). Without a subnet (the CRD today), the allowed prefixes are the network's ranges (the
-guard, node next hops and overlaps see them; they are not announced themselves); with neither, nothing is announced.
+guard, node next hops and overlaps see them; they are not announced themselves; their network and broadcast
+addresses are refused like a subnet's); with neither, nothing is announced.
 A primary network with `ipam.mode: Disabled` (the CRD forbids it) is refused `invalid-network-definition`.
 
 Definitions are validated like OVN-K's own CRD validation (the CEL rules of

@@ -529,6 +529,7 @@ def read_vmi_interfaces(vmis: Mapping, networks: Networks, out: Collector) -> No
         ref = ObjectRef(
             VMI_KIND, name, namespace, uid if isinstance(uid, str) else "", created if isinstance(created, str) else ""
         )
+        taken: dict[str, tuple[Network, list]] = {}  # network name -> (network, values of all its interfaces)
         interfaces = status.get("interfaces")
         for iface in interfaces if isinstance(interfaces, list) else []:
             if not isinstance(iface, dict):
@@ -553,6 +554,9 @@ def read_vmi_interfaces(vmis: Mapping, networks: Networks, out: Collector) -> No
                 )
                 out.refuse(ref, values[limit:], checks.TOO_MANY_ADDRESSES, message, network.name)
                 values = values[:limit]
+            taken.setdefault(network.name, (network, []))[1].extend(values)
+        for network, values in taken.values():
+            # one record per network: an address reported on two interfaces of one VM counts once, not as a conflict
             out.records.append((values, network, ref, (namespace, name), meta))
 
 

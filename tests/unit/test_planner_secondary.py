@@ -151,6 +151,15 @@ def test_interface_on_the_pod_network_or_another_nad_is_not_read():
     assert run(today(), vmi).routes == ()
 
 
+def test_one_address_on_two_interfaces_of_one_vm_counts_once():
+    vmi = guest(["10.70.0.20"])
+    vmi["spec"]["networks"].append({"name": "data2", "multus": {"networkName": "static"}})
+    vmi["status"]["interfaces"].append(k8s.interface(["10.70.0.20", "10.70.0.21"], name="data2"))
+    p = run(today(), vmi)
+    assert {r[0] for r in hosts(p)} == {"10.70.0.20/32", "10.70.0.21/32"}
+    assert p.rejected == ()
+
+
 def test_stopped_or_stopping_vmis_announce_nothing():
     stopped = guest(["10.70.0.20"], phase="Succeeded")
     stopping = guest(["10.70.0.21"], name="web")
