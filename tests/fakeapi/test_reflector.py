@@ -249,6 +249,7 @@ def test_a_cut_watch_resumes_from_the_last_resource_version_without_a_new_list(
 ) -> None:
     server.load(cluster())
     started(harness)
+    harness.wait(lambda: harness.watches("ipamclaims") >= 1)  # synced after the list: the watch may not be open yet
     lists_before = {r.plural: harness.lists(r.plural) for r in WATCHED}
     watches_before = harness.watches("ipamclaims")
     server.drop_watches()
