@@ -5,8 +5,8 @@
 - the "billion laughs" alias bomb in a manifest directory: load time and peak memory (tracemalloc);
 - a `kind: List` of N IPAMClaims (default 20,000, about 18 MB of YAML): `load_manifests` time;
 - one IPAMClaim listing N addresses (default 40,000): `plan()` time (refused whole: one address per family);
-- one IPAM-disabled VMI interface listing N addresses (no per-family rule there): `plan()` time (linear
-  de-duplication).
+- one guest-reported VMI interface on an IPAM-less secondary network listing N addresses: `plan()` time (the first
+  `maxAddressesPerInterface` are taken, the rest refused in one refusal).
 """
 
 from __future__ import annotations
@@ -89,14 +89,24 @@ def big_claim(n: int) -> None:
 
 
 def big_vmi(n: int) -> None:
-    ips = [f"10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}" for i in range(1, n + 1)]
+    ips = [f"100.{64 + ((i >> 16) & 63)}.{(i >> 8) & 255}.{i & 255}" for i in range(1, n + 1)]
     objs = [
         k8s.node("worker-1", "192.0.2.11"),
-        k8s.cudn_layer2("vmnet-d", ["10.0.0.0/8"], labels=ADV, namespaces=["ns"], ipam_mode="Disabled"),
-        k8s.vmi("ns", "vm-a", "worker-1", interfaces=[k8s.interface(ips)]),
+        k8s.namespace("ns", {"guests": "vmnet-d"}),
+        k8s.cudn_layer2(
+            "vmnet-d",
+            ["100.64.0.0/10"],  # not the lab's fabric 10.0.0.0/24
+            labels=ADV,
+            role="Secondary",
+            ipam_mode="Disabled",
+            namespace_selector={"matchLabels": {"guests": "vmnet-d"}},
+        ),
+        k8s.vmi(
+            "ns", "vm-a", "worker-1", interfaces=[k8s.interface(ips, name="data")], secondary=[("data", "vmnet-d")]
+        ),
     ]
     state, config = k8s.state(objs), k8s.config()
-    result = _timed(f"one IPAM-disabled VMI interface with {n} addresses plan()", lambda: plan(state, config))
+    result = _timed(f"one guest-reported VMI interface with {n} addresses plan()", lambda: plan(state, config))
     print(f"  {len(result.routes)} routes, {len(result.rejected)} refusals")
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from netaddr import AddrFormatError, IPAddress
+from netaddr import AddrFormatError, IPAddress, IPNetwork
 
 from bgpadv import selectors, yamlsafe
 from bgpadv.bounded import brief
@@ -55,6 +55,7 @@ class NetworksConfig:
     follow_route_advertisements: bool = False
     subnets: bool = True
     host_routes: bool = True
+    secondary: tuple[SecondaryNetworkConfig, ...] = ()  # IPAM-less secondary networks (parse_secondary_networks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,12 +338,15 @@ def parse(raw: Any, environ: Mapping[str, str] | None = None) -> Config:
         if peer is not None:
             peers.append(peer)
 
-    rn = r.mapping(top.get("networks"), "networks", {"selector", "followRouteAdvertisements", "subnets", "hostRoutes"})
+    rn = r.mapping(
+        top.get("networks"), "networks", {"selector", "followRouteAdvertisements", "subnets", "hostRoutes", "secondary"}
+    )
     networks = NetworksConfig(
         selector=r.selector(rn.get("selector"), "networks.selector"),
         follow_route_advertisements=r.boolean(rn, "followRouteAdvertisements", "networks", False),
         subnets=r.boolean(rn, "subnets", "networks", True),
         host_routes=r.boolean(rn, "hostRoutes", "networks", True),
+        secondary=parse_secondary_networks(r, rn.get("secondary"), "networks.secondary"),
     )
     next_hop = top.get("nextHop", "node")
     if next_hop not in ("node", "self"):
@@ -595,3 +599,69 @@ def load(path: str | Path) -> Config:
     if len(documents) > 1:
         raise ConfigError([f"{path}: must hold one YAML document, found {len(documents)}"])
     return parse(documents[0][1] if documents else None)
+
+
+DEFAULT_MAX_ADDRESSES_PER_INTERFACE = 4
+"""Guest-reported addresses taken per VMI interface of an IPAM-less secondary network, unless configured."""
+
+
+@dataclass(frozen=True, slots=True)
+class SecondaryNetworkConfig:
+    """What bgpadv may announce for one IPAM-less secondary Layer2 CUDN (`networks.secondary[]`).
+
+    `allowed_prefixes`: the only ranges a guest-reported address may lie in (with a CUDN subnet, both bound it; without
+    one, nothing of the network is announced unless they are given). `max_addresses_per_interface`: the most
+    addresses taken from one VMI interface (a guest reports anything; the rest is refused).
+    """
+
+    name: str
+    allowed_prefixes: tuple[IPNetwork, ...] = ()
+    max_addresses_per_interface: int = DEFAULT_MAX_ADDRESSES_PER_INTERFACE
+
+
+def parse_secondary_networks(r: _Reader, raw: Any, path: str) -> tuple[SecondaryNetworkConfig, ...]:
+    """`networks.secondary`: a list of {name, allowedPrefixes, maxAddressesPerInterface}, names unique."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        r.fail(path, f"must be a list, got {type(raw).__name__}")
+        return ()
+    out: list[SecondaryNetworkConfig] = []
+    seen: set[str] = set()
+    for i, entry in enumerate(raw):
+        p = f"{path}[{i}]"
+        e = r.mapping(entry, p, {"name", "allowedPrefixes", "maxAddressesPerInterface"})
+        if not isinstance(entry, dict):
+            continue
+        name = e.get("name")
+        if not isinstance(name, str) or not name:
+            r.fail(f"{p}.name", f"is required: the name of a ClusterUserDefinedNetwork, got {brief(name)}")
+            continue
+        if name in seen:
+            r.fail(f"{p}.name", f"{name} is listed twice")
+            continue
+        seen.add(name)
+        prefixes: list[IPNetwork] = []
+        raw_prefixes = e.get("allowedPrefixes")
+        if raw_prefixes is not None and not isinstance(raw_prefixes, list):
+            r.fail(f"{p}.allowedPrefixes", f"must be a list of CIDRs, got {brief(raw_prefixes)}")
+            raw_prefixes = []
+        for j, text in enumerate(raw_prefixes or []):
+            pp = f"{p}.allowedPrefixes[{j}]"
+            try:
+                if not isinstance(text, str) or "/" not in text:
+                    raise AddrFormatError(text)
+                net = IPNetwork(text)
+            except (AddrFormatError, ValueError, TypeError):
+                r.fail(pp, f"must be a CIDR such as 10.99.0.0/24, got {brief(text)}")
+                continue
+            if net.network != net.ip:
+                r.fail(pp, f"has host bits set (write {net.cidr})")
+                continue
+            if net.prefixlen == 0:
+                r.fail(pp, "must not be a default route")
+                continue
+            prefixes.append(net)
+        limit = r.integer(e, "maxAddressesPerInterface", p, 1, 64, DEFAULT_MAX_ADDRESSES_PER_INTERFACE)
+        out.append(SecondaryNetworkConfig(name, tuple(prefixes), limit or DEFAULT_MAX_ADDRESSES_PER_INTERFACE))
+    return tuple(out)

@@ -47,6 +47,9 @@ LAUNCHER_POD = Resource(
     "Pod", "", "v1", "pods", True, "pods", label_selector="kubevirt.io=virt-launcher", optional=False
 )
 NODE = Resource("Node", "", "v1", "nodes", False, "nodes", optional=False)
+NAMESPACE = Resource("Namespace", "", "v1", "namespaces", False, "namespaces", optional=False)
+"""Read for their labels only: a CUDN's `namespaceSelector` decides which namespaces an IPAM-less secondary network
+takes guest addresses from."""
 
 
 def for_node(resource: Resource, node: str) -> Resource:
@@ -59,7 +62,7 @@ def for_node(resource: Resource, node: str) -> Resource:
     return resource
 
 
-ALL: tuple[Resource, ...] = (CUDN, ROUTE_ADVERTISEMENTS, IPAM_CLAIM, VMI, LAUNCHER_POD, NODE)
+ALL: tuple[Resource, ...] = (CUDN, ROUTE_ADVERTISEMENTS, IPAM_CLAIM, VMI, LAUNCHER_POD, NODE, NAMESPACE)
 BY_KIND: dict[str, Resource] = {r.kind: r for r in ALL}
 
 

@@ -22,6 +22,7 @@ class ClusterState:
     vmis: Mapping[Namespaced, dict] = field(default_factory=dict)
     pods: Mapping[Namespaced, dict] = field(default_factory=dict)  # virt-launcher pods only
     nodes: Mapping[str, dict] = field(default_factory=dict)
+    namespaces: Mapping[str, dict] = field(default_factory=dict)  # for their labels (CUDN namespaceSelector)
 
     @staticmethod
     def from_objects(objects: Iterable[dict]) -> tuple[ClusterState, list[dict]]:

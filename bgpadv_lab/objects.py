@@ -146,7 +146,9 @@ def _cudn(
     created: bool,
     deleting: bool,
     created_at: str = DEFAULT_CREATED,
+    namespace_selector: dict | None = None,
 ):
+    selector = namespace_selector if namespace_selector is not None else _namespace_selector(namespaces)
     return {
         "apiVersion": "k8s.ovn.org/v1",
         "kind": "ClusterUserDefinedNetwork",
@@ -158,7 +160,7 @@ def _cudn(
             finalizers=["k8s.ovn.org/user-defined-network-protection"],
             deletionTimestamp="2025-03-02T10:00:00Z" if deleting else None,
         ),
-        "spec": {"namespaceSelector": _namespace_selector(namespaces), "network": network},
+        "spec": {"namespaceSelector": selector, "network": network},
         "status": _cudn_status(created),
     }
 
@@ -179,9 +181,11 @@ def cudn_layer2(
     created: bool = True,
     deleting: bool = False,
     created_at: str = DEFAULT_CREATED,
+    namespace_selector: dict | None = None,
 ) -> dict:
     """A Layer2 ClusterUserDefinedNetwork (primary, persistent IPAM by default); `created_at` is its
-    creationTimestamp, `created` its NetworkCreated condition."""
+    creationTimestamp, `created` its NetworkCreated condition; `namespace_selector` replaces the selector of
+    `namespaces` by name."""
     layer2: dict[str, Any] = {"role": role, "mtu": mtu}
     if subnets is not None:
         layer2["subnets"] = list(subnets)
@@ -195,7 +199,8 @@ def cudn_layer2(
     if persistent and ipam_mode == "Enabled":
         ipam["lifecycle"] = "Persistent"
     layer2["ipam"] = ipam
-    return _cudn(name, {"topology": "Layer2", "layer2": layer2}, labels, namespaces, created, deleting, created_at)
+    network = {"topology": "Layer2", "layer2": layer2}
+    return _cudn(name, network, labels, namespaces, created, deleting, created_at, namespace_selector)
 
 
 def cudn_layer3(
@@ -429,8 +434,10 @@ def vmi(
     migration_state: dict | None = None,
     *,
     created: str = DEFAULT_CREATED,
+    secondary: Sequence[tuple[str, str]] = (),
 ) -> dict:
-    """A VirtualMachineInstance owned by its VirtualMachine, on `node` (status.nodeName)."""
+    """A VirtualMachineInstance owned by its VirtualMachine, on `node` (status.nodeName). `secondary`: more
+    interfaces as (interface name, `multus.networkName`), bridged to a NetworkAttachmentDefinition."""
     labels = {"kubevirt.io/vm": name, "kubevirt.io/domain": name}
     if node:
         labels["kubevirt.io/nodeName"] = node
@@ -469,8 +476,18 @@ def vmi(
             ],
         ),
         "spec": {
-            "domain": {"devices": {"interfaces": [{"name": "default", "binding": {"name": "l2bridge"}}]}},
-            "networks": [{"name": "default", "pod": {}}],
+            "domain": {
+                "devices": {
+                    "interfaces": [
+                        {"name": "default", "binding": {"name": "l2bridge"}},
+                        *({"name": n, "bridge": {}} for n, _nad in secondary),
+                    ]
+                }
+            },
+            "networks": [
+                {"name": "default", "pod": {}},
+                *({"name": n, "multus": {"networkName": nad}} for n, nad in secondary),
+            ],
         },
         "status": status,
     }
@@ -546,6 +563,18 @@ def launcher_pod(
             "containers": [{"name": "compute", "image": "quay.io/kubevirt/virt-launcher:v1.6.0"}],
         },
         "status": {"phase": phase, "podIP": "10.244.1.17", "podIPs": [{"ip": "10.244.1.17"}]},
+    }
+
+
+def namespace(name: str, labels: dict[str, str] | None = None, *, created: str = DEFAULT_CREATED) -> dict:
+    """A Namespace with its labels (the API server adds `kubernetes.io/metadata.name` to every namespace)."""
+    all_labels = {"kubernetes.io/metadata.name": name, **(labels or {})}
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": _meta("Namespace", name, created=created, labels=all_labels),
+        "spec": {"finalizers": ["kubernetes"]},
+        "status": {"phase": "Active"},
     }
 
 

@@ -146,6 +146,15 @@ MAX_ROUTES_EXCEEDED = "max-routes-exceeded"
 """More routes for one peer than `safety.maxRoutes`: the newest routes are refused and the rest stay announced
 (the ToR's own max-prefix limit would tear the whole session down)."""
 
+OUTSIDE_ALLOWED_PREFIXES = "outside-allowed-prefixes"
+"""A guest-reported address of an IPAM-less secondary network lies in the network's subnet but in none of the
+prefixes bgpadv's configuration allows for that network (`networks.secondary[].allowedPrefixes`)."""
+
+TOO_MANY_ADDRESSES = "too-many-addresses"
+"""A VMI interface on an IPAM-less secondary network reports more addresses than
+`networks.secondary[].maxAddressesPerInterface`: the first ones (in the order reported) are taken, the rest refused
+in one refusal (a guest reports anything; 1,000 addresses must not become 1,000 routes)."""
+
 ALL_REASONS: tuple[str, ...] = (
     OUTSIDE_NETWORK_SUBNETS,
     DEFAULT_GATEWAY_ADDRESS,
@@ -176,6 +185,8 @@ ALL_REASONS: tuple[str, ...] = (
     DUPLICATE_PREFIX,
     FAMILY_NOT_CARRIED,
     MAX_ROUTES_EXCEEDED,
+    OUTSIDE_ALLOWED_PREFIXES,
+    TOO_MANY_ADDRESSES,
 )
 
 _EXPLANATIONS = {
@@ -186,6 +197,7 @@ _EXPLANATIONS = {
     LINK_LOCAL: "is link-local, never announced on",
     LOOPBACK_OR_MULTICAST: "is not a unicast host address, never announced on",
     UNSPECIFIED_ADDRESS: "is the unspecified address, never announced on",
+    OUTSIDE_ALLOWED_PREFIXES: "lies outside the prefixes bgpadv's configuration allows on",
 }
 
 

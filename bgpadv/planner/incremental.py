@@ -4,16 +4,16 @@
 order). `changed` is the set of `(ClusterState field, key)` that may have changed since the previous call on the same
 `state` object, or None: then every IPAMClaim and every VMI the plan depends on is compared by identity with what was
 cached (the store replaces an object's dict when it changes and never mutates a stored dict in place; the cache holds
-a reference to every dict it read, so an id is never reused while it is compared). CUDNs, RouteAdvertisements and
-Nodes are few: they are always compared by identity, whatever `changed` says; a pod change is taken from `changed`
-(None: every pod may have changed).
+a reference to every dict it read, so an id is never reused while it is compared). CUDNs, RouteAdvertisements,
+Nodes and Namespaces (read for IPAM-less secondary networks) are few: they are always compared by identity, whatever
+`changed` says; a pod change is taken from `changed` (None: every pod may have changed).
 
 What is cached, and what invalidates it:
 
-- Per IPAMClaim (and per VMI, when an IPAM-disabled network takes addresses from VMI interfaces): the refusals and the
+- Per IPAMClaim (and per VMI, on IPAM-less secondary networks, whose addresses come from VMIs): the refusals and the
   validated candidates the cold planner derives from that object alone (`vms.read_claims`, `vms.read_vmi_interfaces`
   into a `vms.Collector`, then `Collector.entry()`). Invalidated by a change of that object; every entry is dropped
-  when the network index (`networks.index_networks`: CUDNs + RouteAdvertisements) changes in any way.
+  when the network index (`networks.index_networks`: CUDNs + RouteAdvertisements + Namespaces) changes in any way.
 - Per address: every candidate holding it and the conflict outcome (winner, `duplicate-address` refusals, by
   `vms.resolve_conflict`). Recomputed when a candidate of that address comes or goes.
 - Per VMI a winner points at: its placement (`vms.placements`; in per-node mode from the instance's view, rule 6b).
@@ -155,7 +155,12 @@ class IncrementalPlanner:
     # -- state -----------------------------------------------------------------------------------------------------
     def _reset(self) -> None:
         self._state: ClusterState | None = None
-        self._seen: dict[str, list[tuple[object, object]] | None] = {"cudns": None, "ras": None, "nodes": None}
+        self._seen: dict[str, list[tuple[object, object]] | None] = {
+            "cudns": None,
+            "ras": None,
+            "nodes": None,
+            "namespaces": None,
+        }
         self._networks: Networks | None = None  # the index the host caches were built with
         self._nodes: dict[str, NodeInfo] = {}
         self._node_keys: frozenset[int] = frozenset()  # every node address (nodes.node_address_keys)
@@ -209,8 +214,10 @@ class IncrementalPlanner:
                 hinted.setdefault(fld, set()).add(key)
 
         # networks, nodes, subnet routes: few objects, always compared
-        networks_moved = not _same_items(self._seen["cudns"], state.cudns) or not _same_items(
-            self._seen["ras"], state.route_advertisements
+        networks_moved = (
+            not _same_items(self._seen["cudns"], state.cudns)
+            or not _same_items(self._seen["ras"], state.route_advertisements)
+            or not _same_items(self._seen["namespaces"], state.namespaces)
         )
         nodes_moved = not _same_items(self._seen["nodes"], state.nodes)
         rebuild_hosts = self._networks is None
@@ -250,6 +257,7 @@ class IncrementalPlanner:
             "cudns": list(state.cudns.items()),
             "ras": list(state.route_advertisements.items()),
             "nodes": list(state.nodes.items()),
+            "namespaces": list(state.namespaces.items()),
         }
         if rebuild_hosts:
             self._reset_hosts()

@@ -9,8 +9,19 @@ Selection (both filters apply when both are configured):
   when both are present (an RA without conditions counts when its legacy `status.status` is `Accepted`).
 
 A CUDN being deleted (`deletionTimestamp`) or whose `NetworkCreated` condition is False contributes nothing: its
-routes are withdrawn and claims on it are skipped without a refusal. A selected CUDN that is not a primary Layer2 or
-Layer3 network (Localnet, Secondary) is refused as `network-not-advertisable`, and so is every claim on it.
+routes are withdrawn and claims on it are skipped without a refusal. A selected CUDN that is neither a primary Layer2
+or Layer3 network nor an IPAM-less secondary Layer2 one (Localnet, other Secondary) is refused as
+`network-not-advertisable`, and so is every claim on it.
+
+IPAM-less secondary Layer2 networks (`role: Secondary`, `ipam.mode: Disabled`): OVN-K assigns no address, the guests
+configure their own, and `vms` reads them from the VMIs (rule 9 there). The CUDN's `namespaceSelector` is evaluated
+on the real Namespace labels (`Network.namespaces`). What may be announced is bounded by the CUDN's `subnets` when
+it has one (as the epic describes; then the subnet is announced as for any Layer2 network, its network/broadcast and
+gateway addresses are refused) and by `networks.secondary[].allowedPrefixes` of bgpadv's configuration when set
+(`outside-allowed-prefixes`). Without a subnet (the CRD today), the allowed prefixes are the network's ranges (the
+guard, node next hops and overlaps see them; they are not announced themselves; their network and broadcast
+addresses are refused like a subnet's); with neither, nothing is announced.
+A primary network with `ipam.mode: Disabled` (the CRD forbids it) is refused `invalid-network-definition`.
 
 Definitions are validated like OVN-K's own CRD validation (the CEL rules of
 `go-controller/pkg/crd/userdefinednetwork/v1/shared.go`), plus what a route may never be. Any violation refuses the
@@ -33,8 +44,6 @@ refused `invalid-network-definition`. A cluster with an older CRD (or a hand-wri
   subnet parser (`config.ParseClusterSubnetEntries`) is when it renders the network: an IPv6 `hostSubnet` is 64.
 
 Not checked (the CRD checks them, but they change no route): `mtu`, `joinSubnets`, `ipam.lifecycle`, immutability.
-`ipam.mode: Disabled` is accepted on a primary network (the CRD allows it only on Secondary ones): bgpadv then takes
-the VM addresses from VMI interfaces (see `vms`).
 
 Overlaps: when subnets of two valid, selected networks overlap (same family, one range meets the other), the older
 network (`metadata.creationTimestamp`, then name; no timestamp is the youngest) keeps the address space, and the
@@ -67,7 +76,7 @@ from dataclasses import dataclass, field, replace
 from netaddr import IPAddress, IPNetwork
 
 from bgpadv import selectors
-from bgpadv.config import Config
+from bgpadv.config import DEFAULT_MAX_ADDRESSES_PER_INTERFACE, Config, SecondaryNetworkConfig
 from bgpadv.model import ObjectRef, Refusal, Route, RouteKind
 from bgpadv.planner import checks
 from bgpadv.planner.checks import Address, SubnetRange, mapping
@@ -96,8 +105,12 @@ class Network:
     infrastructure: tuple[SubnetRange, ...] = ()
     infrastructure_addresses: frozenset[Address] = frozenset()  # implied management-port addresses
     ipam_disabled: bool = False
-    namespace_selector: LabelSelector | None = None
     host_subnet_lengths: tuple[tuple[SubnetRange, int], ...] = ()  # Layer3: (cidr, hostSubnet) when set
+    # IPAM-less secondary Layer2 networks (guest-reported addresses, see `vms`); None on every other network:
+    namespaces: frozenset[str] | None = None  # the namespaces its namespaceSelector selects (real labels)
+    allowed: tuple[SubnetRange, ...] = ()  # networks.secondary[].allowedPrefixes, beside a CUDN subnet
+    max_addresses: int = 0  # networks.secondary[].maxAddressesPerInterface
+    announce_subnets: bool = True  # False: `subnets` are the configured allowed prefixes (no CUDN subnet)
 
     check: Callable[[int, int], str | None] = field(init=False, compare=False, repr=False)
 
@@ -105,6 +118,8 @@ class Network:
         checker = checks.address_checker(
             self.subnets, self.gateways, self.infrastructure, self.infrastructure_addresses
         )
+        if self.allowed:
+            checker = _bounded(checker, self.allowed)
         object.__setattr__(self, "check", checker)
 
     def address_reason(self, version: int, value: int) -> str | None:
@@ -113,6 +128,20 @@ class Network:
         `check` is the same function, precompiled; `checks.host_address_reason` is the reference it must equal.
         """
         return self.check(version, value)
+
+
+def _bounded(
+    checker: Callable[[int, int], str | None], allowed: tuple[SubnetRange, ...]
+) -> Callable[[int, int], str | None]:
+    """`checker`, and then: inside one of the `allowed` ranges (`outside-allowed-prefixes`)."""
+
+    def check(version: int, value: int) -> str | None:
+        reason = checker(version, value)
+        if reason is None and checks.containing(allowed, version, value) is None:
+            return checks.OUTSIDE_ALLOWED_PREFIXES
+        return reason
+
+    return check
 
 
 @dataclass(slots=True)
@@ -486,6 +515,7 @@ def index_networks(state: ClusterState, config: Config) -> Networks:
         else []
     )
     valid: list[tuple[tuple[str, str], Network]] = []  # ((creationTimestamp, name), network), in state order
+    secondaries = {s.name: s for s in config.networks.secondary}
     for key, cudn in state.cudns.items():
         if not isinstance(cudn, dict):
             continue
@@ -514,9 +544,17 @@ def index_networks(state: ClusterState, config: Config) -> Networks:
             result.claim_refusals[name] = (checks.NETWORK_NOT_ADVERTISABLE, f"CUDN {name} is malformed")
             continue
         role = block.get("role")
-        if topology not in ("Layer2", "Layer3") or role != "Primary":
+        ipam_disabled = mapping(block.get("ipam")).get("mode") == "Disabled"
+        if topology == "Layer2" and role == "Primary" and ipam_disabled:
+            # the CRD allows ipam.mode Disabled only on Secondary networks: an older CRD or a hand-written object
+            message = "ipam.mode Disabled is only valid on a Secondary network (the CRD refuses it on a Primary one)"
+            result.refusals.append(Refusal(ref, "Disabled", checks.INVALID_NETWORK_DEFINITION, message, name))
+            result.claim_refusals[name] = (checks.INVALID_NETWORK_DEFINITION, f"CUDN {name}: {message}")
+            continue
+        secondary = topology == "Layer2" and role == "Secondary" and ipam_disabled
+        if not secondary and (topology not in ("Layer2", "Layer3") or role != "Primary"):
             value = f"{topology}/{role}" if role is not None else str(topology)
-            message = "only primary Layer2 and Layer3 networks can be advertised"
+            message = "only primary Layer2/Layer3 and IPAM-less secondary Layer2 networks can be advertised"
             result.refusals.append(Refusal(ref, checks.describe(value), checks.NETWORK_NOT_ADVERTISABLE, message, name))
             result.claim_refusals[name] = (checks.NETWORK_NOT_ADVERTISABLE, f"CUDN {name} is {value}: {message}")
             continue
@@ -530,9 +568,9 @@ def index_networks(state: ClusterState, config: Config) -> Networks:
                 f"CUDN {name} has an invalid definition ({first})",
             )
             continue
-        if network.ipam_disabled:
-            selector = selector_from_dict(mapping(cudn.get("spec")).get("namespaceSelector") or {})
-            network = replace(network, namespace_selector=selector)
+        if secondary:
+            raw_selector = mapping(cudn.get("spec")).get("namespaceSelector")
+            network = _secondary(network, raw_selector, state.namespaces, secondaries.get(name))
         stamp = meta.get("creationTimestamp")
         valid.append(((stamp if isinstance(stamp, str) and stamp else _NEWEST, name), network))
     sessions = _session_addresses(config)
@@ -561,6 +599,33 @@ def index_networks(state: ClusterState, config: Config) -> Networks:
         if network.name not in losers:
             result.advertised[network.name] = network
     return result
+
+
+def selected_namespaces(raw_selector: object, namespaces: Mapping[str, dict]) -> frozenset[str]:
+    """The names of the Namespaces whose `metadata.labels` a CUDN's `namespaceSelector` matches (a malformed
+    selector selects none; the CRD requires one, so an absent one selects none either)."""
+    selector = selectors.parse(raw_selector)[0] if isinstance(raw_selector, dict) else None
+    if selector is None:
+        return frozenset()
+    return frozenset(name for name, ns in namespaces.items() if isinstance(ns, dict) and selector.matches(_labels(ns)))
+
+
+def _secondary(
+    network: Network, raw_selector: object, namespaces: Mapping[str, dict], conf: SecondaryNetworkConfig | None
+) -> Network:
+    """An IPAM-less secondary Layer2 network: its selected namespaces and the ranges guest addresses may lie in.
+
+    With a CUDN subnet, the subnet (its network/broadcast and gateway addresses excluded) and, when configured, the
+    allowed prefixes both bound the addresses; the subnet is announced. Without one, the allowed prefixes are the
+    network's ranges (so the guard and the overlap rules see them) and nothing but host routes is announced; with
+    neither, nothing is.
+    """
+    allowed = tuple(SubnetRange.of(p) for p in conf.allowed_prefixes) if conf is not None else ()
+    limit = conf.max_addresses_per_interface if conf is not None else DEFAULT_MAX_ADDRESSES_PER_INTERFACE
+    selected = selected_namespaces(raw_selector, namespaces)
+    if network.subnets:
+        return replace(network, namespaces=selected, allowed=allowed, max_addresses=limit)
+    return replace(network, namespaces=selected, subnets=allowed, max_addresses=limit, announce_subnets=False)
 
 
 def _session_addresses(config: Config) -> list[tuple[Address, str]]:
@@ -614,6 +679,8 @@ def subnet_routes(
     layer3: list[Network] = []
     for network in networks.advertised.values():
         if network.topology == "Layer2":
+            if not network.announce_subnets:
+                continue
             routes.extend(
                 Route(s.network, None, network.name, RouteKind.SUBNET, network.ref, None, attrs)
                 for s in network.subnets

@@ -1,4 +1,5 @@
-"""VM host routes: which address (IPAMClaim, or the VMI on IPAM-disabled networks), on which node, with which next hop.
+"""VM host routes: which address (IPAMClaim, or the guest on IPAM-less secondary networks), on which node, which
+next hop.
 
 Rules, in the order the planner applies them to each IPAMClaim:
 
@@ -51,10 +52,17 @@ Advertised networks never overlap (`networks` refuses the younger of two overlap
 at most one of them; the same address claimed on two networks can only be a claim on a network that is not
 advertised, refused by rule 1 before any conflict.
 
-IPAM-disabled Layer2 networks (`layer2.ipam.mode: Disabled`) have no claims: the addresses come from the Running
-VMI's `status.interfaces[]` whose `podInterfaceName` is `ovn-udn1` (the primary UDN), for VMIs in namespaces the
-CUDN's `namespaceSelector` matches (evaluated on the `kubernetes.io/metadata.name` label, the only namespace label
-the planner knows). They go through the same validation, conflicts and placement, with the VMI as the source.
+9. Guest-reported addresses: an IPAM-less secondary Layer2 network (`role: Secondary`, `ipam.mode: Disabled`;
+   see `networks`) has no claims. A Running VMI attaches to it through `spec.networks[].multus.networkName` =
+   `<cudn>` or `<namespace>/<cudn>` (the NetworkAttachmentDefinition the CUDN generates is named after it), where the
+   NAD's namespace (the VMI's when not written) is one the CUDN's `namespaceSelector` selects by its real labels.
+   The addresses are the `status.interfaces[]` entry of the same `name`: `ipAddresses` (else `ipAddress`), bare IPs,
+   taken only when `infoSource` names `guest-agent` (or is absent, older KubeVirt). A guest reports anything: at most
+   `maxAddressesPerInterface` entries are taken per interface (the rest refused `too-many-addresses`), each
+   validated as for claims (plus `outside-allowed-prefixes` against the configured allowed prefixes), with the VMI as
+   the source; conflicts with claims or other VMIs, running, node and next hop follow rules 4-8. A primary network
+   with `ipam.mode: Disabled` cannot exist under the CRD: `networks` refuses it (`invalid-network-definition`), so
+   no address is ever read from the primary UDN interface.
 
 The per-object API, used alike by `host_routes` (the full planner) and `planner.incremental` (one object at a time):
 `claim_vm` (rule 2), `read_claims` / `read_vmi_interfaces` into a `Collector` (rules 1-3; `Collector.entry()` is what
@@ -80,8 +88,6 @@ VM_LABEL = "kubevirt.io/vm"
 DOMAIN_ANNOTATION = "kubevirt.io/domain"
 CREATED_BY_LABEL = "kubevirt.io/created-by"
 TARGET_READY_ANNOTATION = "kubevirt.io/migration-target-ready-timestamp"
-PRIMARY_UDN_POD_INTERFACE = "ovn-udn1"
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 CLAIM_KIND = "IPAMClaim"
 VMI_KIND = "VirtualMachineInstance"
 _OWNER_KINDS = ("VirtualMachine", "VirtualMachineInstance")
@@ -496,15 +502,25 @@ def read_claims(claims: Mapping, networks: Networks, out: Collector) -> None:
 
 
 def namespace_networks(networks: Networks) -> list[Network]:
-    """The advertised IPAM-disabled networks that take addresses from VMI interfaces (by namespace selector)."""
-    return [n for n in networks.advertised.values() if n.ipam_disabled and n.namespace_selector is not None]
+    """The advertised IPAM-less secondary networks, whose addresses come from VMI interfaces (guest reports)."""
+    return [n for n in networks.advertised.values() if n.namespaces is not None]
+
+
+def _guest_reported(iface: Mapping) -> bool:
+    """False when `infoSource` is given and does not name the guest agent: then the addresses come from the pod's
+    network status (OVN-K assigns none on an IPAM-less network), not from the guest. No `infoSource` (KubeVirt
+    before 0.59): taken."""
+    source = iface.get("infoSource")
+    if source is None:
+        return True
+    return isinstance(source, str) and "guest-agent" in (part.strip() for part in source.split(","))
 
 
 def read_vmi_interfaces(vmis: Mapping, networks: Networks, out: Collector) -> None:
-    """Read the addresses of Running VMIs (`ClusterState.vmis`, or any part of it) on IPAM-disabled networks
-    (primary UDN interface only) into `out`."""
-    disabled = namespace_networks(networks)
-    if not disabled:
+    """Read the guest-reported addresses of Running VMIs (`ClusterState.vmis`, or any part of it) on IPAM-less
+    secondary networks into `out` (rule 9 of the module docstring)."""
+    secondary = {n.name: n for n in namespace_networks(networks)}
+    if not secondary:
         return
     for vmi in vmis.values():
         if not isinstance(vmi, dict):
@@ -516,20 +532,35 @@ def read_vmi_interfaces(vmis: Mapping, networks: Networks, out: Collector) -> No
         status = mapping(vmi.get("status"))
         if status.get("phase") != "Running" or meta.get("deletionTimestamp"):
             continue
-        ns_labels = {NAMESPACE_NAME_LABEL: namespace}
-        network = next(
-            (n for n in sorted(disabled, key=lambda n: n.name) if n.namespace_selector.matches(ns_labels)), None
-        )
-        if network is None:
+        spec_networks = mapping(vmi.get("spec")).get("networks")
+        attached: dict[str, Network] = {}  # VMI interface name -> network
+        for entry in spec_networks if isinstance(spec_networks, list) else []:
+            if not isinstance(entry, dict):
+                continue
+            iface_name = entry.get("name")
+            nad = mapping(entry.get("multus")).get("networkName")
+            if not isinstance(iface_name, str) or not iface_name or not isinstance(nad, str) or not nad:
+                continue
+            nad_namespace, _, nad_name = nad.rpartition("/")
+            network = secondary.get(nad_name)
+            namespaces = network.namespaces if network is not None else None
+            if network is not None and namespaces is not None and (nad_namespace or namespace) in namespaces:
+                attached[iface_name] = network
+        if not attached:
             continue
         uid, created = meta.get("uid"), meta.get("creationTimestamp")
         ref = ObjectRef(
             VMI_KIND, name, namespace, uid if isinstance(uid, str) else "", created if isinstance(created, str) else ""
         )
+        taken: dict[str, tuple[Network, list]] = {}  # network name -> (network, values of all its interfaces)
         interfaces = status.get("interfaces")
         for iface in interfaces if isinstance(interfaces, list) else []:
-            if not isinstance(iface, dict) or iface.get("podInterfaceName") != PRIMARY_UDN_POD_INTERFACE:
+            if not isinstance(iface, dict):
                 continue
+            iface_name = iface.get("name")
+            network = attached.pop(iface_name, None) if isinstance(iface_name, str) else None
+            if network is None or not _guest_reported(iface):
+                continue  # not on such a network, listed twice, or not from the guest
             values = iface.get("ipAddresses")
             if values is None and iface.get("ipAddress") is not None:
                 values = [iface.get("ipAddress")]
@@ -538,6 +569,17 @@ def read_vmi_interfaces(vmis: Mapping, networks: Networks, out: Collector) -> No
             if not isinstance(values, list):
                 out.refuse(ref, values, checks.MALFORMED_OBJECT, "ipAddresses is not a list", network.name)
                 continue
+            limit = network.max_addresses
+            if len(values) > limit:
+                message = (
+                    f"interface {iface_name} reports {len(values)} addresses; only the first {limit} are taken "
+                    f"(networks.secondary[].maxAddressesPerInterface)"
+                )
+                out.refuse(ref, values[limit:], checks.TOO_MANY_ADDRESSES, message, network.name)
+                values = values[:limit]
+            taken.setdefault(network.name, (network, []))[1].extend(values)
+        for network, values in taken.values():
+            # one record per network: an address reported on two interfaces of one VM counts once, not as a conflict
             out.records.append((values, network, ref, (namespace, name), meta))
 
 

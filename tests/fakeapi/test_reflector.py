@@ -216,6 +216,7 @@ def test_the_initial_list_fills_the_store_page_by_page_then_syncs(server: FakeAp
         "vmis": 2,
         "pods": 2,
         "nodes": 2,
+        "namespaces": 0,
     }
     assert set(harness.store.state.pods) == {(NS, "virt-launcher-vm-a-x7k2p"), (NS, "virt-launcher-vm-b-x7k2p")}
     launcher = harness.store.state.pods[(NS, "virt-launcher-vm-a-x7k2p")]
@@ -248,6 +249,7 @@ def test_a_cut_watch_resumes_from_the_last_resource_version_without_a_new_list(
 ) -> None:
     server.load(cluster())
     started(harness)
+    harness.wait(lambda: harness.watches("ipamclaims") >= 1)  # synced after the list: the watch may not be open yet
     lists_before = {r.plural: harness.lists(r.plural) for r in WATCHED}
     watches_before = harness.watches("ipamclaims")
     server.drop_watches()

@@ -32,6 +32,12 @@ def test_the_example_configuration_loads():
     )
     assert cfg.next_hop == "node"
     assert cfg.metrics.host_port == ("127.0.0.1", 9179)
+    [guestnet] = cfg.networks.secondary
+    assert (guestnet.name, [str(p) for p in guestnet.allowed_prefixes], guestnet.max_addresses_per_interface) == (
+        "guestnet",
+        ["10.60.0.0/24"],
+        4,
+    )
 
 
 def test_minimal_configuration_defaults():
@@ -102,6 +108,36 @@ def with_(**changes) -> dict:
         ),
         pytest.param(with_(kubernetes={"kubeconfig": 3}), "kubernetes.kubeconfig: must be a string", id="kubeconfig"),
         pytest.param(with_(localASNs=1), "localASNs: unknown field", id="top-level-typo"),
+        pytest.param(
+            with_(networks={"secondary": [{"name": "guestnet", "allowedPrefixes": ["10.60.0.1/24"]}]}),
+            "networks.secondary[0].allowedPrefixes[0]: has host bits set (write 10.60.0.0/24)",
+            id="secondary-host-bits",
+        ),
+        pytest.param(
+            with_(networks={"secondary": [{"name": "guestnet", "allowedPrefixes": ["10.60.0.9"]}]}),
+            "networks.secondary[0].allowedPrefixes[0]: must be a CIDR",
+            id="secondary-bare-ip",
+        ),
+        pytest.param(
+            with_(networks={"secondary": [{"name": "g", "maxAddressesPerInterface": 1000}]}),
+            "networks.secondary[0].maxAddressesPerInterface: must be between 1 and 64",
+            id="secondary-max-addresses",
+        ),
+        pytest.param(
+            with_(networks={"secondary": [{"name": "g"}, {"name": "g"}]}),
+            "networks.secondary[1].name: g is listed twice",
+            id="secondary-twice",
+        ),
+        pytest.param(
+            with_(networks={"secondary": [{"allowedPrefixes": []}]}),
+            "networks.secondary[0].name: is required",
+            id="secondary-no-name",
+        ),
+        pytest.param(
+            with_(networks={"secondary": [{"name": "g", "prefixes": []}]}),
+            "networks.secondary[0].prefixes: unknown field",
+            id="secondary-typo",
+        ),
         pytest.param([1, 2], ": must be a mapping", id="not-a-mapping"),
         pytest.param(None, "the configuration is empty", id="empty"),
     ],

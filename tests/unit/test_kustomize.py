@@ -123,7 +123,7 @@ def test_the_cluster_role_lists_and_watches_what_bgpadv_reads_and_writes_only_ev
         (("k8s.ovn.org",), ("clusteruserdefinednetworks", "routeadvertisements"), ("list", "watch"), ()),
         (("k8s.cni.cncf.io",), ("ipamclaims",), ("list", "watch"), ()),
         (("kubevirt.io",), ("virtualmachineinstances",), ("list", "watch"), ()),
-        (("",), ("pods", "nodes"), ("list", "watch"), ()),
+        (("",), ("pods", "nodes", "namespaces"), ("list", "watch"), ()),
         (("",), ("events",), ("create", "patch"), ()),
     }
 

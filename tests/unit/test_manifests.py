@@ -136,5 +136,6 @@ def test_the_example_cluster_dump_loads_cleanly():
     state, warnings = load_manifests(EXAMPLES)
     assert warnings == []
     assert set(state.nodes) == {"worker-1", "worker-2", "worker-3"}
-    assert set(state.cudns) == {"vmnet-a", "vmnet-b", "vmnet-l3", "vmnet-lab", "physnet"}
+    assert set(state.cudns) == {"vmnet-a", "vmnet-b", "vmnet-l3", "vmnet-lab", "physnet", "guestnet"}
     assert len(state.ipam_claims) >= 20 and len(state.vmis) >= 15 and len(state.pods) >= 15
+    assert set(state.namespaces) == {"imported-vms", "tenant-b", "l3-apps", "lab-vms", "static-vms"}

@@ -218,6 +218,7 @@ def test_a_per_node_instance_watches_launcher_pods_of_its_node_only_and_everythi
         "ipamclaims": "",
         "virtualmachineinstances": "",
         "nodes": "",
+        "namespaces": "",
     }
 
 

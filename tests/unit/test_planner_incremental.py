@@ -52,9 +52,15 @@ def _cudn(name: str, variant: int) -> dict:
         elif variant == 6:
             subnets = [("10.132.0.0/16", "24")]
         return k8s.cudn_layer3("l3", subnets, labels=labels, deleting=variant == 2, created_at=created_at)
-    if name == "flat":  # IPAM disabled: addresses come from VMI interfaces
+    if name == "flat":  # IPAM-less secondary: addresses come from VMI interfaces (guest reports)
         return k8s.cudn_layer2(
-            "flat", ["10.150.0.0/24"], labels=labels, namespaces=("apps",), ipam_mode="Disabled", created=variant != 3
+            "flat",
+            None if variant == 4 else ["10.150.0.0/24"],  # no subnet: the configured allowed prefixes bound it
+            labels=labels,
+            role="Secondary",
+            ipam_mode="Disabled",
+            created=variant != 3,
+            namespace_selector={"matchLabels": {"guests": "flat"}},
         )
     subnets = {"net-a": ["10.100.0.0/24", "fd10:100::/64"], "net-b": ["10.200.0.0/24", "fd10:200::/64"]}[name]
     if variant in (4, 5) and name == "net-b":
@@ -124,14 +130,15 @@ claims = st.builds(
     st.sampled_from([True] * 9 + [False]),
 )
 vmis = st.builds(
-    lambda ns, vm, node, target, phase, migration, ifaces, created: k8s.vmi(
+    lambda ns, vm, node, target, phase, migration, ifaces, created, nad: k8s.vmi(
         ns,
         vm,
         node,
         phase,
-        interfaces=[k8s.interface(ifaces)] if ifaces else None,
+        interfaces=[k8s.interface(ifaces, name="data", pod_interface="pod6c6a4b6e0f1")] if ifaces else None,
         migration_state=_migration(vm, node or "worker-1", target, migration),
         created=created,
+        secondary=[("data", nad)] if nad else (),
     ),
     st.sampled_from(NAMESPACES),
     st.sampled_from(VMS),
@@ -139,8 +146,15 @@ vmis = st.builds(
     st.sampled_from(NODES),
     st.sampled_from(["Running"] * 5 + ["Scheduling", "Succeeded"]),
     st.sampled_from((0, 0, 1, 1, 1, 2, 3, 4, 5, 6)),
-    st.none() | st.lists(st.sampled_from(("10.150.0.10", "10.150.0.11", "10.150.0.1", "10.100.0.10")), max_size=2),
+    st.none()
+    | st.lists(st.sampled_from(("10.150.0.10", "10.150.0.11", "10.150.0.1", "10.100.0.10", "10.150.7.1")), max_size=6),
     st.sampled_from(CREATED),
+    st.sampled_from(("flat", "flat", "apps/flat", None)),
+)
+namespaces = st.builds(
+    lambda name, selected: k8s.namespace(name, {"guests": "flat"} if selected else None),
+    st.sampled_from(("apps", "imported-vms")),
+    st.booleans(),
 )
 pods = st.builds(
     lambda ns, vm, node, suffix, ready, phase: k8s.launcher_pod(
@@ -155,14 +169,15 @@ pods = st.builds(
 )
 nodes = st.builds(_node, st.sampled_from(NODES), st.integers(0, 5), st.sampled_from(CREATED))
 cudns = st.builds(_cudn, st.sampled_from(("net-a", "net-b", "l3", "flat")), st.integers(0, 6))
-objects_ = st.one_of(claims, claims, vmis, vmis, pods, pods, nodes, cudns)
+objects_ = st.one_of(claims, claims, vmis, vmis, pods, pods, nodes, cudns, namespaces)
 # (delete?, object); a delete removes whatever is stored under the object's key
 changes = st.tuples(st.sampled_from([False] * 4 + [True]), objects_)
 # a batch of changes planned together; None-hints are drawn per batch
 batches = st.tuples(st.lists(changes, min_size=1, max_size=4), st.sampled_from([False] * 9 + [True]))
 
+SECONDARY = {"secondary": [{"name": "flat", "allowedPrefixes": ["10.150.0.0/25"], "maxAddressesPerInterface": 2}]}
 CONFIGS = {
-    "node": k8s.config(),
+    "node": k8s.config(networks=SECONDARY),
     "self": k8s.config(nextHop="self"),
     "per-node": k8s.config(nodeName="worker-2"),
     "no-subnets": k8s.config(networks={"subnets": False}),
@@ -384,8 +399,14 @@ def test_equal_age_conflict_falls_back_to_plan():
     # a claim and a VMI interface of the same name and age hold one address: plan() keeps the one it read first
     flat = _cudn("flat", 0)
     claim = k8s.ipam_claim("apps", "vm-a", "vm-a", "cluster_udn_flat", ["10.150.0.10/24"])
-    vmi = k8s.vmi("apps", "vm-a", "worker-1", interfaces=[k8s.interface(["10.150.0.10"])])
-    c = _lab(flat, claim, vmi)
+    vmi = k8s.vmi(
+        "apps",
+        "vm-a",
+        "worker-1",
+        interfaces=[k8s.interface(["10.150.0.10"], name="data")],
+        secondary=[("data", "flat")],
+    )
+    c = _lab(flat, claim, vmi, k8s.namespace("apps", {"guests": "flat"}))
     assert c.planner.fallbacks == 1
     assert ("vm-a", "duplicate-address") in c.reasons()
     c.step(_cudn("flat", 1))

@@ -372,11 +372,21 @@ def test_invalid_layer2_definition_refuses_the_cudn_whole_with_every_claim_on_it
     }
 
 
-def test_ipam_disabled_layer2_network_needs_no_subnets():
-    cudn = vmnet_a_with(None, ipam_mode="Disabled")
+def test_ipam_less_secondary_layer2_network_needs_no_subnets_and_announces_none():
+    cudn = vmnet_a_with(None, ipam_mode="Disabled", role="Secondary")
     p = plan(k8s.state(NODES, cudn), k8s.config())
     assert p.routes == ()
     assert p.rejected == ()
+
+
+def test_primary_network_with_ipam_disabled_is_an_invalid_definition():
+    # the CRD allows ipam.mode Disabled only on Secondary networks: no address is read from the primary interface
+    cudn = vmnet_a_with(["192.168.100.0/24"], ipam_mode="Disabled")
+    p = plan(k8s.state(NODES, cudn), k8s.config())
+    assert p.routes == ()
+    assert {(str(r.source), r.value, r.reason) for r in p.rejected} == {
+        ("ClusterUserDefinedNetwork vmnet-a", "Disabled", INVALID)
+    }
 
 
 def l3(subnets, **kw):

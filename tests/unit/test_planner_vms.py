@@ -3,8 +3,9 @@
 Scope: claim → VMI linking (label `kubevirt.io/vm`, ownerReference; never the claim name), Running only, pending
 and stopped VMs, next hop (node InternalIP of the route's family, the node-primary-ifaddr fallback, `self`), live
 migration (target live by VMI timestamp or by the target pod's annotation; failed, aborted and completed
-migrations), IPAM-disabled networks (VMI interfaces), per-node views, the hostRoutes switch, and claims on Layer3
-networks (no persistent IPs there). Node addresses as next hops are in test_planner_nodes.py.
+migrations), per-node views, the hostRoutes switch, and claims on Layer3
+networks (no persistent IPs there). Node addresses as next hops are in test_planner_nodes.py; guest-reported
+addresses on IPAM-less secondary networks in test_planner_secondary.py.
 """
 
 from __future__ import annotations
@@ -316,27 +317,6 @@ def test_host_routes_switch_off_announces_only_subnets():
     p = run(claim(), k8s.vmi(NS, "vm-a", W1), networks={"hostRoutes": False})
     assert host_routes(p) == set()
     assert {str(r.prefix) for r in p.routes} == {"192.168.100.0/24", "fd10:100::/64"}
-
-
-# --- IPAM-disabled networks ---------------------------------------------------------------------------------------
-
-
-def test_ipam_disabled_network_takes_addresses_from_the_primary_udn_interface_of_running_vmis():
-    cudn = k8s.cudn_layer2("vmnet-d", ["10.70.0.0/24"], labels=ADV, namespaces=["static-vms"], ipam_mode="Disabled")
-    vmi = k8s.vmi(
-        "static-vms",
-        "db",
-        W2,
-        interfaces=[
-            k8s.interface(["10.70.0.20", "fe80::1"]),  # primary UDN: one valid, one link-local
-            k8s.interface(["172.16.0.4"], name="sec", pod_interface="net1"),  # secondary interface: ignored
-        ],
-    )
-    stopped = k8s.vmi("static-vms", "old", W2, phase="Succeeded", interfaces=[k8s.interface(["10.70.0.21"])])
-    elsewhere = k8s.vmi("other-ns", "web", W1, interfaces=[k8s.interface(["10.70.0.22"])])
-    p = plan(k8s.state(NODES, cudn, vmi, stopped, elsewhere), k8s.config())
-    assert host_routes(p) == {("10.70.0.20/32", "10.0.0.12", W2, "VirtualMachineInstance static-vms/db")}
-    assert refused(p) == {("VirtualMachineInstance static-vms/db", "fe80::1", "link-local")}
 
 
 # --- claims only on topologies with persistent IPs ----------------------------------------------------------------

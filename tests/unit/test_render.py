@@ -77,6 +77,8 @@ EXPECTED_ROUTES = {
     ("10.132.3.0/24", "10.0.0.13", "subnet", "Node worker-3"),
     ("fd10:132:0:1::/64", "fd00::11", "subnet", "Node worker-1"),
     ("fd10:132:0:2::/64", "fd00::12", "subnet", "Node worker-2"),
+    # guestnet: IPAM-less secondary, no subnet; vm-static's guest agent reports 10.60.0.15 (allowed, on worker-2)
+    ("10.60.0.15/32", "10.0.0.12", "host", "VirtualMachineInstance static-vms/vm-static"),
 }
 EXPECTED_REFUSALS = {
     ("ClusterUserDefinedNetwork physnet", "Localnet/Secondary", "network-not-advertisable"),
@@ -95,6 +97,9 @@ EXPECTED_REFUSALS = {
     ("IPAMClaim lab-vms/vm-lab.default", "cluster_udn_vmnet-lab", "network-not-selected"),
     ("IPAMClaim legacy/vm-legacy.physnet", "cluster_udn_physnet", "network-not-advertisable"),
     ("IPAMClaim tenant-b/web-2.default", "192.168.200.1/24", "default-gateway-address"),
+    # the guest's other reports: outside the allowed prefixes (the network's only ranges), link-local
+    ("VirtualMachineInstance static-vms/vm-static", "10.61.0.9", "outside-network-subnets"),
+    ("VirtualMachineInstance static-vms/vm-static", "fe80::7b:4cff:fe00:22", "link-local"),
     # the guard: the only peer is an IPv4 session without nextHopSelf, where an IPv6 `self` cannot be expressed
     ("ClusterUserDefinedNetwork vmnet-a", "fd10:100::/64", "family-not-carried"),
 }
@@ -163,7 +168,7 @@ def test_table_groups_by_network_aligns_columns_and_lists_refusals_last(capsys):
     _, out, _ = run(capsys, str(CONFIG), str(EXAMPLES), "table")
     lines = out.splitlines()
     groups = [line for line in lines if line.startswith("network ")]
-    assert [g.split()[1] for g in groups] == ["vmnet-a", "vmnet-b", "vmnet-l3"]
+    assert [g.split()[1] for g in groups] == ["guestnet", "vmnet-a", "vmnet-b", "vmnet-l3"]
     refused_at = next(i for i, line in enumerate(lines) if line.startswith("refused"))
     assert all(lines.index(g) < refused_at for g in groups)
     headers = [line for line in lines[:refused_at] if line.strip().startswith("PREFIX")]
@@ -173,7 +178,7 @@ def test_table_groups_by_network_aligns_columns_and_lists_refusals_last(capsys):
         if line.startswith("  ") and not line.strip().startswith("PREFIX"):
             assert line[column - 2 : column] == "  " and line[column] != " "
     assert "\\nannounce route" in out, "control characters are escaped, one refusal per line"
-    assert lines[-1].endswith("17 refused")
+    assert lines[-1].endswith("19 refused")
 
 
 def test_empty_plan_renders():
