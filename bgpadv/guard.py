@@ -50,7 +50,7 @@ from bgpadv.config import Config, PeerConfig
 from bgpadv.model import Plan, Refusal, Route
 from bgpadv.planner import checks
 from bgpadv.planner.networks import index_networks
-from bgpadv.planner.nodes import PRIMARY_IFADDR_ANNOTATION
+from bgpadv.planner.nodes import PRIMARY_IFADDR_ANNOTATION, SPECIAL_RANGES
 from bgpadv.state import ClusterState
 
 __all__ = ["SPECIAL_RANGES", "Guard", "GuardContext", "Guarded", "check_peer", "prefix_key"]
@@ -60,24 +60,8 @@ PrefixKey = tuple[int, int, int]
 
 _WIDTH = {4: 32, 6: 128}
 
-SPECIAL_RANGES: dict[int, tuple[tuple[int, int, str], ...]] = {
-    4: (
-        (0x00000000, 0x00FFFFFF, "unspecified/this-network 0.0.0.0/8"),
-        (0x7F000000, 0x7FFFFFFF, "loopback 127.0.0.0/8"),
-        (0xA9FE0000, 0xA9FEFFFF, "link-local 169.254.0.0/16"),
-        (0xE0000000, 0xEFFFFFFF, "multicast 224.0.0.0/4"),
-        (0xFFFFFFFF, 0xFFFFFFFF, "limited broadcast 255.255.255.255/32"),
-    ),
-    6: (
-        (0, 0, "unspecified ::/128"),
-        (1, 1, "loopback ::1/128"),
-        (0xFFFF << 32, (0xFFFF << 32) | 0xFFFFFFFF, "IPv4-mapped ::ffff:0:0/96"),
-        (0xFE80 << 112, (0xFEBF << 112) | ((1 << 112) - 1), "link-local fe80::/10"),
-        (0xFF << 120, (1 << 128) - 1, "multicast ff00::/8"),
-    ),
-}
-"""Per IP version: (first, last, description) of every range no announced prefix may overlap (rule 3) and no next hop
-may lie in (rule 6)."""
+# SPECIAL_RANGES (from the planner's node rules, one table for both): per IP version, (first, last, description) of
+# every range no announced prefix may overlap (rule 3) and no next hop may lie in (rule 6).
 
 _NEWEST = "\uffff"  # sorts after every timestamp: an origin without creationTimestamp is the youngest
 
