@@ -493,7 +493,7 @@ def _network_value(r: _Reader, value: Any, path: str) -> IPNetwork | None:
         net = IPNetwork(value) if isinstance(value, str) else None
     except (AddrFormatError, ValueError, TypeError):
         net = None
-    if net is None or net != net.cidr:
+    if net is None or net.ip != net.network:
         r.fail(path, f"must be a CIDR with no host bits, got {brief(value)}")
         return None
     return net
