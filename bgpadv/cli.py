@@ -28,6 +28,9 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument("--config", required=True)
     render.add_argument("--manifests", required=True, help="directory of YAML/JSON manifests (kubectl get -o yaml)")
     render.add_argument("--output", choices=("table", "json"), default="table")
+    render.add_argument(
+        "--learned", help="print what importRoutes would install from these learned routes (peer -> prefix -> next hop)"
+    )
 
     check = sub.add_parser(
         "check-config", help="validate a configuration file, and ExaBGP's rendering of it (exit 2 when invalid)"
@@ -47,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "render":
         from bgpadv import render
 
-        return render.main(args.config, args.manifests, args.output)
+        return render.main(args.config, args.manifests, args.output, args.learned)
     if args.command == "run":
         from bgpadv import service
 

@@ -489,6 +489,7 @@ def controller_main(config_path: str) -> int:
 
         importer = Importer(config, Netlink(), metrics.metrics, time.monotonic())
         speaker.on_received = importer.handle
+        metrics.import_status = importer.snapshot
 
     def sources_factory(emit: Callable[[WatchEvent], None]) -> Sources:
         settings = ReflectorSettings(hold_seconds=config.safety.hold_seconds)

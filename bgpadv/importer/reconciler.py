@@ -61,6 +61,7 @@ class Importer:
         self._neighbors: dict[str, str] = {}
         self._applied_version = -1
         self._was_complete = False
+        self._snapshot: dict = {}
 
     # -- inputs ----------------------------------------------------------------------------------------------------
     def handle(self, reply: object, at: float) -> None:
@@ -142,6 +143,7 @@ class Importer:
                 self._remove(table, prefix, installed)
             st.installed = dict(installed)
         self._status = status
+        self._snapshot = self.status()  # read by the HTTP thread: a new dict each time, swapped whole
         self._export_metrics()
 
     def _install(self, table: int, prefix: IPNetwork, hops: frozenset[IPAddress], installed: Routes) -> None:
@@ -174,6 +176,10 @@ class Importer:
             for version, family in ((4, "ipv4"), (6, "ipv6")):
                 count = sum(1 for p in st.installed if p.version == version)
                 self.metrics.routes_imported.labels(network=name, family=family).set(count)  # type: ignore[attr-defined]
+
+    def snapshot(self) -> dict:
+        """The latest `status()`, safe to call from another thread."""
+        return self._snapshot
 
     # -- status ----------------------------------------------------------------------------------------------------
     def status(self) -> dict:
