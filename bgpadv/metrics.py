@@ -163,9 +163,9 @@ class Metrics:
             ["network", "family"],
             registry=r,
         )
-        self.import_refused = Counter(
-            "bgpadv_import_refused_total",
-            "Learned routes not imported: outside the policy, inside the network's own subnets, over the limit.",
+        self.import_refused = Gauge(
+            "bgpadv_import_refused",
+            "Learned routes not imported now: outside the policy, inside the network's own subnets, over the limit.",
             ["network", "reason"],
             registry=r,
         )

@@ -25,7 +25,7 @@ from netaddr import IPAddress, IPNetwork
 from bgpadv.config import Config, ImportNetwork
 from bgpadv.importer.learned import LearnedRoutes
 from bgpadv.importer.netlink import Netlink, Routes, vrf_name
-from bgpadv.importer.policy import desired_routes
+from bgpadv.importer.policy import LIMIT, NEXT_HOP, OWN_SUBNET, POLICY, desired_routes
 from bgpadv.speaker.protocol import NeighborList, PeerState, RibInDone, RibRoute, UpdateEvent
 
 log = logging.getLogger(__name__)
@@ -173,6 +173,8 @@ class Importer:
         if self.metrics is None:
             return
         for name, st in self._status.items():
+            for reason in (POLICY, OWN_SUBNET, NEXT_HOP, LIMIT):
+                self.metrics.import_refused.labels(network=name, reason=reason).set(st.refused.get(reason, 0))  # type: ignore[attr-defined]
             for version, family in ((4, "ipv4"), (6, "ipv6")):
                 count = sum(1 for p in st.installed if p.version == version)
                 self.metrics.routes_imported.labels(network=name, family=family).set(count)  # type: ignore[attr-defined]

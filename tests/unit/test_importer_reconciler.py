@@ -195,3 +195,6 @@ def test_own_subnet_routes_never_reach_the_table(accept):
     imp.handle(update(DEFAULT, IPNetwork("192.168.100.0/24"), IPNetwork("192.168.100.10/32")), 1.0)
     assert kernel.tables[1001] == {DEFAULT: VIA_TOR}
     assert AcceptRule(DEFAULT) in cfg.import_routes.networks[0].accept or accept is not None
+    refused = imp.metrics.import_refused  # type: ignore[union-attr]
+    reason = "policy" if accept is None else "own-subnet"
+    assert refused.labels(network="vmnet-a", reason=reason)._value.get() == 2
