@@ -39,6 +39,9 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument(
         "--output", choices=("table", "json"), default="table", help="table (default), or json: one document"
     )
+    render.add_argument(
+        "--learned", help="print what importRoutes would install from these learned routes (peer -> prefix -> next hop)"
+    )
 
     check = sub.add_parser(
         "check-config", help="validate a configuration file, and ExaBGP's rendering of it (exit 2 when invalid)"
@@ -62,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "render":
         from bgpadv import render
 
-        return render.main(args.config, args.manifests, args.output)
+        return render.main(args.config, args.manifests, args.output, args.learned)
     if args.command == "run":
         from bgpadv import service
 

@@ -11,7 +11,7 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -109,6 +109,48 @@ class SafetyConfig:
         return self.min_prefix_length_v4 if version == 4 else self.min_prefix_length_v6
 
 
+ACCEPT_DEFAULT_ROUTE = (IPNetwork("0.0.0.0/0"), IPNetwork("::/0"))
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptRule:
+    """Import a learned prefix inside `prefix` whose length is at most `max_length` (None: exactly `prefix`), from
+    the peers in `peers` (empty: every configured peer)."""
+
+    prefix: IPNetwork
+    max_length: int | None = None
+    peers: tuple[IPAddress, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ImportNetwork:
+    """One network whose routing table receives the ToR's routes (`importRoutes.networks[]`).
+
+    `name`: the CUDN's name; its VRF is found by name (OVN-K's rule, `bgpadv.importer.netlink.vrf_name`) unless
+    `table` is set. `network_id`: OVN-K's network ID, needed for a name longer than 15 characters when the CUDN
+    does not carry the `k8s.ovn.org/network-id` annotation. `external`: not a CUDN (an operator's own VRF): needs
+    `table`; its `exclude` subnets replace the CUDN's. `accept`: the import policy; the default imports only the
+    default routes (0.0.0.0/0, ::/0) from every peer.
+    """
+
+    name: str
+    table: int | None = None
+    network_id: int | None = None
+    external: bool = False
+    exclude: tuple[IPNetwork, ...] = ()
+    accept: tuple[AcceptRule, ...] = tuple(AcceptRule(p) for p in ACCEPT_DEFAULT_ROUTE)
+
+
+@dataclass(frozen=True, slots=True)
+class ImportConfig:
+    """`importRoutes`: the ToR's routes into each listed network's routing table, protocol 186 (off by default)."""
+
+    enabled: bool = False
+    networks: tuple[ImportNetwork, ...] = ()
+    max_routes: int = 1000  # per network and family; the longest prefixes beyond it are left out
+    reconcile_seconds: float = 10.0  # the periodic level-based repair (kernel dump, VRF lookup)
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     local_asn: int
@@ -123,6 +165,7 @@ class Config:
     node_name: str | None = None  # per-node mode: this instance's node (None: cluster mode, the whole cluster)
     next_hop_self: tuple[IPAddress, ...] = ()  # what `self` stands for, per family; () = the session's address
     safety: SafetyConfig = field(default_factory=SafetyConfig)
+    import_routes: ImportConfig = field(default_factory=ImportConfig)
 
     def self_address(self, version: int) -> IPAddress | None:
         """The explicit address `next-hop self` means for IP version 4 or 6, if configured."""
@@ -316,6 +359,7 @@ def parse(raw: Any, environ: Mapping[str, str] | None = None) -> Config:
             "nodeName",
             "nextHopSelf",
             "safety",
+            "importRoutes",
         },
     )
     if raw is None or not isinstance(raw, dict):
@@ -385,6 +429,7 @@ def parse(raw: Any, environ: Mapping[str, str] | None = None) -> Config:
         r.unicast(self6, "nextHopSelf.ipv6")
     attributes = r.attributes(top.get("attributes"), "attributes")
     safety = _safety(r, top.get("safety"))
+    import_routes = _import_routes(r, top.get("importRoutes"), {p.address for p in peers})
 
     kubernetes = KubernetesConfig(
         kubeconfig=r.string(rk, "kubeconfig", "kubernetes"), context=r.string(rk, "context", "kubernetes")
@@ -406,6 +451,7 @@ def parse(raw: Any, environ: Mapping[str, str] | None = None) -> Config:
         node_name=node_name,
         next_hop_self=tuple(a for a in (self4, self6) if a is not None),
         safety=safety,
+        import_routes=import_routes,
     )
 
 
@@ -563,6 +609,90 @@ def _safety(r: _Reader, raw: Any) -> SafetyConfig:
         hold_seconds=_number(r, rs, "holdSeconds", "safety", 60.0, 86400.0, d.hold_seconds),
         max_routes=r.integer(rs, "maxRoutes", "safety", 1, 10_000_000, d.max_routes) or d.max_routes,
         drain_seconds=_number(r, rs, "drainSeconds", "safety", 0.0, 3600.0, d.drain_seconds),
+    )
+
+
+def _network_value(r: _Reader, value: Any, path: str) -> IPNetwork | None:
+    try:
+        net = IPNetwork(value) if isinstance(value, str) else None
+    except (AddrFormatError, ValueError, TypeError):
+        net = None
+    if net is None or net.ip != net.network:
+        r.fail(path, f"must be a CIDR with no host bits, got {brief(value)}")
+        return None
+    return net
+
+
+def _import_routes(r: _Reader, raw: Any, peers: set[IPAddress]) -> ImportConfig:
+    d = ImportConfig()
+    ri = r.mapping(raw, "importRoutes", {"enabled", "networks", "maxRoutes", "reconcileSeconds"})
+    networks: list[ImportNetwork] = []
+    raw_networks = ri.get("networks", [])
+    if not isinstance(raw_networks, list):
+        r.fail("importRoutes.networks", "must be a list")
+        raw_networks = []
+    names: set[str] = set()
+    keys = {"name", "table", "networkID", "external", "exclude", "accept"}
+    for i, rn in enumerate(raw_networks):
+        path = f"importRoutes.networks[{i}]"
+        m = r.mapping(rn, path, keys)
+        name = r.string(m, "name", path)
+        if not name:
+            r.fail(f"{path}.name", "is required")
+            continue
+        if name in names:
+            r.fail(f"{path}.name", f"{name!r} is listed twice")
+        names.add(name)
+        table = r.integer(m, "table", path, 1, 4294967295)
+        if table is not None and table in (253, 254, 255):
+            r.fail(f"{path}.table", "must not be the default, main or local table")
+        external = r.boolean(m, "external", path, False)
+        if external and table is None:
+            r.fail(f"{path}.table", "is required for an external network")
+        exclude = []
+        for j, value in enumerate(m.get("exclude", []) if isinstance(m.get("exclude", []), list) else [None]):
+            net = _network_value(r, value, f"{path}.exclude[{j}]")
+            if net is not None:
+                exclude.append(net)
+        rules: list[AcceptRule] = []
+        raw_rules = m.get("accept")
+        if raw_rules is not None and not isinstance(raw_rules, list):
+            r.fail(f"{path}.accept", "must be a list")
+            raw_rules = []
+        for j, rr in enumerate(raw_rules or []):
+            rpath = f"{path}.accept[{j}]"
+            ra = r.mapping(rr, rpath, {"prefix", "maxLength", "peers"})
+            prefix = _network_value(r, ra.get("prefix"), f"{rpath}.prefix")
+            if prefix is None:
+                continue
+            width = 32 if prefix.version == 4 else 128
+            max_length = r.integer(ra, "maxLength", rpath, prefix.prefixlen, width)
+            rule_peers = []
+            for k, value in enumerate(ra.get("peers", []) if isinstance(ra.get("peers", []), list) else [None]):
+                try:
+                    address = IPAddress(value) if isinstance(value, str) else None
+                except (AddrFormatError, ValueError):
+                    address = None
+                if address is None or address not in peers:
+                    r.fail(f"{rpath}.peers[{k}]", f"must be a configured peer's address, got {brief(value)}")
+                else:
+                    rule_peers.append(address)
+            rules.append(AcceptRule(prefix, max_length, tuple(rule_peers)))
+        network = ImportNetwork(
+            name=name,
+            table=table,
+            network_id=r.integer(m, "networkID", path, 0, 65535),
+            external=external,
+            exclude=tuple(exclude),
+        )
+        if raw_rules is not None:
+            network = replace(network, accept=tuple(rules))
+        networks.append(network)
+    return ImportConfig(
+        enabled=r.boolean(ri, "enabled", "importRoutes", False),
+        networks=tuple(networks),
+        max_routes=r.integer(ri, "maxRoutes", "importRoutes", 1, 1_000_000, d.max_routes) or d.max_routes,
+        reconcile_seconds=_number(r, ri, "reconcileSeconds", "importRoutes", 1.0, 3600.0, d.reconcile_seconds),
     )
 
 

@@ -157,6 +157,24 @@ class Metrics:
             "Unix time when ExaBGP last held everything desired for a peer (all commands acknowledged).",
             registry=r,
         )
+        self.routes_imported = Gauge(
+            "bgpadv_routes_imported",
+            "Routes learned from the peers that bgpadv holds installed (protocol 186) in a network's routing table.",
+            ["network", "family"],
+            registry=r,
+        )
+        self.import_refused = Gauge(
+            "bgpadv_import_refused",
+            "Learned routes not imported now: outside the policy, inside the network's own subnets, over the limit.",
+            ["network", "reason"],
+            registry=r,
+        )
+        self.netlink_errors = Counter(
+            "bgpadv_netlink_errors_total",
+            "Netlink requests of the route import that failed (install, delete, dump, VRF lookup).",
+            ["operation"],
+            registry=r,
+        )
         self.build_info = Gauge("bgpadv_build_info", "bgpadv's version; always 1.", ["version"], registry=r)
         self.build_info.labels(version=__version__).set(1)
         self.events = Counter(

@@ -49,6 +49,8 @@ class MetricsObserver:
         wall_clock: Callable[[], float] = time.time,
     ):
         self.metrics = metrics if metrics is not None else Metrics()
+        # the egress import's snapshot for /status (bgpadv.importer.reconciler.Importer.snapshot), when it runs
+        self.import_status: Callable[[], dict[str, Any]] | None = None
         self._clock = clock
         self._wall = wall_clock
         self.convergence = ConvergenceTracker(
@@ -204,4 +206,7 @@ class MetricsObserver:
 
     def status(self) -> dict[str, Any]:
         """A JSON-ready snapshot for `/status`: peers, routes, convergence percentiles, last sync, version."""
-        return self.model.status(self.convergence.summary(), self.convergence.pending_counts())
+        out = self.model.status(self.convergence.summary(), self.convergence.pending_counts())
+        if self.import_status is not None:
+            out["import"] = self.import_status()
+        return out

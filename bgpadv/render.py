@@ -14,8 +14,12 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+
+from netaddr import IPAddress, IPNetwork
 
 from bgpadv import config as config_module
+from bgpadv import yamlsafe
 from bgpadv.guard import Guard
 from bgpadv.model import Plan, Refusal, Route
 from bgpadv.planner import plan as make_plan
@@ -116,8 +120,11 @@ def render_plan(plan: Plan, output: str) -> str:
     raise ValueError(f"unknown output {output!r} (expected one of {', '.join(OUTPUTS)})")
 
 
-def main(config_path: str, manifests_dir: str, output: str) -> int:
-    """Run `bgpadv render`: 0 ok, 2 configuration error (every field path on stderr), 1 any other error."""
+def main(config_path: str, manifests_dir: str, output: str, learned_path: str | None = None) -> int:
+    """Run `bgpadv render`: 0 ok, 2 configuration error (every field path on stderr), 1 any other error.
+
+    With `learned_path` it prints instead what the egress import (`importRoutes`) would install from those learned
+    routes: a YAML/JSON mapping peer address → prefix → next hop, e.g. `{"10.0.0.1": {"0.0.0.0/0": "10.0.0.1"}}`."""
     if output not in OUTPUTS:
         print(f"error: --output must be one of {', '.join(OUTPUTS)}, got {output!r}", file=sys.stderr)
         return 1
@@ -131,8 +138,79 @@ def main(config_path: str, manifests_dir: str, output: str) -> int:
         return 1
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    if learned_path is not None:
+        try:
+            learned = load_learned(learned_path)
+        except (OSError, ValueError) as e:
+            print(f"{learned_path}: {e}", file=sys.stderr)
+            return 1
+        sys.stdout.write(render_imports(imports(state, cfg, learned), output))
+        return 0
     sys.stdout.write(render_plan(announced(state, cfg), output))
     return 0
+
+
+def load_learned(path: str) -> dict[str, dict[IPNetwork, IPAddress | None]]:
+    """A learned-routes file: peer address → prefix → next hop (null: none)."""
+    documents = list(yamlsafe.load_documents(Path(path).read_text()))
+    raw = documents[0][1] if len(documents) == 1 else None
+    if isinstance(raw, yamlsafe.Refused) or not isinstance(raw, dict):
+        raise ValueError("must map peer addresses to {prefix: next hop}")
+    out: dict[str, dict[IPNetwork, IPAddress | None]] = {}
+    for peer, routes in raw.items():
+        if not isinstance(routes, dict):
+            raise ValueError(f"{peer}: must map prefixes to next hops")
+        out[str(IPAddress(str(peer)))] = {
+            IPNetwork(str(prefix)).cidr: IPAddress(str(nh)) if nh is not None else None for prefix, nh in routes.items()
+        }
+    return out
+
+
+def imports(state: ClusterState, cfg: config_module.Config, learned: dict) -> list[dict]:
+    """Per `importRoutes` network: its VRF/table and the routes it would hold, from `learned` (bgpadv.importer)."""
+    from bgpadv.importer.netlink import vrf_name
+    from bgpadv.importer.policy import desired_routes
+    from bgpadv.importer.reconciler import selected_networks
+    from bgpadv.planner.networks import index_networks
+
+    selected = selected_networks(index_networks(state, cfg).advertised, state.cudns)
+    out = []
+    for net in cfg.import_routes.networks:
+        sel = selected.get(net.name)
+        if sel is None and not net.external:
+            out.append({"network": net.name, "selected": False, "table": None, "vrf": None, "routes": []})
+            continue
+        network_id = net.network_id if net.network_id is not None else sel.network_id if sel else None
+        desired = desired_routes(learned, net, sel.subnets if sel else (), cfg.import_routes.max_routes)
+        out.append(
+            {
+                "network": net.name,
+                "selected": True,
+                "table": net.table,
+                "vrf": None if net.external else vrf_name(net.name, network_id),
+                "routes": [
+                    {"prefix": str(p), "nextHops": sorted(str(h) for h in hops)}
+                    for p, hops in sorted(desired.routes.items(), key=lambda i: i[0].sort_key())
+                ],
+                "refused": desired.refused,
+            }
+        )
+    return out
+
+
+def render_imports(rows: list[dict], output: str) -> str:
+    if output == "json":
+        return json.dumps({"imports": rows}, indent=2) + "\n"
+    lines = []
+    for row in rows:
+        where = f"table {row['table']}" if row["table"] is not None else f"VRF {row['vrf'] or '? (network ID unknown)'}"
+        if not row["selected"]:
+            lines.append(f"{row['network']}: not a selected network, nothing imported")
+            continue
+        refused = ", ".join(f"{n} {reason}" for reason, n in sorted(row["refused"].items())) or "none"
+        lines.append(f"{row['network']} ({where}, protocol 186): {len(row['routes'])} routes, refused: {refused}")
+        lines += [f"  {r['prefix']} via {', '.join(r['nextHops'])}" for r in row["routes"]]
+    return "\n".join(lines) + "\n" if lines else "no importRoutes networks configured\n"
 
 
 def announced(state: ClusterState, cfg: config_module.Config) -> Plan:

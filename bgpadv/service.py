@@ -50,10 +50,13 @@ from bgpadv import resources
 from bgpadv.config import Config, ConfigError, load, load_or_report
 from bgpadv.guard import Guard, Guarded, PrefixKey
 from bgpadv.hold import WithdrawalHold, with_test_hold
+from bgpadv.importer.reconciler import Importer, selected_networks
 from bgpadv.model import Cause, Plan, Route, RouteKind
 from bgpadv.observe import Fanout, NullObserver, Observer
 from bgpadv.planner.incremental import IncrementalPlanner
+from bgpadv.planner.networks import index_networks
 from bgpadv.planner.vms import VMI_KIND, claim_vm
+from bgpadv.resources import CUDN, ROUTE_ADVERTISEMENTS
 from bgpadv.seams import ControllerSources, ControllerSpeaker
 from bgpadv.sources.reflector import WatchEvent
 from bgpadv.sources.store import Store
@@ -128,8 +131,10 @@ class Controller:
         observer: Observer | None = None,
         settings: LoopSettings | None = None,
         clock: Callable[[], float] = time.monotonic,
+        importer: Importer | None = None,
     ) -> None:
         self.config = config
+        self.importer = importer  # egress import (bgpadv.importer), fed by the speaker's on_received hook
         self.settings = settings or LoopSettings()
         self.clock = clock
         self.observer: Observer = observer if observer is not None else NullObserver()
@@ -201,6 +206,8 @@ class Controller:
         With `wait=0` and nothing queued it only runs the timers, so a test drives the loop exactly, without
         threads or sleeps."""
         self.observer.heartbeat()
+        if self.importer is not None:
+            self.importer.tick(self.clock())  # graceful-restart expiry, the periodic kernel reconcile
         try:
             item = self.queue.get(timeout=wait) if wait > 0 else self.queue.get_nowait()
         except queue.Empty:
@@ -283,6 +290,7 @@ class Controller:
 
     def _plan_and_send(self, received_at: float | None, *, full: bool) -> None:
         started = time.monotonic()
+        networks_moved = full or self.plan is None or bool({CUDN.kind, ROUTE_ADVERTISEMENTS.kind} & self._kinds)
         changed, self._changed = (None if full else self._changed), set()
         try:
             plan = self.incremental.plan(self.store.state, changed)
@@ -303,6 +311,9 @@ class Controller:
         self.plan = plan
         self._last_plan_at = self.clock()
         self.speaker.set_desired(self._hold_withdrawals(guarded.per_peer, bulk, origin), cause)
+        if self.importer is not None and networks_moved:
+            advertised = index_networks(self.store.state, self.config).advertised
+            self.importer.set_networks(selected_networks(advertised, self.store.state.cudns), self.clock())
         # Observation after the commands are written: metrics never delay an UPDATE. ExaBGP's echo of what it sent
         # is read by this same loop later, so the handover start is recorded before its end can arrive.
         self._note_migrations(previous, plan, changed)
@@ -429,7 +440,9 @@ def run(config_path: str, runtime_dir: str | None = None) -> int:
     rdir.mkdir(parents=True, exist_ok=True)
     api_argv = controller_argv(config_path)  # the path as given: a ConfigMap update must not make it vanish
     conf = rdir / "exabgp.conf"
-    write_private(conf, render_exabgp_config(config, api_argv))  # 0600: it holds the MD5 passwords
+    write_private(
+        conf, render_exabgp_config(config, api_argv, receive_routes=config.import_routes.enabled)
+    )  # 0600: it holds the MD5 passwords
     env = {**os.environ, **exabgp_environment(config, str(rdir))}
     argv = exabgp_argv(str(conf))
     from bgpadv.lifecycle import supervise
@@ -475,12 +488,21 @@ def controller_main(config_path: str) -> int:
         commands.flush()
 
     speaker = Speaker.from_config(config, write, observer)
+    importer = None
+    if config.import_routes.enabled:
+        from bgpadv.importer.netlink import Netlink
+
+        importer = Importer(config, Netlink(), metrics.metrics, time.monotonic())
+        speaker.on_received = importer.handle
+        metrics.import_status = importer.snapshot
 
     def sources_factory(emit: Callable[[WatchEvent], None]) -> Sources:
         settings = ReflectorSettings(hold_seconds=config.safety.hold_seconds)
         return Sources(api_client, watched_resources(config), emit, settings, observer)
 
-    controller = Controller(config, speaker=speaker, sources_factory=sources_factory, observer=observer)
+    controller = Controller(
+        config, speaker=speaker, sources_factory=sources_factory, observer=observer, importer=importer
+    )
     # the API shim forwards the supervisor's drain request as SIGUSR1 (ignored until here); a request made before
     # the handler existed is in the environment or the runtime directory's drain file (bgpadv.lifecycle)
     signal.signal(signal.SIGUSR1, lambda _signum, _frame: controller.request_drain())

@@ -80,7 +80,43 @@ def render(status: dict[str, Any]) -> str:
         for stage, c in sorted(conv.items(), key=lambda kv: _stage_order(kv[0]))
     ]
     lines += _table(["STAGE (since event)", "SAMPLES", "P50", "P90", "P99", "MAX"], rows, "no samples", "lrrrrr")
+    imported = status.get("import")
+    if imported is not None:
+        lines.append("")
+        lines += render_import(imported)
     return "\n".join(lines) + "\n"
+
+
+def render_import(imported: dict[str, Any]) -> list[str]:
+    """The egress import: routes learned per peer, then per network its table and the routes it should hold and
+    holds (protocol 186)."""
+    rows = [
+        [peer, prefix, str(next_hop or "-")]
+        for peer, routes in sorted((imported.get("learned") or {}).items())
+        for prefix, next_hop in routes.items()
+    ]
+    lines = _table(["LEARNED FROM", "PREFIX", "NEXT HOP"], rows, "no routes learned", "lll")
+    if not imported.get("complete", True):
+        lines.append("(the learned routes are not complete yet: nothing installed is removed for being unknown)")
+    lines.append("")
+    rows = []
+    for name, net in sorted((imported.get("networks") or {}).items()):
+        installed = net.get("installed") or {}
+        desired = net.get("desired") or {}
+        where = f"table {net['table']}" if net.get("table") is not None else f"VRF {net.get('vrf') or '?'} absent"
+        for prefix in sorted(set(installed) | set(desired)):
+            state = (
+                "installed"
+                if installed.get(prefix) == desired.get(prefix)
+                else "pending"
+                if prefix in desired
+                else "leaving"
+            )
+            rows.append([name, where, prefix, ",".join(desired.get(prefix) or installed.get(prefix) or []), state])
+        if not installed and not desired:
+            rows.append([name, where, "-", "-", "-"])
+    lines += _table(["IMPORT NETWORK", "TABLE", "PREFIX", "NEXT HOPS", "STATE"], rows, "no network imports", "lllll")
+    return lines
 
 
 STAGE_ORDER = ("planned", "written", "acked", "sent", "handover")

@@ -136,6 +136,38 @@ class FrrRouter:
                 for sep in ("-", "."):
                     shutil.rmtree(f"/var/tmp/frr/{daemon}{sep}{pid}", ignore_errors=True)
 
+    # ------------------------------------------------------------------ routes to the cluster
+
+    def configure(self, *lines: str) -> None:
+        """Run configuration commands (`configure terminal` first, each line one vtysh `-c`)."""
+        argv = ["vtysh", "--vty_socket", str(self.dir), "-c", "configure terminal"]
+        for line in lines:
+            argv += ["-c", line]
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        if result.returncode != 0 or "%" in result.stdout:
+            raise RuntimeError(f"vtysh {lines!r}: {result.stderr.strip() or result.stdout.strip()}")
+
+    def announce_to_cluster(self, *prefixes: str) -> None:
+        """Originate `prefixes` (IPv4) towards the cluster, next hop the ToR (by default it sends nothing back):
+        `network` statements, the route check off, and the outbound route map opened for exactly these."""
+        lines = [
+            "route-map TO-CLUSTER permit 5",
+            "match ip address prefix-list TO-CLUSTER-OK",
+            "exit",
+            f"router bgp {self.settings.asn}",
+            "no bgp network import-check",
+            "neighbor CLUSTER advertisement-interval 0",
+            "address-family ipv4 unicast",
+        ]
+        lines += [f"network {p}" for p in prefixes]
+        self.configure(*[f"ip prefix-list TO-CLUSTER-OK permit {p}" for p in prefixes], *lines)
+
+    def withdraw_from_cluster(self, *prefixes: str) -> None:
+        """Stop originating `prefixes`: the ToR sends their withdrawal."""
+        self.configure(
+            f"router bgp {self.settings.asn}", "address-family ipv4 unicast", *[f"no network {p}" for p in prefixes]
+        )
+
     # ------------------------------------------------------------------ queries
 
     def vtysh(self, command: str) -> str:

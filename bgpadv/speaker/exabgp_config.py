@@ -54,6 +54,8 @@ def _neighbor(config: Config, peer: PeerConfig, receive_routes: bool) -> list[st
             raise ValueError(f"peer {peer.address}: the MD5 password contains characters ExaBGP cannot parse")
         lines.append(f'    md5-password "{peer.md5_password}";')
     lines.append("    manual-eor true;")
+    if receive_routes:  # a restarted controller reads the received routes back (`show adj-rib in json`)
+        lines.append("    adj-rib-in true;")
     lines.append("    capability {")
     if peer.graceful_restart is not None:
         lines.append(f"        graceful-restart {int(peer.graceful_restart)};")
@@ -77,7 +79,7 @@ def render_exabgp_config(config: Config, api_argv: Sequence[str], *, receive_rou
     """The whole ExaBGP configuration: the API process and one neighbor block per peer.
 
     `api_argv` is the controller's command line (argv[0] absolute). `receive_routes` adds `receive { parsed;
-    update; }` (not needed for announcing; a future per-node egress mode will want the ToR's routes).
+    update; }` and `adj-rib-in true` (`importRoutes.enabled`: the ToR's routes go into the networks' VRF tables).
     """
     if not api_argv:
         raise ValueError("api_argv must not be empty")

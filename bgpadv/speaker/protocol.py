@@ -33,6 +33,7 @@ MAX_LINE_BYTES = 256 * 1024  # ExaBGP kills an API process at 1 MiB without a ne
 FAMILIES: dict[str, tuple[str, str]] = {"ipv4 unicast": ("ipv4", "unicast"), "ipv6 unicast": ("ipv6", "unicast")}
 SHOW_NEIGHBORS = "show neighbor json"
 SHOW_ADJ_RIB_OUT = "show adj-rib out json"
+SHOW_ADJ_RIB_IN = "show adj-rib in json"  # the same line format; needs `adj-rib-in true` on the neighbor
 _U32 = 4294967295
 
 
@@ -251,6 +252,11 @@ class RibRoute:
     peer: str
     prefix: IPNetwork
     next_hop: IPAddress | None
+
+
+@dataclass(frozen=True, slots=True)
+class RibInDone:
+    """Not a line: the speaker's marker that ExaBGP acknowledged `show adj-rib in json` (the dump is complete)."""
 
 
 @dataclass(frozen=True, slots=True)

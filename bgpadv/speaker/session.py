@@ -52,6 +52,7 @@ from bgpadv.speaker.protocol import (
     NeighborList,
     Notification,
     PeerState,
+    RibInDone,
     RibRoute,
     Shutdown,
     UpdateEvent,
@@ -64,6 +65,7 @@ _WITHDRAW = "withdraw"
 _EOR = "eor"
 _SHOW_NEIGHBORS = "show-neighbors"
 _SHOW_RIB = "show-rib"
+_SHOW_RIB_IN = "show-rib-in"
 
 _FAMILY = {4: protocol.family_of(IPNetwork("0.0.0.0/0")), 6: protocol.family_of(IPNetwork("::/0"))}
 _Key = tuple[int, int, int]  # (IP version, network value with host bits cleared, prefix length)
@@ -154,6 +156,9 @@ class Speaker:
         self.closed = False  # ExaBGP said it is shutting down
         self.draining = False  # drain(): every route carries GRACEFUL_SHUTDOWN
         self._gshut: dict[Attributes, Attributes] = {}  # attributes -> the same with 65535:0 (shared objects)
+        # the import hook (bgpadv.importer): set before start(), it gets every received UPDATE, peer state, the
+        # start-up neighbor list and ExaBGP's adj-rib-in (`show adj-rib in json`, then RibInDone)
+        self.on_received: Callable[[object, float], None] | None = None
 
     @classmethod
     def from_config(
@@ -219,6 +224,8 @@ class Speaker:
         self._rib_dump = {name: {} for name in self._peers}
         self._queue.append(_Command(_SHOW_NEIGHBORS, "", protocol.SHOW_NEIGHBORS))
         self._queue.append(_Command(_SHOW_RIB, "", protocol.SHOW_ADJ_RIB_OUT))
+        if self.on_received is not None:
+            self._queue.append(_Command(_SHOW_RIB_IN, "", protocol.SHOW_ADJ_RIB_IN))
         self._pump(time.monotonic())
 
     def set_desired(self, desired: Mapping[str, Iterable[Route]], cause: Cause | None = None) -> None:
@@ -282,8 +289,14 @@ class Speaker:
         if isinstance(reply, Ack):
             self._on_ack(reply.ok, at)
         elif isinstance(reply, RibRoute):
-            self._on_rib_route(reply)
+            if self._inflight and self._inflight[0].kind == _SHOW_RIB_IN:
+                if self.on_received is not None:
+                    self.on_received(reply, at)
+            else:
+                self._on_rib_route(reply)
         elif isinstance(reply, NeighborList):
+            if self.on_received is not None:
+                self.on_received(reply, at)
             self._discarding = False
             for peer, state in reply.peers:
                 if peer in self._peers:
@@ -291,8 +304,12 @@ class Speaker:
                     self._observer.peer_state(peer, state, at)  # a restarted controller learns sessions here
         elif isinstance(reply, PeerState):
             self._on_peer_state(reply, at)
+            if self.on_received is not None and reply.peer in self._peers:
+                self.on_received(reply, at)
         elif isinstance(reply, UpdateEvent):
-            if reply.direction == "send":
+            if reply.direction == "receive" and self.on_received is not None:
+                self.on_received(reply, at)
+            elif reply.direction == "send":
                 self._observer.updates_sent(
                     reply.peer, [str(p) for p, _ in reply.announced], [str(p) for p in reply.withdrawn], at
                 )
@@ -478,6 +495,8 @@ class Speaker:
             )
             if self._desired is not None:
                 self._replan()
+        elif cmd.kind == _SHOW_RIB_IN and self.on_received is not None:
+            self.on_received(RibInDone(), at)
         self._maybe_initial_eor()
 
     def _on_rib_route(self, route: RibRoute) -> None:

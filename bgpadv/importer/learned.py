@@ -1,0 +1,139 @@
+"""The routes the peers sent (ExaBGP's `receive { parsed; update; }` events), with graceful-restart timing. Pure:
+every method takes the time it runs at.
+
+- An UPDATE replaces the peer's path for each announced prefix (one path per prefix per peer: no add-path) and
+  removes each withdrawn one.
+- A session that goes down keeps its routes, stale, for the peer's configured graceful-restart time (`PeerConfig.
+  graceful_restart`; none: they go at once). When the session is back, a route the peer sends again is fresh; the
+  stale rest goes `SETTLE_SECONDS` after the peer's End-of-RIB, or when the time is up. The settle time is there
+  because FRR, measured in the lab, can send its End-of-RIB to a restarted neighbor ~0.1 s BEFORE the routes.
+- Completeness at start-up (`complete`): a new controller knows nothing the peers sent before it started (ExaBGP
+  does not replay received routes to a new API process). It asks ExaBGP for its adj-rib-in; a peer that was up when
+  the dump was taken is complete `SETTLE_SECONDS` later (a session that came up just before the dump may not have
+  sent its routes yet), any other one when its End-of-RIB arrives or its graceful-restart time
+  passes (End-of-RIB: plus `SETTLE_SECONDS`). Until every peer is complete, nothing installed is removed for not
+  being learned unless this instance learned it before (a withdrawal, a session's stale routes expiring): the kernel
+  table keeps what the previous instance installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from netaddr import IPAddress, IPNetwork
+
+from bgpadv.config import PeerConfig
+
+Path = IPAddress | None  # the next hop of a peer's path
+SETTLE_SECONDS = 2.0
+
+
+class LearnedRoutes:
+    def __init__(self, peers: Sequence[PeerConfig], now: float) -> None:
+        self._gr = {p.name: float(p.graceful_restart or 0) for p in peers}
+        self.routes: dict[str, dict[IPNetwork, Path]] = {p.name: {} for p in peers}
+        self._stale: dict[str, set[IPNetwork]] = {p.name: set() for p in peers}
+        self._stale_until: dict[str, float] = {}
+        self._state: dict[str, str] = {}
+        self._complete: set[str] = set()
+        self._complete_at: dict[str, float] = {}
+        self._startup_until = now + max(self._gr.values(), default=0.0)
+        self._dumping = False
+        self._touched: set[tuple[str, IPNetwork]] = set()
+        self.version = 0  # bumped on every change
+        self.seen: set[IPNetwork] = set()  # every prefix any peer announced to this instance
+
+    @property
+    def complete(self) -> bool:
+        return len(self._complete) == len(self.routes)
+
+    def stale(self, peer: str) -> int:
+        return len(self._stale.get(peer, ()))
+
+    def update(
+        self,
+        peer: str,
+        announced: Sequence[tuple[IPNetwork, Path]],
+        withdrawn: Sequence[IPNetwork],
+        eor: Sequence[str],
+        now: float,
+    ) -> None:
+        routes = self.routes.get(peer)
+        if routes is None:
+            return
+        stale = self._stale[peer]
+        for prefix, next_hop in announced:
+            routes[prefix] = next_hop
+            self.seen.add(prefix)
+            stale.discard(prefix)
+            if self._dumping:
+                self._touched.add((peer, prefix))
+        for prefix in withdrawn:
+            routes.pop(prefix, None)
+            stale.discard(prefix)
+            if self._dumping:
+                self._touched.add((peer, prefix))
+        if eor:
+            settled = now + SETTLE_SECONDS
+            if stale:
+                self._stale_until[peer] = min(self._stale_until.get(peer, settled), settled)
+            if peer not in self._complete:
+                self._complete_at[peer] = min(self._complete_at.get(peer, settled), settled)
+        self.version += 1
+
+    def peer_state(self, peer: str, state: str, now: float) -> None:
+        if peer not in self.routes:
+            return
+        previous = self._state.get(peer)
+        self._state[peer] = state
+        if state == "down" and previous != "down":
+            self._stale[peer] = set(self.routes[peer])
+            if self._gr[peer] <= 0:
+                self._drop_stale(peer)
+            else:
+                self._stale_until[peer] = now + self._gr[peer]
+            self.version += 1
+
+    def begin_dump(self, states: Mapping[str, str]) -> None:
+        """ExaBGP's adj-rib-in is about to be listed; `states` is the neighbor list that preceded it."""
+        for peer, state in states.items():
+            if peer in self.routes:
+                self._state[peer] = state
+        self._dumping = True
+        self._touched.clear()
+
+    def dump_route(self, peer: str, prefix: IPNetwork, next_hop: Path) -> None:
+        routes = self.routes.get(peer)
+        if routes is not None and (peer, prefix) not in self._touched:  # an UPDATE since is newer
+            routes[prefix] = next_hop
+            self.seen.add(prefix)
+            self.version += 1
+
+    def end_dump(self, now: float) -> None:
+        self._dumping = False
+        self._touched.clear()
+        for peer in self.routes:
+            if self._state.get(peer) == "up":  # the session's adj-rib-in, unless it came up just now: settle
+                self._complete_at[peer] = min(self._complete_at.get(peer, now + SETTLE_SECONDS), now + SETTLE_SECONDS)
+        self.version += 1
+
+    def expire(self, now: float) -> None:
+        for peer, at in list(self._complete_at.items()):
+            if now >= at:
+                del self._complete_at[peer]
+                self._complete.add(peer)
+                self.version += 1
+        for peer, until in list(self._stale_until.items()):
+            if now >= until:
+                self._drop_stale(peer)
+        if now >= self._startup_until and not self.complete:
+            self._complete.update(self.routes)
+            self.version += 1
+
+    def _drop_stale(self, peer: str) -> None:
+        routes = self.routes[peer]
+        for prefix in self._stale[peer]:
+            routes.pop(prefix, None)
+        self._stale[peer] = set()
+        self._stale_until.pop(peer, None)
+        self.version += 1

@@ -1,0 +1,131 @@
+"""The kernel side of the import, over netlink (pyroute2): find a VRF's table, dump, install and delete routes.
+
+Only routes with protocol 186 (RTPROT_BGP, what OVN-K's route-import controller mirrors) are ever dumped, replaced
+or deleted, and only in the tables the reconciler names; a route of any other protocol is never touched. Equal paths
+go in as one multipath route (RTA_MULTIPATH), a single path as a plain gateway route.
+
+VRF names follow OVN-K (`util.GetNetworkVRFName`): the CUDN's name when it has at most 15 characters (IFNAMSIZ - 1),
+else `mp<networkID>-udn-vrf`, where the network ID is OVN-K's (the `k8s.ovn.org/network-id` annotation it writes on
+the network's NetworkAttachmentDefinitions and, in recent releases, the CUDN).
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterable, Mapping
+
+from netaddr import IPAddress, IPNetwork
+from pyroute2 import IPRoute
+from pyroute2.netlink.exceptions import NetlinkError
+
+RTPROT_BGP = 186
+MAX_IFNAME = 15
+NETWORK_ID_ANNOTATION = "k8s.ovn.org/network-id"
+Routes = dict[IPNetwork, frozenset[IPAddress]]
+
+
+def vrf_name(network: str, network_id: int | None) -> str | None:
+    """OVN-K's VRF name of a CUDN, or None when the name is too long and the network ID is unknown."""
+    if len(network) <= MAX_IFNAME:
+        return network
+    return None if network_id is None else f"mp{network_id}-udn-vrf"
+
+
+def vrf_of_link(msg: object) -> tuple[str, int] | None:
+    """(name, table) of an RTM_NEWLINK message for a VRF device (IFLA_INFO_KIND `vrf`, IFLA_VRF_TABLE); None for
+    any other link."""
+    get = getattr(msg, "get_attr", None)
+    if get is None:
+        return None
+    info = get("IFLA_LINKINFO")
+    if info is None or info.get_attr("IFLA_INFO_KIND") != "vrf":
+        return None
+    data = info.get_attr("IFLA_INFO_DATA")
+    table = data.get_attr("IFLA_VRF_TABLE") if data is not None else None
+    name = get("IFLA_IFNAME")
+    if not name or not table:
+        return None
+    return str(name), int(table)
+
+
+def route_of_message(msg: object) -> tuple[int, IPNetwork, frozenset[IPAddress]] | None:
+    """(table, prefix, next hops) of an RTM_NEWROUTE message with protocol 186; None otherwise."""
+    if msg["proto"] != RTPROT_BGP:  # type: ignore[index]
+        return None
+    get = msg.get_attr  # type: ignore[attr-defined]
+    table = get("RTA_TABLE") or msg["table"]  # type: ignore[index]
+    family = msg["family"]  # type: ignore[index]
+    dst = get("RTA_DST") or ("0.0.0.0" if family == socket.AF_INET else "::")
+    prefix = IPNetwork(f"{dst}/{msg['dst_len']}")  # type: ignore[index]
+    hops = set()
+    gateway = get("RTA_GATEWAY")
+    if gateway:
+        hops.add(IPAddress(gateway))
+    for hop in get("RTA_MULTIPATH") or ():
+        gw = hop.get_attr("RTA_GATEWAY")
+        if gw:
+            hops.add(IPAddress(gw))
+    return int(table), prefix, frozenset(hops)
+
+
+class Netlink:
+    """One netlink socket (pyroute2's IPRoute) in the namespace the process runs in."""
+
+    def __init__(self, ipr: IPRoute | None = None) -> None:
+        self._ipr = ipr if ipr is not None else IPRoute()
+
+    def close(self) -> None:
+        self._ipr.close()
+
+    def vrf_tables(self) -> dict[str, int]:
+        """Every VRF device's name → its routing table."""
+        out = {}
+        try:
+            links = list(self._ipr.get_links())
+        except NetlinkError as e:
+            raise OSError(e.code, f"link dump: {e}") from e
+        for msg in links:
+            vrf = vrf_of_link(msg)
+            if vrf is not None:
+                out[vrf[0]] = vrf[1]
+        return out
+
+    def installed(self, tables: Iterable[int]) -> dict[int, Routes]:
+        """The protocol-186 routes of each of `tables` (IPv4 and IPv6)."""
+        wanted = set(tables)
+        out: dict[int, Routes] = {t: {} for t in wanted}
+        for family in (socket.AF_INET, socket.AF_INET6):
+            try:
+                messages = list(self._ipr.get_routes(family=family))
+            except NetlinkError as e:
+                raise OSError(e.code, f"route dump: {e}") from e
+            for msg in messages:
+                parsed = route_of_message(msg)
+                if parsed is not None and parsed[0] in wanted:
+                    out[parsed[0]][parsed[1]] = parsed[2]
+        return out
+
+    def replace(self, table: int, prefix: IPNetwork, next_hops: Iterable[IPAddress]) -> None:
+        hops = sorted(next_hops)
+        kwargs: dict[str, object] = {"dst": str(prefix.cidr), "table": table, "proto": RTPROT_BGP}
+        kwargs["family"] = socket.AF_INET if prefix.version == 4 else socket.AF_INET6
+        if len(hops) == 1:
+            kwargs["gateway"] = str(hops[0])
+        else:
+            kwargs["multipath"] = [{"gateway": str(h)} for h in hops]
+        try:
+            self._ipr.route("replace", **kwargs)
+        except NetlinkError as e:
+            raise OSError(e.code, f"replace {prefix} in table {table}: {e}") from e
+
+    def delete(self, table: int, prefix: IPNetwork) -> None:
+        family = socket.AF_INET if prefix.version == 4 else socket.AF_INET6
+        try:
+            self._ipr.route("del", dst=str(prefix.cidr), table=table, proto=RTPROT_BGP, family=family)
+        except NetlinkError as e:
+            raise OSError(e.code, f"delete {prefix} from table {table}: {e}") from e
+
+
+def tables_by_network(vrfs: Mapping[str, int], names: Mapping[str, str | None]) -> dict[str, int]:
+    """network → table for the networks whose VRF (`names`: network → VRF name) exists."""
+    return {net: vrfs[vrf] for net, vrf in names.items() if vrf is not None and vrf in vrfs}

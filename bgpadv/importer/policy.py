@@ -1,0 +1,76 @@
+"""What each network's routing table should hold, from the learned routes and the import policy. Pure.
+
+Per network (`ImportNetwork`): a learned prefix is imported when an accept rule takes it (inside the rule's prefix,
+no longer than its `maxLength`, exactly the prefix when there is none; from one of its peers, any peer when it
+lists none), it is not inside one of the network's own subnets (OVN-K would skip it anyway; the VMs reach those
+inside the overlay), and its next hop is of the prefix's family. The safe default policy imports only the default
+routes (0.0.0.0/0, ::/0): egress needs nothing more, and nothing else the fabric sends can steer a VM's traffic.
+
+Every peer's path for a prefix counts as equal (bgpadv runs on a node below its ToRs: the same prefix from two ToRs
+is ECMP); the kernel route carries all their next hops. At most `max_routes` prefixes per network and family are
+imported, the shortest first (the default route always fits); the rest are refused with reason `limit`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from netaddr import IPAddress, IPNetwork
+
+from bgpadv.config import AcceptRule, ImportNetwork
+
+NextHops = frozenset[IPAddress]
+# reasons a learned route is not imported (bgpadv_import_refused_total{reason})
+POLICY, OWN_SUBNET, NEXT_HOP, LIMIT = "policy", "own-subnet", "next-hop", "limit"
+
+
+@dataclass(slots=True)
+class Desired:
+    routes: dict[IPNetwork, NextHops] = field(default_factory=dict)
+    refused: dict[str, int] = field(default_factory=dict)
+
+
+def _accepts(rule: AcceptRule, peer: IPAddress, prefix: IPNetwork) -> bool:
+    if rule.peers and peer not in rule.peers:
+        return False
+    if prefix.version != rule.prefix.version or prefix not in rule.prefix:
+        return False
+    if rule.max_length is None:
+        return prefix.prefixlen == rule.prefix.prefixlen
+    return prefix.prefixlen <= rule.max_length
+
+
+def desired_routes(
+    learned: Mapping[str, Mapping[IPNetwork, IPAddress | None]],
+    network: ImportNetwork,
+    own_subnets: Iterable[IPNetwork],
+    max_routes: int,
+) -> Desired:
+    """The routes `network`'s table should hold: prefix → next hops. `learned`: peer address (text) → prefix →
+    next hop. `own_subnets`: the network's subnets (a CUDN's), plus `network.exclude`."""
+    out = Desired()
+    subnets = [*own_subnets, *network.exclude]
+    paths: dict[IPNetwork, set[IPAddress]] = {}
+
+    def refuse(reason: str) -> None:
+        out.refused[reason] = out.refused.get(reason, 0) + 1
+
+    for peer_text, routes in learned.items():
+        peer = IPAddress(peer_text)
+        for prefix, next_hop in routes.items():
+            if not any(_accepts(rule, peer, prefix) for rule in network.accept):
+                refuse(POLICY)
+            elif any(s.version == prefix.version and prefix in s for s in subnets):
+                refuse(OWN_SUBNET)
+            elif next_hop is None or next_hop.version != prefix.version or next_hop.value == 0:
+                refuse(NEXT_HOP)
+            else:
+                paths.setdefault(prefix, set()).add(next_hop)
+    for version in (4, 6):
+        ordered = sorted((p for p in paths if p.version == version), key=lambda p: (p.prefixlen, p.value))
+        for prefix in ordered[:max_routes]:
+            out.routes[prefix] = frozenset(paths[prefix])
+        for _ in ordered[max_routes:]:
+            refuse(LIMIT)
+    return out

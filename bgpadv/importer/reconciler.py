@@ -1,0 +1,226 @@
+"""The import loop's state: learned routes in, kernel tables made to match, level-based.
+
+`Importer` is driven from the controller's single thread: `handle()` takes every parsed ExaBGP line the speaker
+hands on (received UPDATEs, peer states, the start-up neighbor list and adj-rib-in dump), `set_networks()` the
+selected CUDNs (name → subnets, network ID) after each plan, `tick()` the clock. After each change it computes the
+desired routes per table (`policy.desired_routes`) and applies the difference to what it believes is installed;
+every `reconcile_seconds` it re-reads the VRFs and the tables' protocol-186 routes from the kernel and repairs
+whatever drifted (a route deleted by hand, a VRF that appeared since: it is filled then).
+
+What it never does: touch a route whose protocol is not 186, touch a table that is not a listed network's (a
+CUDN's only while that CUDN is selected), remove an installed route for not being learned before the learned set
+is complete (`LearnedRoutes.complete`) unless this instance learned it itself, so a restarted bgpadv never empties
+a table and a withdrawal still takes effect at once.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from netaddr import IPAddress, IPNetwork
+
+from bgpadv.config import Config, ImportNetwork
+from bgpadv.importer.learned import LearnedRoutes
+from bgpadv.importer.netlink import Netlink, Routes, vrf_name
+from bgpadv.importer.policy import LIMIT, NEXT_HOP, OWN_SUBNET, POLICY, desired_routes
+from bgpadv.speaker.protocol import NeighborList, PeerState, RibInDone, RibRoute, UpdateEvent
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SelectedNetwork:
+    subnets: tuple[IPNetwork, ...]
+    network_id: int | None = None
+
+
+@dataclass(slots=True)
+class NetworkStatus:
+    table: int | None
+    vrf: str | None
+    desired: Routes = field(default_factory=dict)
+    installed: Routes = field(default_factory=dict)
+    refused: dict[str, int] = field(default_factory=dict)
+
+
+class Importer:
+    def __init__(self, config: Config, netlink: Netlink, metrics: object | None, now: float) -> None:
+        self.config = config
+        self.settings = config.import_routes
+        self.netlink = netlink
+        self.metrics = metrics
+        self.learned = LearnedRoutes(config.peers, now)
+        self._selected: dict[str, SelectedNetwork] = {}
+        self._vrfs: dict[str, int] = {}
+        self._installed: dict[int, Routes] = {}  # table → what this process believes is there
+        self._status: dict[str, NetworkStatus] = {}
+        self._next_full = now  # the first tick reads the kernel
+        self._neighbors: dict[str, str] = {}
+        self._applied_version = -1
+        self._was_complete = False
+        self._snapshot: dict = {}
+
+    # -- inputs ----------------------------------------------------------------------------------------------------
+    def handle(self, reply: object, at: float) -> None:
+        """One parsed ExaBGP line the speaker hands on."""
+        if isinstance(reply, UpdateEvent):
+            if reply.direction == "receive":
+                self.learned.update(reply.peer, reply.announced, reply.withdrawn, reply.eor, at)
+        elif isinstance(reply, PeerState):
+            self.learned.peer_state(reply.peer, reply.state, at)
+        elif isinstance(reply, NeighborList):
+            self._neighbors = dict(reply.peers)
+            self.learned.begin_dump(self._neighbors)
+        elif isinstance(reply, RibRoute):
+            self.learned.dump_route(reply.peer, reply.prefix, reply.next_hop)
+        elif isinstance(reply, RibInDone):
+            self.learned.end_dump(at)
+        self.tick(at)
+
+    def set_networks(self, selected: Mapping[str, SelectedNetwork], at: float) -> None:
+        if dict(selected) != self._selected:
+            self._selected = dict(selected)
+            self.tick(at, full=True)  # new tables: read what they hold first
+
+    def tick(self, now: float, *, full: bool = False) -> None:
+        self.learned.expire(now)
+        if full or now >= self._next_full:
+            self._next_full = now + self.settings.reconcile_seconds
+            self._read_kernel()
+        elif self.learned.version == self._applied_version:
+            return
+        if self.learned.complete and not self._was_complete:
+            log.info("import: the learned routes are complete; installed routes no longer learned may now go")
+        self._was_complete = self.learned.complete
+        self._applied_version = self.learned.version
+        self._apply()
+
+    # -- the work --------------------------------------------------------------------------------------------------
+    def _targets(self) -> dict[str, tuple[ImportNetwork, int | None, str | None, tuple[IPNetwork, ...]]]:
+        out = {}
+        for net in self.settings.networks:
+            if net.external:
+                out[net.name] = (net, net.table, None, ())
+                continue
+            selected = self._selected.get(net.name)
+            if selected is None:
+                continue  # not a selected CUDN: its table is never touched
+            vrf = vrf_name(net.name, net.network_id if net.network_id is not None else selected.network_id)
+            table = net.table if net.table is not None else self._vrfs.get(vrf) if vrf is not None else None
+            out[net.name] = (net, table, vrf, selected.subnets)
+        return out
+
+    def _read_kernel(self) -> None:
+        try:
+            self._vrfs = self.netlink.vrf_tables()
+        except OSError as e:
+            self._error("vrf-lookup", e)
+        tables = {t for _, t, _, _ in self._targets().values() if t is not None}
+        try:
+            self._installed = self.netlink.installed(tables)
+        except OSError as e:
+            self._error("dump", e)
+
+    def _apply(self) -> None:
+        status: dict[str, NetworkStatus] = {}
+        learned = self.learned.routes
+        complete = self.learned.complete
+        for name, (net, table, vrf, subnets) in self._targets().items():
+            desired = desired_routes(learned, net, subnets, self.settings.max_routes)
+            st = NetworkStatus(table, vrf, desired.routes, refused=desired.refused)
+            status[name] = st
+            if table is None:
+                continue
+            installed = self._installed.setdefault(table, {})
+            for prefix, hops in desired.routes.items():
+                if installed.get(prefix) != hops:
+                    self._install(table, prefix, hops, installed)
+            seen = self.learned.seen
+            for prefix in [p for p in installed if p not in desired.routes and (complete or p in seen)]:
+                self._remove(table, prefix, installed)
+            st.installed = dict(installed)
+        self._status = status
+        self._snapshot = self.status()  # read by the HTTP thread: a new dict each time, swapped whole
+        self._export_metrics()
+
+    def _install(self, table: int, prefix: IPNetwork, hops: frozenset[IPAddress], installed: Routes) -> None:
+        try:
+            self.netlink.replace(table, prefix, hops)
+            installed[prefix] = hops
+        except OSError as e:
+            self._error("install", e, table=table, prefix=str(prefix))
+            self._applied_version = -1  # retry on the next tick
+
+    def _remove(self, table: int, prefix: IPNetwork, installed: Routes) -> None:
+        try:
+            self.netlink.delete(table, prefix)
+        except OSError as e:
+            if e.errno != errno.ESRCH:  # already gone is what a delete wants
+                self._error("delete", e, table=table, prefix=str(prefix))
+                self._applied_version = -1
+                return
+        installed.pop(prefix, None)
+
+    def _error(self, operation: str, error: Exception, **extra: object) -> None:
+        log.warning("netlink %s failed: %s", operation, error, extra=extra)
+        if self.metrics is not None:
+            self.metrics.netlink_errors.labels(operation=operation).inc()  # type: ignore[attr-defined]
+
+    def _export_metrics(self) -> None:
+        if self.metrics is None:
+            return
+        for name, st in self._status.items():
+            for reason in (POLICY, OWN_SUBNET, NEXT_HOP, LIMIT):
+                self.metrics.import_refused.labels(network=name, reason=reason).set(st.refused.get(reason, 0))  # type: ignore[attr-defined]
+            for version, family in ((4, "ipv4"), (6, "ipv6")):
+                count = sum(1 for p in st.installed if p.version == version)
+                self.metrics.routes_imported.labels(network=name, family=family).set(count)  # type: ignore[attr-defined]
+
+    def snapshot(self) -> dict:
+        """The latest `status()`, safe to call from another thread."""
+        return self._snapshot
+
+    # -- status ----------------------------------------------------------------------------------------------------
+    def status(self) -> dict:
+        """`bgpadv status`'s `import` section: learned routes per peer, desired and installed per network."""
+
+        def routes(r: Routes) -> dict[str, list[str]]:
+            return {
+                str(p): sorted(str(h) for h in hops) for p, hops in sorted(r.items(), key=lambda i: i[0].sort_key())
+            }
+
+        return {
+            "complete": self.learned.complete,
+            "learned": {
+                peer: {str(p): str(nh) if nh is not None else None for p, nh in rs.items()}
+                for peer, rs in self.learned.routes.items()
+            },
+            "networks": {
+                name: {
+                    "vrf": st.vrf,
+                    "table": st.table,
+                    "desired": routes(st.desired),
+                    "installed": routes(st.installed),
+                    "refused": dict(st.refused),
+                }
+                for name, st in self._status.items()
+            },
+        }
+
+
+def selected_networks(advertised: Mapping[str, object], cudns: Mapping[str, dict]) -> dict[str, SelectedNetwork]:
+    """name → SelectedNetwork for the planner's advertised networks (`Networks.advertised`), with OVN-K's network ID
+    from the CUDN's `k8s.ovn.org/network-id` annotation when it carries one."""
+    from bgpadv.importer.netlink import NETWORK_ID_ANNOTATION
+
+    out = {}
+    for name, network in advertised.items():
+        subnets = tuple(s.network for s in getattr(network, "subnets", ()))
+        annotations = ((cudns.get(name) or {}).get("metadata") or {}).get("annotations") or {}
+        raw = annotations.get(NETWORK_ID_ANNOTATION)
+        network_id = int(raw) if isinstance(raw, str) and raw.isascii() and raw.isdigit() else None
+        out[name] = SelectedNetwork(subnets, network_id)
+    return out

@@ -1,0 +1,200 @@
+"""The import's lifecycle (bgpadv.importer.reconciler + learned), against a fake kernel: what is installed in which
+table after UPDATEs, withdrawals, a session loss, a controller restart, a VRF appearing and netlink errors.
+
+The fake kernel holds tables of (prefix → next hops, protocol); the importer may only ever replace or delete
+protocol-186 routes of the tables of selected networks. Time is an explicit number (no clock, no sleeps)."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+from netaddr import IPAddress, IPNetwork
+
+from bgpadv.config import AcceptRule, parse
+from bgpadv.importer.learned import SETTLE_SECONDS
+from bgpadv.importer.reconciler import Importer, SelectedNetwork
+from bgpadv.metrics import Metrics
+from bgpadv.speaker.protocol import NeighborList, PeerState, RibInDone, RibRoute, UpdateEvent
+
+TOR = "10.0.0.1"
+DEFAULT, FABRIC = IPNetwork("0.0.0.0/0"), IPNetwork("198.51.100.0/24")
+VIA_TOR = frozenset({IPAddress(TOR)})
+SELECTED = {"vmnet-a": SelectedNetwork((IPNetwork("192.168.100.0/24"),))}
+
+
+class FakeKernel:
+    """Tables of protocol-186 routes plus `others` (routes of other protocols, never to be touched)."""
+
+    def __init__(self) -> None:
+        self.vrfs: dict[str, int] = {}
+        self.tables: dict[int, dict] = {}
+        self.others = {(1001, IPNetwork("203.0.113.0/24")): "static"}
+        self.fail: str | None = None
+
+    def vrf_tables(self):
+        return dict(self.vrfs)
+
+    def installed(self, tables):
+        return {t: dict(self.tables.get(t, {})) for t in tables}
+
+    def replace(self, table, prefix, hops):
+        if self.fail == "install":
+            raise OSError(errno.ENETUNREACH, "unreachable")
+        self.tables.setdefault(table, {})[prefix] = frozenset(hops)
+
+    def delete(self, table, prefix):
+        if prefix not in self.tables.get(table, {}):
+            raise OSError(errno.ESRCH, "no such route")
+        del self.tables[table][prefix]
+
+
+def config(gr: int = 60, **network):
+    net = {"name": "vmnet-a", "table": 1001, "accept": [{"prefix": "0.0.0.0/0"}, {"prefix": str(FABRIC)}]}
+    net.update(network)
+    return parse(
+        {
+            "localASN": 64513,
+            "peers": [{"address": TOR, "asn": 64512, "gracefulRestart": gr}],
+            "importRoutes": {"enabled": True, "networks": [net]},
+        }
+    )
+
+
+def update(*announced: IPNetwork, withdrawn=(), eor=()) -> UpdateEvent:
+    return UpdateEvent(TOR, "receive", tuple((p, IPAddress(TOR)) for p in announced), tuple(withdrawn), tuple(eor))
+
+
+def started(kernel: FakeKernel, cfg=None, now: float = 0.0, peer_up: bool = True) -> Importer:
+    """An importer after a start-up like the controller's: neighbor list, adj-rib-in dump, selected networks."""
+    imp = Importer(cfg or config(), kernel, Metrics(process_collectors=False), now)
+    imp.handle(NeighborList(((TOR, "up" if peer_up else "down"),)), now)
+    imp.handle(RibInDone(), now)
+    imp.set_networks(SELECTED, now)
+    return imp
+
+
+def test_received_routes_are_installed_and_a_withdrawal_removes_at_once():
+    kernel = FakeKernel()
+    imp = started(kernel)
+    imp.handle(update(DEFAULT, FABRIC), 1.0)
+    assert kernel.tables[1001] == {DEFAULT: VIA_TOR, FABRIC: VIA_TOR}
+    imp.handle(update(withdrawn=[FABRIC]), 1.1)
+    assert kernel.tables[1001] == {DEFAULT: VIA_TOR}
+
+
+def test_a_lost_session_keeps_its_routes_for_the_graceful_restart_time_then_removes_them():
+    kernel = FakeKernel()
+    imp = started(kernel, config(gr=30))
+    imp.handle(update(DEFAULT, FABRIC), 1.0)
+    imp.handle(PeerState(TOR, "down"), 10.0)
+    imp.tick(39.9)
+    assert kernel.tables[1001] == {DEFAULT: VIA_TOR, FABRIC: VIA_TOR}
+    imp.tick(40.0)
+    assert kernel.tables[1001] == {}
+
+
+def test_after_a_session_comes_back_the_routes_not_resent_go_a_settle_time_after_its_end_of_rib():
+    kernel = FakeKernel()
+    imp = started(kernel, config(gr=120))
+    imp.handle(update(DEFAULT, FABRIC), 1.0)
+    imp.handle(PeerState(TOR, "down"), 10.0)
+    imp.handle(PeerState(TOR, "up"), 12.0)
+    imp.handle(update(eor=["ipv4 unicast"]), 12.1)  # FRR may send its End-of-RIB before the routes
+    imp.handle(update(DEFAULT), 12.2)
+    assert kernel.tables[1001] == {DEFAULT: VIA_TOR, FABRIC: VIA_TOR}
+    imp.tick(12.1 + SETTLE_SECONDS)
+    assert kernel.tables[1001] == {DEFAULT: VIA_TOR}
+
+
+def test_a_restarted_importer_keeps_what_is_installed_until_the_peers_routes_are_complete():
+    kernel = FakeKernel()
+    kernel.tables[1001] = {DEFAULT: VIA_TOR, FABRIC: VIA_TOR}  # left by the previous instance
+    imp = started(kernel, peer_up=False)  # the session is not up yet: the dump says nothing
+    assert kernel.tables[1001] == {DEFAULT: VIA_TOR, FABRIC: VIA_TOR}
+    imp.handle(PeerState(TOR, "up"), 1.0)
+    imp.handle(update(DEFAULT), 1.1)
+    imp.handle(update(eor=["ipv4 unicast"]), 1.2)
+    assert kernel.tables[1001] == {DEFAULT: VIA_TOR, FABRIC: VIA_TOR}
+    imp.tick(1.2 + SETTLE_SECONDS)
+    assert kernel.tables[1001] == {DEFAULT: VIA_TOR}
+
+
+def test_a_restart_with_the_session_up_relearns_from_exabgps_adj_rib_in():
+    kernel = FakeKernel()
+    kernel.tables[1001] = {DEFAULT: VIA_TOR, FABRIC: VIA_TOR}
+    imp = Importer(config(), kernel, None, 0.0)
+    imp.handle(NeighborList(((TOR, "up"),)), 0.0)
+    imp.handle(RibRoute(TOR, DEFAULT, IPAddress(TOR)), 0.0)
+    imp.handle(update(withdrawn=[FABRIC]), 0.0)  # an UPDATE during the dump is newer than the dump
+    imp.handle(RibRoute(TOR, FABRIC, IPAddress(TOR)), 0.0)
+    imp.handle(RibInDone(), 0.0)
+    imp.set_networks(SELECTED, 0.1)
+    assert kernel.tables[1001] == {DEFAULT: VIA_TOR, FABRIC: VIA_TOR}  # the dump may precede the routes: settle
+    imp.tick(SETTLE_SECONDS)
+    assert kernel.tables[1001] == {DEFAULT: VIA_TOR}
+    assert imp.status()["networks"]["vmnet-a"]["installed"] == {"0.0.0.0/0": [TOR]}
+
+
+def test_no_learned_route_reaches_a_table_of_a_network_that_is_not_selected():
+    kernel = FakeKernel()
+    imp = Importer(config(), kernel, None, 0.0)
+    imp.handle(update(DEFAULT), 0.0)
+    imp.set_networks({"other": SelectedNetwork(())}, 0.0)
+    assert kernel.tables == {}
+
+
+def test_a_vrf_that_appears_later_is_filled_at_the_next_periodic_reconcile():
+    kernel = FakeKernel()
+    cfg = parse(
+        {
+            "localASN": 64513,
+            "peers": [{"address": TOR, "asn": 64512}],
+            "importRoutes": {
+                "enabled": True,
+                "reconcileSeconds": 5,
+                "networks": [{"name": "tenant-blue-production", "networkID": 7}],
+            },
+        }
+    )
+    imp = Importer(cfg, kernel, None, 0.0)
+    imp.set_networks({"tenant-blue-production": SelectedNetwork(())}, 0.0)
+    imp.handle(update(DEFAULT), 0.1)
+    assert kernel.tables == {}
+    kernel.vrfs["mp7-udn-vrf"] = 1007
+    imp.tick(5.0)
+    assert kernel.tables == {1007: {DEFAULT: VIA_TOR}}
+
+
+def test_the_periodic_reconcile_repairs_a_route_deleted_behind_its_back():
+    kernel = FakeKernel()
+    imp = started(kernel)
+    imp.handle(update(DEFAULT), 1.0)
+    del kernel.tables[1001][DEFAULT]
+    imp.tick(1.0 + 10.0)
+    assert kernel.tables[1001] == {DEFAULT: VIA_TOR}
+
+
+def test_a_failed_install_is_counted_and_retried():
+    kernel = FakeKernel()
+    imp = started(kernel)
+    kernel.fail = "install"
+    imp.handle(update(DEFAULT), 1.0)
+    assert imp.metrics.netlink_errors.labels(operation="install")._value.get() == 1  # type: ignore[union-attr]
+    kernel.fail = None
+    imp.tick(1.5)
+    assert kernel.tables[1001] == {DEFAULT: VIA_TOR}
+    assert imp.metrics.routes_imported.labels(network="vmnet-a", family="ipv4")._value.get() == 1  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("accept", [None, [{"prefix": "0.0.0.0/0", "maxLength": 32}]])
+def test_own_subnet_routes_never_reach_the_table(accept):
+    kernel = FakeKernel()
+    cfg = config() if accept is None else config(accept=accept)
+    imp = started(kernel, cfg)
+    imp.handle(update(DEFAULT, IPNetwork("192.168.100.0/24"), IPNetwork("192.168.100.10/32")), 1.0)
+    assert kernel.tables[1001] == {DEFAULT: VIA_TOR}
+    assert AcceptRule(DEFAULT) in cfg.import_routes.networks[0].accept or accept is not None
+    refused = imp.metrics.import_refused  # type: ignore[union-attr]
+    reason = "policy" if accept is None else "own-subnet"
+    assert refused.labels(network="vmnet-a", reason=reason)._value.get() == 2
