@@ -47,6 +47,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bgpadv.speaker.exabgp_config import PID_FILE
+
 log = logging.getLogger("bgpadv.lifecycle")
 
 RUNTIME_DIR_ENV = "BGPADV_RUNTIME_DIR"  # set by the supervisor; ExaBGP passes its environment to the shim
@@ -112,6 +114,10 @@ def supervise(
         signal.signal(signum, requests.handler)
     drain_file = runtime_dir / DRAIN_FILE
     drain_file.unlink(missing_ok=True)  # an emptyDir outlives a container restart
+    # ...and so does the pid file of the ExaBGP killed with the previous container: in the new container's PID
+    # namespace its number may well be alive (another process, or a low PID reused), and ExaBGP refuses to start
+    # over a pid file whose process exists. This supervisor is the only one starting ExaBGP in this directory.
+    (runtime_dir / PID_FILE).unlink(missing_ok=True)
     child_env = {**env, RUNTIME_DIR_ENV: str(runtime_dir)}
     child_env.pop(DRAINING_ENV, None)
     # its own session: a terminal's ^C reaches only the supervisor, which decides how ExaBGP stops

@@ -27,6 +27,8 @@ from netaddr import IPAddress
 from bgpadv.config import MD5_PASSWORD, Config, PeerConfig
 
 PROCESS_NAME = "bgpadv"
+PID_FILE = "exabgp.pid"
+"""ExaBGP's pid file in the runtime directory (`bgpadv run` removes a stale one before it starts ExaBGP)."""
 
 
 def _derived_router_id(config: Config) -> IPAddress:
@@ -158,7 +160,7 @@ def exabgp_environment(config: Config, runtime_dir: str | Path) -> dict[str, str
         "exabgp.daemon.daemonize": "false",
         "exabgp.daemon.drop": "false",
         "exabgp.daemon.user": daemon_user(),  # the current account: root in the lab, non-root in the image
-        "exabgp.daemon.pid": str(runtime / "exabgp.pid"),
+        "exabgp.daemon.pid": str(runtime / PID_FILE),
         "exabgp.log.destination": "stdout",
         "exabgp.log.statistics": "false",
         "exabgp.log.processes": "false",

@@ -29,6 +29,7 @@ import pytest
 import yaml
 
 from bgpadv.lifecycle import DRAIN_FILE, SHIM_PID_FILE, Backoff
+from bgpadv.speaker.exabgp_config import PID_FILE
 
 FAKE_CONTROLLER = textwrap.dedent(
     """
@@ -179,6 +180,11 @@ FAKE_EXABGP = textwrap.dedent(
     from pathlib import Path
     rdir = Path(os.environ["BGPADV_RUNTIME_DIR"])
     signal.signal(signal.SIGTERM, lambda *_: (rdir / "exabgp-got-sigterm").write_text("1"))
+    try:  # as ExaBGP does: it refuses to start over a pid file whose process exists
+        os.kill(int((rdir / "exabgp.pid").read_text()), 0)
+        sys.exit(1)
+    except (OSError, ValueError):
+        pass
     shim = subprocess.Popen([sys.executable, sys.argv[1]])
     (rdir / "exabgp.pid").write_text(str(os.getpid()))
     if sys.argv[2] == "exit":
@@ -280,6 +286,21 @@ def test_a_drain_file_left_by_a_previous_run_is_removed_at_start(supervisor, tmp
     proc = supervisor(drain=1.0)
     assert not (tmp_path / DRAIN_FILE).exists()
     assert proc.poll() is None
+
+
+def test_a_stale_exabgp_pid_file_from_a_previous_container_is_removed_before_exabgp_starts(supervisor, tmp_path: Path):
+    # the emptyDir outlives the container; in the new PID namespace the old number may belong to a live process,
+    # and ExaBGP (like the stand-in) refuses to start over a pid file whose process exists
+    alive = subprocess.Popen(["sleep", "30"])
+    try:
+        (tmp_path / PID_FILE).write_text(f"{alive.pid}\n")
+        proc = supervisor(drain=1.0)  # waits for ExaBGP's shim: ExaBGP started
+        assert proc.poll() is None
+        assert (tmp_path / PID_FILE).read_text().strip() != str(alive.pid)
+        assert alive.poll() is None  # nobody acted on the stale number
+    finally:
+        alive.kill()
+        alive.wait(5)
 
 
 def test_the_deployment_gives_bgpadv_longer_than_its_drain_and_a_graceful_restart_time(monkeypatch):
