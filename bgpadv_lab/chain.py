@@ -54,11 +54,36 @@ def lab_config(kubeconfig: Path, node: str = "w1", **overrides: Any) -> dict:
     return config
 
 
+def fake_api_in(lab: Lab, role: str, host: str) -> FakeApiServer:
+    """A fake API listening on `host` (an address of `role`'s namespace), not started yet."""
+    with in_netns(lab.ns(role)):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, 0))
+        sock.listen(128)
+    return FakeApiServer(sock=sock, bookmark_interval=1.0)
+
+
+def shared_api(lab: Lab) -> FakeApiServer:
+    """One fake API for several `BgpadvInLab`s (pass it as `api=`): it listens on the ToR's fabric address, which
+    every worker reaches. The caller starts, loads and stops it."""
+    return fake_api_in(lab, "tor", TOR_V4)
+
+
 class BgpadvInLab:
-    """`bgpadv run` in a worker namespace of `lab`, with the fake API it watches. A context manager."""
+    """`bgpadv run` in a worker namespace of `lab`, with the fake API it watches. A context manager.
+
+    By default the instance owns a fake API on its worker's loopback (started, seeded with `objects` and stopped with
+    it); with `api=` it watches that one instead, which its owner starts, loads and stops (see `shared_api`)."""
 
     def __init__(
-        self, lab: Lab, objects: Iterable[dict] = (), *, node: str = "w1", config: dict[str, Any] | None = None
+        self,
+        lab: Lab,
+        objects: Iterable[dict] = (),
+        *,
+        node: str = "w1",
+        config: dict[str, Any] | None = None,
+        api: FakeApiServer | None = None,
     ) -> None:
         self.lab = lab
         self.node = node
@@ -66,12 +91,8 @@ class BgpadvInLab:
         self.address = WORKERS[node][0]
         self.dir = lab.workdir / f"bgpadv-{node}"
         self.dir.mkdir(parents=True, exist_ok=True)
-        with in_netns(self.ns):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind(("127.0.0.1", 0))
-            sock.listen(128)
-        self.api = FakeApiServer(sock=sock, bookmark_interval=1.0)
+        self._owns_api = api is None
+        self.api = api if api is not None else fake_api_in(lab, node, "127.0.0.1")
         self._seed = list(objects)
         kubeconfig = self.dir / "kubeconfig"
         self.config = config if config is not None else lab_config(kubeconfig, node)
@@ -85,8 +106,9 @@ class BgpadvInLab:
         return self.lab.frr
 
     def start(self, *, wait_established: bool = True, timeout: float = 30.0) -> BgpadvInLab:
-        self.api.start()
-        self.api.load(self._seed)
+        if self._owns_api:
+            self.api.start()
+            self.api.load(self._seed)
         self.api.write_kubeconfig(self.dir / "kubeconfig")
         self.config_path.write_text(yaml.safe_dump(self.config, sort_keys=False))
         self.spawn()
@@ -113,7 +135,7 @@ class BgpadvInLab:
         self.frr.wait_for(up, timeout, f"the ToR's session with {self.address}")
 
     def stop(self) -> None:
-        """Stop `bgpadv run` at once (SIGTERM, then SIGINT to skip the drain) and the fake API."""
+        """Stop `bgpadv run` at once (SIGTERM, then SIGINT to skip the drain) and the fake API it owns."""
         if self.proc is not None:
             if self.proc.poll() is None:
                 self.proc.terminate()
@@ -122,7 +144,8 @@ class BgpadvInLab:
                     self.proc.send_signal(signal.SIGINT)
             self.lab.net.kill(self.proc)
             self.proc = None
-        self.api.stop()
+        if self._owns_api:
+            self.api.stop()
 
     def __enter__(self) -> BgpadvInLab:
         try:
