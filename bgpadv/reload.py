@@ -78,11 +78,19 @@ class ConfigFileWatch:
     seconds (inotify would miss nothing more: kubelet's swap replaces a symlink, which a poll of the resolved file
     sees as a new inode)."""
 
-    def __init__(self, path: str, emit: Callable[[object], None], interval: float = 1.0) -> None:
+    def __init__(
+        self,
+        path: str,
+        emit: Callable[[object], None],
+        interval: float = 1.0,
+        seen: tuple[int, int, int, int, str] | None = None,
+    ) -> None:
+        """`seen`: the fingerprint taken before the running configuration was read (default: now), so that a change
+        made while the controller started is not missed."""
         self.path = path
         self.emit = emit
         self.interval = interval
-        self._last = fingerprint(path)
+        self._last = seen if seen is not None else fingerprint(path)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="config-watch", daemon=True)
 

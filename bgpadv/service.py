@@ -502,7 +502,7 @@ def controller_main(config_path: str) -> int:
     os.dup2(2, 1)  # a stray print() must never reach ExaBGP as a command
     setup_logging(os.environ.get("BGPADV_LOG_LEVEL", "INFO"))
     from bgpadv.checkconfig import controller_argv
-    from bgpadv.reload import ConfigFileWatch
+    from bgpadv.reload import ConfigFileWatch, fingerprint
 
     metrics = MetricsObserver()
     runtime = os.environ.get(lifecycle.RUNTIME_DIR_ENV)
@@ -513,6 +513,7 @@ def controller_main(config_path: str) -> int:
         counted=metrics.config_reload,
         applied_at=metrics.config_applied,
     )
+    seen = fingerprint(config_path)  # before reading it: a change made while starting is seen by the watch
     config = reloader.start_config()  # the file, or the last good one while the file is invalid (bgpadv.reload)
     if config is None:
         log.error("invalid configuration %s and no earlier valid one: cannot start", config_path)
@@ -540,7 +541,7 @@ def controller_main(config_path: str) -> int:
     controller = Controller(
         config, speaker=speaker, sources_factory=sources_factory, observer=observer, reloader=reloader
     )
-    watch = ConfigFileWatch(config_path, controller.queue.put).start()
+    watch = ConfigFileWatch(config_path, controller.queue.put, seen=seen).start()
     # the API shim forwards the supervisor's drain request as SIGUSR1 (ignored until here); a request made before
     # the handler existed is in the environment or the runtime directory's drain file (bgpadv.lifecycle)
     signal.signal(signal.SIGUSR1, lambda _signum, _frame: controller.request_drain())

@@ -19,7 +19,7 @@ import yaml
 
 from bgpadv import resources
 from bgpadv.config import parse
-from bgpadv.reload import LAST_GOOD, ConfigFileChanged, ConfigFileWatch, Reloader, classify
+from bgpadv.reload import LAST_GOOD, ConfigFileChanged, ConfigFileWatch, Reloader, classify, fingerprint
 from bgpadv.service import Controller, LoopSettings, watched_resources
 from bgpadv.sources.reflector import WatchEvent
 from bgpadv.speaker.exabgp_config import render_exabgp_config
@@ -116,6 +116,15 @@ def test_the_watch_sees_kubelets_symlink_swap_once_and_ignores_a_touch(tmp_path)
     os.utime(path)  # same bytes, new mtime
     assert watch.poll() is False
     assert seen == [ConfigFileChanged()]
+
+
+def test_a_change_made_after_the_starting_fingerprint_is_seen(tmp_path):
+    path = kubelet_volume(tmp_path, yaml.safe_dump(RAW), 1)
+    seen = fingerprint(path)
+    kubelet_volume(tmp_path, yaml.safe_dump(with_(nextHop="self")), 2)  # while the controller was starting
+    events: list[object] = []
+    assert ConfigFileWatch(str(path), events.append, seen=seen).poll() is True
+    assert events == [ConfigFileChanged()]
 
 
 def test_the_watch_keeps_quiet_while_the_file_is_missing(tmp_path):
