@@ -57,7 +57,7 @@ def _complaint(output: str) -> str:
 def exabgp_problems(config: Config, config_path: str | os.PathLike[str], timeout: float = EXABGP_TIMEOUT) -> list[str]:
     """Render ExaBGP's configuration as `bgpadv run` would and run ExaBGP's validator on it; [] when it accepts."""
     try:
-        text = render_exabgp_config(config, controller_argv(config_path), receive_routes=config.import_routes.enabled)
+        text = render_exabgp_config(config, controller_argv(config_path))
     except ValueError as e:
         return [f"the ExaBGP configuration cannot be rendered: {e}"]
     with tempfile.TemporaryDirectory(prefix="bgpadv-check-") as runtime:

@@ -177,6 +177,20 @@ class Metrics:
         )
         self.build_info = Gauge("bgpadv_build_info", "bgpadv's version; always 1.", ["version"], registry=r)
         self.build_info.labels(version=__version__).set(1)
+        self.config_reloads = Counter(
+            "bgpadv_config_reloads_total",
+            "Changes of the configuration file by outcome: applied (live, by this controller), refused (invalid; the"
+            " running configuration stays). Changes applied by starting a new controller count in none.",
+            ["result"],
+            registry=r,
+        )
+        for result in ("applied", "refused"):
+            self.config_reloads.labels(result=result)
+        self.config_last_reload_success = Gauge(
+            "bgpadv_config_last_reload_success_timestamp_seconds",
+            "Unix time the configuration in force was applied (controller start or live reload).",
+            registry=r,
+        )
         self.events = Counter(
             "bgpadv_kubernetes_events_total",
             "Kubernetes Events about refusals by outcome: created, updated, dropped, failed.",

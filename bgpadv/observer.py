@@ -68,6 +68,15 @@ class MetricsObserver:
             wall_clock=wall_clock,
         )
 
+    # --- configuration reloads (bgpadv.reload) ----------------------------------------------------------------
+    def config_reload(self, result: str) -> None:
+        """A configuration change was "applied" or "refused"."""
+        self.metrics.config_reloads.labels(result=result).inc()
+
+    def config_applied(self) -> None:
+        """The configuration in force was applied now."""
+        self.metrics.config_last_reload_success.set(self._wall())
+
     # --- clocks -------------------------------------------------------------------------------------------------
 
     def wall_to_monotonic(self, wall: float) -> float:

@@ -47,15 +47,16 @@ from pathlib import Path
 from typing import TextIO
 
 from bgpadv import resources
-from bgpadv.config import Config, ConfigError, load, load_or_report
+from bgpadv.config import Config, load_or_report
 from bgpadv.guard import Guard, Guarded, PrefixKey
-from bgpadv.hold import WithdrawalHold, with_test_hold
+from bgpadv.hold import WithdrawalHold
 from bgpadv.importer.reconciler import Importer, selected_networks
 from bgpadv.model import Cause, Plan, Route, RouteKind
 from bgpadv.observe import Fanout, NullObserver, Observer
 from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv.planner.networks import index_networks
 from bgpadv.planner.vms import VMI_KIND, claim_vm
+from bgpadv.reload import ConfigFileChanged, Reloader, classify
 from bgpadv.resources import CUDN, ROUTE_ADVERTISEMENTS
 from bgpadv.seams import ControllerSources, ControllerSpeaker
 from bgpadv.sources.reflector import WatchEvent
@@ -132,9 +133,12 @@ class Controller:
         settings: LoopSettings | None = None,
         clock: Callable[[], float] = time.monotonic,
         importer: Importer | None = None,
+        reloader: Reloader | None = None,
     ) -> None:
         self.config = config
         self.importer = importer  # egress import (bgpadv.importer), fed by the speaker's on_received hook
+        self.reloader = reloader  # live configuration reload (bgpadv.reload); None: the file is not watched
+        self.restart_requested = False  # the loop ended for a configuration change a new controller must apply
         self.settings = settings or LoopSettings()
         self.clock = clock
         self.observer: Observer = observer if observer is not None else NullObserver()
@@ -249,6 +253,8 @@ class Controller:
         if isinstance(item, _Drain):
             self.speaker.drain()
             return True
+        if isinstance(item, ConfigFileChanged):
+            return self._reload()
         if isinstance(item, WatchEvent):
             self.observer.watch_event(item.resource.plural, item.type, item.received_at, item.object_wall_time)
             if item.type == "SYNCED":
@@ -265,6 +271,50 @@ class Controller:
             return True
         log.warning("ignoring unexpected queue item %r", type(item).__name__)
         return True
+
+    # -- live configuration reload (bgpadv.reload) -----------------------------------------------------------------
+    def _reload(self) -> bool:
+        """Apply a changed configuration file: live, or by ending the loop for a new controller (after reloading
+        ExaBGP when its own configuration changed). False ends the loop."""
+        r = self.reloader
+        if r is None:
+            return True
+        new = r.load()
+        if new is None:
+            return True
+        kind = classify(self.config, new, r.render if r.render(self.config) is not None else None)
+        if kind == "unchanged":
+            return True
+        if kind == "live":
+            self.apply_live(new)
+            r.counted("applied")
+            r.applied_at()
+            log.info("configuration change applied live", extra={"path": r.config_path})
+            return True
+        if kind == "exabgp" and not r.reload_exabgp(new):
+            r.counted("refused")
+            return True
+        log.info(
+            "configuration change applied by a new controller: exiting, the API shim starts one on the new file",
+            extra={"change": kind, "path": r.config_path},
+        )
+        self.restart_requested = True
+        return False
+
+    def apply_live(self, new: Config) -> None:
+        """Swap the configuration, planner, guard and (if its settings changed) the withdrawal hold, and make the next
+        plan compare everything. A deliberate edit is not a bulk view change: what it withdraws goes at once."""
+        old, self.config = self.config, new
+        self.incremental = IncrementalPlanner(new)
+        self.guard = Guard(new)
+        if (old.safety.max_withdraw_fraction, old.safety.hold_seconds) != (
+            new.safety.max_withdraw_fraction,
+            new.safety.hold_seconds,
+        ):
+            self.hold = WithdrawalHold(new.safety.max_withdraw_fraction, new.safety.hold_seconds)
+        self._changed = None
+        if self._pending_since is None:
+            self._pending_since = time.monotonic()
 
     def _maybe_plan(self) -> None:
         """Plan when something changed, or for the first time, once every resource is listed and the speaker knows
@@ -440,9 +490,7 @@ def run(config_path: str, runtime_dir: str | None = None) -> int:
     rdir.mkdir(parents=True, exist_ok=True)
     api_argv = controller_argv(config_path)  # the path as given: a ConfigMap update must not make it vanish
     conf = rdir / "exabgp.conf"
-    write_private(
-        conf, render_exabgp_config(config, api_argv, receive_routes=config.import_routes.enabled)
-    )  # 0600: it holds the MD5 passwords
+    write_private(conf, render_exabgp_config(config, api_argv))  # 0600: it holds the MD5 passwords
     env = {**os.environ, **exabgp_environment(config, str(rdir))}
     argv = exabgp_argv(str(conf))
     from bgpadv.lifecycle import supervise
@@ -467,13 +515,23 @@ def controller_main(config_path: str) -> int:
     commands = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # a stray print() must never reach ExaBGP as a command
     setup_logging(os.environ.get("BGPADV_LOG_LEVEL", "INFO"))
-    try:
-        config = with_test_hold(load(config_path))
-    except (ConfigError, OSError) as e:
-        log.error("invalid configuration %s: %s", config_path, e)
-        return 2
+    from bgpadv.checkconfig import controller_argv
+    from bgpadv.reload import ConfigFileWatch, fingerprint
 
     metrics = MetricsObserver()
+    runtime = os.environ.get(lifecycle.RUNTIME_DIR_ENV)
+    reloader = Reloader(
+        config_path,
+        controller_argv(config_path),
+        Path(runtime) if runtime else None,
+        counted=metrics.config_reload,
+        applied_at=metrics.config_applied,
+    )
+    seen = fingerprint(config_path)  # before reading it: a change made while starting is seen by the watch
+    config = reloader.start_config()  # the file, or the last good one while the file is invalid (bgpadv.reload)
+    if config is None:
+        log.error("invalid configuration %s and no earlier valid one: cannot start", config_path)
+        return 2
     metrics.set_peers(p.name for p in config.peers)
     try:
         api_client = make_api_client(config.kubernetes)
@@ -500,9 +558,16 @@ def controller_main(config_path: str) -> int:
         settings = ReflectorSettings(hold_seconds=config.safety.hold_seconds)
         return Sources(api_client, watched_resources(config), emit, settings, observer)
 
+    metrics.config_applied()
     controller = Controller(
-        config, speaker=speaker, sources_factory=sources_factory, observer=observer, importer=importer
+        config,
+        speaker=speaker,
+        sources_factory=sources_factory,
+        observer=observer,
+        importer=importer,
+        reloader=reloader,
     )
+    watch = ConfigFileWatch(config_path, controller.queue.put, seen=seen).start()
     # the API shim forwards the supervisor's drain request as SIGUSR1 (ignored until here); a request made before
     # the handler existed is in the environment or the runtime directory's drain file (bgpadv.lifecycle)
     signal.signal(signal.SIGUSR1, lambda _signum, _frame: controller.request_drain())
@@ -515,5 +580,6 @@ def controller_main(config_path: str) -> int:
     try:
         return controller.run()
     finally:
+        watch.stop()
         events.stop()
         health.stop()

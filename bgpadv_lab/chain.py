@@ -54,24 +54,29 @@ def lab_config(kubeconfig: Path, node: str = "w1", **overrides: Any) -> dict:
     return config
 
 
-def shared_api(lab: Lab) -> FakeApiServer:
-    """One fake API for several instances (per-node mode: one cluster, one bgpadv per node), listening on the ToR's
-    bridge address 10.0.0.1 inside the ToR namespace, which every worker reaches directly. Not started: pass it to
-    each `BgpadvInLab(api=...)` and start/stop it around them (a context manager)."""
-    with in_netns(lab.ns("tor")):
+def fake_api_in(lab: Lab, role: str, host: str) -> FakeApiServer:
+    """A fake API listening on `host` (an address of `role`'s namespace), not started yet."""
+    with in_netns(lab.ns(role)):
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((TOR_V4, 0))
+        sock.bind((host, 0))
         sock.listen(128)
     return FakeApiServer(sock=sock, bookmark_interval=1.0)
+
+
+def shared_api(lab: Lab) -> FakeApiServer:
+    """One fake API for several `BgpadvInLab`s (pass it as `api=`; per-node mode: one cluster, one bgpadv per node;
+    two replicas): it listens on the ToR's fabric address 10.0.0.1, which every worker reaches. The caller starts,
+    loads and stops it."""
+    return fake_api_in(lab, "tor", TOR_V4)
 
 
 class BgpadvInLab:
     """`bgpadv run` in a worker namespace of `lab`, with the fake API it watches. A context manager.
 
-    `api`: a fake API shared with other instances (`shared_api`), started and stopped by its owner, not by this
-    instance; `objects` are then not loaded (load them into the shared API). `env`: extra environment variables of
-    `bgpadv run` (e.g. BGPADV_NODE_NAME, as the DaemonSet's downward API sets it).
+    By default the instance owns a fake API on its worker's loopback (started, seeded with `objects` and stopped with
+    it); with `api=` it watches that one instead, which its owner starts, loads and stops (see `shared_api`). `env`:
+    extra environment variables of `bgpadv run` (e.g. BGPADV_NODE_NAME, as the DaemonSet's downward API sets it).
     """
 
     def __init__(
@@ -91,14 +96,7 @@ class BgpadvInLab:
         self.dir = lab.workdir / f"bgpadv-{node}"
         self.dir.mkdir(parents=True, exist_ok=True)
         self._owns_api = api is None
-        if api is None:
-            with in_netns(self.ns):
-                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                sock.bind(("127.0.0.1", 0))
-                sock.listen(128)
-            api = FakeApiServer(sock=sock, bookmark_interval=1.0)
-        self.api = api
+        self.api = api if api is not None else fake_api_in(lab, node, "127.0.0.1")
         self.env = dict(env or {})
         self._seed = list(objects)
         kubeconfig = self.dir / "kubeconfig"
@@ -142,7 +140,7 @@ class BgpadvInLab:
         self.frr.wait_for(up, timeout, f"the ToR's session with {self.address}")
 
     def stop(self) -> None:
-        """Stop `bgpadv run` at once (SIGTERM, then SIGINT to skip the drain) and the fake API."""
+        """Stop `bgpadv run` at once (SIGTERM, then SIGINT to skip the drain) and the fake API it owns."""
         if self.proc is not None:
             if self.proc.poll() is None:
                 self.proc.terminate()

@@ -77,12 +77,15 @@ def _neighbor(config: Config, peer: PeerConfig, receive_routes: bool) -> list[st
     return lines
 
 
-def render_exabgp_config(config: Config, api_argv: Sequence[str], *, receive_routes: bool = False) -> str:
+def render_exabgp_config(config: Config, api_argv: Sequence[str], *, receive_routes: bool | None = None) -> str:
     """The whole ExaBGP configuration: the API process and one neighbor block per peer.
 
     `api_argv` is the controller's command line (argv[0] absolute). `receive_routes` adds `receive { parsed;
-    update; }` and `adj-rib-in true` (`importRoutes.enabled`: the ToR's routes go into the networks' VRF tables).
+    update; }` and `adj-rib-in true` (the ToR's routes go into the networks' VRF tables); None: as the
+    configuration says (`importRoutes.enabled`), which is what `bgpadv run`, `check-config` and a reload render.
     """
+    if receive_routes is None:
+        receive_routes = config.import_routes.enabled
     if not api_argv:
         raise ValueError("api_argv must not be empty")
     run = " ".join(shlex.quote(str(a)) for a in api_argv)

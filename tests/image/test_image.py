@@ -245,10 +245,11 @@ def test_run_starts_exabgp_non_root_on_a_read_only_root_writing_only_the_runtime
     assert "rc=124" in out, out  # still running when `timeout` stopped it
     # ExaBGP saves its pid file only once its privilege check passed (and removes it when it stops)
     assert "Created PIDfile /run/bgpadv/exabgp.pid" in out, out
-    # what is left: the rendered configuration, the entry point's passwd/group for nss_wrapper, and what the
+    # what is left: the rendered configuration, the last good bgpadv configuration (live reload, bgpadv/reload.py),
+    # the entry point's passwd/group for nss_wrapper, and what the
     # GR-keeping stop leaves behind (`timeout` sent SIGTERM: the supervisor's drain marker, and the pid file of the
     # ExaBGP it SIGKILLed); nothing was written anywhere else
-    assert "runtime=draining exabgp.conf exabgp.pid group passwd \n" in out, out
+    assert "runtime=config.last-good.yaml draining exabgp.conf exabgp.pid group passwd \n" in out, out
     assert "owner=1000720000:0" in out, out
     for path in ("/opt/bgpadv/x", "/etc/x", "/tmp/x"):
         assert f"touch: cannot touch '{path}': Read-only file system" in out, out

@@ -39,8 +39,8 @@ def test_what_exabgp_refuses_is_a_problem_with_exit_2(tmp_path, capsys, monkeypa
     renderer bug would write)."""
     real = checkconfig.render_exabgp_config
 
-    def duplicate_family(config: Config, argv: list[str], receive_routes: bool = False) -> str:
-        text = real(config, argv, receive_routes=receive_routes)
+    def duplicate_family(config: Config, argv: list[str]) -> str:
+        text = real(config, argv)
         return text.replace("        ipv4 unicast;", "        ipv4 unicast;\n        ipv4 unicast;")
 
     monkeypatch.setattr(checkconfig, "render_exabgp_config", duplicate_family)

@@ -188,7 +188,7 @@ def test_the_pod_is_hardened(overlay: str) -> None:
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_the_pod_runs_on_any_node_on_the_host_network_with_time_to_drain(overlay: str) -> None:
     pod = workload(render(overlay))["spec"]["template"]["spec"]
-    assert "nodeSelector" not in pod and "affinity" not in pod
+    assert "nodeSelector" not in pod
     assert pod["hostNetwork"] is True and pod["dnsPolicy"] == "ClusterFirstWithHostNet"
     assert pod["terminationGracePeriodSeconds"] == 60
 
@@ -255,10 +255,34 @@ def test_probes_and_service_use_the_metrics_port() -> None:
     assert service["spec"]["ports"] == [{"name": "metrics", "port": 9179, "targetPort": "metrics", "protocol": "TCP"}]
 
 
-def test_the_disruption_budget_covers_the_speaker_and_never_blocks_a_drain() -> None:
+ANTI_AFFINITY = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "bgpadv"}},
+                "topologyKey": "kubernetes.io/hostname",
+            }
+        ]
+    }
+}
+
+
+@pytest.mark.parametrize("overlay", ("default", "openshift", "monitoring"))
+def test_two_active_speakers_run_on_two_nodes_and_roll_one_at_a_time_without_a_surge(overlay: str) -> None:
+    """Both replicas announce the same routes (README, "High availability"); a third pod would find no free node."""
+    deployment = one(render(overlay), "Deployment")
+    assert deployment["spec"]["replicas"] == 2
+    assert deployment["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0},
+    }
+    assert deployment["spec"]["template"]["spec"]["affinity"] == ANTI_AFFINITY
+
+
+def test_the_disruption_budget_keeps_one_speaker_through_any_drain() -> None:
     docs = render("default")
     pdb, deployment = one(docs, "PodDisruptionBudget"), one(docs, "Deployment")
-    assert pdb["spec"] == {"maxUnavailable": 1, "selector": deployment["spec"]["selector"]}
+    assert pdb["spec"] == {"minAvailable": 1, "selector": deployment["spec"]["selector"]}
     assert (
         deployment["spec"]["selector"]["matchLabels"].items()
         <= deployment["spec"]["template"]["metadata"]["labels"].items()
@@ -277,7 +301,10 @@ def test_per_node_runs_the_same_pod_as_a_daemonset_with_the_node_name_from_the_d
     assert daemonset["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
     without_node_name = yaml.safe_load(yaml.safe_dump(pod))
     without_node_name["spec"]["containers"][0]["env"] = [e for e in env if e["name"] != "BGPADV_NODE_NAME"]
-    assert without_node_name == deployment["spec"]["template"]  # one pod, two controllers: they must not drift
+    assert "affinity" not in pod["spec"]  # one pod per node by construction
+    without_affinity = yaml.safe_load(yaml.safe_dump(deployment["spec"]["template"]))
+    del without_affinity["spec"]["affinity"]
+    assert without_node_name == without_affinity  # one pod, two controllers: they must not drift
 
 
 def test_monitoring_scrapes_the_pods_metrics_port_as_job_bgpadv_and_ships_the_rules() -> None:

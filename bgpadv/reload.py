@@ -1,0 +1,207 @@
+"""Live configuration reload: the controller watches its configuration file and applies a change without resetting a
+BGP session that the change does not concern.
+
+A ConfigMap update reaches the pod as kubelet's atomic swap of the volume's `..data` symlink, so the path bgpadv was
+given (kept as given, never resolved: `bgpadv.checkconfig.controller_argv`) names a new file with a new inode. The
+`ConfigFileWatch` thread polls `os.stat` of that path (which follows the symlinks) every `interval` seconds and,
+when the file's identity or content changed, queues `ConfigFileChanged` for the controller's loop. The loop reads
+and validates the file and classifies the change (`classify`):
+
+- **live**: only `networks` (selector, subnets, host routes), `nextHop`, `attributes` or `safety` changed. The
+  controller swaps its configuration, planner, guard and withdrawal hold and replans in full; the speaker diffs the
+  plan against what ExaBGP holds, so exactly the routes whose prefix, next hop or attributes changed are sent. A
+  deliberate edit is applied whatever it withdraws (the fail-static hold is for a partial view of the cluster, not
+  for an operator's decision). ExaBGP and every session stay as they are.
+- **controller**: anything else the controller alone uses (`kubernetes`, `metrics`, `exabgp` flow control,
+  `nodeName`, `nextHopSelf`, following RouteAdvertisements): the controller exits and the API shim starts a new one
+  on the new file at once. ExaBGP keeps every session and route; the new controller relearns what ExaBGP holds
+  before it changes anything (as after any controller crash).
+- **exabgp**: ExaBGP's own configuration changed (peers added, removed or changed, `localASN`, `routerID`): the
+  controller renders the new ExaBGP configuration over the running one (`<runtime dir>/exabgp.conf`, atomically),
+  sends ExaBGP SIGUSR1 (ExaBGP 5's reload: a neighbor whose block is unchanged keeps its session and its RIB, a new
+  one is started, a removed one is stopped, a changed one re-established; the API process, unchanged, keeps
+  running), then exits as for **controller**, so that the new controller's speaker has the new peer set.
+- **refused**: the new file does not parse or validate. Nothing changes; an error is logged with every problem,
+  `bgpadv_config_reloads_total{result="refused"}` counts it. A controller that starts while the file is invalid
+  (after a crash, or one restarted for an earlier change) runs the last good configuration, kept in the runtime
+  directory (`config.last-good.yaml`, the validated bytes), and counts the file as refused. A Kubernetes Event is
+  not posted: the ConfigMap is unknown to bgpadv (it knows a file) and the pod's own name is not given to it; the
+  log line and the metric are what an operator sees (an alert can be built on the counter).
+
+`bgpadv_config_last_reload_success_timestamp_seconds` is the wall time of the configuration in force: set when a
+controller starts on a valid file and on every live reload.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bgpadv.config import Config, ConfigError, load
+from bgpadv.hold import with_test_hold
+from bgpadv.speaker.exabgp_config import PID_FILE, render_exabgp_config, write_private
+
+log = logging.getLogger("bgpadv.reload")
+
+LAST_GOOD = "config.last-good.yaml"
+"""In the runtime directory: the bytes of the last configuration file this pod validated."""
+
+LIVE_FIELDS = ("networks", "next_hop", "attributes", "safety")
+"""Configuration fields the controller applies without a restart (except `networks.followRouteAdvertisements`,
+which changes the watched resources)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigFileChanged:
+    """Queued by `ConfigFileWatch` when the configuration file's identity or content changed."""
+
+
+def fingerprint(path: str | os.PathLike[str]) -> tuple[int, int, int, int, str] | None:
+    """What identifies the file's current version: device, inode, mtime, size and a digest of its bytes (None when
+    it cannot be read, e.g. between kubelet's steps). `os.stat` follows the `..data` symlink to the new file."""
+    try:
+        st = os.stat(path)
+        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size, digest)
+
+
+class ConfigFileWatch:
+    """A daemon thread that calls `emit(ConfigFileChanged())` when `path`'s content changed; polls every `interval`
+    seconds (inotify would miss nothing more: kubelet's swap replaces a symlink, which a poll of the resolved file
+    sees as a new inode)."""
+
+    def __init__(
+        self,
+        path: str,
+        emit: Callable[[object], None],
+        interval: float = 1.0,
+        seen: tuple[int, int, int, int, str] | None = None,
+    ) -> None:
+        """`seen`: the fingerprint taken before the running configuration was read (default: now), so that a change
+        made while the controller started is not missed."""
+        self.path = path
+        self.emit = emit
+        self.interval = interval
+        self._last = seen if seen is not None else fingerprint(path)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="config-watch", daemon=True)
+
+    def start(self) -> ConfigFileWatch:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def poll(self) -> bool:
+        """Compare once; emit and return True when the content changed (not merely touched)."""
+        now = fingerprint(self.path)
+        if now is None or now == self._last:
+            return False
+        changed = self._last is None or now[4] != self._last[4]
+        self._last = now
+        if changed:
+            self.emit(ConfigFileChanged())
+        return changed
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.poll()
+
+
+def classify(old: Config, new: Config, render: Callable[[Config], str] | None = None) -> str:
+    """ "unchanged", "live", "controller" or "exabgp" (see the module docstring). `render(config)`: ExaBGP's
+    configuration for it; without it peers, local AS and router ID are compared directly."""
+    if new == old:
+        return "unchanged"
+    if render is not None:
+        if render(new) != render(old):
+            return "exabgp"
+    elif (new.peers, new.local_asn, new.router_id) != (old.peers, old.local_asn, old.router_id):
+        return "exabgp"
+    if new.networks.follow_route_advertisements != old.networks.follow_route_advertisements:
+        return "controller"
+    if dataclasses.replace(new, **{f: getattr(old, f) for f in LIVE_FIELDS}) != old:
+        return "controller"
+    return "live"
+
+
+@dataclass
+class Reloader:
+    """The controller's side of a reload: where the file and ExaBGP's runtime files are, and how to count."""
+
+    config_path: str
+    api_argv: Sequence[str] = ()
+    runtime_dir: Path | None = None
+    counted: Callable[[str], None] = lambda _result: None  # "applied" | "refused"
+    applied_at: Callable[[], None] = lambda: None
+
+    def load(self) -> Config | None:
+        """The new configuration, or None (refused: logged and counted). The file is read once; under `bgpadv run`
+        the bytes that were validated are kept as the last good configuration (`start_config`)."""
+        try:
+            data = Path(self.config_path).read_bytes()
+        except OSError as e:
+            log.error("configuration change refused, cannot read %s: %s", self.config_path, e)
+            self.counted("refused")
+            return None
+        staged = None
+        if self.runtime_dir is not None:
+            staged = self.runtime_dir / "config.candidate.yaml"
+            staged.write_bytes(data)
+        try:
+            config = with_test_hold(load(staged or self.config_path))
+        except (ConfigError, OSError) as e:
+            log.error(
+                "configuration change refused, the running configuration stays: %s", e, extra={"path": self.config_path}
+            )
+            self.counted("refused")
+            return None
+        if staged is not None and self.runtime_dir is not None:
+            os.replace(staged, self.runtime_dir / LAST_GOOD)
+        return config
+
+    def start_config(self) -> Config | None:
+        """The configuration a starting controller runs: the file, or, when it is invalid, the last good one this
+        pod applied (so a controller restarted while the file is broken keeps the running configuration)."""
+        config = self.load()
+        if config is not None or self.runtime_dir is None:
+            return config
+        last = self.runtime_dir / LAST_GOOD
+        try:
+            config = with_test_hold(load(last))
+        except (ConfigError, OSError):
+            return None
+        log.warning("the configuration file is invalid: running the last good configuration", extra={"from": str(last)})
+        return config
+
+    def render(self, config: Config) -> str | None:
+        """ExaBGP's configuration for `config`, when this controller runs under `bgpadv run` (else None)."""
+        if self.runtime_dir is None or not self.api_argv:
+            return None
+        return render_exabgp_config(config, self.api_argv)
+
+    def reload_exabgp(self, config: Config) -> bool:
+        """Write ExaBGP's new configuration over the running one and send ExaBGP SIGUSR1 (reload)."""
+        text = self.render(config)
+        if text is None or self.runtime_dir is None:
+            log.error("peers changed but ExaBGP's runtime directory is unknown: restart bgpadv to apply them")
+            return False
+        write_private(self.runtime_dir / "exabgp.conf", text)  # 0600: it holds the MD5 passwords
+        try:
+            pid = int((self.runtime_dir / PID_FILE).read_text().strip())
+            os.kill(pid, signal.SIGUSR1)
+        except (OSError, ValueError) as e:
+            log.error("cannot signal ExaBGP to reload its configuration: %s", e)
+            return False
+        log.info("ExaBGP's configuration rewritten and reloaded (SIGUSR1)", extra={"pid": pid})
+        return True
