@@ -340,7 +340,13 @@ class Controller:
 
     def _plan_and_send(self, received_at: float | None, *, full: bool) -> None:
         started = time.monotonic()
-        networks_moved = full or self.plan is None or bool({CUDN.kind, ROUTE_ADVERTISEMENTS.kind} & self._kinds)
+        # the selected networks may have moved: a CUDN/RA event, a (re)list or a live configuration change
+        networks_moved = (
+            full
+            or self.plan is None
+            or self._changed is None
+            or bool({CUDN.kind, ROUTE_ADVERTISEMENTS.kind} & self._kinds)
+        )
         changed, self._changed = (None if full else self._changed), set()
         try:
             plan = self.incremental.plan(self.store.state, changed)

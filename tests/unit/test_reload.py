@@ -268,3 +268,25 @@ def test_a_change_only_a_new_controller_can_apply_ends_the_loop(tmp_path):
     c.queue.put(ConfigFileChanged())
     assert c.step() is False
     assert c.restart_requested is True
+
+
+class RecordingImporter:
+    """The controller's side of the egress importer: the selected networks it is handed."""
+
+    def __init__(self) -> None:
+        self.selected: list[set[str]] = []
+
+    def tick(self, now: float) -> None:
+        pass
+
+    def set_networks(self, networks: dict, now: float) -> None:
+        self.selected.append(set(networks))
+
+
+def test_a_live_change_of_the_selection_reaches_the_egress_importer(tmp_path):
+    c, path = running_controller(tmp_path, [])
+    importer = c.importer = RecordingImporter()
+    path.write_text(yaml.safe_dump(with_(networks={"selector": {"matchLabels": {"tier": "gold"}}})))
+    c.queue.put(ConfigFileChanged())
+    c.step()
+    assert importer.selected == [set()], "the deselected network's VRF table is no longer the importer's to fill"
