@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from bgpadv_lab.frr import FrrRouter, TorSettings
-from bgpadv_lab.netns import Netns, sweep
+from bgpadv_lab.netns import Netns, sh, sweep
 
 WORKERS = {"w1": ("10.0.0.11", "fd00::11"), "w2": ("10.0.0.12", "fd00::12")}
 TOR_V4, TOR_V6 = "10.0.0.1", "fd00::1"
@@ -93,6 +95,25 @@ class Lab:
         self.net.address(vm, "eth0", f"{ip}/{prefixlen}")
         self.net.route(vm, "default", gateway)
         return vm
+
+    def ping_from_outside(self, vm_ns: str, ip: str) -> tuple[subprocess.CompletedProcess, str]:
+        """The external host behind the ToR pings `ip`, which the VM namespace `vm_ns` holds, while tcpdump in the VM
+        catches the first echo request: (ping's result, tcpdump's line), to assert the source arrived intact."""
+        capture = self.net.spawn(
+            vm_ns,
+            ["tcpdump", "-n", "-l", "-c", "1", "-i", "eth0", "icmp[icmptype] == icmp-echo"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        time.sleep(1.0)  # tcpdump attaches
+        ping = sh(["ping", "-c", "3", "-W", "2", ip], netns=self.ns("ext"), check=False)
+        try:
+            out, _ = capture.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            capture.kill()
+            out, _ = capture.communicate()
+        return ping, out
 
     def teardown(self) -> None:
         if self.frr is not None:

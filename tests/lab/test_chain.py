@@ -7,7 +7,6 @@ and addresses, so the tests do not depend on each other's order.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 
@@ -16,7 +15,6 @@ import pytest
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab
 from bgpadv_lab.frr import FrrRouter
-from bgpadv_lab.netns import sh
 from bgpadv_lab.topology import EXT_HOST, Lab
 
 pytestmark = pytest.mark.lab
@@ -150,17 +148,8 @@ def test_external_traffic_reaches_the_vm_with_its_source_address_intact(chain):
     """A host behind the ToR pings the VM; the VM sees the host's own address: no NAT anywhere."""
     lab = chain.lab
     vm_ns = lab.add_vm("w1", "192.168.100.10", "192.168.100.1")
-    capture = lab.net.spawn(
-        vm_ns,
-        ["tcpdump", "-n", "-l", "-c", "1", "-i", "eth0", "icmp[icmptype] == icmp-echo"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    time.sleep(1.0)  # tcpdump attaches
-    ping = sh(["ping", "-c", "3", "-W", "2", "192.168.100.10"], netns=lab.ns("ext"), check=False)
+    ping, out = lab.ping_from_outside(vm_ns, "192.168.100.10")
     assert ping.returncode == 0, ping.stdout + ping.stderr
-    out, _ = capture.communicate(timeout=10)
     assert f"IP {EXT_HOST} > 192.168.100.10" in out
 
 

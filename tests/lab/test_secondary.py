@@ -9,7 +9,6 @@ its own VM and addresses. Convergence times are printed (`pytest -s`).
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 
@@ -18,7 +17,6 @@ import pytest
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab, lab_config
 from bgpadv_lab.frr import FrrRouter
-from bgpadv_lab.netns import sh
 from bgpadv_lab.topology import EXT_HOST, Lab
 
 pytestmark = pytest.mark.lab
@@ -106,17 +104,8 @@ def test_external_traffic_reaches_the_guest_address_with_its_source_intact(chain
     """The host behind the ToR pings the guest's own address; the guest sees the host's address: no NAT."""
     lab = chain.lab
     vm_ns = lab.add_vm("w2", "10.77.0.20", "10.77.0.1")
-    capture = lab.net.spawn(
-        vm_ns,
-        ["tcpdump", "-n", "-l", "-c", "1", "-i", "eth0", "icmp[icmptype] == icmp-echo"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    time.sleep(1.0)  # tcpdump attaches
-    ping = sh(["ping", "-c", "3", "-W", "2", "10.77.0.20"], netns=lab.ns("ext"), check=False)
+    ping, out = lab.ping_from_outside(vm_ns, "10.77.0.20")
     assert ping.returncode == 0, ping.stdout + ping.stderr
-    out, _ = capture.communicate(timeout=10)
     assert f"IP {EXT_HOST} > 10.77.0.20" in out
 
 
