@@ -24,6 +24,7 @@ from bgpadv.service import Controller, LoopSettings, watched_resources
 from bgpadv.sources.reflector import WatchEvent
 from bgpadv.speaker.exabgp_config import render_exabgp_config
 from tests.doubles import RecordingObserver, RecordingSources, RecordingSpeaker
+from tests.unit.test_service import CUDN as SERVICE_CUDN
 
 RAW = {
     "localASN": 64513,
@@ -187,26 +188,7 @@ def test_a_peer_change_rewrites_exabgps_configuration_and_signals_its_reload(tmp
 
 # -- the controller ---------------------------------------------------------------------------------------------------
 
-CUDN = {
-    "apiVersion": "k8s.ovn.org/v1",
-    "kind": "ClusterUserDefinedNetwork",
-    "metadata": {"name": "vmnet-a", "labels": {"bgpadv.io/advertise": "true"}, "resourceVersion": "10"},
-    "spec": {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "imported-vms"}},
-        "network": {
-            "topology": "Layer2",
-            "layer2": {
-                "role": "Primary",
-                "subnets": ["192.168.100.0/24"],
-                "defaultGatewayIPs": ["192.168.100.1"],
-                "ipam": {"mode": "Enabled", "lifecycle": "Persistent"},
-            },
-        },
-    },
-    "status": {
-        "conditions": [{"type": "NetworkCreated", "status": "True", "reason": "NetworkAttachmentDefinitionCreated"}]
-    },
-}
+CUDN = SERVICE_CUDN  # the controller tests' realistic Layer2 network (tests/unit/test_service.py)
 
 
 def running_controller(tmp_path: Path, counted: list[str]) -> tuple[Controller, Path]:
