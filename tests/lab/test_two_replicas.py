@@ -122,8 +122,12 @@ def two_speakers():
 def test_both_speakers_announce_every_route_with_the_vms_node_as_next_hop(two_speakers):
     _, first, _ = two_speakers
     first.frr.wait_for(lambda: paths(first.frr) == BOTH, 60, "two paths for every prefix, one from each speaker")
-    assert first.frr.bgp_routes("ipv4") == {NETWORK: [W1, W2]} | {prefix: [W1] for prefix in VM_PREFIXES}
-    assert first.frr.fib_routes(4) == {NETWORK: [W1, W2]} | {prefix: [W1] for prefix in VM_PREFIXES}
+    expected = {NETWORK: [W1, W2]} | {prefix: [W1] for prefix in VM_PREFIXES}
+    # bgpd selects best and multipath ~50 ms after the paths arrive, zebra installs them a little later: wait for
+    # each, then compare exactly
+    first.frr.wait_for(lambda: first.frr.bgp_routes("ipv4") == expected, 10, "the ToR's best paths")
+    first.frr.wait_for(lambda: first.frr.fib_routes(4) == expected, 10, "the ToR's FIB to hold the best paths")
+    assert first.frr.fib_routes(4) == expected
 
 
 def test_killing_one_speaker_for_good_loses_no_packet(two_speakers):
