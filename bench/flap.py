@@ -34,22 +34,6 @@ NS = "imported-vms"
 W1 = "10.0.0.11"
 
 
-def ip_of(i: int) -> str:
-    return f"192.168.{100 + i // 240}.{i % 240 + 10}"
-
-
-def cluster(routes: int) -> list[dict]:
-    objs = [
-        k8s.node("worker-1", W1, "fd00::11"),
-        k8s.cudn_layer2("vmnet-a", ["192.168.0.0/16"], labels={"bgpadv.io/advertise": "true"}),
-    ]
-    for i in range(routes):
-        ip = ip_of(i)
-        objs.append(k8s.ipam_claim(NS, f"vm-{i}.default", f"vm-{i}", "cluster_udn_vmnet-a", [f"{ip}/16"]))
-        objs.append(k8s.vmi(NS, f"vm-{i}", "worker-1", interfaces=[k8s.interface([ip])]))
-    return objs
-
-
 def received(vty: VtyClient) -> tuple[str, int]:
     """(session state, prefixes FRR accepted from worker-1), from the cheap IPv4 summary."""
     peers = vty.json("show bgp ipv4 unicast summary json").get("peers") or {}
@@ -98,7 +82,7 @@ def main() -> int:
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind, so the lab is torn down
     total = args.routes + 1  # the /16 subnet too
-    with Lab("bgpflap") as lab, BgpadvInLab(lab, cluster(args.routes)) as chain:
+    with Lab("bgpflap") as lab, BgpadvInLab(lab, k8s.vms_on_one_node(args.routes, W1, NS)) as chain:
         frr = chain.frr
         with frr.vty() as vty:
             started = time.monotonic()

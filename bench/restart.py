@@ -41,18 +41,6 @@ VM_IP = "192.168.100.10"
 DRAIN = 3.0
 
 
-def cluster(vms: int) -> list[dict]:
-    objs = [
-        k8s.node("worker-1", W1, "fd00::11"),
-        k8s.cudn_layer2("vmnet-a", ["192.168.0.0/16"], labels={"bgpadv.io/advertise": "true"}),
-    ]
-    for i in range(vms):
-        ip = f"192.168.{100 + i // 240}.{i % 240 + 10}"
-        objs.append(k8s.ipam_claim(NS, f"vm-{i}.default", f"vm-{i}", "cluster_udn_vmnet-a", [f"{ip}/16"]))
-        objs.append(k8s.vmi(NS, f"vm-{i}", "worker-1", interfaces=[k8s.interface([ip])]))
-    return objs
-
-
 def received(frr: FrrRouter) -> int:
     peers = frr.vtysh_json("show bgp ipv4 unicast summary json").get("peers") or {}
     return int((peers.get(W1) or {}).get("pfxRcd") or 0)
@@ -167,7 +155,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind, so the lab is torn down
     total = args.vms + 1
     with Lab("bgprstb") as lab:
-        chain = BgpadvInLab(lab, cluster(args.vms))
+        chain = BgpadvInLab(lab, k8s.vms_on_one_node(args.vms, W1, NS))
         chain.config = lab_config(chain.dir / "kubeconfig", safety={"drainSeconds": args.drain})
         with chain:
             frr = chain.frr

@@ -588,6 +588,22 @@ def as_list(objects: Iterable[dict]) -> dict:
 ADVERTISED = {"bgpadv.io/advertise": "true"}
 
 
+def bulk_vm_address(i: int) -> str:
+    """The i-th VM address of `vms_on_one_node`: 192.168.100.10 onwards, 240 per /24."""
+    return f"192.168.{100 + i // 240}.{i % 240 + 10}"
+
+
+def vms_on_one_node(count: int, node_address: str = "10.0.0.11", namespace: str = "imported-vms") -> list[dict]:
+    """A bulk cluster for load tests and benchmarks: worker-1 at `node_address`, the Layer2 CUDN vmnet-a
+    (192.168.0.0/16, selected) and `count` running VMs on worker-1, each with its claim (`bulk_vm_address(i)`)."""
+    objs = [node("worker-1", node_address, "fd00::11"), cudn_layer2("vmnet-a", ["192.168.0.0/16"], labels=ADVERTISED)]
+    for i in range(count):
+        ip = bulk_vm_address(i)
+        objs.append(ipam_claim(namespace, f"vm-{i}.default", f"vm-{i}", "cluster_udn_vmnet-a", [f"{ip}/16"]))
+        objs.append(vmi(namespace, f"vm-{i}", "worker-1", interfaces=[interface([ip])]))
+    return objs
+
+
 def state(*objects: dict | Iterable[dict]):
     """A ClusterState from objects (lists of objects are flattened)."""
     from bgpadv.state import ClusterState

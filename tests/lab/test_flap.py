@@ -27,18 +27,6 @@ TOTAL = VMS + 1  # and the network's /16
 BOUND = 5.0
 
 
-def cluster() -> list[dict]:
-    objs = [
-        k8s.node("worker-1", W1, "fd00::11"),
-        k8s.cudn_layer2("vmnet-a", ["192.168.0.0/16"], labels={"bgpadv.io/advertise": "true"}),
-    ]
-    for i in range(VMS):
-        ip = f"192.168.{100 + i // 240}.{i % 240 + 10}"
-        objs.append(k8s.ipam_claim(NS, f"vm-{i}.default", f"vm-{i}", "cluster_udn_vmnet-a", [f"{ip}/16"]))
-        objs.append(k8s.vmi(NS, f"vm-{i}", "worker-1", interfaces=[k8s.interface([ip])]))
-    return objs
-
-
 def received(vty: VtyClient) -> int:
     peers = vty.json("show bgp ipv4 unicast summary json").get("peers") or {}
     return int((peers.get(W1) or {}).get("pfxRcd") or 0)
@@ -51,7 +39,7 @@ def end_of_rib_received(frr: FrrRouter) -> bool:
 
 @pytest.fixture(scope="module")
 def loaded():
-    with Lab("bgpflap") as lab, BgpadvInLab(lab, cluster()) as running, running.frr.vty() as vty:
+    with Lab("bgpflap") as lab, BgpadvInLab(lab, k8s.vms_on_one_node(VMS, W1, NS)) as running, running.frr.vty() as vty:
         running.frr.wait_for(lambda: received(vty) == TOTAL, 120, f"{TOTAL} routes at the ToR", every=0.2)
         yield running, vty
 
