@@ -34,6 +34,7 @@ from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab, lab_config
 from bgpadv_lab.frr import FrrRouter
 from bgpadv_lab.topology import Lab
+from bgpadv_lab.watch import ContinuousPing, Periodic
 
 NS = "imported-vms"
 W1 = "10.0.0.11"
@@ -93,51 +94,19 @@ class Marking:
         return self.at
 
 
-class Sampler:
+class Sampler(Periodic):
     """Minimum routes FRR holds from worker-1, and in the ToR's FIB, while it runs."""
 
     def __init__(self, frr: FrrRouter) -> None:
+        super().__init__(0.1, "sampler")
         self.frr = frr
         self.rib_min = self.fib_min = 1 << 30
-        self.samples = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> Sampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(10)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            # a session that is down shows no pfxRcd: count FRR's table instead (stale paths included)
-            table = self.frr.vtysh_json("show bgp ipv4 unicast json").get("routes") or {}
-            self.rib_min = min(self.rib_min, len(table))
-            self.fib_min = min(self.fib_min, fib_count(self.frr.ns))
-            self.samples += 1
-            self._stop.wait(0.1)
-
-
-class Ping:
-    def __init__(self, lab: Lab) -> None:
-        self.lab = lab
-
-    def __enter__(self) -> Ping:
-        argv = ["ping", "-n", "-i", "0.02", "-W", "1", VM_IP]
-        self.out = self.lab.workdir / f"ping-{time.monotonic_ns()}.out"  # a file: a full pipe would stall ping
-        with self.out.open("w") as out:
-            self.proc = self.lab.net.spawn(self.lab.ns("ext"), argv, stdout=out, stderr=subprocess.STDOUT)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.proc.send_signal(signal.SIGINT)
-        self.proc.wait(10)
-        answered = {int(m) for m in re.findall(r"icmp_seq=(\d+) ttl=", self.out.read_text())}
-        last = max(answered, default=0)
-        self.sent, self.lost = last, sum(1 for s in range(1, last + 1) if s not in answered)
+    def sample(self) -> None:
+        # a session that is down shows no pfxRcd: count FRR's table instead (stale paths included)
+        table = self.frr.vtysh_json("show bgp ipv4 unicast json").get("routes") or {}
+        self.rib_min = min(self.rib_min, len(table))
+        self.fib_min = min(self.fib_min, fib_count(self.frr.ns))
 
 
 def restart(chain: BgpadvInLab, total: int) -> float:
@@ -164,7 +133,7 @@ def main() -> int:
             time.sleep(1.0)
             print(f"{total} routes at the ToR; drain {args.drain:g} s, graceful restart 60 s, ping every 20 ms")
 
-            with Ping(lab) as ping, Sampler(frr) as sample:
+            with ContinuousPing(lab, VM_IP, interval=0.02) as ping, Sampler(frr) as sample:
                 time.sleep(1.0)
                 t0 = time.monotonic()
                 chain.proc.send_signal(signal.SIGTERM)
@@ -179,11 +148,11 @@ def main() -> int:
             print(
                 f"sigterm: every route carried 65535:0 at the ToR after {drained}; exit {code} after {exited:.2f} s; "
                 f"restarted, fresh set after {back:.2f} s; "
-                f"pings {ping.sent} sent, {ping.lost} lost; min routes FRR {sample.rib_min}, FIB {sample.fib_min} "
+                f"pings {ping.sent} sent, {len(ping.lost)} lost; min routes FRR {sample.rib_min}, FIB {sample.fib_min} "
                 f"({sample.samples} samples)"
             )
 
-            with Ping(lab) as ping, Sampler(frr) as sample:
+            with ContinuousPing(lab, VM_IP, interval=0.02) as ping, Sampler(frr) as sample:
                 time.sleep(1.0)
                 chain.proc.kill()
                 chain.proc.wait(10)
@@ -191,13 +160,13 @@ def main() -> int:
                 back = restart(chain, total)
                 time.sleep(1.0)
             print(
-                f"kill9:   restarted, fresh set after {back:.2f} s; pings {ping.sent} sent, {ping.lost} lost; "
+                f"kill9:   restarted, fresh set after {back:.2f} s; pings {ping.sent} sent, {len(ping.lost)} lost; "
                 f"min routes FRR {sample.rib_min}, FIB {sample.fib_min} ({sample.samples} samples)"
             )
 
             exabgp = chain.exabgp_pids()
             killed: list[int] = []
-            with Ping(lab) as ping, Sampler(frr) as sample:
+            with ContinuousPing(lab, VM_IP, interval=0.02) as ping, Sampler(frr) as sample:
                 t0 = time.monotonic()
                 while len(killed) < 10:
                     pids = frr.wait_for(lambda: [p for p in chain.controller_pids() if p not in killed], 30, "ctl")
@@ -211,7 +180,7 @@ def main() -> int:
             print(
                 f"crashes: 10 controller kills in {took:.1f} s, a ready controller {ready:.1f} s after the last; "
                 f"ExaBGP {'the same process' if chain.exabgp_pids() == exabgp else 'REPLACED'} "
-                f"(state {frr.neighbor_state(W1)}); pings {ping.sent} sent, {ping.lost} lost; "
+                f"(state {frr.neighbor_state(W1)}); pings {ping.sent} sent, {len(ping.lost)} lost; "
                 f"min routes FRR {sample.rib_min}, FIB {sample.fib_min}"
             )
     return 0

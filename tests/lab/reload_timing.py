@@ -18,9 +18,9 @@ import sys
 import time
 
 from bgpadv_lab.netns import sh
+from bgpadv_lab.watch import ContinuousPing
 from tests.lab import test_reload as reload_test
 from tests.lab import test_two_replicas as two_test
-from tests.lab.test_restart import Ping
 
 
 def reload() -> None:
@@ -61,7 +61,7 @@ def two() -> None:
     frr.wait_for(lambda: t.paths(frr) == t.BOTH, 60, "two paths for every prefix")
     lab.add_vm("w1", t.VM_IP, "192.168.100.1")
     sh(["ping", "-c", "2", "-W", "2", t.VM_IP], netns=lab.ns("ext"), check=False)
-    with Ping(lab, t.VM_IP) as ping, t.FibWatch(frr) as fib:
+    with ContinuousPing(lab, t.VM_IP) as ping, t.FibWatch(frr) as fib:
         time.sleep(1.0)
         assert first.proc is not None
         start = time.monotonic()

@@ -15,12 +15,9 @@ One bgpadv instance runs in worker-1 (drain 3 s, graceful restart 60 s); each te
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
 import signal
 import subprocess
-import threading
 import time
 
 import pytest
@@ -31,6 +28,7 @@ from bgpadv_lab.chain import BgpadvInLab, lab_config
 from bgpadv_lab.frr import FrrRouter
 from bgpadv_lab.netns import sh
 from bgpadv_lab.topology import Lab
+from bgpadv_lab.watch import ContinuousPing, Periodic
 
 pytestmark = pytest.mark.lab
 
@@ -98,69 +96,26 @@ def fresh_and_complete(frr: FrrRouter) -> bool:
     )
 
 
-class TorWatch:
+class TorWatch(Periodic):
     """Samples the ToR's BGP table and kernel FIB every 50 ms in a thread; records what was missing when."""
 
     def __init__(self, frr: FrrRouter) -> None:
+        super().__init__(0.05, "tor-watch")
         self.frr = frr
-        self.samples = 0
         self.rib_gaps: list[tuple[float, str, set[str]]] = []
         self.fib_gaps: list[tuple[float, int, set[str]]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tor-watch", daemon=True)
         self._t0 = time.monotonic()
 
-    def __enter__(self) -> TorWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(10)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            at = round(time.monotonic() - self._t0, 2)
-            for afi, routes in rib(self.frr).items():
-                missing = ALL_PREFIXES[afi] - set(routes)
-                if missing:
-                    self.rib_gaps.append((at, afi, missing))
-            for family, afi in ((4, "ipv4"), (6, "ipv6")):
-                missing = ALL_PREFIXES[afi] - set(self.frr.fib_routes(family))
-                if missing:
-                    self.fib_gaps.append((at, family, missing))
-            self.samples += 1
-            self._stop.wait(0.05)
-
-
-class Ping:
-    """`ping -i 0.05` from the external host to the VM for as long as it runs; lost = sequence numbers never
-    answered below the last one answered (so packets still in flight when it stops are not counted)."""
-
-    def __init__(self, lab: Lab, target: str) -> None:
-        self.lab = lab
-        self.target = target
-        self.proc: subprocess.Popen | None = None
-        self.answered: set[int] = set()
-
-    def __enter__(self) -> Ping:
-        argv = ["ping", "-n", "-i", "0.05", "-W", "1", self.target]
-        self.out = self.lab.workdir / f"ping-{time.monotonic_ns()}.out"  # a file: a full pipe would stall ping
-        with self.out.open("w") as out:
-            self.proc = self.lab.net.spawn(self.lab.ns("ext"), argv, stdout=out, stderr=subprocess.STDOUT)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self.proc is not None
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.send_signal(signal.SIGINT)
-        self.proc.wait(10)
-        self.answered = {int(m) for m in re.findall(r"icmp_seq=(\d+) ttl=", self.out.read_text())}
-
-    @property
-    def lost(self) -> list[int]:
-        last = max(self.answered, default=0)
-        return [seq for seq in range(1, last + 1) if seq not in self.answered]
+    def sample(self) -> None:
+        at = round(time.monotonic() - self._t0, 2)
+        for afi, routes in rib(self.frr).items():
+            missing = ALL_PREFIXES[afi] - set(routes)
+            if missing:
+                self.rib_gaps.append((at, afi, missing))
+        for family, afi in ((4, "ipv4"), (6, "ipv6")):
+            missing = ALL_PREFIXES[afi] - set(self.frr.fib_routes(family))
+            if missing:
+                self.fib_gaps.append((at, family, missing))
 
 
 # -- the running instance ----------------------------------------------------------------------------------------
@@ -199,7 +154,7 @@ def wait_exit(proc: subprocess.Popen, timeout: float) -> int:
 def test_sigterm_drains_with_graceful_shutdown_then_the_tor_keeps_every_route_across_the_restart(bgpadv):
     frr = bgpadv.frr
     assert fresh_and_complete(frr)
-    with Ping(bgpadv.lab, VM_IP) as ping, TorWatch(frr) as watch:
+    with ContinuousPing(bgpadv.lab, VM_IP) as ping, TorWatch(frr) as watch:
         time.sleep(0.5)
         proc = bgpadv.proc
         assert proc is not None
@@ -254,7 +209,7 @@ def test_a_second_signal_during_the_drain_stops_at_once_keeping_every_route(bgpa
 
 def test_kill_9_and_restart_keep_every_route_and_lose_no_packet(bgpadv):
     frr = bgpadv.frr
-    with Ping(bgpadv.lab, VM_IP) as ping, TorWatch(frr) as watch:
+    with ContinuousPing(bgpadv.lab, VM_IP) as ping, TorWatch(frr) as watch:
         time.sleep(0.5)
         proc = bgpadv.proc
         exabgp = bgpadv.exabgp_pids()

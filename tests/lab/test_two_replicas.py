@@ -13,7 +13,6 @@ Rules:
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
@@ -24,7 +23,7 @@ from bgpadv_lab.fakeapi import FakeApiServer
 from bgpadv_lab.frr import FrrRouter, TorSettings
 from bgpadv_lab.netns import sh
 from bgpadv_lab.topology import Lab
-from tests.lab.test_restart import Ping
+from bgpadv_lab.watch import ContinuousPing, Periodic
 
 pytestmark = pytest.mark.lab
 
@@ -69,31 +68,18 @@ def paths(frr: FrrRouter) -> dict[str, set[tuple[str, str]]]:
     }
 
 
-class FibWatch:
+class FibWatch(Periodic):
     """Samples the ToR kernel's BGP routes every 50 ms in a thread; records the samples missing one of PREFIXES."""
 
     def __init__(self, frr: FrrRouter) -> None:
+        super().__init__(0.05, "fib-watch")
         self.frr = frr
-        self.samples = 0
         self.gaps: list[set[str]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="fib-watch", daemon=True)
 
-    def __enter__(self) -> FibWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(10)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            missing = PREFIXES - set(self.frr.fib_routes(4))
-            if missing:
-                self.gaps.append(missing)
-            self.samples += 1
-            self._stop.wait(0.05)
+    def sample(self) -> None:
+        missing = PREFIXES - set(self.frr.fib_routes(4))
+        if missing:
+            self.gaps.append(missing)
 
 
 def speaker(lab: Lab, api: FakeApiServer, node: str) -> BgpadvInLab:
@@ -138,7 +124,7 @@ def test_killing_one_speaker_for_good_loses_no_packet(two_speakers):
     ok = sh(["ping", "-c", "2", "-W", "2", VM_IP], netns=lab.ns("ext"), check=False)
     assert ok.returncode == 0, ok.stdout + ok.stderr
 
-    with Ping(lab, VM_IP) as ping, FibWatch(frr) as fib:
+    with ContinuousPing(lab, VM_IP) as ping, FibWatch(frr) as fib:
         time.sleep(1.0)
         assert first.proc is not None
         first.proc.kill()
