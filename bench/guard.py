@@ -1,4 +1,4 @@
-"""Guard benchmark: the cost of the last guard (`bgpadv.guard.Guard`) per plan (printed, never asserted).
+"""Guard benchmark: the cost of the last guard (`bgpadv.safety.guard.Guard`) per plan (printed, never asserted).
 
 A context of two peers (an IPv4 and an IPv6 session, both carrying both families), 100 nodes and one dual-stack
 CUDN (10.128.0.0/14, fd10:100::/64), built from a cluster state like the controller's. Route sets: 100,000 IPv4 /32s
@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from netaddr import IPAddress, IPNetwork
 
-from bgpadv.guard import Guard, prefix_key
-from bgpadv.model import ObjectRef, Route, RouteKind
+from bgpadv.core.model import ObjectRef, Route, RouteKind
+from bgpadv.safety.guard import Guard, prefix_key
 from bgpadv_lab import objects as k8s
 
 PEERS = [{"address": "10.0.0.1", "asn": 64512}, {"address": "fd00::1", "asn": 64512}]

@@ -25,8 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bgpadv.config import Config, parse
+from bgpadv.core.state import ClusterState
 from bgpadv.planner import plan
-from bgpadv.state import ClusterState
 
 NODES = 50
 CUDNS = 4

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from netaddr import IPAddress, IPNetwork
 
 from bgpadv.config import PeerConfig
-from bgpadv.model import ObjectRef, Route, RouteKind
+from bgpadv.core.model import ObjectRef, Route, RouteKind
 from bgpadv.speaker.session import Speaker
 
 SOURCE = ObjectRef("IPAMClaim", "vm", "tenant")

@@ -2,6 +2,6 @@
 
 import sys
 
-from bgpadv.cli import main
+from bgpadv.commands.cli import main
 
 sys.exit(main())

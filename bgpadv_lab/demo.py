@@ -18,7 +18,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bgpadv import status as status_cli
+from bgpadv.commands import status as status_cli
 from bgpadv.sources.manifests import load_manifests
 from bgpadv_lab.chain import BgpadvInLab, lab_config
 from bgpadv_lab.topology import Lab

@@ -77,7 +77,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import jsonpatch
 
-from bgpadv import resources
+from bgpadv.core import resources
 
 log = logging.getLogger("bgpadv_lab.fakeapi")
 

@@ -606,7 +606,7 @@ def vms_on_one_node(count: int, node_address: str = "10.0.0.11", namespace: str 
 
 def state(*objects: dict | Iterable[dict]):
     """A ClusterState from objects (lists of objects are flattened)."""
-    from bgpadv.state import ClusterState
+    from bgpadv.core.state import ClusterState
 
     flat: list[dict] = []
     for o in objects:

@@ -19,7 +19,7 @@ from pathlib import Path
 from netaddr import IPAddress, IPNetwork
 
 from bgpadv.config import load
-from bgpadv.model import ObjectRef, Route, RouteKind
+from bgpadv.core.model import ObjectRef, Route, RouteKind
 from bgpadv.speaker.session import Speaker
 
 SOURCE = ObjectRef("VirtualMachineInstance", "lab", "lab")

@@ -1,4 +1,4 @@
-"""Test doubles for the controller's seams (bgpadv.seams, bgpadv.observe).
+"""Test doubles for the controller's seams (bgpadv.runtime.seams, bgpadv.observe.observers).
 
 Each implements its whole Protocol, so the controller accepts it; `tests/unit/test_seams.py` checks that they and
 the real classes do, and that a double lacking a method is refused.
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
 
-from bgpadv.model import Cause, Plan, Route
-from bgpadv.observe import NullObserver
+from bgpadv.core.model import Cause, Plan, Route
+from bgpadv.observe.observers import NullObserver
 
 
 class RecordingSpeaker:

@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from bgpadv.config import Config
-from bgpadv.model import Plan
+from bgpadv.core.model import Plan
+from bgpadv.core.state import ClusterState
 from bgpadv.planner.networks import advertised_subnets, index_networks, subnet_routes
 from bgpadv.planner.nodes import index_nodes
 from bgpadv.planner.vms import host_routes
-from bgpadv.state import ClusterState
 
 __all__ = ["plan"]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from netaddr import AddrFormatError, IPNetwork
 
-from bgpadv.bounded import brief
+from bgpadv.core.bounded import brief
 
 OUTSIDE_NETWORK_SUBNETS = "outside-network-subnets"
 """The address lies in no subnet of the network the claim (or the node annotation) names."""
@@ -108,7 +108,7 @@ never be next hops: loopback, link-local, multicast, limited broadcast, unspecif
 IPv4-mapped IPv6, or inside an advertised network's subnets. (A node with no address of the family at all gives
 `no-node-address`.) Refused, for VM host routes and Layer3 host subnets alike."""
 
-# -- the last guard before the speaker (bgpadv.guard) --------------------------------------------------------------
+# -- the last guard before the speaker (bgpadv.safety.guard) -----------------------------------------------------------
 
 DEFAULT_ROUTE = "default-route"
 """A default route (0.0.0.0/0 or ::/0): never announced, whatever the cluster says."""

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from netaddr import IPAddress, IPNetwork
 
-from bgpadv.model import DEFAULT_ATTRIBUTES, Attributes, ObjectRef, Route, RouteKind
+from bgpadv.core.model import DEFAULT_ATTRIBUTES, Attributes, ObjectRef, Route, RouteKind
 
 _BITS = {4: 32, 6: 128}
 

@@ -39,7 +39,8 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Mapping
 
 from bgpadv.config import Config
-from bgpadv.model import Plan, Refusal, Route, route_order
+from bgpadv.core.model import Plan, Refusal, Route, route_order
+from bgpadv.core.state import ClusterState
 from bgpadv.planner import cyclic_gc_paused
 from bgpadv.planner import plan as cold_plan
 from bgpadv.planner.networks import Networks, advertised_subnets, index_networks, subnet_routes
@@ -56,7 +57,6 @@ from bgpadv.planner.vms import (
     read_vmi_interfaces,
     resolve_conflict,
 )
-from bgpadv.state import ClusterState
 
 __all__ = ["IncrementalPlanner"]
 

@@ -75,14 +75,14 @@ from dataclasses import dataclass, field, replace
 
 from netaddr import IPAddress, IPNetwork
 
-from bgpadv import selectors
 from bgpadv.config import DEFAULT_MAX_ADDRESSES_PER_INTERFACE, Config, SecondaryNetworkConfig
-from bgpadv.model import ObjectRef, Refusal, Route, RouteKind
+from bgpadv.core import selectors
+from bgpadv.core.model import ObjectRef, Refusal, Route, RouteKind
+from bgpadv.core.selectors import LabelSelector
+from bgpadv.core.state import ClusterState
 from bgpadv.planner import checks
 from bgpadv.planner.checks import Address, SubnetRange, mapping
 from bgpadv.planner.nodes import NodeInfo, special_range_reason
-from bgpadv.selectors import LabelSelector
-from bgpadv.state import ClusterState
 
 CUDN_PREFIX = "cluster_udn_"
 NODE_SUBNETS_ANNOTATION = "k8s.ovn.org/node-subnets"
@@ -170,7 +170,7 @@ def _list(value: object) -> list:
 
 
 def selector_from_dict(raw: object) -> LabelSelector | None:
-    """A label selector of a CUDN or RouteAdvertisements (`bgpadv.selectors`); None when malformed: a malformed
+    """A label selector of a CUDN or RouteAdvertisements (`bgpadv.core.selectors`); None when malformed: a malformed
     selector selects nothing. An absent one (null) is read as the empty selector, which matches everything."""
     if raw is None:
         return LabelSelector()

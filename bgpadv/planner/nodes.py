@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from netaddr import IPAddress
 
-from bgpadv.model import ObjectRef
+from bgpadv.core.model import ObjectRef
 from bgpadv.planner.checks import SubnetRange, parse_address
 
 PRIMARY_IFADDR_ANNOTATION = "k8s.ovn.org/node-primary-ifaddr"

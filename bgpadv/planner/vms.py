@@ -76,13 +76,13 @@ import socket
 from collections.abc import Iterable, Mapping
 
 from bgpadv.config import Config
-from bgpadv.model import ObjectRef, Refusal, Route, RouteKind
+from bgpadv.core.model import ObjectRef, Refusal, Route, RouteKind
+from bgpadv.core.state import ClusterState
 from bgpadv.planner import checks
 from bgpadv.planner.checks import mapping
 from bgpadv.planner.fast import host_prefix, make_ref, make_route
 from bgpadv.planner.networks import CUDN_PREFIX, Network, Networks
 from bgpadv.planner.nodes import NodeInfo, node_address_keys
-from bgpadv.state import ClusterState
 
 VM_LABEL = "kubevirt.io/vm"
 DOMAIN_ANNOTATION = "kubevirt.io/domain"

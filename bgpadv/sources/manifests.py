@@ -5,7 +5,7 @@ Every `*.yaml`, `*.yml` and `*.json` file directly in the directory is read, in 
 `apiVersion`/`kind`: the list's are used). Objects of kinds bgpadv does not watch are ignored. A file that cannot be
 read gives a warning; nothing here raises on bad input.
 
-YAML goes through `bgpadv.yamlsafe.load_documents` (libyaml's parser when present): a document with an alias, more
+YAML goes through `bgpadv.core.yamlsafe.load_documents` (libyaml's parser when present): a document with an alias, more
 than `yamlsafe.MAX_DEPTH` levels of nesting, a tag other than plain data, a key given twice, or a syntax error is
 refused with a warning naming the file, the document's index and the line; every other document of the file and of
 the directory is still read. JSON files are refused whole when nested deeper than `MAX_DEPTH`.
@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from bgpadv import resources, yamlsafe
-from bgpadv.state import ClusterState
+from bgpadv.core import resources, yamlsafe
+from bgpadv.core.state import ClusterState
 
 SUFFIXES = (".yaml", ".yml", ".json")
 

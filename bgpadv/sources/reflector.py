@@ -17,7 +17,7 @@ the newest resourceVersion it saw (bookmarks included):
   then counts as not installed. A successful LIST ends the hold (the usual relist diff);
 - 429, 5xx and connection errors back off exponentially with jitter, then resume (or relist if no list succeeded).
 
-`relist()` asks for a fresh LIST now (the controller's confirming LIST for held withdrawals, `bgpadv.hold`): the
+`relist()` asks for a fresh LIST now (the controller's confirming LIST for held withdrawals, `bgpadv.safety.hold`): the
 open watch is cut and the loop lists before it watches again. Events from a LIST carry `from_list`; SYNCED carries
 `listed_at`, when that LIST began. A LIST answered 404/403 after a `relist()` also ends in SYNCED, so a confirmation
 never waits for a resource that cannot be listed.
@@ -52,10 +52,10 @@ import urllib3
 from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
-from bgpadv import yamlsafe
-from bgpadv.observe import NullObserver, SourcesObserver
-from bgpadv.resources import Resource, resource_version
-from bgpadv.yamlsafe import MAX_DEPTH
+from bgpadv.core import yamlsafe
+from bgpadv.core.resources import Resource, resource_version
+from bgpadv.core.yamlsafe import MAX_DEPTH
+from bgpadv.observe.observers import NullObserver, SourcesObserver
 
 log = logging.getLogger("bgpadv.sources")
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bgpadv import resources
-from bgpadv.resources import Resource, resource_version
+from bgpadv.core import resources
+from bgpadv.core.resources import Resource, resource_version
+from bgpadv.core.state import ClusterState
 from bgpadv.sources.reflector import WatchEvent
-from bgpadv.state import ClusterState
 
 # What the default configuration watches: RouteAdvertisements only when `followRouteAdvertisements` is set.
 DEFAULT_RESOURCES: tuple[Resource, ...] = tuple(r for r in resources.ALL if r is not resources.ROUTE_ADVERTISEMENTS)

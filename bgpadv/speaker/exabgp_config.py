@@ -1,7 +1,8 @@
 """ExaBGP's configuration file, environment and command line, rendered from bgpadv's configuration.
 
 bgpadv runs ExaBGP, and ExaBGP runs `bgpadv controller` as its API process (`process bgpadv`): a shim that runs
-and restarts the controller (`bgpadv.lifecycle`), so a controller crash never drops a BGP session and never counts
+and restarts the controller (`bgpadv.runtime.lifecycle`), so a controller crash never drops a BGP session and never
+counts
 against ExaBGP's own respawn limit (5 in a 64-second window, then ExaBGP exits). `exabgp.api.respawn` stays on for
 the shim itself. Each neighbor runs with `manual-eor` and the configured graceful-restart time, which must cover a
 restart of the whole pod: the ToR keeps the routes stale that long after `bgpadv run` stops or dies. Every value is
@@ -181,3 +182,13 @@ def exabgp_argv(config_file: str | Path, *, validate: bool = False) -> list[str]
     script = Path(sys.executable).with_name("exabgp")
     base = [str(script)] if script.exists() else [sys.executable, "-m", "exabgp"]
     return [*base, "validate" if validate else "server", str(config_file)]
+
+
+def config_path_as_given(path: str | os.PathLike[str]) -> str:
+    """The configuration path made absolute, symlinks left alone (see the module docstring)."""
+    return str(Path(path).absolute())
+
+
+def controller_argv(config_path: str | os.PathLike[str]) -> list[str]:
+    """The command line ExaBGP runs (and respawns) as its API process: bgpadv's controller."""
+    return [sys.executable, "-m", "bgpadv", "controller", "--config", config_path_as_given(config_path)]

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from netaddr import AddrFormatError, IPAddress, IPNetwork
 from netaddr.strategy import ipv6 as _ipv6
 
-from bgpadv.model import Attributes, normalize_community
+from bgpadv.core.model import Attributes, normalize_community
 
 MAX_LINE_BYTES = 256 * 1024  # ExaBGP kills an API process at 1 MiB without a newline; stay far below
 FAMILIES: dict[str, tuple[str, str]] = {"ipv4 unicast": ("ipv4", "unicast"), "ipv6 unicast": ("ipv6", "unicast")}

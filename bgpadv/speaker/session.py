@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 from netaddr import IPAddress, IPNetwork
 
 from bgpadv.config import Config, PeerConfig
-from bgpadv.model import Attributes, Cause, Route
-from bgpadv.observe import NullObserver, RouteChange, SpeakerObserver
+from bgpadv.core.model import Attributes, Cause, Route
+from bgpadv.observe.observers import NullObserver, RouteChange, SpeakerObserver
 from bgpadv.speaker import protocol
 from bgpadv.speaker.protocol import (
     Ack,
@@ -202,7 +202,8 @@ class Speaker:
         return {_network(k, r): r for k, r in self._advertised.get(peer, {}).items() if r is not None}
 
     def held(self, peer: str) -> Collection[_Key]:
-        """The prefixes ExaBGP holds for `peer` (unknown ones included), as `bgpadv.guard.prefix_key` keys: a view,
+        """The prefixes ExaBGP holds for `peer` (unknown ones included), as `bgpadv.safety.guard.prefix_key` keys: a
+        view,
         no copy. The guard keeps these first when a peer goes over `safety.maxRoutes`."""
         return self._advertised.get(peer, {}).keys()
 
@@ -247,7 +248,8 @@ class Speaker:
                 else:
                     dropped += 1
             if dropped:
-                # Defence in depth: the guard (bgpadv.guard) refuses these with `family-not-carried` before they get
+                # Defence in depth: the guard (bgpadv.safety.guard) refuses these with `family-not-carried` before
+                # they get
                 # here, so this is a bug upstream; never send ExaBGP what the session cannot carry, and say so.
                 self.skipped += dropped
                 log.error(

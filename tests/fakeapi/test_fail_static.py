@@ -20,7 +20,7 @@ from collections.abc import Callable
 import pytest
 from kubernetes import client
 
-from bgpadv import resources
+from bgpadv.core import resources
 from bgpadv.sources.reflector import ReflectorSettings, Sources, WatchEvent
 from bgpadv.sources.store import Store
 from bgpadv_lab import objects as k8s

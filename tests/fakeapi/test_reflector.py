@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 import pytest
 from kubernetes import client
 
-from bgpadv import resources
+from bgpadv.core import resources
 from bgpadv.sources.reflector import ReflectorSettings, Sources, WatchEvent, object_wall_time
 from bgpadv.sources.store import Store
 from bgpadv_lab.fakeapi import FakeApiServer

@@ -22,9 +22,9 @@ from pathlib import Path
 from netaddr import IPAddress, IPNetwork
 
 from bgpadv.config import load
-from bgpadv.metrics import Metrics
-from bgpadv.model import Cause, ObjectRef, Route, RouteKind
-from bgpadv.observer import MetricsObserver
+from bgpadv.core.model import Cause, ObjectRef, Route, RouteKind
+from bgpadv.observe.metrics import Metrics
+from bgpadv.observe.metrics_observer import MetricsObserver
 from bgpadv.speaker.session import Speaker
 
 SOURCE = ObjectRef("IPAMClaim", "calibration.default", "lab", "5e0c7a44-2d2f-4c1b-9d55-1a2b3c4d5e6f")

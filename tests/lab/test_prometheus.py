@@ -23,11 +23,11 @@ from pathlib import Path
 import pytest
 from netaddr import IPAddress, IPNetwork
 
-from bgpadv.health import HealthServer
-from bgpadv.metrics import Metrics
-from bgpadv.model import Cause, ObjectRef, Plan, Route, RouteKind
-from bgpadv.observe import RouteChange
-from bgpadv.observer import MetricsObserver
+from bgpadv.core.model import Cause, ObjectRef, Plan, Route, RouteKind
+from bgpadv.observe.health import HealthServer
+from bgpadv.observe.metrics import Metrics
+from bgpadv.observe.metrics_observer import MetricsObserver
+from bgpadv.observe.observers import RouteChange
 
 pytestmark = pytest.mark.lab
 

@@ -1,6 +1,7 @@
 """`bgpadv check-config` answers for ExaBGP too, and the configuration path survives a ConfigMap update.
 
-Scope: `bgpadv.checkconfig` (ExaBGP's own validator run on the rendered configuration, its complaint reported as a
+Scope: `bgpadv.commands.checkconfig` (ExaBGP's own validator run on the rendered configuration, its complaint
+reported as a
 `path: problem` line with exit 2), the agreement between `config.parse` and ExaBGP on the mistakes ExaBGP refuses,
 and `service.run` keeping the configuration path as given (never resolved through kubelet's `..data` symlink).
 These tests run the installed ExaBGP (`exabgp validate`, well under a second each).
@@ -17,9 +18,12 @@ from pathlib import Path
 import pytest
 from netaddr import IPAddress
 
-from bgpadv import checkconfig, lifecycle, logs, service
-from bgpadv.cli import main
+from bgpadv.commands import checkconfig
+from bgpadv.commands.cli import main
 from bgpadv.config import Config, ConfigError, load, parse
+from bgpadv.observe import logs
+from bgpadv.runtime import controller as service
+from bgpadv.runtime import lifecycle
 from bgpadv.speaker.exabgp_config import exabgp_argv, exabgp_environment, render_exabgp_config
 
 GOOD = "localASN: 64513\npeers:\n  - address: 10.0.0.1\n    asn: 64512\n"

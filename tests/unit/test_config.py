@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from netaddr import IPAddress
 
 from bgpadv.config import Config, ConfigError, load, parse
-from bgpadv.selectors import LabelSelector
+from bgpadv.core.selectors import LabelSelector
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "bgpadv.yaml"
 MINIMAL = {"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512}]}
@@ -285,7 +285,7 @@ def test_invalid_yaml_is_a_config_error_naming_the_file(tmp_path):
     ],
 )
 def test_file_level_problems_are_one_line_naming_the_file_once(tmp_path, capsys, content, problem):
-    from bgpadv.cli import main
+    from bgpadv.commands.cli import main
 
     path = tmp_path / "bgpadv.yaml"
     path.write_bytes(content)
@@ -294,7 +294,7 @@ def test_file_level_problems_are_one_line_naming_the_file_once(tmp_path, capsys,
 
 
 def test_check_config_exits_2_and_names_every_field_path(tmp_path, capsys):
-    from bgpadv.cli import main
+    from bgpadv.commands.cli import main
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("localASN: 70000000000\npeers:\n  - address: 10.0.0.300\n    asn: 64512\n")
@@ -307,7 +307,7 @@ def test_check_config_exits_2_and_names_every_field_path(tmp_path, capsys):
 def test_check_config_accepts_the_example_configuration(capsys):
     from pathlib import Path
 
-    from bgpadv.cli import main
+    from bgpadv.commands.cli import main
 
     example = Path(__file__).resolve().parents[2] / "config" / "bgpadv.yaml"
     assert main(["check-config", str(example)]) == 0

@@ -2,7 +2,8 @@
 
 Scope: the rules pass `promtool check rules`, each alert fires (and stays quiet) as intended under `promtool test
 rules` with synthetic series, every dashboard query is valid PromQL, and every bgpadv metric the rules and the
-dashboard name exists in `bgpadv.metrics`. promtool comes with Debian's `prometheus` package, which the project's
+dashboard name exists in `bgpadv.observe.metrics`. promtool comes with Debian's `prometheus` package, which the
+project's
 install script puts on every machine: its absence is a failure, not a skip.
 """
 
@@ -18,7 +19,7 @@ import pytest
 import yaml
 from prometheus_client import generate_latest
 
-from bgpadv.metrics import Metrics
+from bgpadv.observe.metrics import Metrics
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 RULES = DEPLOY / "components" / "monitoring" / "prometheus-rules.yaml"

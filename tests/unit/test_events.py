@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from kubernetes import client as k8s
 
-from bgpadv.events import EventRecorder, TokenBucket, event_reason
-from bgpadv.model import ObjectRef, Plan, Refusal
+from bgpadv.core.model import ObjectRef, Plan, Refusal
+from bgpadv.observe.events import EventRecorder, TokenBucket, event_reason
 from bgpadv_lab.fakeapi import FakeApiServer
 
 CLAIM_A = ObjectRef("IPAMClaim", "vm-a.default", "imported-vms", "0b6a4c1e-2f4d-4b8e-9c1a-7d2e3f4a5b6c")

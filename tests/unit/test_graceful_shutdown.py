@@ -13,8 +13,8 @@ import json
 from netaddr import IPAddress, IPNetwork
 
 from bgpadv.config import PeerConfig, parse
-from bgpadv.model import Attributes, ObjectRef, Route, RouteKind
-from bgpadv.service import Controller
+from bgpadv.core.model import Attributes, ObjectRef, Route, RouteKind
+from bgpadv.runtime.controller import Controller
 from bgpadv.speaker.session import GRACEFUL_SHUTDOWN, Speaker
 
 PEER = PeerConfig(address=IPAddress("10.0.0.1"), asn=64512)

@@ -1,4 +1,4 @@
-"""The last guard before the speaker (bgpadv.guard): one table row per rule, with the exact reason code.
+"""The last guard before the speaker (bgpadv.safety.guard): one table row per rule, with the exact reason code.
 
 Scope: `check_peer` on a realistic context built from a cluster (`GuardContext.from_state`): two selected Layer2
 CUDNs (one of them, wrongly, covering a node's and a peer's address), a Layer3 CUDN, three nodes, IPv4 and IPv6
@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 from netaddr import IPAddress, IPNetwork
 
-from bgpadv.guard import Guard, GuardContext, all_node_addresses, check_peer, prefix_key
-from bgpadv.model import ObjectRef, Plan, Route, RouteKind
+from bgpadv.core.model import ObjectRef, Plan, Route, RouteKind
 from bgpadv.planner import checks
+from bgpadv.safety.guard import Guard, GuardContext, all_node_addresses, check_peer, prefix_key
 from bgpadv_lab import objects as k8s
 
 ADV = k8s.ADVERTISED

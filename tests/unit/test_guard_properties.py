@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from netaddr import IPAddress, IPNetwork, IPSet
 
-from bgpadv.guard import Guard, check_peer
 from bgpadv.planner import plan
+from bgpadv.safety.guard import Guard, check_peer
 from bgpadv_lab import objects as k8s
 from tests.unit.test_planner_properties import addresses
 

@@ -1,7 +1,7 @@
 """The metrics listener over real HTTP on loopback, `bgpadv status` reading it, and the JSON log lines.
 
 Scope: /metrics exposition (text and OpenMetrics), /healthz following the main loop's heartbeat, /readyz following
-the initial sync and the peers, /status as JSON and as printed by `bgpadv.status.main`.
+the initial sync and the peers, /status as JSON and as printed by `bgpadv.commands.status.main`.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ import urllib.request
 import pytest
 from netaddr import IPAddress, IPNetwork
 
-from bgpadv import status as status_cli
-from bgpadv.health import HealthServer
-from bgpadv.logs import setup_logging
-from bgpadv.metrics import Metrics
-from bgpadv.model import Cause, ObjectRef, Plan, Route, RouteKind
-from bgpadv.observe import RouteChange
-from bgpadv.observer import MetricsObserver
+from bgpadv.commands import status as status_cli
+from bgpadv.core.model import Cause, ObjectRef, Plan, Route, RouteKind
+from bgpadv.observe.health import HealthServer
+from bgpadv.observe.logs import setup_logging
+from bgpadv.observe.metrics import Metrics
+from bgpadv.observe.metrics_observer import MetricsObserver
+from bgpadv.observe.observers import RouteChange
 
 PEER = "10.0.0.1"
 CLAIM = ObjectRef("IPAMClaim", "vm-a.default", "imported-vms", "0b6a4c1e-2f4d-4b8e-9c1a-7d2e3f4a5b6c")

@@ -1,4 +1,4 @@
-"""Fail static for mass withdrawals (`bgpadv.hold.WithdrawalHold`), with a fake clock.
+"""Fail static for mass withdrawals (`bgpadv.safety.hold.WithdrawalHold`), with a fake clock.
 
 The rules under test:
 - a plan of ordinary watch events is applied whatever it withdraws (a DELETE is never delayed);
@@ -17,8 +17,8 @@ import logging
 import pytest
 from netaddr import IPAddress, IPNetwork
 
-from bgpadv.hold import WithdrawalHold, prefix_key
-from bgpadv.model import ObjectRef, Route, RouteKind
+from bgpadv.core.model import ObjectRef, Route, RouteKind
+from bgpadv.safety.hold import WithdrawalHold, prefix_key
 
 H = 120.0
 W1, W2 = "10.0.0.11", "10.0.0.12"
@@ -228,8 +228,8 @@ def test_invalid_limits_are_refused(fraction: float, seconds: float) -> None:
 
 # -- observability --------------------------------------------------------------------------------------------------
 def test_held_routes_and_held_resources_are_gauges_and_appear_in_status() -> None:
-    from bgpadv.observer import MetricsObserver
-    from bgpadv.status import render
+    from bgpadv.commands.status import render
+    from bgpadv.observe.metrics_observer import MetricsObserver
 
     observer = MetricsObserver()
     registry = observer.metrics.registry
@@ -252,7 +252,7 @@ def test_held_routes_and_held_resources_are_gauges_and_appear_in_status() -> Non
 # -- the test-only override of safety.holdSeconds -------------------------------------------------------------------
 def test_the_hold_can_be_shortened_for_tests_only_through_the_environment() -> None:
     from bgpadv.config import ConfigError, parse
-    from bgpadv.hold import TEST_HOLD_ENV, with_test_hold
+    from bgpadv.safety.hold import TEST_HOLD_ENV, with_test_hold
 
     config = parse({"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512}]})
     assert with_test_hold(config, {}) is config

@@ -1,7 +1,7 @@
 """Hostile documents are bounded (issue 7, item 3): a small text never costs big memory or time, a deep one never
 raises RecursionError, and a bad document is refused alone while everything else still plans.
 
-Scope: `bgpadv.yamlsafe` (the one YAML loader of manifests and the configuration: no aliases, nesting at most
+Scope: `bgpadv.core.yamlsafe` (the one YAML loader of manifests and the configuration: no aliases, nesting at most
 `MAX_DEPTH`, plain data only, recovery after a syntax error), JSON depth in manifests and watch lines
 (`Reflector._handle`), the per-claim address rules of `planner.vms` (linear de-duplication, one address per family,
 at most `MAX_CLAIM_IPS` entries), and the bounds on refusal values (`checks.describe`) and Event messages.
@@ -20,10 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kubernetes import client
 
-from bgpadv import resources, yamlsafe
 from bgpadv.config import ConfigError, load
-from bgpadv.events import MAX_MESSAGE, EventRecorder
-from bgpadv.model import ObjectRef, Refusal
+from bgpadv.core import resources, yamlsafe
+from bgpadv.core.model import ObjectRef, Refusal
+from bgpadv.observe.events import MAX_MESSAGE, EventRecorder
 from bgpadv.planner import checks, plan
 from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv.planner.vms import MAX_CLAIM_IPS

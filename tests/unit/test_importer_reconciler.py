@@ -14,7 +14,7 @@ from netaddr import IPAddress, IPNetwork
 from bgpadv.config import AcceptRule, parse
 from bgpadv.importer.learned import SETTLE_SECONDS
 from bgpadv.importer.reconciler import Importer, SelectedNetwork
-from bgpadv.metrics import Metrics
+from bgpadv.observe.metrics import Metrics
 from bgpadv.speaker.protocol import NeighborList, PeerState, RibInDone, RibRoute, UpdateEvent
 
 TOR = "10.0.0.1"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import yaml
 
-from bgpadv import render, status
+from bgpadv.commands import render, status
 from bgpadv_lab import objects as k8s
 
 CONFIG = """

@@ -24,9 +24,13 @@ from pathlib import Path
 
 import pytest
 
-from bgpadv import __version__, checkconfig, lifecycle, logs, service
-from bgpadv.cli import _parser, main
+from bgpadv import __version__
+from bgpadv.commands import checkconfig
+from bgpadv.commands.cli import _parser, main
 from bgpadv.config import ConfigError, parse
+from bgpadv.observe import logs
+from bgpadv.runtime import controller as service
+from bgpadv.runtime import lifecycle
 from bgpadv.speaker.exabgp_config import exabgp_argv, exabgp_environment, render_exabgp_config, write_private
 
 PEER = {"address": "10.0.0.1", "asn": 64512, "localAddress": "10.0.0.11"}

@@ -129,7 +129,7 @@ def test_the_cluster_role_lists_and_watches_what_bgpadv_reads_and_writes_only_ev
 
 
 def test_the_cluster_role_covers_every_resource_bgpadv_watches() -> None:
-    from bgpadv import resources
+    from bgpadv.core import resources
 
     role = one(render("default"), "ClusterRole")
     granted = {

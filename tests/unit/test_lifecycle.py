@@ -1,4 +1,4 @@
-"""The process lifecycle (bgpadv.lifecycle): the API shim between ExaBGP and the controller, and the supervisor.
+"""The process lifecycle (bgpadv.runtime.lifecycle): the API shim between ExaBGP and the controller, and the supervisor.
 
 Real processes with stand-ins: the shim runs as its own process (it owns signal handlers) in front of a fake
 controller script; the supervisor runs in front of a fake ExaBGP that starts a fake shim.
@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bgpadv.lifecycle import DRAIN_FILE, SHIM_PID_FILE, Backoff
+from bgpadv.runtime.lifecycle import DRAIN_FILE, SHIM_PID_FILE, Backoff
 from bgpadv.speaker.exabgp_config import PID_FILE
 
 FAKE_CONTROLLER = textwrap.dedent(
@@ -73,7 +73,7 @@ def shim(tmp_path: Path):
     controller = tmp_path / "controller.py"
     controller.write_text(FAKE_CONTROLLER)
     code = (
-        "import sys; from pathlib import Path; from bgpadv.lifecycle import ApiShim, Backoff; "
+        "import sys; from pathlib import Path; from bgpadv.runtime.lifecycle import ApiShim, Backoff; "
         f"sys.exit(ApiShim([sys.executable, {str(controller)!r}], runtime_dir=Path({str(tmp_path)!r}), "
         "backoff=Backoff(first=0.01, cap=0.2)).run())"
     )
@@ -206,7 +206,7 @@ def supervisor(tmp_path: Path):
     def start(drain: float, mode: str = "run") -> subprocess.Popen:
         argv = [sys.executable, str(tmp_path / "exabgp.py"), str(tmp_path / "shim.py"), mode]
         code = (
-            "import os, sys; from pathlib import Path; from bgpadv.lifecycle import supervise; "
+            "import os, sys; from pathlib import Path; from bgpadv.runtime.lifecycle import supervise; "
             f"sys.exit(supervise({argv!r}, dict(os.environ), Path({str(tmp_path)!r}), {drain!r}))"
         )
         proc = subprocess.Popen([sys.executable, "-c", code])
@@ -327,7 +327,7 @@ def test_the_deployment_gives_bgpadv_longer_than_its_drain_and_a_graceful_restar
     ],
 )
 def test_a_starting_controller_knows_whether_a_drain_was_asked(tmp_path: Path, environ, drain_file, expected):
-    from bgpadv.lifecycle import drain_requested
+    from bgpadv.runtime.lifecycle import drain_requested
 
     if drain_file:
         (tmp_path / DRAIN_FILE).write_text("")

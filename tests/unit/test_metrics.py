@@ -13,11 +13,11 @@ import pytest
 from netaddr import IPAddress, IPNetwork
 from prometheus_client import generate_latest
 
-from bgpadv.convergence import percentile
-from bgpadv.metrics import Metrics
-from bgpadv.model import Cause, ObjectRef, Plan, Refusal, Route, RouteKind
-from bgpadv.observe import RouteChange
-from bgpadv.observer import MetricsObserver
+from bgpadv.core.model import Cause, ObjectRef, Plan, Refusal, Route, RouteKind
+from bgpadv.observe.convergence import percentile
+from bgpadv.observe.metrics import Metrics
+from bgpadv.observe.metrics_observer import MetricsObserver
+from bgpadv.observe.observers import RouteChange
 
 CUDN_A = ObjectRef("ClusterUserDefinedNetwork", "vmnet-a", uid="6f1c2a9e-0d6b-4d1e-9a52-1f7f0c2b8a01")
 CLAIM_A = ObjectRef("IPAMClaim", "vm-a.default", "imported-vms", "0b6a4c1e-2f4d-4b8e-9c1a-7d2e3f4a5b6c")

@@ -11,10 +11,10 @@ import threading
 
 from netaddr import IPAddress, IPNetwork
 
-from bgpadv.metrics import Metrics
-from bgpadv.model import Cause, ObjectRef, Route, RouteKind
-from bgpadv.observe import RouteChange
-from bgpadv.observer import MetricsObserver
+from bgpadv.core.model import Cause, ObjectRef, Route, RouteKind
+from bgpadv.observe.metrics import Metrics
+from bgpadv.observe.metrics_observer import MetricsObserver
+from bgpadv.observe.observers import RouteChange
 
 PEER = "10.0.0.1"
 CLAIM = ObjectRef("IPAMClaim", "vm-a.default", "imported-vms")

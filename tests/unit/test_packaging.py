@@ -76,7 +76,7 @@ def test_the_wheel_holds_no_lab_and_no_tests(wheel):
 
 def test_the_wheel_declares_the_bgpadv_console_script(wheel):
     entry_points = wheel.read("bgpadv-0.1.0.dist-info/entry_points.txt").decode()
-    assert "[console_scripts]\nbgpadv = bgpadv.cli:main" in entry_points
+    assert "[console_scripts]\nbgpadv = bgpadv.commands.cli:main" in entry_points
 
 
 def test_the_product_never_imports_the_lab_or_the_tests():

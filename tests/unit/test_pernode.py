@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from bgpadv import resources
 from bgpadv.config import ConfigError, parse
+from bgpadv.core import resources
 from bgpadv.planner import plan
-from bgpadv.service import watched_resources
+from bgpadv.runtime.controller import watched_resources
 from bgpadv_lab import objects as k8s
 
 NS = "imported-vms"

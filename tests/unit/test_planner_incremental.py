@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bgpadv import resources
-from bgpadv.model import RouteKind
+from bgpadv.core import resources
+from bgpadv.core.model import RouteKind
+from bgpadv.core.state import ClusterState
 from bgpadv.planner import plan
 from bgpadv.planner.incremental import IncrementalPlanner
-from bgpadv.state import ClusterState
 from bgpadv_lab import objects as k8s
 
 EXAMPLES = int(os.environ.get("BGPADV_INCREMENTAL_EXAMPLES", "300"))

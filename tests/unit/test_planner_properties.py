@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from netaddr import IPAddress, IPNetwork, IPSet
 
-from bgpadv import resources
+from bgpadv.core import resources
+from bgpadv.core.state import ClusterState
 from bgpadv.planner import checks, plan
 from bgpadv.planner.networks import index_networks
-from bgpadv.state import ClusterState
 from bgpadv_lab import objects as k8s
 
 ADV = k8s.ADVERTISED

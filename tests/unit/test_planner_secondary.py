@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from bgpadv.guard import Guard
 from bgpadv.planner import plan
+from bgpadv.safety.guard import Guard
 from bgpadv_lab import objects as k8s
 
 ADV = k8s.ADVERTISED

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from netaddr import IPAddress, IPNetwork
 
-from bgpadv.model import Attributes
+from bgpadv.core.model import Attributes
 from bgpadv.speaker import protocol
 from bgpadv.speaker.protocol import Ack, NeighborList, Notification, Other, PeerState, RibRoute, Shutdown, UpdateEvent
 

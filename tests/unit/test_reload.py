@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bgpadv import resources
 from bgpadv.config import parse
-from bgpadv.reload import LAST_GOOD, ConfigFileChanged, ConfigFileWatch, Reloader, classify, fingerprint
-from bgpadv.service import Controller, LoopSettings, watched_resources
+from bgpadv.core import resources
+from bgpadv.runtime.controller import Controller, LoopSettings, watched_resources
+from bgpadv.runtime.reload import LAST_GOOD, ConfigFileChanged, ConfigFileWatch, Reloader, classify, fingerprint
 from bgpadv.sources.reflector import WatchEvent
 from bgpadv.speaker.exabgp_config import render_exabgp_config
 from tests.doubles import RecordingObserver, RecordingSources, RecordingSpeaker

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from netaddr import IPAddress, IPNetwork
 
-from bgpadv.model import ObjectRef, Plan, Refusal, Route, RouteKind
-from bgpadv.render import main, render_plan
+from bgpadv.commands.render import main, render_plan
+from bgpadv.core.model import ObjectRef, Plan, Refusal, Route, RouteKind
 from bgpadv_lab import objects as k8s
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bgpadv import resources
-from bgpadv.state import ClusterState
+from bgpadv.core import resources
+from bgpadv.core.state import ClusterState
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""The controller's typed seams (bgpadv.seams, bgpadv.observe): the real classes and every test double implement
+"""The controller's typed seams (bgpadv.runtime.seams, bgpadv.observe.observers): the real classes and every test
+double implement
 them, and a part that lacks something its seam declares is refused when the controller is built, instead of being
 probed for (`getattr(..., None)`) later.
 """
@@ -9,9 +10,10 @@ import pytest
 from kubernetes import client
 
 from bgpadv.config import parse
-from bgpadv.events import EventRecorder
-from bgpadv.metrics import Metrics
-from bgpadv.observe import (
+from bgpadv.observe.events import EventRecorder
+from bgpadv.observe.metrics import Metrics
+from bgpadv.observe.metrics_observer import MetricsObserver
+from bgpadv.observe.observers import (
     ControllerObserver,
     Fanout,
     NullObserver,
@@ -20,9 +22,8 @@ from bgpadv.observe import (
     SourcesObserver,
     SpeakerObserver,
 )
-from bgpadv.observer import MetricsObserver
-from bgpadv.seams import ControllerSources, ControllerSpeaker
-from bgpadv.service import Controller
+from bgpadv.runtime.controller import Controller
+from bgpadv.runtime.seams import ControllerSources, ControllerSpeaker
 from bgpadv.sources.reflector import Sources
 from bgpadv.speaker.session import Speaker
 from tests.doubles import RecordingObserver, RecordingSources, RecordingSpeaker
@@ -102,7 +103,7 @@ class OnlyPlanned:
 def test_an_observer_implementing_one_seam_only_is_refused_by_the_controller_and_the_fanout():
     with pytest.raises(TypeError, match="does not implement Observer"):
         Controller(CONFIG, speaker=RecordingSpeaker(), sources_factory=RecordingSources, observer=OnlyPlanned())
-    with pytest.raises(TypeError, match=r"OnlyPlanned does not implement bgpadv\.observe\.Observer"):
+    with pytest.raises(TypeError, match=r"OnlyPlanned does not implement bgpadv\.observe\.observers\.Observer"):
         Fanout(NullObserver(), OnlyPlanned())
 
 

@@ -1,4 +1,5 @@
-"""Label selectors (bgpadv.selectors) follow the Kubernetes API: matching per operator, and which selectors are valid.
+"""Label selectors (bgpadv.core.selectors) follow the Kubernetes API: matching per operator, and which selectors are
+valid.
 
 One parser serves the configuration (`networks.selector`) and the planner (CUDN `namespaceSelector`,
 RouteAdvertisements `networkSelector`); both are checked here through it and through their callers.
@@ -9,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from bgpadv.config import ConfigError, parse
+from bgpadv.core.selectors import LabelSelector
+from bgpadv.core.selectors import parse as parse_selector
 from bgpadv.planner.networks import selector_from_dict
-from bgpadv.selectors import LabelSelector
-from bgpadv.selectors import parse as parse_selector
 
 TEAM_BLUE = {"team": "blue", "tier": "db"}
 TEAM_RED = {"team": "red"}

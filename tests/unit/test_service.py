@@ -12,12 +12,12 @@ import time
 
 import pytest
 
-from bgpadv import resources
 from bgpadv.config import parse
-from bgpadv.guard import Guard
-from bgpadv.model import Plan
+from bgpadv.core import resources
+from bgpadv.core.model import Plan
 from bgpadv.planner import checks
-from bgpadv.service import Controller, LoopSettings, desired_per_peer, watched_resources
+from bgpadv.runtime.controller import Controller, LoopSettings, desired_per_peer, watched_resources
+from bgpadv.safety.guard import Guard
 from bgpadv.sources.reflector import WatchEvent
 from tests.doubles import RecordingObserver, RecordingSources, RecordingSpeaker
 
@@ -182,7 +182,7 @@ def test_run_repeats_step_until_exabgp_closes_its_pipe(controller):
 
 
 def test_a_planner_bug_keeps_the_current_advertisements(controller, monkeypatch):
-    from bgpadv import service
+    from bgpadv.runtime import controller as service
 
     controller.queue.put(event(resources.CUDN, "ADDED", CUDN))
     synced_all(controller)
@@ -222,8 +222,8 @@ def test_whatever_the_planner_returns_the_speaker_gets_only_guarded_routes_and_o
     speaker, and its refusal reaches the observers (metrics, Events) with the planner's own refusals."""
     from netaddr import IPNetwork
 
-    from bgpadv import service
-    from bgpadv.model import Refusal, Route, RouteKind
+    from bgpadv.core.model import Refusal, Route, RouteKind
+    from bgpadv.runtime import controller as service
     from bgpadv_lab import objects as k8s
 
     cudn = k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24"], labels={"bgpadv.io/advertise": "true"})
@@ -277,7 +277,7 @@ def test_a_self_route_a_session_cannot_express_is_refused_for_that_peer_only():
 def _host(prefix: str, node: str):
     from netaddr import IPAddress, IPNetwork
 
-    from bgpadv.model import ObjectRef, Route, RouteKind
+    from bgpadv.core.model import ObjectRef, Route, RouteKind
 
     ref = ObjectRef("IPAMClaim", "vm-a.default", "imported-vms")
     return Route(IPNetwork(prefix), IPAddress("10.0.0.11"), "vmnet-a", RouteKind.HOST, ref, node)

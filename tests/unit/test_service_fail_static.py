@@ -15,10 +15,10 @@ import time
 
 import pytest
 
-from bgpadv import resources
 from bgpadv.config import parse
-from bgpadv.hold import WithdrawalHold
-from bgpadv.service import Controller, LoopSettings, watched_resources
+from bgpadv.core import resources
+from bgpadv.runtime.controller import Controller, LoopSettings, watched_resources
+from bgpadv.safety.hold import WithdrawalHold
 from bgpadv.sources.reflector import WatchEvent
 from bgpadv_lab import objects as k8s
 from tests.doubles import RecordingObserver, RecordingSources, RecordingSpeaker

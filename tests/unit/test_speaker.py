@@ -16,7 +16,7 @@ import pytest
 from netaddr import IPAddress, IPNetwork
 
 from bgpadv.config import PeerConfig
-from bgpadv.model import Attributes, ObjectRef, Route, RouteKind
+from bgpadv.core.model import Attributes, ObjectRef, Route, RouteKind
 from bgpadv.speaker.session import Speaker
 
 PEER4 = PeerConfig(address=IPAddress("10.0.0.1"), asn=64512)
@@ -243,7 +243,7 @@ def test_what_a_peer_cannot_carry_is_never_sent_and_never_dropped_silently(caplo
 
 def test_held_names_every_prefix_exabgp_holds_unknown_ones_included_as_guard_keys():
     """The guard keeps these first when a peer goes over safety.maxRoutes: the keys must be the guard's."""
-    from bgpadv.guard import prefix_key
+    from bgpadv.safety.guard import prefix_key
 
     speaker, fake = started(rib_dump=[_rib_line("10.128.0.99/32")])
     speaker.set_desired({PEER4.name: hosts(2)})
@@ -256,8 +256,8 @@ def test_held_names_every_prefix_exabgp_holds_unknown_ones_included_as_guard_key
 
 def test_routes_through_the_guard_reach_the_speaker_without_a_skip():
     """The guard, not the speaker, decides what a peer cannot carry: a refusal with a reason, nothing skipped."""
-    from bgpadv.guard import Guard
     from bgpadv.planner import checks
+    from bgpadv.safety.guard import Guard
     from bgpadv_lab import objects as k8s
 
     config = k8s.config(peers=[{"address": "10.0.0.1", "asn": 64512}])  # IPv4 session, both families

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from bgpadv import resources
-from bgpadv.model import Cause, ObjectRef, Plan, Refusal
-from bgpadv.observe import NullObserver
+from bgpadv.core import resources
+from bgpadv.core.model import Cause, ObjectRef, Plan, Refusal
+from bgpadv.observe.observers import NullObserver
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,8 @@ class EventRecorder(NullObserver):
     """Turns Plan refusals into Kubernetes Events (see the module docstring).
 
     `api_client`: a `kubernetes.client.ApiClient` (or anything `CoreV1Api` accepts). `metrics`: an optional
-    `bgpadv.metrics.Metrics` whose `bgpadv_kubernetes_events_total{result}` counts created/updated/dropped/failed.
+    `bgpadv.observe.metrics.Metrics` whose `bgpadv_kubernetes_events_total{result}` counts
+    created/updated/dropped/failed.
     """
 
     def __init__(

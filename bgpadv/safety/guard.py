@@ -47,11 +47,11 @@ from dataclasses import dataclass, field, replace
 from netaddr import IPAddress, IPNetwork
 
 from bgpadv.config import Config, PeerConfig
-from bgpadv.model import Plan, Refusal, Route
+from bgpadv.core.model import Plan, Refusal, Route
+from bgpadv.core.state import ClusterState
 from bgpadv.planner import checks
 from bgpadv.planner.networks import index_networks
 from bgpadv.planner.nodes import PRIMARY_IFADDR_ANNOTATION, SPECIAL_RANGES
-from bgpadv.state import ClusterState
 
 __all__ = ["SPECIAL_RANGES", "Guard", "GuardContext", "Guarded", "check_peer", "prefix_key"]
 

@@ -24,9 +24,9 @@ from typing import Any
 
 from netaddr import AddrFormatError, IPNetwork
 
-from bgpadv.metrics import STAGES, Metrics
-from bgpadv.model import Cause
-from bgpadv.observe import RouteChange
+from bgpadv.core.model import Cause
+from bgpadv.observe.metrics import STAGES, Metrics
+from bgpadv.observe.observers import RouteChange
 
 
 @dataclass(slots=True)

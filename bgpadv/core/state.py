@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from bgpadv import resources
+from bgpadv.core import resources
 
 Namespaced = tuple[str, str]
 

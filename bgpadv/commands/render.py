@@ -1,6 +1,7 @@
 """`bgpadv render`: what would be announced, and what is refused, for a directory of manifests.
 
-The plan goes through the same last guard (`bgpadv.guard`) as in the controller, for the configured peers: a route
+The plan goes through the same last guard (`bgpadv.safety.guard`) as in the controller, for the configured peers: a
+route
 is listed when at least one peer would get it; the guard's refusals follow the planner's.
 
 Two forms. JSON is a contract for scripts and never loses keys:
@@ -19,12 +20,12 @@ from pathlib import Path
 from netaddr import IPAddress, IPNetwork
 
 from bgpadv import config as config_module
-from bgpadv import yamlsafe
-from bgpadv.guard import Guard
-from bgpadv.model import Plan, Refusal, Route
+from bgpadv.core import yamlsafe
+from bgpadv.core.model import Plan, Refusal, Route
+from bgpadv.core.state import ClusterState
 from bgpadv.planner import plan as make_plan
+from bgpadv.safety.guard import Guard
 from bgpadv.sources.manifests import load_manifests
-from bgpadv.state import ClusterState
 
 OUTPUTS = ("table", "json")
 

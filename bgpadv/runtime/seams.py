@@ -2,7 +2,7 @@
 
 The real classes (`bgpadv.speaker.session.Speaker`, `bgpadv.sources.reflector.Sources`) and every test double
 implement these Protocols; the controller checks them when it is built, so a double that lacks something the real
-speaker has fails at once instead of being probed around. The observer seams are in `bgpadv.observe`.
+speaker has fails at once instead of being probed around. The observer seams are in `bgpadv.observe.observers`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Protocol, runtime_checkable
 
-from bgpadv.model import Cause, Route
+from bgpadv.core.model import Cause, Route
 
 
 @runtime_checkable

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from netaddr import IPNetwork
 
 from bgpadv.config import Config, ConfigError
-from bgpadv.model import Route
+from bgpadv.core.model import Route
 
 log = logging.getLogger("bgpadv.hold")
 

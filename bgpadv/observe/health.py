@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
-from bgpadv.observer import MetricsObserver
+from bgpadv.observe.metrics_observer import MetricsObserver
 
 log = logging.getLogger(__name__)
 

@@ -1,9 +1,11 @@
-"""`MetricsObserver`: the observer the controller runs with — every seam of `bgpadv.observe`, handed to the part
+"""`MetricsObserver`: the observer the controller runs with — every seam of `bgpadv.observe.observers`, handed to the
+part
 that does each job.
 
-- `bgpadv.metrics`: the metric definitions (`Metrics`, on its own registry);
-- `bgpadv.convergence.ConvergenceTracker`: route changes matched from watch event to UPDATE echo, bounded;
-- `bgpadv.readiness.StatusModel`: peers, the routes ExaBGP holds, refusals, held withdrawals, readiness, `/status`;
+- `bgpadv.observe.metrics`: the metric definitions (`Metrics`, on its own registry);
+- `bgpadv.observe.convergence.ConvergenceTracker`: route changes matched from watch event to UPDATE echo, bounded;
+- `bgpadv.observe.readiness.StatusModel`: peers, the routes ExaBGP holds, refusals, held withdrawals, readiness,
+`/status`;
 - here: what needs neither — object lag (`bgpadv_object_lag_seconds`), watch restarts, skipped lines, full-resync
   timing — and the clocks.
 
@@ -20,17 +22,17 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from bgpadv.convergence import ConvergenceTracker
-from bgpadv.metrics import Metrics
-from bgpadv.model import Cause, Plan
-from bgpadv.observe import RouteChange
-from bgpadv.readiness import StatusModel
+from bgpadv.core.model import Cause, Plan
+from bgpadv.observe.convergence import ConvergenceTracker
+from bgpadv.observe.metrics import Metrics
+from bgpadv.observe.observers import RouteChange
+from bgpadv.observe.readiness import StatusModel
 
 log = logging.getLogger("bgpadv.metrics")
 
 
 class MetricsObserver:
-    """Implements `bgpadv.observe.Observer` over a `Metrics`.
+    """Implements `bgpadv.observe.observers.Observer` over a `Metrics`.
 
     `expected_resources`: resources whose first LIST must be done for readiness (None: the first plan suffices).
     `pending_ttl`/`max_pending` bound the memory held for changes awaiting their ack or echo. `window`: samples kept
@@ -68,7 +70,7 @@ class MetricsObserver:
             wall_clock=wall_clock,
         )
 
-    # --- configuration reloads (bgpadv.reload) ----------------------------------------------------------------
+    # --- configuration reloads (bgpadv.runtime.reload) ----------------------------------------------------------------
     def config_reload(self, result: str) -> None:
         """A configuration change was "applied" or "refused"."""
         self.metrics.config_reloads.labels(result=result).inc()
@@ -122,7 +124,7 @@ class MetricsObserver:
     # --- ControllerObserver ---------------------------------------------------------------------------------------
 
     def routes_held(self, held: Mapping[str, int]) -> None:
-        """Routes held per peer after a plan (bgpadv.hold)."""
+        """Routes held per peer after a plan (bgpadv.safety.hold)."""
         try:
             self.model.routes_held(held)
         except Exception:

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from bgpadv import __version__
-from bgpadv.metrics import Metrics
-from bgpadv.model import Plan
-from bgpadv.observe import RouteChange
+from bgpadv.core.model import Plan
+from bgpadv.observe.metrics import Metrics
+from bgpadv.observe.observers import RouteChange
 
 
 @dataclass(slots=True)

@@ -45,7 +45,7 @@ class ObjectRef:
     uid: str = ""
     created: str = field(default="", compare=False)
     """The object's `metadata.creationTimestamp` as written ("" when unknown): the age that settles which of two
-    origins of one prefix keeps it (`bgpadv.guard`). Not part of equality: it identifies nothing."""
+    origins of one prefix keeps it (`bgpadv.safety.guard`). Not part of equality: it identifies nothing."""
 
     def __str__(self) -> str:
         return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"

@@ -4,7 +4,8 @@
 bgpadv run                                 supervisor: signals, graceful shutdown, a stop that keeps GR
 └── exabgp server exabgp.conf              its own session; SIGKILLed if the supervisor dies (PR_SET_PDEATHSIG)
     └── bgpadv controller                  the API shim, ExaBGP's only API process: relays lines, never crashes
-        └── bgpadv controller --no-shim    the controller (bgpadv.service); restarted by the shim with backoff
+        └── bgpadv controller --no-shim    the controller (bgpadv.runtime.controller); restarted by the shim with
+        backoff
 ```
 
 Why a shim: ExaBGP respawns a dead API process at most 5 times in a 64-second window aligned to the wall clock,
@@ -52,7 +53,7 @@ from bgpadv.speaker.exabgp_config import PID_FILE
 log = logging.getLogger("bgpadv.lifecycle")
 
 RUNTIME_DIR_ENV = "BGPADV_RUNTIME_DIR"  # set by the supervisor; ExaBGP passes its environment to the shim
-DRAINING_ENV = "BGPADV_DRAINING"  # "1": the controller starts draining (read by bgpadv.service)
+DRAINING_ENV = "BGPADV_DRAINING"  # "1": the controller starts draining (read by bgpadv.runtime.controller)
 DRAIN_FILE = "draining"
 SHIM_PID_FILE = "api-shim.pid"
 
@@ -463,7 +464,7 @@ def shim_main(config_path: str) -> int:
     """`bgpadv controller`: the API shim ExaBGP runs; the controller it supervises is `bgpadv controller --no-shim`."""
     import sys
 
-    from bgpadv.logs import setup_logging
+    from bgpadv.observe.logs import setup_logging
 
     upstream_out = os.dup(1)
     os.dup2(2, 1)  # nothing but relayed lines may reach ExaBGP

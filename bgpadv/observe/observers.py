@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from bgpadv.model import Cause, Plan, Route
+from bgpadv.core.model import Cause, Plan, Route
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ class ControllerObserver(Protocol):
         """The main loop is alive (called once per loop turn)."""
 
     def routes_held(self, held: Mapping[str, int]) -> None:
-        """Withdrawals held back per peer after a plan (bgpadv.hold)."""
+        """Withdrawals held back per peer after a plan (bgpadv.safety.hold)."""
 
     def migration_handover_started(self, prefix: str, ready_wall: float) -> None:
         """A host route's next hop moves because a migration target became ready at `ready_wall` (epoch seconds)."""
@@ -138,7 +138,7 @@ class Fanout:
     def __init__(self, *observers: Observer) -> None:
         for o in observers:
             if not isinstance(o, Observer):
-                raise TypeError(f"{type(o).__name__} does not implement bgpadv.observe.Observer")
+                raise TypeError(f"{type(o).__name__} does not implement bgpadv.observe.observers.Observer")
         self._observers = observers
 
     def _each(self, name: str, *args: object) -> None:

@@ -17,10 +17,10 @@ from typing import Any, TextIO
 
 from netaddr import AddrFormatError, IPAddress, IPNetwork
 
-from bgpadv import selectors, yamlsafe
-from bgpadv.bounded import brief
-from bgpadv.model import Attributes, normalize_community
-from bgpadv.selectors import LabelSelector
+from bgpadv.core import selectors, yamlsafe
+from bgpadv.core.bounded import brief
+from bgpadv.core.model import Attributes, normalize_community
+from bgpadv.core.selectors import LabelSelector
 
 
 class ConfigError(ValueError):
@@ -264,7 +264,7 @@ class _Reader:
         return value
 
     def selector(self, raw: Any, path: str) -> LabelSelector | None:
-        """A label selector (bgpadv.selectors, Kubernetes semantics); None when absent or malformed."""
+        """A label selector (bgpadv.core.selectors, Kubernetes semantics); None when absent or malformed."""
         selector, problems = selectors.parse(raw)
         for sub, message in problems:
             self.fail(f"{path}{sub}", message)
@@ -715,7 +715,7 @@ def load_or_report(path: str | Path, stream: TextIO | None = None) -> Config | N
 def load(path: str | Path) -> Config:
     """Read and validate a configuration file; raise ConfigError (with field paths) or OSError.
 
-    The YAML is read by `bgpadv.yamlsafe.load_documents`, as manifests are: aliases, deep nesting, tags other than
+    The YAML is read by `bgpadv.core.yamlsafe.load_documents`, as manifests are: aliases, deep nesting, tags other than
     plain data and repeated keys are refused. The file must hold one document (an empty file is an empty config).
     """
     try:

@@ -63,30 +63,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "check-config":
         return _check_config(args.file)
     if args.command == "render":
-        from bgpadv import render
+        from bgpadv.commands import render
 
         return render.main(args.config, args.manifests, args.output, args.learned)
     if args.command == "run":
-        from bgpadv import service
+        from bgpadv.runtime import controller as service
 
         return service.run(args.config, args.runtime_dir)
     if args.command == "controller":
         if not args.no_shim:
-            from bgpadv import lifecycle
+            from bgpadv.runtime import lifecycle
 
             return lifecycle.shim_main(args.config)
-        from bgpadv import service
+        from bgpadv.runtime import controller as service
 
         return service.controller_main(args.config)
     if args.command == "status":
-        from bgpadv import status
+        from bgpadv.commands import status
 
         return status.main(args.url, as_json=args.json)
     raise AssertionError(args.command)
 
 
 def _check_config(path: str) -> int:
-    from bgpadv import checkconfig
+    from bgpadv.commands import checkconfig
 
     return checkconfig.main(path)
 

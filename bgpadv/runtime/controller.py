@@ -1,7 +1,7 @@
 """Wiring and lifecycle: sources → coalesce → planner → speaker, on one thread.
 
 `bgpadv run` renders ExaBGP's configuration and supervises ExaBGP; ExaBGP starts `bgpadv controller` as its API
-process, a shim that runs and restarts the controller (`bgpadv.lifecycle`). The controller is where everything
+process, a shim that runs and restarts the controller (`bgpadv.runtime.lifecycle`). The controller is where everything
 happens:
 
     reflector threads ──WatchEvent──┐
@@ -46,22 +46,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from bgpadv import resources
 from bgpadv.config import Config, load_or_report
-from bgpadv.guard import Guard, Guarded, PrefixKey
-from bgpadv.hold import WithdrawalHold
+from bgpadv.core import resources
+from bgpadv.core.model import Cause, Plan, Route, RouteKind
+from bgpadv.core.resources import CUDN, ROUTE_ADVERTISEMENTS
+from bgpadv.core.state import ClusterState
 from bgpadv.importer.reconciler import Importer, selected_networks
-from bgpadv.model import Cause, Plan, Route, RouteKind
-from bgpadv.observe import Fanout, NullObserver, Observer
+from bgpadv.observe.observers import Fanout, NullObserver, Observer
 from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv.planner.networks import index_networks
 from bgpadv.planner.vms import VMI_KIND, claim_vm
-from bgpadv.reload import ConfigFileChanged, Reloader, classify
-from bgpadv.resources import CUDN, ROUTE_ADVERTISEMENTS
-from bgpadv.seams import ControllerSources, ControllerSpeaker
+from bgpadv.runtime.reload import ConfigFileChanged, Reloader, classify
+from bgpadv.runtime.seams import ControllerSources, ControllerSpeaker
+from bgpadv.safety.guard import Guard, Guarded, PrefixKey
+from bgpadv.safety.hold import WithdrawalHold
 from bgpadv.sources.reflector import WatchEvent
 from bgpadv.sources.store import Store
-from bgpadv.state import ClusterState
 
 log = logging.getLogger("bgpadv.service")
 
@@ -89,7 +89,7 @@ class _StdinClosed:
 
 
 class _Drain:
-    """Graceful shutdown asked for (SIGUSR1 from the API shim, see `bgpadv.lifecycle`)."""
+    """Graceful shutdown asked for (SIGUSR1 from the API shim, see `bgpadv.runtime.lifecycle`)."""
 
 
 def watched_resources(config: Config) -> tuple[resources.Resource, ...]:
@@ -111,7 +111,7 @@ def desired_per_peer(
     held: Callable[[str], Collection[PrefixKey]] | None = None,
 ) -> Guarded:
     """What each peer gets: the plan's routes (already the configured node's view in per-node mode) through the
-    last guard (`bgpadv.guard`), which refuses what must never reach the fabric or what the peer cannot carry.
+    last guard (`bgpadv.safety.guard`), which refuses what must never reach the fabric or what the peer cannot carry.
     `held(peer)`: the prefixes ExaBGP holds for the peer, so a peer over `safety.maxRoutes` keeps its last good set."""
     return guard.check(plan.routes, guard.context(state), held)
 
@@ -120,7 +120,8 @@ class Controller:
     """The API process: owns the store, runs the planner and drives the speaker from one loop.
 
     `run()` repeats `step()`; tests call `step()` themselves, with `clock` (monotonic seconds) driving the timers.
-    The speaker, the sources and the observer must implement their seams (`bgpadv.seams`, `bgpadv.observe`).
+    The speaker, the sources and the observer must implement their seams (`bgpadv.runtime.seams`,
+    `bgpadv.observe.observers`).
     """
 
     def __init__(
@@ -137,7 +138,7 @@ class Controller:
     ) -> None:
         self.config = config
         self.importer = importer  # egress import (bgpadv.importer), fed by the speaker's on_received hook
-        self.reloader = reloader  # live configuration reload (bgpadv.reload); None: the file is not watched
+        self.reloader = reloader  # live configuration reload (bgpadv.runtime.reload); None: the file is not watched
         self.restart_requested = False  # the loop ended for a configuration change a new controller must apply
         self.settings = settings or LoopSettings()
         self.clock = clock
@@ -158,7 +159,7 @@ class Controller:
         self._pending_since: float | None = None  # first unplanned watch event
         self._kinds: set[str] = set()
         self._last_plan_at = 0.0
-        # fail static (bgpadv.hold): a relist or full replan never withdraws most of a peer's routes at once
+        # fail static (bgpadv.safety.hold): a relist or full replan never withdraws most of a peer's routes at once
         self.hold = WithdrawalHold(config.safety.max_withdraw_fraction, config.safety.hold_seconds)
         self._bulk = False  # the unplanned changes include events of a (re)LIST
         self._relisting: set[resources.Resource] = set()  # a LIST's events arrived, its SYNCED not yet
@@ -272,7 +273,7 @@ class Controller:
         log.warning("ignoring unexpected queue item %r", type(item).__name__)
         return True
 
-    # -- live configuration reload (bgpadv.reload) -----------------------------------------------------------------
+    # -- live configuration reload (bgpadv.runtime.reload) -------------------------------------------------------------
     def _reload(self) -> bool:
         """Apply a changed configuration file: live, or by ending the loop for a new controller (after reloading
         ExaBGP when its own configuration changed). False ends the loop."""
@@ -381,7 +382,7 @@ class Controller:
             gc.collect()
             gc.freeze()
 
-    # -- fail static: held withdrawals (bgpadv.hold) -----------------------------------------------------------------
+    # -- fail static: held withdrawals (bgpadv.safety.hold) ------------------------------------------------------------
     def _note_list(self, event: WatchEvent) -> None:
         """Follow (re)LISTs: a plan that includes a LIST's events is bulk, none is made while a LIST is half
         delivered, and `_listed` keeps when each resource's latest completed LIST began."""
@@ -400,7 +401,7 @@ class Controller:
     def _hold_withdrawals(
         self, desired: dict[str, tuple[Route, ...]], bulk: bool, origin: str
     ) -> dict[str, tuple[Route, ...]]:
-        """The desired set per peer with the withdrawals the hold keeps back added again (see bgpadv.hold)."""
+        """The desired set per peer with the withdrawals the hold keeps back added again (see bgpadv.safety.hold)."""
         decision = self.hold.apply(desired, bulk=bulk, listed_since=self._listed_since(), origin=origin)
         self.observer.routes_held(decision.held)
         return decision.desired
@@ -484,10 +485,15 @@ def target_ready_wall(vmi: dict | None) -> float | None:
 
 
 def run(config_path: str, runtime_dir: str | None = None) -> int:
-    """`bgpadv run`: render ExaBGP's configuration, then run ExaBGP under the supervisor of `bgpadv.lifecycle`
+    """`bgpadv run`: render ExaBGP's configuration, then run ExaBGP under the supervisor of `bgpadv.runtime.lifecycle`
     (graceful shutdown on SIGTERM; ExaBGP's API process is the shim that restarts the controller)."""
-    from bgpadv.checkconfig import controller_argv
-    from bgpadv.speaker.exabgp_config import exabgp_argv, exabgp_environment, render_exabgp_config, write_private
+    from bgpadv.speaker.exabgp_config import (
+        controller_argv,
+        exabgp_argv,
+        exabgp_environment,
+        render_exabgp_config,
+        write_private,
+    )
 
     config = load_or_report(config_path)
     if config is None:
@@ -499,8 +505,8 @@ def run(config_path: str, runtime_dir: str | None = None) -> int:
     write_private(conf, render_exabgp_config(config, api_argv))  # 0600: it holds the MD5 passwords
     env = {**os.environ, **exabgp_environment(config, str(rdir))}
     argv = exabgp_argv(str(conf))
-    from bgpadv.lifecycle import supervise
-    from bgpadv.logs import setup_logging
+    from bgpadv.observe.logs import setup_logging
+    from bgpadv.runtime.lifecycle import supervise
 
     setup_logging(os.environ.get("BGPADV_LOG_LEVEL", "INFO"))
     return supervise(argv, env, rdir, config.safety.drain_seconds)
@@ -509,11 +515,11 @@ def run(config_path: str, runtime_dir: str | None = None) -> int:
 def controller_main(config_path: str) -> int:
     """`bgpadv controller --no-shim`: the controller. stdout is the command pipe to ExaBGP (through the shim), so
     nothing else may write to it."""
-    from bgpadv import lifecycle
-    from bgpadv.events import EventRecorder
-    from bgpadv.health import HealthServer
-    from bgpadv.logs import setup_logging
-    from bgpadv.observer import MetricsObserver
+    from bgpadv.observe.events import EventRecorder
+    from bgpadv.observe.health import HealthServer
+    from bgpadv.observe.logs import setup_logging
+    from bgpadv.observe.metrics_observer import MetricsObserver
+    from bgpadv.runtime import lifecycle
     from bgpadv.sources.client import make_api_client
     from bgpadv.sources.reflector import ReflectorSettings, Sources
     from bgpadv.speaker.session import Speaker
@@ -521,8 +527,8 @@ def controller_main(config_path: str) -> int:
     commands = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # a stray print() must never reach ExaBGP as a command
     setup_logging(os.environ.get("BGPADV_LOG_LEVEL", "INFO"))
-    from bgpadv.checkconfig import controller_argv
-    from bgpadv.reload import ConfigFileWatch, fingerprint
+    from bgpadv.runtime.reload import ConfigFileWatch, fingerprint
+    from bgpadv.speaker.exabgp_config import controller_argv
 
     metrics = MetricsObserver()
     runtime = os.environ.get(lifecycle.RUNTIME_DIR_ENV)
@@ -534,7 +540,7 @@ def controller_main(config_path: str) -> int:
         applied_at=metrics.config_applied,
     )
     seen = fingerprint(config_path)  # before reading it: a change made while starting is seen by the watch
-    config = reloader.start_config()  # the file, or the last good one while the file is invalid (bgpadv.reload)
+    config = reloader.start_config()  # the file, or the last good one while the file is invalid (bgpadv.runtime.reload)
     if config is None:
         log.error("invalid configuration %s and no earlier valid one: cannot start", config_path)
         return 2
@@ -575,7 +581,7 @@ def controller_main(config_path: str) -> int:
     )
     watch = ConfigFileWatch(config_path, controller.queue.put, seen=seen).start()
     # the API shim forwards the supervisor's drain request as SIGUSR1 (ignored until here); a request made before
-    # the handler existed is in the environment or the runtime directory's drain file (bgpadv.lifecycle)
+    # the handler existed is in the environment or the runtime directory's drain file (bgpadv.runtime.lifecycle)
     signal.signal(signal.SIGUSR1, lambda _signum, _frame: controller.request_drain())
     if lifecycle.drain_requested():
         controller.request_drain()

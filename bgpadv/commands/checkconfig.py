@@ -12,7 +12,8 @@ at the pod's address, which is the node's with hostNetwork) or on every interfac
 1024 (binding it needs UID 0 or CAP_NET_BIND_SERVICE, which the shipped non-root pod does not have); an MD5 password
 inline in the configuration (a ConfigMap) rather than in a Secret file (`md5PasswordFile`).
 
-The configuration path is kept as given, made absolute but never resolved through symlinks (`controller_argv`):
+The configuration path is kept as given, made absolute but never resolved through symlinks
+(`exabgp_config.controller_argv`):
 in a Pod the file is a ConfigMap volume, `config.yaml -> ..data/config.yaml -> ..2025_01_01_00_00_00.1/config.yaml`,
 and kubelet replaces the timestamped directory on every ConfigMap update, so a resolved path vanishes and the next
 controller ExaBGP respawns could not read its configuration.
@@ -30,20 +31,16 @@ from typing import TextIO
 from netaddr import AddrFormatError, IPAddress
 
 from bgpadv.config import Config, load_or_report
-from bgpadv.speaker.exabgp_config import exabgp_argv, exabgp_environment, render_exabgp_config, write_private
+from bgpadv.speaker.exabgp_config import (
+    controller_argv,
+    exabgp_argv,
+    exabgp_environment,
+    render_exabgp_config,
+    write_private,
+)
 
 EXABGP_TIMEOUT = 60.0
 _MAX_COMPLAINT = 600
-
-
-def config_path_as_given(path: str | os.PathLike[str]) -> str:
-    """The configuration path made absolute, symlinks left alone (see the module docstring)."""
-    return str(Path(path).absolute())
-
-
-def controller_argv(config_path: str | os.PathLike[str]) -> list[str]:
-    """The command line ExaBGP runs (and respawns) as its API process: bgpadv's controller."""
-    return [sys.executable, "-m", "bgpadv", "controller", "--config", config_path_as_given(config_path)]
 
 
 def _complaint(output: str) -> str:

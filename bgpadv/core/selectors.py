@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from bgpadv.bounded import brief
+from bgpadv.core.bounded import brief
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 _SELECTOR_FIELDS = frozenset({"matchLabels", "matchExpressions"})

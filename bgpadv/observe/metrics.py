@@ -1,9 +1,10 @@
 """Every bgpadv metric, defined in one module — definitions only.
 
 `Metrics` holds the Prometheus objects on a dedicated `CollectorRegistry` (plus the process, platform and GC
-collectors), named by Prometheus conventions with the `bgpadv_` prefix. What moves them: `bgpadv.observer`
-(`MetricsObserver`, the controller's observer), which hands convergence matching to `bgpadv.convergence` and the
-peers, routes and readiness behind `/status` to `bgpadv.readiness`. The metrics that need a word:
+collectors), named by Prometheus conventions with the `bgpadv_` prefix. What moves them:
+`bgpadv.observe.metrics_observer`
+(`MetricsObserver`, the controller's observer), which hands convergence matching to `bgpadv.observe.convergence` and the
+peers, routes and readiness behind `/status` to `bgpadv.observe.readiness`. The metrics that need a word:
 
 - `bgpadv_convergence_seconds{stage, op, kind}`: for every route change that has a cause (a watch event), the time
   from the event reaching bgpadv to each stage of its life: `planned` (the planner returned), `written` (the command
