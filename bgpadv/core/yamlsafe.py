@@ -140,9 +140,47 @@ class _Mapping:
         self.has_key = False
 
 
+_Container = list | _Mapping
+
+
+def _open(event: ev.CollectionStartEvent, stack: list[_Container]) -> _Container:
+    """The empty container a MappingStart or SequenceStart opens (plain tags only, a scalar key, bounded depth)."""
+    if isinstance(event, ev.MappingStartEvent):
+        if event.tag not in _MAP_TAGS:
+            raise _Refuse(f"the tag {shown(event.tag)} is not accepted (only plain data)", _line(event))
+        container: _Container = _Mapping()
+    else:
+        if event.tag not in _SEQ_TAGS:
+            raise _Refuse(f"the tag {shown(event.tag)} is not accepted (only plain data)", _line(event))
+        container = []
+    if stack and isinstance(stack[-1], _Mapping) and not stack[-1].has_key:
+        raise _Refuse("a mapping key must be a scalar", _line(event))
+    if len(stack) >= MAX_DEPTH:
+        raise _Refuse(f"nested deeper than {MAX_DEPTH} levels", _line(event))
+    return container
+
+
+def _place(top: _Container, value: object, event: ev.Event) -> None:
+    """Put a finished value into the open container: a list item, a mapping key, or the value of the pending key."""
+    if isinstance(top, list):
+        top.append(value)
+    elif top.has_key:
+        if top.key in top.value:
+            raise _Refuse(f"the key {shown(top.key)} is given twice", _line(event))
+        top.value[top.key] = value
+        top.has_key = False
+    else:
+        try:
+            hash(value)
+        except TypeError:  # pragma: no cover - scalars are hashable
+            raise _Refuse("a mapping key must be a scalar", _line(event)) from None
+        top.key = value
+        top.has_key = True
+
+
 def _document(loader: yaml.SafeLoader) -> object:
     """Build one document from the events after its DocumentStart, up to and including its DocumentEnd."""
-    stack: list[list | _Mapping] = []
+    stack: list[_Container] = []
     root: object = None
     get = loader.get_event
     while True:
@@ -151,47 +189,21 @@ def _document(loader: yaml.SafeLoader) -> object:
         if cls is ev.ScalarEvent:
             value: object = _scalar(event)
         elif cls is ev.MappingStartEvent or cls is ev.SequenceStartEvent:
-            if cls is ev.MappingStartEvent:
-                if event.tag not in _MAP_TAGS:
-                    raise _Refuse(f"the tag {shown(event.tag)} is not accepted (only plain data)", _line(event))
-                container: list | _Mapping = _Mapping()
-            else:
-                if event.tag not in _SEQ_TAGS:
-                    raise _Refuse(f"the tag {shown(event.tag)} is not accepted (only plain data)", _line(event))
-                container = []
-            if stack and stack[-1].__class__ is _Mapping and not stack[-1].has_key:
-                raise _Refuse("a mapping key must be a scalar", _line(event))
-            if len(stack) >= MAX_DEPTH:
-                raise _Refuse(f"nested deeper than {MAX_DEPTH} levels", _line(event))
-            stack.append(container)
+            stack.append(_open(event, stack))
             continue
         elif cls is ev.MappingEndEvent or cls is ev.SequenceEndEvent:
             done = stack.pop()
-            value = done.value if done.__class__ is _Mapping else done
+            value = done.value if isinstance(done, _Mapping) else done
         elif cls is ev.AliasEvent:
             raise _Refuse("YAML aliases (*name) are not accepted", _line(event))
         elif cls is ev.DocumentEndEvent:
             return root
         else:  # pragma: no cover - the parser guarantees the grammar
             raise _Refuse(f"unexpected {cls.__name__}", _line(event))
-        if not stack:
-            root = value
-            continue
-        top = stack[-1]
-        if top.__class__ is list:
-            top.append(value)
-        elif top.has_key:
-            if top.key in top.value:
-                raise _Refuse(f"the key {shown(top.key)} is given twice", _line(event))
-            top.value[top.key] = value
-            top.has_key = False
+        if stack:
+            _place(stack[-1], value, event)
         else:
-            try:
-                hash(value)
-            except TypeError:  # pragma: no cover - scalars are hashable
-                raise _Refuse("a mapping key must be a scalar", _line(event)) from None
-            top.key = value
-            top.has_key = True
+            root = value
 
 
 def _skip_document(loader: yaml.SafeLoader) -> None:
