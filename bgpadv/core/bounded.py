@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import reprlib
 from itertools import islice
+from typing import Any
 
 DEFAULT_LIMIT = 256
 
@@ -23,7 +24,7 @@ class _BoundedRepr(reprlib.Repr):
         self.maxstring = self.maxother = 80
         self.maxlong = 80
 
-    def repr_dict(self, x: dict, level: int) -> str:
+    def repr_dict(self, x: dict[Any, Any], level: int) -> str:
         if not x:
             return "{}"
         if level <= 0:

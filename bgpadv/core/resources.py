@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +24,7 @@ class Resource:
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
-    def key(self, obj: dict) -> tuple[str, str] | str:
+    def key(self, obj: dict[str, Any]) -> tuple[str, str] | str:
         """The key an object is stored under: name, or (namespace, name) for namespaced kinds. Malformed metadata
         (not a mapping, non-string names) gives an empty name rather than an exception."""
         meta = obj.get("metadata")
@@ -66,7 +67,7 @@ ALL: tuple[Resource, ...] = (CUDN, ROUTE_ADVERTISEMENTS, IPAM_CLAIM, VMI, LAUNCH
 BY_KIND: dict[str, Resource] = {r.kind: r for r in ALL}
 
 
-def resource_for(obj: dict) -> Resource | None:
+def resource_for(obj: dict[str, Any]) -> Resource | None:
     """The watched resource an object belongs to, by apiVersion and kind; None for anything else."""
     res = BY_KIND.get(obj.get("kind") or "")
     if res is None or obj.get("apiVersion") != res.api_version:
@@ -79,6 +80,6 @@ def resource_for(obj: dict) -> Resource | None:
     return res
 
 
-def resource_version(obj: dict) -> str:
+def resource_version(obj: dict[str, Any]) -> str:
     """An object's `metadata.resourceVersion` ("" when it has none)."""
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from bgpadv.core.bounded import brief
 
@@ -55,7 +56,7 @@ class LabelSelector:
         return True
 
 
-def _unknown(raw: dict, allowed: frozenset[str], path: str) -> list[tuple[str, str]]:
+def _unknown(raw: dict[str, Any], allowed: frozenset[str], path: str) -> list[tuple[str, str]]:
     message = f"unknown field (allowed: {', '.join(sorted(allowed))})"
     return [
         (f"{path}.{k if isinstance(k, str) and len(k) <= 64 else brief(k, 64)}", message)

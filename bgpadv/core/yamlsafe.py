@@ -34,6 +34,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import yaml
 from yaml import events as ev
@@ -108,7 +109,7 @@ def _scalar(event: ev.ScalarEvent) -> object:
     tag = event.tag
     value = event.value
     if tag is None or tag == "!":
-        tag = _RESOLVER.resolve(ScalarNode, value, event.implicit)
+        tag = _RESOLVER.resolve(ScalarNode, value, event.implicit)  # type: ignore[no-untyped-call]
     if tag in (_STR, _VALUE):
         return value
     if tag == _NULL:
@@ -135,12 +136,12 @@ class _Mapping:
     __slots__ = ("has_key", "key", "value")
 
     def __init__(self) -> None:
-        self.value: dict = {}
+        self.value: dict[Any, Any] = {}
         self.key: object = None
         self.has_key = False
 
 
-_Container = list | _Mapping
+_Container = list[Any] | _Mapping
 
 
 def _open(event: ev.CollectionStartEvent, stack: list[_Container]) -> _Container:
@@ -184,7 +185,7 @@ def _document(loader: yaml.SafeLoader) -> object:
     root: object = None
     get = loader.get_event
     while True:
-        event = get()
+        event = get()  # type: ignore[no-untyped-call]
         cls = event.__class__
         if cls is ev.ScalarEvent:
             value: object = _scalar(event)
@@ -208,7 +209,7 @@ def _document(loader: yaml.SafeLoader) -> object:
 
 def _skip_document(loader: yaml.SafeLoader) -> None:
     """Consume the events of a refused document, up to and including its DocumentEnd (nothing is built)."""
-    while loader.get_event().__class__ is not ev.DocumentEndEvent:
+    while loader.get_event().__class__ is not ev.DocumentEndEvent:  # type: ignore[no-untyped-call]
         pass
 
 
@@ -287,7 +288,7 @@ def depth_exceeds(value: object, limit: int = MAX_DEPTH) -> bool:
     while stack:
         item, depth = stack.pop()
         if item.__class__ is dict:
-            children = item.values()  # type: ignore[union-attr]
+            children = item.values()
         elif item.__class__ is list:
             children = item  # type: ignore[assignment]
         else:
@@ -319,7 +320,7 @@ _JSON_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 _ITEMS_KEY = b'"items"'
 
 
-def loads_list_page(data: bytes) -> tuple[dict, list[dict], int]:
+def loads_list_page(data: bytes) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
     """A LIST page (`{"metadata": ..., "items": [...]}`): (the page without its items, the items nested at most
     MAX_DEPTH deep, how many items were left out for nesting deeper).
 
@@ -337,7 +338,7 @@ def loads_list_page(data: bytes) -> tuple[dict, list[dict], int]:
             raise ValueError("a LIST page is not a JSON object")
         raw_items = page.pop("items", None)
         items = raw_items if isinstance(raw_items, list) else []
-    kept: list[dict] = []
+    kept: list[dict[str, Any]] = []
     too_deep = 0
     for item in items:
         if item is None or (isinstance(item, dict) and depth_exceeds(item)):
@@ -347,7 +348,7 @@ def loads_list_page(data: bytes) -> tuple[dict, list[dict], int]:
     return page, kept, too_deep
 
 
-def _split_page(data: bytes) -> tuple[dict, list[dict | None]]:
+def _split_page(data: bytes) -> tuple[dict[str, Any], list[dict[str, Any] | None]]:
     """The page decoded without its items, and each item decoded alone (None for one too deep to decode)."""
     depth = 0
     items_start = items_end = -1
@@ -381,7 +382,7 @@ def _split_page(data: bytes) -> tuple[dict, list[dict | None]]:
     if not isinstance(page, dict):
         raise ValueError("a LIST page is not a JSON object")
     page.pop("items", None)
-    items: list[dict | None] = []
+    items: list[dict[str, Any] | None] = []
     for start, end in spans:
         try:
             items.append(json.loads(data[start:end]))
