@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bgpadv import config as config_module
+from bgpadv import config as bgpadv_config
 from bgpadv.core import yamlsafe
 from bgpadv.core.model import Plan, Refusal, Route
 from bgpadv.core.prefix import Address, Prefix
@@ -128,7 +128,7 @@ def main(config_path: str, manifests_dir: str, output: str, learned_path: str | 
     if output not in OUTPUTS:
         print(f"error: --output must be one of {', '.join(OUTPUTS)}, got {output!r}", file=sys.stderr)
         return 1
-    cfg = config_module.load_or_report(config_path)
+    cfg = bgpadv_config.load_or_report(config_path)
     if cfg is None:
         return 2
     try:
@@ -167,7 +167,7 @@ def load_learned(path: str) -> dict[str, dict[Prefix, Address | None]]:
     return out
 
 
-def imports(state: ClusterState, cfg: config_module.Config, learned: dict) -> list[dict]:
+def imports(state: ClusterState, cfg: bgpadv_config.Config, learned: dict) -> list[dict]:
     """Per `importRoutes` network: its VRF/table and the routes it would hold, from `learned` (bgpadv.importer)."""
     from bgpadv.importer.netlink import vrf_name
     from bgpadv.importer.policy import desired_routes
@@ -214,7 +214,7 @@ def render_imports(rows: list[dict], output: str) -> str:
     return "\n".join(lines) + "\n" if lines else "no importRoutes networks configured\n"
 
 
-def announced(state: ClusterState, cfg: config_module.Config) -> Plan:
+def announced(state: ClusterState, cfg: bgpadv_config.Config) -> Plan:
     """What would really be announced: the plan through the last guard for the configured peers (the routes some
     peer gets), with the planner's refusals followed by the guard's."""
     plan = make_plan(state, cfg)

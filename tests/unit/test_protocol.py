@@ -197,3 +197,38 @@ RIB_V2 = (
 )
 def test_replies_are_classified(line, expected):
     assert protocol.parse_reply(line) == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        pytest.param(
+            '{ "exabgp": "5.0.0", "type": "update", "neighbor": "10.0.0.1" }',
+            UpdateEvent("", "", (), ()),
+            id="neighbor-not-an-object",
+        ),
+        pytest.param(
+            '{ "exabgp": "5.0.0", "type": "update", "neighbor": { "address": { "peer": "10.0.0.1" }, "direction": '
+            '"receive", "message": { "update": { "announce": { "ipv4 unicast": { "10.0.0.1": [ "10.1.2.3/24", '
+            '"no prefix", { "nlri": "fd00::1/64" } ] } }, "withdraw": { "ipv4 unicast": [ 7, "10.9.0.0/16" ] } } } } }',
+            UpdateEvent(
+                "10.0.0.1",
+                "receive",
+                (
+                    (Prefix.parse("10.1.2.0/24"), Address.parse("10.0.0.1")),
+                    (Prefix.parse("fd00::/64"), Address.parse("10.0.0.1")),
+                ),
+                (Prefix.parse("10.9.0.0/16"),),
+            ),
+            id="host-bits-masked-and-what-is-no-prefix-skipped",
+        ),
+        pytest.param(
+            '{ "peer": "10.0.0.1", "route": { "nlri": "10.1.0.0/16" } }',
+            Other('{ "peer": "10.0.0.1", "route": { "nlri": "10.1.0.0/16" } }'),
+            id="rib-line-of-another-shape",
+        ),
+    ],
+)
+def test_malformed_replies_are_parsed_as_far_as_they_go_never_raising(line, expected):
+    """ExaBGP's JSON is parsed once, into Prefix/Address values; a part that is not what it should be is skipped."""
+    assert protocol.parse_reply(line) == expected
