@@ -386,7 +386,7 @@ def test_advertised_networks_never_overlap_and_each_overlap_refusal_names_an_old
     ]
     networks = index_networks(k8s.state(cudns), k8s.config())
     ages = {c["metadata"]["name"]: (c["metadata"]["creationTimestamp"], c["metadata"]["name"]) for c in cudns}
-    spaces = {name: IPSet(s.network for s in n.subnets) for name, n in networks.advertised.items()}
+    spaces = {name: IPSet(str(s.network) for s in n.subnets) for name, n in networks.advertised.items()}
     names = sorted(spaces)
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
