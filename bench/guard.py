@@ -28,10 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from netaddr import IPAddress, IPNetwork
-
 from bgpadv.core.model import ObjectRef, Route, RouteKind
-from bgpadv.safety.guard import Guard, prefix_key
+from bgpadv.core.prefix import Address, Prefix
+from bgpadv.safety.guard import Guard
 from bgpadv_lab import objects as k8s
 
 PEERS = [{"address": "10.0.0.1", "asn": 64512}, {"address": "fd00::1", "asn": 64512}]
@@ -45,11 +44,11 @@ def state():
     return k8s.state(*nodes, cudn)
 
 
-def build(n: int, version: int, next_hop: IPAddress) -> list[Route]:
+def build(n: int, version: int, next_hop: Address) -> list[Route]:
     """n host routes, every object freshly built (as the planner does)."""
-    base, length = (IPAddress("10.128.0.0").value, 32) if version == 4 else (IPAddress("fd10:100::").value, 128)
+    base = Address.parse("10.128.0.0" if version == 4 else "fd10:100::").value
     return [
-        Route(IPNetwork((base + 10 + i, length), version), next_hop, "vmnet", RouteKind.HOST, SOURCE, "worker-1")
+        Route(Prefix.host(version, base + 10 + i), next_hop, "vmnet", RouteKind.HOST, SOURCE, "worker-1")
         for i in range(n)
     ]
 
@@ -66,10 +65,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     cluster = state()
-    w4, w6 = IPAddress("10.0.0.1"), IPAddress("fd00::1")
+    w4, w6 = Address.parse("10.0.0.1"), Address.parse("fd00::1")
     sets = {
-        "100k": build(100_000, 4, IPAddress("10.0.0.11")),
-        "200k": build(100_000, 4, IPAddress("10.0.0.11")) + build(100_000, 6, IPAddress("fd00::11")),
+        "100k": build(100_000, 4, Address.parse("10.0.0.11")),
+        "200k": build(100_000, 4, Address.parse("10.0.0.11")) + build(100_000, 6, Address.parse("fd00::11")),
     }
     results: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for label, routes in sets.items():
@@ -92,7 +91,7 @@ def main() -> None:
             limited = Guard(k8s.config(peers=PEERS, safety={"maxRoutes": len(routes) - 1}))
             lctx = limited.context(cluster)
             limited.check(one, lctx)
-            held = {prefix_key(r.prefix) for r in routes[:-1]}
+            held = {r.prefix.key for r in routes[:-1]}
             over = partial(limited.check, again, lctx, lambda _peer, held=held: held)
             results.setdefault((label, "over-limit"), []).append(timed(over))
     print(f"guard, 2 peers, 100 nodes, {args.runs} runs: median wall / CPU ms")

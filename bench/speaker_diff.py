@@ -29,10 +29,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from netaddr import IPAddress, IPNetwork
+from netaddr import IPAddress
 
 from bgpadv.config import PeerConfig
 from bgpadv.core.model import ObjectRef, Route, RouteKind
+from bgpadv.core.prefix import Address, Prefix
 from bgpadv.speaker.session import Speaker
 
 SOURCE = ObjectRef("IPAMClaim", "vm", "tenant")
@@ -40,12 +41,12 @@ SOURCE = ObjectRef("IPAMClaim", "vm", "tenant")
 
 def build(n: int, v6: bool, next_hop: str) -> list[Route]:
     """n host routes, every object freshly parsed (as the planner does)."""
-    base, length = (IPAddress("fd00:10::").value, 128) if v6 else (IPAddress("10.128.0.0").value, 32)
+    base = Address.parse("fd00:10::" if v6 else "10.128.0.0").value
     version = 6 if v6 else 4
     return [
         Route(
-            IPNetwork(f"{IPAddress(base + i, version)}/{length}"),
-            IPAddress(next_hop),
+            Prefix.parse(f"{Address(version, base + i)}/{128 if v6 else 32}"),
+            Address.parse(next_hop),
             "vmnet",
             RouteKind.HOST,
             SOURCE,

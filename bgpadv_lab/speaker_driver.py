@@ -16,10 +16,9 @@ import threading
 import time
 from pathlib import Path
 
-from netaddr import IPAddress, IPNetwork
-
 from bgpadv.config import load
 from bgpadv.core.model import ObjectRef, Route, RouteKind
+from bgpadv.core.prefix import Address, Prefix
 from bgpadv.speaker.session import Speaker
 
 SOURCE = ObjectRef("VirtualMachineInstance", "lab", "lab")
@@ -34,7 +33,7 @@ class Counts:
     def updates_sent(self, peer, announced, withdrawn, at) -> None:
         self.announced += len(announced)
         self.withdrawn += len(withdrawn)
-        self.withdrawn_prefixes.update(withdrawn)
+        self.withdrawn_prefixes.update(str(p) for p in withdrawn)
 
     def __getattr__(self, name):
         return lambda *a, **k: None
@@ -85,7 +84,7 @@ def main() -> int:
             seen_mtime = mtime
             data = json.loads(desired_path.read_text())
             routes = [
-                Route(IPNetwork(p), IPAddress(nh) if nh else None, "lab", RouteKind.HOST, SOURCE)
+                Route(Prefix.parse(p, strict=False), Address.parse(nh) if nh else None, "lab", RouteKind.HOST, SOURCE)
                 for p, nh in data["routes"]
             ]
             gen = data["gen"]

@@ -17,11 +17,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from netaddr import IPAddress, IPNetwork
-
-from bgpadv import config as config_module
+from bgpadv import config as bgpadv_config
 from bgpadv.core import yamlsafe
 from bgpadv.core.model import Plan, Refusal, Route
+from bgpadv.core.prefix import Address, Prefix
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import plan as make_plan
 from bgpadv.safety.guard import Guard
@@ -129,7 +128,7 @@ def main(config_path: str, manifests_dir: str, output: str, learned_path: str | 
     if output not in OUTPUTS:
         print(f"error: --output must be one of {', '.join(OUTPUTS)}, got {output!r}", file=sys.stderr)
         return 1
-    cfg = config_module.load_or_report(config_path)
+    cfg = bgpadv_config.load_or_report(config_path)
     if cfg is None:
         return 2
     try:
@@ -151,23 +150,24 @@ def main(config_path: str, manifests_dir: str, output: str, learned_path: str | 
     return 0
 
 
-def load_learned(path: str) -> dict[str, dict[IPNetwork, IPAddress | None]]:
+def load_learned(path: str) -> dict[str, dict[Prefix, Address | None]]:
     """A learned-routes file: peer address → prefix → next hop (null: none)."""
     documents = list(yamlsafe.load_documents(Path(path).read_text()))
     raw = documents[0][1] if len(documents) == 1 else None
     if isinstance(raw, yamlsafe.Refused) or not isinstance(raw, dict):
         raise ValueError("must map peer addresses to {prefix: next hop}")
-    out: dict[str, dict[IPNetwork, IPAddress | None]] = {}
+    out: dict[str, dict[Prefix, Address | None]] = {}
     for peer, routes in raw.items():
         if not isinstance(routes, dict):
             raise ValueError(f"{peer}: must map prefixes to next hops")
-        out[str(IPAddress(str(peer)))] = {
-            IPNetwork(str(prefix)).cidr: IPAddress(str(nh)) if nh is not None else None for prefix, nh in routes.items()
+        out[str(Address.parse(str(peer)))] = {
+            Prefix.parse(str(prefix), strict=False): Address.parse(str(nh)) if nh is not None else None
+            for prefix, nh in routes.items()
         }
     return out
 
 
-def imports(state: ClusterState, cfg: config_module.Config, learned: dict) -> list[dict]:
+def imports(state: ClusterState, cfg: bgpadv_config.Config, learned: dict) -> list[dict]:
     """Per `importRoutes` network: its VRF/table and the routes it would hold, from `learned` (bgpadv.importer)."""
     from bgpadv.importer.netlink import vrf_name
     from bgpadv.importer.policy import desired_routes
@@ -191,7 +191,7 @@ def imports(state: ClusterState, cfg: config_module.Config, learned: dict) -> li
                 "vrf": None if net.external else vrf_name(net.name, network_id),
                 "routes": [
                     {"prefix": str(p), "nextHops": sorted(str(h) for h in hops)}
-                    for p, hops in sorted(desired.routes.items(), key=lambda i: i[0].sort_key())
+                    for p, hops in sorted(desired.routes.items(), key=lambda i: i[0].key)
                 ],
                 "refused": desired.refused,
             }
@@ -214,7 +214,7 @@ def render_imports(rows: list[dict], output: str) -> str:
     return "\n".join(lines) + "\n" if lines else "no importRoutes networks configured\n"
 
 
-def announced(state: ClusterState, cfg: config_module.Config) -> Plan:
+def announced(state: ClusterState, cfg: bgpadv_config.Config) -> Plan:
     """What would really be announced: the plan through the last guard for the configured peers (the routes some
     peer gets), with the planner's refusals followed by the guard's."""
     plan = make_plan(state, cfg)

@@ -1,7 +1,8 @@
 """The values that flow from the planner to the speaker: routes, refusals and the plan.
 
-Every address here is a parsed netaddr object. Strings from the cluster never travel past the planner: the
-speaker renders its command lines from these objects only, so a hostile string cannot reach ExaBGP.
+Every prefix and address here is a `bgpadv.core.prefix` value (`Prefix`, `Address`). Strings from the cluster never
+travel past the planner: the speaker renders its command lines from these values only, so a hostile string cannot
+reach ExaBGP.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from netaddr import IPAddress, IPNetwork
+from bgpadv.core.prefix import Address, Prefix
 
 COMMUNITY = re.compile(r"([0-9]{1,5}):([0-9]{1,5})")  # use fullmatch
 LARGE_COMMUNITY = re.compile(r"([0-9]{1,10}):([0-9]{1,10}):([0-9]{1,10})")  # use fullmatch
@@ -75,8 +76,8 @@ class Route:
     `wire_key()` only, so a change of provenance alone never causes an UPDATE.
     """
 
-    prefix: IPNetwork
-    next_hop: IPAddress | None
+    prefix: Prefix
+    next_hop: Address | None
     network: str  # CUDN name
     kind: RouteKind
     source: ObjectRef
@@ -88,7 +89,7 @@ class Route:
         """4 or 6."""
         return self.prefix.version
 
-    def wire_key(self) -> tuple[IPNetwork, IPAddress | None, Attributes]:
+    def wire_key(self) -> tuple[Prefix, Address | None, Attributes]:
         return (self.prefix, self.next_hop, self.attributes)
 
 
@@ -108,10 +109,9 @@ class Refusal:
 
 
 def route_order(route: Route) -> tuple[int, int, int]:
-    """(family, address, length): netaddr's slot attributes read directly, as its public properties cost 4x more
-    and a plan sorts 200,000 routes at 100,000 dual-stack VMs."""
-    p = route.prefix
-    return (p._module.version, p._value, p._prefixlen)
+    """(family, address, length): the prefix's precomputed `key` (a plan sorts 200,000 routes at 100,000 dual-stack
+    VMs)."""
+    return route.prefix.key
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,6 +57,17 @@ class Address:
         self._hash = hash(self.key)
 
     @classmethod
+    def of(cls, version: int, value: int) -> Address:
+        """An address from values already known to be valid (a parser's output, another address's fields): no
+        validation, for hot paths."""
+        a = object.__new__(cls)
+        a.version = version
+        a.value = value
+        a.key = key = (version, value)
+        a._hash = hash(key)
+        return a
+
+    @classmethod
     def parse(cls, text: str) -> Address:
         """`10.0.0.1`, `fd00::1`; ValueError otherwise."""
         return cls(*_parse_address(text))
@@ -127,6 +138,11 @@ class Prefix:
         p.key = key = (version, value, length)
         p._hash = hash(key)
         return p
+
+    @classmethod
+    def from_key(cls, key: tuple[int, int, int]) -> Prefix:
+        """The prefix of a `key` (version, value, length), validated as the constructor does."""
+        return cls(*key)
 
     @classmethod
     def parse(cls, text: str, strict: bool = True) -> Prefix:

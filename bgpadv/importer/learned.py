@@ -20,28 +20,27 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from netaddr import IPAddress, IPNetwork
-
 from bgpadv.config import PeerConfig
+from bgpadv.core.prefix import Address, Prefix
 
-Path = IPAddress | None  # the next hop of a peer's path
+Path = Address | None  # the next hop of a peer's path
 SETTLE_SECONDS = 2.0
 
 
 class LearnedRoutes:
     def __init__(self, peers: Sequence[PeerConfig], now: float) -> None:
         self._gr = {p.name: float(p.graceful_restart or 0) for p in peers}
-        self.routes: dict[str, dict[IPNetwork, Path]] = {p.name: {} for p in peers}
-        self._stale: dict[str, set[IPNetwork]] = {p.name: set() for p in peers}
+        self.routes: dict[str, dict[Prefix, Path]] = {p.name: {} for p in peers}
+        self._stale: dict[str, set[Prefix]] = {p.name: set() for p in peers}
         self._stale_until: dict[str, float] = {}
         self._state: dict[str, str] = {}
         self._complete: set[str] = set()
         self._complete_at: dict[str, float] = {}
         self._startup_until = now + max(self._gr.values(), default=0.0)
         self._dumping = False
-        self._touched: set[tuple[str, IPNetwork]] = set()
+        self._touched: set[tuple[str, Prefix]] = set()
         self.version = 0  # bumped on every change
-        self.seen: set[IPNetwork] = set()  # every prefix any peer announced to this instance
+        self.seen: set[Prefix] = set()  # every prefix any peer announced to this instance
 
     @property
     def complete(self) -> bool:
@@ -53,8 +52,8 @@ class LearnedRoutes:
     def update(
         self,
         peer: str,
-        announced: Sequence[tuple[IPNetwork, Path]],
-        withdrawn: Sequence[IPNetwork],
+        announced: Sequence[tuple[Prefix, Path]],
+        withdrawn: Sequence[Prefix],
         eor: Sequence[str],
         now: float,
     ) -> None:
@@ -102,7 +101,7 @@ class LearnedRoutes:
         self._dumping = True
         self._touched.clear()
 
-    def dump_route(self, peer: str, prefix: IPNetwork, next_hop: Path) -> None:
+    def dump_route(self, peer: str, prefix: Prefix, next_hop: Path) -> None:
         routes = self.routes.get(peer)
         if routes is not None and (peer, prefix) not in self._touched:  # an UPDATE since is newer
             routes[prefix] = next_hop

@@ -14,14 +14,15 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterable, Mapping
 
-from netaddr import IPAddress, IPNetwork
 from pyroute2 import IPRoute
 from pyroute2.netlink.exceptions import NetlinkError
+
+from bgpadv.core.prefix import Address, Prefix
 
 RTPROT_BGP = 186
 MAX_IFNAME = 15
 NETWORK_ID_ANNOTATION = "k8s.ovn.org/network-id"
-Routes = dict[IPNetwork, frozenset[IPAddress]]
+Routes = dict[Prefix, frozenset[Address]]
 
 
 def vrf_name(network: str, network_id: int | None) -> str | None:
@@ -48,7 +49,7 @@ def vrf_of_link(msg: object) -> tuple[str, int] | None:
     return str(name), int(table)
 
 
-def route_of_message(msg: object) -> tuple[int, IPNetwork, frozenset[IPAddress]] | None:
+def route_of_message(msg: object) -> tuple[int, Prefix, frozenset[Address]] | None:
     """(table, prefix, next hops) of an RTM_NEWROUTE message with protocol 186; None otherwise."""
     if msg["proto"] != RTPROT_BGP:  # type: ignore[index]
         return None
@@ -56,15 +57,15 @@ def route_of_message(msg: object) -> tuple[int, IPNetwork, frozenset[IPAddress]]
     table = get("RTA_TABLE") or msg["table"]  # type: ignore[index]
     family = msg["family"]  # type: ignore[index]
     dst = get("RTA_DST") or ("0.0.0.0" if family == socket.AF_INET else "::")
-    prefix = IPNetwork(f"{dst}/{msg['dst_len']}")  # type: ignore[index]
+    prefix = Prefix.parse(f"{dst}/{msg['dst_len']}", strict=False)  # type: ignore[index]
     hops = set()
     gateway = get("RTA_GATEWAY")
     if gateway:
-        hops.add(IPAddress(gateway))
+        hops.add(Address.parse(gateway))
     for hop in get("RTA_MULTIPATH") or ():
         gw = hop.get_attr("RTA_GATEWAY")
         if gw:
-            hops.add(IPAddress(gw))
+            hops.add(Address.parse(gw))
     return int(table), prefix, frozenset(hops)
 
 
@@ -105,9 +106,9 @@ class Netlink:
                     out[parsed[0]][parsed[1]] = parsed[2]
         return out
 
-    def replace(self, table: int, prefix: IPNetwork, next_hops: Iterable[IPAddress]) -> None:
+    def replace(self, table: int, prefix: Prefix, next_hops: Iterable[Address]) -> None:
         hops = sorted(next_hops)
-        kwargs: dict[str, object] = {"dst": str(prefix.cidr), "table": table, "proto": RTPROT_BGP}
+        kwargs: dict[str, object] = {"dst": str(prefix), "table": table, "proto": RTPROT_BGP}
         kwargs["family"] = socket.AF_INET if prefix.version == 4 else socket.AF_INET6
         if len(hops) == 1:
             kwargs["gateway"] = str(hops[0])
@@ -118,10 +119,10 @@ class Netlink:
         except NetlinkError as e:
             raise OSError(e.code, f"replace {prefix} in table {table}: {e}") from e
 
-    def delete(self, table: int, prefix: IPNetwork) -> None:
+    def delete(self, table: int, prefix: Prefix) -> None:
         family = socket.AF_INET if prefix.version == 4 else socket.AF_INET6
         try:
-            self._ipr.route("del", dst=str(prefix.cidr), table=table, proto=RTPROT_BGP, family=family)
+            self._ipr.route("del", dst=str(prefix), table=table, proto=RTPROT_BGP, family=family)
         except NetlinkError as e:
             raise OSError(e.code, f"delete {prefix} from table {table}: {e}") from e
 

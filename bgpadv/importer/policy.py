@@ -16,59 +16,76 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from netaddr import IPAddress, IPNetwork
-
 from bgpadv.config import AcceptRule, ImportNetwork
+from bgpadv.core.prefix import Address, Prefix
 
-NextHops = frozenset[IPAddress]
+NextHops = frozenset[Address]
 # reasons a learned route is not imported (bgpadv_import_refused_total{reason})
 POLICY, OWN_SUBNET, NEXT_HOP, LIMIT = "policy", "own-subnet", "next-hop", "limit"
 
 
 @dataclass(slots=True)
 class Desired:
-    routes: dict[IPNetwork, NextHops] = field(default_factory=dict)
+    routes: dict[Prefix, NextHops] = field(default_factory=dict)
     refused: dict[str, int] = field(default_factory=dict)
 
 
-def _accepts(rule: AcceptRule, peer: IPAddress, prefix: IPNetwork) -> bool:
-    if rule.peers and peer not in rule.peers:
-        return False
-    if prefix.version != rule.prefix.version or prefix not in rule.prefix:
-        return False
-    if rule.max_length is None:
-        return prefix.prefixlen == rule.prefix.prefixlen
-    return prefix.prefixlen <= rule.max_length
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    """An `AcceptRule` in the importer's types (the configuration's are netaddr values, converted once)."""
+
+    prefix: Prefix
+    max_length: int | None
+    peers: frozenset[tuple[int, int]]  # `Address.key` of each listed peer; empty: every peer
+
+    @staticmethod
+    def of(rule: AcceptRule) -> _Rule:
+        p = rule.prefix  # the configuration refuses host bits: `first` is the prefix's value
+        return _Rule(
+            Prefix(p.version, p.first, p.prefixlen),
+            rule.max_length,
+            frozenset((a.version, a.value) for a in rule.peers),
+        )
+
+    def accepts(self, peer: Address, prefix: Prefix) -> bool:
+        if self.peers and peer.key not in self.peers:
+            return False
+        if prefix not in self.prefix:
+            return False
+        if self.max_length is None:
+            return prefix.length == self.prefix.length
+        return prefix.length <= self.max_length
 
 
 def desired_routes(
-    learned: Mapping[str, Mapping[IPNetwork, IPAddress | None]],
+    learned: Mapping[str, Mapping[Prefix, Address | None]],
     network: ImportNetwork,
-    own_subnets: Iterable[IPNetwork],
+    own_subnets: Iterable[Prefix],
     max_routes: int,
 ) -> Desired:
     """The routes `network`'s table should hold: prefix → next hops. `learned`: peer address (text) → prefix →
     next hop. `own_subnets`: the network's subnets (a CUDN's), plus `network.exclude`."""
     out = Desired()
-    subnets = [*own_subnets, *network.exclude]
-    paths: dict[IPNetwork, set[IPAddress]] = {}
+    subnets = [*own_subnets, *(Prefix(p.version, p.first, p.prefixlen) for p in network.exclude)]
+    rules = [_Rule.of(rule) for rule in network.accept]
+    paths: dict[Prefix, set[Address]] = {}
 
     def refuse(reason: str) -> None:
         out.refused[reason] = out.refused.get(reason, 0) + 1
 
     for peer_text, routes in learned.items():
-        peer = IPAddress(peer_text)
+        peer = Address.parse(peer_text)
         for prefix, next_hop in routes.items():
-            if not any(_accepts(rule, peer, prefix) for rule in network.accept):
+            if not any(rule.accepts(peer, prefix) for rule in rules):
                 refuse(POLICY)
-            elif any(s.version == prefix.version and prefix in s for s in subnets):
+            elif any(prefix in s for s in subnets):
                 refuse(OWN_SUBNET)
             elif next_hop is None or next_hop.version != prefix.version or next_hop.value == 0:
                 refuse(NEXT_HOP)
             else:
                 paths.setdefault(prefix, set()).add(next_hop)
     for version in (4, 6):
-        ordered = sorted((p for p in paths if p.version == version), key=lambda p: (p.prefixlen, p.value))
+        ordered = sorted((p for p in paths if p.version == version), key=lambda p: (p.length, p.value))
         for prefix in ordered[:max_routes]:
             out.routes[prefix] = frozenset(paths[prefix])
         for _ in ordered[max_routes:]:

@@ -20,9 +20,8 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from netaddr import IPAddress, IPNetwork
-
 from bgpadv.config import Config, ImportNetwork
+from bgpadv.core.prefix import Address, Prefix
 from bgpadv.importer.learned import LearnedRoutes
 from bgpadv.importer.netlink import Netlink, Routes, vrf_name
 from bgpadv.importer.policy import LIMIT, NEXT_HOP, OWN_SUBNET, POLICY, desired_routes
@@ -33,7 +32,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class SelectedNetwork:
-    subnets: tuple[IPNetwork, ...]
+    subnets: tuple[Prefix, ...]
     network_id: int | None = None
 
 
@@ -99,7 +98,7 @@ class Importer:
         self._apply()
 
     # -- the work --------------------------------------------------------------------------------------------------
-    def _targets(self) -> dict[str, tuple[ImportNetwork, int | None, str | None, tuple[IPNetwork, ...]]]:
+    def _targets(self) -> dict[str, tuple[ImportNetwork, int | None, str | None, tuple[Prefix, ...]]]:
         out = {}
         for net in self.settings.networks:
             if net.external:
@@ -146,7 +145,7 @@ class Importer:
         self._snapshot = self.status()  # read by the HTTP thread: a new dict each time, swapped whole
         self._export_metrics()
 
-    def _install(self, table: int, prefix: IPNetwork, hops: frozenset[IPAddress], installed: Routes) -> None:
+    def _install(self, table: int, prefix: Prefix, hops: frozenset[Address], installed: Routes) -> None:
         try:
             self.netlink.replace(table, prefix, hops)
             installed[prefix] = hops
@@ -154,7 +153,7 @@ class Importer:
             self._error("install", e, table=table, prefix=str(prefix))
             self._applied_version = -1  # retry on the next tick
 
-    def _remove(self, table: int, prefix: IPNetwork, installed: Routes) -> None:
+    def _remove(self, table: int, prefix: Prefix, installed: Routes) -> None:
         try:
             self.netlink.delete(table, prefix)
         except OSError as e:
@@ -188,9 +187,7 @@ class Importer:
         """`bgpadv status`'s `import` section: learned routes per peer, desired and installed per network."""
 
         def routes(r: Routes) -> dict[str, list[str]]:
-            return {
-                str(p): sorted(str(h) for h in hops) for p, hops in sorted(r.items(), key=lambda i: i[0].sort_key())
-            }
+            return {str(p): sorted(str(h) for h in hops) for p, hops in sorted(r.items(), key=lambda i: i[0].key)}
 
         return {
             "complete": self.learned.complete,

@@ -22,9 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from netaddr import AddrFormatError, IPNetwork
-
 from bgpadv.core.model import Cause
+from bgpadv.core.prefix import Prefix
 from bgpadv.observe.metrics import STAGES, Metrics
 from bgpadv.observe.observers import RouteChange
 
@@ -43,14 +42,6 @@ class _Pending:
 class _Batch:
     written_at: float
     changes: list[_Pending] = field(default_factory=list)
-
-
-def canonical_prefix(prefix: str) -> str:
-    """The canonical text of a prefix (as `str(IPNetwork)` writes it); the text itself if it does not parse."""
-    try:
-        return str(IPNetwork(prefix))
-    except (AddrFormatError, ValueError, TypeError):
-        return prefix
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float | None:
@@ -82,10 +73,10 @@ class ConvergenceTracker:
         self._to_monotonic = to_monotonic
         self._lock = threading.Lock()  # guards _windows, _pending and _handover
         self._batches: OrderedDict[int, _Batch] = OrderedDict()  # loop thread only
-        self._on_wire: OrderedDict[tuple[str, str, str], _Pending] = OrderedDict()  # loop thread only
+        self._on_wire: OrderedDict[tuple[str, tuple[int, int, int], str], _Pending] = OrderedDict()  # by Prefix.key
         self._awaiting_ack = 0  # changes in _batches
         self._pending = {"acked": 0, "sent": 0}
-        self._handover: OrderedDict[str, float] = OrderedDict()  # prefix -> ready time (monotonic)
+        self._handover: OrderedDict[str, float] = OrderedDict()  # prefix (canonical text) -> ready time (monotonic)
         self._windows: dict[str, deque[float]] = {s: deque(maxlen=window) for s in (*STAGES, "handover")}
         self._last_sweep = 0.0
 
@@ -103,7 +94,7 @@ class ConvergenceTracker:
                 per_labels[(change.op, kind)] = per_labels.get((change.op, kind), 0) + 1
                 pending = _Pending(cause.received_at, at, kind, change.op)
                 entry.changes.append(pending)
-                key = (change.peer, str(change.route.prefix), change.op)
+                key = (change.peer, change.route.prefix.key, change.op)
                 if key not in self._on_wire:  # keep the earliest cause of a prefix that changes again in flight
                     self._on_wire[key] = pending
             for (op, kind), n in per_labels.items():
@@ -135,27 +126,21 @@ class ConvergenceTracker:
             with self._lock:
                 self._windows["acked"].append(last)
 
-    def updates_sent(self, peer: str, announced: Sequence[str], withdrawn: Sequence[str], at: float) -> None:
+    def updates_sent(self, peer: str, announced: Sequence[Prefix], withdrawn: Sequence[Prefix], at: float) -> None:
+        """ExaBGP's echo, parsed once by the speaker (`bgpadv.speaker.protocol`): matched by `Prefix.key`."""
         hist = self.metrics.convergence
         samples: list[float] = []
         handovers: list[float] = []
         for op, prefixes in (("announce", announced), ("withdraw", withdrawn)):
             for prefix in prefixes:
-                p = self._on_wire.pop((peer, prefix, op), None)
-                if p is None:
-                    canon = canonical_prefix(prefix)
-                    if canon != prefix:
-                        prefix = canon
-                        p = self._on_wire.pop((peer, prefix, op), None)
+                p = self._on_wire.pop((peer, prefix.key, op), None)
                 if p is not None:
                     value = max(0.0, at - p.received_at)
                     hist.labels(stage="sent", op=op, kind=p.kind).observe(value)
                     samples.append(value)
                 if op == "announce" and self._handover:
                     with self._lock:
-                        ready = self._handover.pop(prefix, None)
-                        if ready is None and (canon := canonical_prefix(prefix)) != prefix:
-                            ready = self._handover.pop(canon, None)
+                        ready = self._handover.pop(str(prefix), None)
                     if ready is not None:
                         value = max(0.0, at - ready)
                         self.metrics.migration_handover.observe(value)
@@ -166,9 +151,10 @@ class ConvergenceTracker:
             self._pending = {"acked": self._awaiting_ack, "sent": len(self._on_wire)}
 
     def migration_handover_started(self, prefix: str, ready_wall: float) -> None:
-        """The next UPDATE announcing `prefix` to any peer closes the handover begun at `ready_wall`."""
+        """The next UPDATE announcing `prefix` (`str` of the route's `Prefix`: canonical text) to any peer closes the
+        handover begun at `ready_wall`."""
         with self._lock:
-            self._handover[canonical_prefix(prefix)] = self._to_monotonic(ready_wall)
+            self._handover[prefix] = self._to_monotonic(ready_wall)
 
     def forget_peer(self, peer: str) -> None:
         for key in [k for k in self._on_wire if k[0] == peer]:

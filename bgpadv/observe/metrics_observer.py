@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from bgpadv.core.model import Cause, Plan
+from bgpadv.core.prefix import Prefix
 from bgpadv.observe.convergence import ConvergenceTracker
 from bgpadv.observe.metrics import Metrics
 from bgpadv.observe.observers import RouteChange
@@ -171,7 +172,7 @@ class MetricsObserver:
         except Exception:
             log.exception("metrics: command_acked")
 
-    def updates_sent(self, peer: str, announced: Sequence[str], withdrawn: Sequence[str], at: float) -> None:
+    def updates_sent(self, peer: str, announced: Sequence[Prefix], withdrawn: Sequence[Prefix], at: float) -> None:
         try:
             self.convergence.updates_sent(peer, announced, withdrawn, at)
             self.model.updates_sent(peer, len(announced), len(withdrawn))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from bgpadv.core.model import Cause, Plan, Route
+from bgpadv.core.prefix import Prefix
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +60,8 @@ class SpeakerObserver(Protocol):
     def command_acked(self, batch: int, ok: bool, at: float) -> None:
         """ExaBGP answered the command `batch` with done (ok) or error."""
 
-    def updates_sent(self, peer: str, announced: Sequence[str], withdrawn: Sequence[str], at: float) -> None:
-        """ExaBGP's `send { update; }` echo: prefixes (canonical strings) that left for `peer`."""
+    def updates_sent(self, peer: str, announced: Sequence[Prefix], withdrawn: Sequence[Prefix], at: float) -> None:
+        """ExaBGP's `send { update; }` echo: the prefixes that left for `peer`."""
 
     def peer_state(self, peer: str, state: str, at: float) -> None:
         """A peer changed state: "up", "down" or "connected"."""
@@ -113,7 +114,7 @@ class NullObserver:
     def command_acked(self, batch: int, ok: bool, at: float) -> None:
         pass
 
-    def updates_sent(self, peer: str, announced: Sequence[str], withdrawn: Sequence[str], at: float) -> None:
+    def updates_sent(self, peer: str, announced: Sequence[Prefix], withdrawn: Sequence[Prefix], at: float) -> None:
         pass
 
     def peer_state(self, peer: str, state: str, at: float) -> None:
@@ -172,7 +173,7 @@ class Fanout:
     def command_acked(self, batch: int, ok: bool, at: float) -> None:
         self._each("command_acked", batch, ok, at)
 
-    def updates_sent(self, peer: str, announced: Sequence[str], withdrawn: Sequence[str], at: float) -> None:
+    def updates_sent(self, peer: str, announced: Sequence[Prefix], withdrawn: Sequence[Prefix], at: float) -> None:
         self._each("updates_sent", peer, announced, withdrawn, at)
 
     def peer_state(self, peer: str, state: str, at: float) -> None:

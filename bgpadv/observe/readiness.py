@@ -124,13 +124,13 @@ class StatusModel:
         delta: dict[tuple[str, str, str, str], int] = {}
         for change in changes:
             p = change.route.prefix
-            key = (change.peer, (p._module.version, p._value, p._prefixlen))
+            key = (change.peer, p.key)
             old = held.pop(key, None)
             if old is not None:
                 delta[old] = delta.get(old, 0) - 1
             if ok and change.op == "announce":
                 route = change.route
-                labels = (change.peer, route.network, f"ipv{p._module.version}", str(route.kind))
+                labels = (change.peer, route.network, f"ipv{p.version}", str(route.kind))
                 held[key] = labels
                 delta[labels] = delta.get(labels, 0) + 1
         gauge = self.metrics.routes_advertised

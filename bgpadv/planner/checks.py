@@ -4,8 +4,9 @@ Each reason code is a module constant with its own docstring. Codes are kebab-ca
 change: they become a metric label, a log field and a Kubernetes Event reason.
 
 Addresses are handled here as `(version, integer)` pairs: parsing a string with `socket.inet_pton` and comparing
-integers is an order of magnitude cheaper than building a netaddr object per check, and the planner validates every
-claim of the cluster on every plan. netaddr objects are built once per subnet (`SubnetRange.of`) and once per route.
+integers is an order of magnitude cheaper than building an object per check, and the planner validates every claim of
+the cluster on every plan. `Prefix` values (`bgpadv.core.prefix`) are built once per subnet (`SubnetRange.of`) and
+once per route.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ import socket
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from netaddr import AddrFormatError, IPNetwork
-
 from bgpadv.core.bounded import brief
+from bgpadv.core.prefix import Prefix
 
 OUTSIDE_NETWORK_SUBNETS = "outside-network-subnets"
 """The address lies in no subnet of the network the claim (or the node annotation) names."""
@@ -256,31 +256,29 @@ def parse_address(value: object) -> tuple[int, int, int | None] | None:
     return version, int.from_bytes(packed, "big"), prefixlen
 
 
-def parse_cidr(value: object) -> IPNetwork | None:
+def parse_cidr(value: object) -> Prefix | None:
     """Parse a subnet string (`"192.168.100.0/24"`) strictly; host bits are cleared. None when malformed."""
     parsed = parse_address(value)
     if parsed is None or parsed[2] is None:
         return None
     version, integer, prefixlen = parsed
-    try:
-        return IPNetwork((integer, prefixlen), version).cidr
-    except (AddrFormatError, ValueError, TypeError):
-        return None
+    host_bits = (1 << (_BITS[version] - prefixlen)) - 1
+    return Prefix(version, integer & ~host_bits, prefixlen)
 
 
 @dataclass(frozen=True, slots=True)
 class SubnetRange:
-    """One subnet as integers, for cheap containment checks, plus the netaddr object it came from."""
+    """One subnet as integers, for cheap containment checks, plus the prefix it came from."""
 
-    network: IPNetwork
+    network: Prefix
     version: int
     first: int
     last: int
     prefixlen: int
 
     @staticmethod
-    def of(network: IPNetwork) -> SubnetRange:
-        return SubnetRange(network, network.version, network.first, network.last, network.prefixlen)
+    def of(network: Prefix) -> SubnetRange:
+        return SubnetRange(network, network.version, network.first, network.last, network.length)
 
     def contains(self, version: int, value: int) -> bool:
         return version == self.version and self.first <= value <= self.last

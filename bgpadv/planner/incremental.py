@@ -475,7 +475,7 @@ class IncrementalPlanner:
         keys = self._route_keys
         for s in subnets:
             p = s.prefix
-            at = bisect_left(keys, address_key(p._module.version, p._value), lo=start)
+            at = bisect_left(keys, address_key(p.version, p.value), lo=start)
             routes.extend(hosts[start:at])
             routes.append(s)
             start = at

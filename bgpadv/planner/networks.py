@@ -73,11 +73,10 @@ from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from netaddr import IPAddress, IPNetwork
-
 from bgpadv.config import DEFAULT_MAX_ADDRESSES_PER_INTERFACE, Config, SecondaryNetworkConfig
 from bgpadv.core import selectors
 from bgpadv.core.model import ObjectRef, Refusal, Route, RouteKind
+from bgpadv.core.prefix import Prefix
 from bgpadv.core.selectors import LabelSelector
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import checks
@@ -620,7 +619,12 @@ def _secondary(
     network's ranges (so the guard and the overlap rules see them) and nothing but host routes is announced; with
     neither, nothing is.
     """
-    allowed = tuple(SubnetRange.of(p) for p in conf.allowed_prefixes) if conf is not None else ()
+    # the configuration's prefixes are netaddr values with no host bits set (config refuses them)
+    allowed = (
+        tuple(SubnetRange.of(Prefix(p.version, p.first, p.prefixlen)) for p in conf.allowed_prefixes)
+        if conf is not None
+        else ()
+    )
     limit = conf.max_addresses_per_interface if conf is not None else DEFAULT_MAX_ADDRESSES_PER_INTERFACE
     selected = selected_namespaces(raw_selector, namespaces)
     if network.subnets:
@@ -691,7 +695,7 @@ def subnet_routes(
         return routes, refusals
     malformed_nodes: set[str] = set()
     # well-formed host subnets, by node age: (age, node, network, value as written, subnet)
-    wanted: list[tuple[tuple[str, str], NodeInfo, Network, object, IPNetwork]] = []
+    wanted: list[tuple[tuple[str, str], NodeInfo, Network, object, Prefix]] = []
     for key, node in state.nodes.items():
         if not isinstance(node, dict):
             continue
@@ -716,7 +720,7 @@ def subnet_routes(
                     wanted.append((age, info, network, value, net))
     # within a network every host subnet has its cidr's hostSubnet length and cidrs never overlap, and advertised
     # networks never overlap each other: two host subnets overlap only when they are the same prefix
-    holder: dict[IPNetwork, NodeInfo] = {}
+    holder: dict[Prefix, NodeInfo] = {}
     for _age, info, network, value, net in sorted(wanted, key=lambda w: w[0]):
         older = holder.get(net)
         if older is not None:
@@ -727,7 +731,7 @@ def subnet_routes(
                 )
             continue  # the same node naming it twice: once is enough
         holder[net] = info
-        next_hop: IPAddress | None = info.address(net.version)
+        next_hop = info.address(net.version)
         if next_hop is None:
             invalid, message = info.no_address(net.version)
             reason = checks.INVALID_NODE_ADDRESS if invalid else checks.NO_NODE_ADDRESS
@@ -737,7 +741,7 @@ def subnet_routes(
     return routes, refusals
 
 
-def _host_subnet(network: Network, info: NodeInfo, value: object) -> tuple[IPNetwork | None, Refusal | None]:
+def _host_subnet(network: Network, info: NodeInfo, value: object) -> tuple[Prefix | None, Refusal | None]:
     """The host subnet a node annotation entry names, or the refusal of a malformed or misplaced one."""
     net = checks.parse_cidr(value)
     if net is None:

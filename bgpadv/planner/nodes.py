@@ -26,9 +26,8 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from netaddr import IPAddress
-
 from bgpadv.core.model import ObjectRef
+from bgpadv.core.prefix import Address
 from bgpadv.planner.checks import SubnetRange, parse_address
 
 PRIMARY_IFADDR_ANNOTATION = "k8s.ovn.org/node-primary-ifaddr"
@@ -75,11 +74,11 @@ class NodeInfo:
 
     name: str
     ref: ObjectRef
-    addresses: Mapping[int, IPAddress] = field(default_factory=dict)
+    addresses: Mapping[int, Address] = field(default_factory=dict)
     rejected: Mapping[int, str] = field(default_factory=dict)
     keys: frozenset[int] = frozenset()  # every address the node has, as vms.address_key integers
 
-    def address(self, version: int) -> IPAddress | None:
+    def address(self, version: int) -> Address | None:
         return self.addresses.get(version)
 
     def no_address(self, version: int) -> tuple[bool, str]:
@@ -136,17 +135,17 @@ def _candidates(node: Mapping) -> tuple[list[tuple[int, int]], list[tuple[int, i
 
 
 def _fmt(version: int, value: int) -> str:
-    return str(IPAddress(value, version))
+    return str(Address(version, value))
 
 
 def node_addresses(
     node: Mapping, advertised: Iterable[SubnetRange] = ()
-) -> tuple[dict[int, IPAddress], dict[int, str], frozenset[int]]:
+) -> tuple[dict[int, Address], dict[int, str], frozenset[int]]:
     """One Node object's next hop per family, why a family with only invalid candidates has none, and the keys of
     every address it has (see the module docstring)."""
     candidates, others = _candidates(node)
     advertised = tuple(advertised)
-    chosen: dict[int, IPAddress] = {}
+    chosen: dict[int, Address] = {}
     rejected: dict[int, str] = {}
     for version, value in candidates:
         if version in chosen:
@@ -157,7 +156,7 @@ def node_addresses(
             if inside is not None:
                 why = f"inside the advertised subnet {inside.network}"
         if why is None:
-            chosen[version] = IPAddress(value, version)
+            chosen[version] = Address(version, value)
         else:
             rejected.setdefault(version, f"{_fmt(version, value)} is {why}, never a next hop")
     for version in chosen:

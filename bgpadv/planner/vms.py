@@ -77,10 +77,11 @@ from collections.abc import Iterable, Mapping
 
 from bgpadv.config import Config
 from bgpadv.core.model import ObjectRef, Refusal, Route, RouteKind
+from bgpadv.core.prefix import Prefix
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import checks
 from bgpadv.planner.checks import mapping
-from bgpadv.planner.fast import host_prefix, make_ref, make_route
+from bgpadv.planner.fast import make_ref, make_route
 from bgpadv.planner.networks import CUDN_PREFIX, Network, Networks
 from bgpadv.planner.nodes import NodeInfo, node_address_keys
 
@@ -709,14 +710,14 @@ def host_route(
     version, value = (6, key ^ _V6) if key >= _V6 else (4, key)
     if config.next_hop == "self":
         return make_route(
-            host_prefix(version, value), None, network.name, RouteKind.HOST, ref, node_name or None, config.attributes
+            Prefix.host(version, value), None, network.name, RouteKind.HOST, ref, node_name or None, config.attributes
         )
     info = nodes.get(node_name)
     next_hop = info.address(version) if info is not None else None
     if next_hop is None:
         return no_next_hop_refusal(version, text, network, ref, node_name, nodes)
     return make_route(
-        host_prefix(version, value), next_hop, network.name, RouteKind.HOST, ref, node_name, config.attributes
+        Prefix.host(version, value), next_hop, network.name, RouteKind.HOST, ref, node_name, config.attributes
     )
 
 

@@ -44,19 +44,18 @@ import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from netaddr import IPAddress, IPNetwork
-
 from bgpadv.config import Config, PeerConfig
 from bgpadv.core.model import Plan, Refusal, Route
+from bgpadv.core.prefix import Address, Prefix
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import checks
 from bgpadv.planner.networks import index_networks
 from bgpadv.planner.nodes import PRIMARY_IFADDR_ANNOTATION, SPECIAL_RANGES
 
-__all__ = ["SPECIAL_RANGES", "Guard", "GuardContext", "Guarded", "check_peer", "prefix_key"]
+__all__ = ["SPECIAL_RANGES", "Guard", "GuardContext", "Guarded", "check_peer"]
 
 PrefixKey = tuple[int, int, int]
-"""(IP version, network value with host bits cleared, prefix length): the speaker's key of a prefix."""
+"""`Prefix.key`, (IP version, network value, prefix length): the speaker's key of a prefix."""
 
 _WIDTH = {4: 32, 6: 128}
 
@@ -64,14 +63,6 @@ _WIDTH = {4: 32, 6: 128}
 # every range no announced prefix may overlap (rule 3) and no next hop may lie in (rule 6).
 
 _NEWEST = "\uffff"  # sorts after every timestamp: an origin without creationTimestamp is the youngest
-
-
-def prefix_key(prefix: IPNetwork) -> PrefixKey:
-    """The canonical key of a prefix, equal to the speaker's (host bits cleared)."""
-    module = prefix._module
-    length = prefix._prefixlen
-    shift = module.width - length
-    return (module.version, prefix._value >> shift << shift, length)
 
 
 def _special(version: int, first: int, last: int) -> str | None:
@@ -126,8 +117,8 @@ class GuardContext:
 
     @staticmethod
     def of(
-        subnets: Iterable[IPNetwork],
-        node_addresses: Mapping[str, Iterable[IPAddress]],
+        subnets: Iterable[Prefix],
+        node_addresses: Mapping[str, Iterable[Address]],
         config: Config,
     ) -> GuardContext:
         """A context from the advertised networks' subnets, every node's addresses (by node name) and the config."""
@@ -145,7 +136,7 @@ class GuardContext:
         for version, value, what in sessions:
             infra.setdefault((version, value), what)
         self_versions = {a.version for a in config.next_hop_self}
-        nets = sorted({(n.version, n.first, n.last) for n in (IPNetwork(s).cidr for s in subnets)})
+        nets = sorted({(n.version, n.first, n.last) for n in subnets})
         return GuardContext(
             subnets=tuple(nets),
             infrastructure=infra,
@@ -155,10 +146,10 @@ class GuardContext:
             sessions=tuple(sessions),
         )
 
-    def subnet_networks(self) -> list[IPNetwork]:
-        """The advertised subnets this context holds, as networks."""
+    def subnet_networks(self) -> list[Prefix]:
+        """The advertised subnets this context holds, as prefixes."""
         return [
-            IPNetwork((first, _WIDTH[version] - (last - first).bit_length()), version)
+            Prefix(version, first, _WIDTH[version] - (last - first).bit_length())
             for version, first, last in self.subnets
         ]
 
@@ -170,10 +161,10 @@ class GuardContext:
         return GuardContext.of(subnets, all_node_addresses(state.nodes), config)
 
 
-def all_node_addresses(nodes: Mapping[object, object]) -> dict[str, list[IPAddress]]:
+def all_node_addresses(nodes: Mapping[object, object]) -> dict[str, list[Address]]:
     """Every address a node has, by node name: each InternalIP and ExternalIP of `status.addresses`, and each entry
     of the `k8s.ovn.org/node-primary-ifaddr` annotation (mask stripped). Unparseable values are ignored."""
-    out: dict[str, list[IPAddress]] = {}
+    out: dict[str, list[Address]] = {}
     for key, node in nodes.items():
         if not isinstance(node, dict):
             continue
@@ -199,7 +190,7 @@ def all_node_addresses(nodes: Mapping[object, object]) -> dict[str, list[IPAddre
         for value in values:
             parsed = checks.parse_address(value)
             if parsed is not None:
-                found.append(IPAddress(parsed[1], parsed[0]))
+                found.append(Address.of(parsed[0], parsed[1]))
     return out
 
 
@@ -227,11 +218,8 @@ class _Evaluator:
         self.hops: dict[tuple[int, int, int], str | None] = {}
 
     def __call__(self, route: Route) -> _Verdict:
-        p = route.prefix
-        version = p._module.version
-        length = p._prefixlen
+        version, first, length = route.prefix.key
         shift = _WIDTH[version] - length
-        first = p._value >> shift << shift
         nh = route.next_hop
         order = ((version - 4) << 140) | (first << 8) | length
         cls = _route_class(version, explicit=nh is not None)
@@ -261,10 +249,10 @@ class _Evaluator:
             infra = self.ctx.infrastructure.get((version, first))
             if infra is not None:
                 return _refuse(route, checks.COVERS_INFRASTRUCTURE, f"the host route covers {infra}")
-            if nh is not None and nh._module.version == version and nh._value == first:
+            if nh is not None and nh.version == version and nh.value == first:
                 return _refuse(route, checks.COVERS_INFRASTRUCTURE, "the host route covers its own next hop")
         if nh is not None:
-            key = (nh._module.version, nh._value, version)
+            key = (nh.version, nh.value, version)
             problem = self.hops.get(key, _UNSEEN)
             if problem is _UNSEEN:
                 problem = self.hops[key] = self._next_hop_problem(key[0], key[1], version)
@@ -352,7 +340,7 @@ def _per_peer(
         holding: list[Route] = []
         others: list[Route] = []
         for r in routes:
-            (holding if prefix_key(r.prefix) in advertised else others).append(r)
+            (holding if r.prefix.key in advertised else others).append(r)
 
         def rank(r: Route) -> tuple:
             return (_age(r), verdicts(r)[1])

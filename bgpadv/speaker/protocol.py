@@ -1,8 +1,8 @@
 """ExaBGP's text API: command lines rendered from model objects, and the lines ExaBGP writes back.
 
-Every value in a command line is rendered here from a parsed object (IPNetwork, IPAddress, int, a validated
-Attributes); nothing from the cluster is ever copied into a line as a string, so a hostile value cannot add words
-to a command. Lines carry no trailing newline: the writer adds it.
+Every value in a command line is rendered here from a parsed value (`Prefix`, `Address`, the configuration's peer
+address, int, a validated Attributes); nothing from the cluster is ever copied into a line as a string, so a hostile
+value cannot add words to a command. Lines carry no trailing newline: the writer adds it.
 
 Commands (ExaBGP 5.0, checked against its `reactor/api/command/*.py`):
 - `neighbor <peer> announce attributes next-hop <ip|self> origin igp [...] nlri <p1> <p2> ...`: one line, many
@@ -24,10 +24,10 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from netaddr import AddrFormatError, IPAddress, IPNetwork
-from netaddr.strategy import ipv6 as _ipv6
+from netaddr import IPAddress
 
 from bgpadv.core.model import Attributes, normalize_community
+from bgpadv.core.prefix import Address, Prefix
 
 MAX_LINE_BYTES = 256 * 1024  # ExaBGP kills an API process at 1 MiB without a newline; stay far below
 FAMILIES: dict[str, tuple[str, str]] = {"ipv4 unicast": ("ipv4", "unicast"), "ipv6 unicast": ("ipv6", "unicast")}
@@ -37,33 +37,35 @@ SHOW_ADJ_RIB_IN = "show adj-rib in json"  # the same line format; needs `adj-rib
 _U32 = 4294967295
 
 
-def family_of(prefix: IPNetwork) -> str:
+def family_of(prefix: Prefix) -> str:
     """The ExaBGP family name of a prefix: "ipv4 unicast" or "ipv6 unicast"."""
     return "ipv4 unicast" if prefix.version == 4 else "ipv6 unicast"
 
 
-def _address(value: IPAddress) -> str:
-    if not isinstance(value, IPAddress):
-        raise TypeError(f"expected an IPAddress, got {type(value).__name__}")
+PeerAddress = Address | IPAddress
+"""A peer's address: an `Address`, or the configuration's own (netaddr) `PeerConfig.address`."""
+
+
+def _address(value: PeerAddress) -> str:
+    if not isinstance(value, Address | IPAddress):
+        raise TypeError(f"expected an Address, got {type(value).__name__}")
     return str(value)
 
 
-def _prefix(value: IPNetwork) -> str:
-    if not isinstance(value, IPNetwork):
-        raise TypeError(f"expected an IPNetwork, got {type(value).__name__}")
+def _prefix(value: Prefix) -> str:
+    if value.__class__ is not Prefix:
+        raise TypeError(f"expected a Prefix, got {type(value).__name__}")
     return _cidr_text(value)
 
 
-def _cidr_text(prefix: IPNetwork) -> str:
-    """`str(prefix.cidr)`, formatted from the integers: netaddr's `.cidr` and `str` cost ~10 µs a prefix, which
-    dominated rendering 100,000 NLRI. IPv6 uses netaddr's own formatter (RFC 5952 compact, as `str` does)."""
-    length = prefix.prefixlen
+def _cidr_text(prefix: Prefix) -> str:
+    """The canonical text of a prefix, IPv4 formatted from the integers (`str` goes through `inet_ntop`, which costs
+    more over 100,000 NLRI); IPv6 is `str`'s RFC 5952 compact form."""
+    length = prefix.length
     if prefix.version == 4:
-        shift = 32 - length
-        value = prefix.value >> shift << shift
+        value = prefix.value
         return f"{value >> 24}.{value >> 16 & 255}.{value >> 8 & 255}.{value & 255}/{length}"
-    shift = 128 - length
-    return f"{_ipv6.int_to_str(prefix.value >> shift << shift)}/{length}"
+    return str(prefix)
 
 
 def _u32(name: str, value: int) -> str:
@@ -103,15 +105,15 @@ def render_attributes(attributes: Attributes, local_asn: int | None = None) -> s
     return " ".join(words)
 
 
-def _next_hop(next_hop: IPAddress | None) -> str:
+def _next_hop(next_hop: Address | None) -> str:
     return "self" if next_hop is None else _address(next_hop)
 
 
 def render_announce(
-    peer: IPAddress,
-    next_hop: IPAddress | None,
+    peer: PeerAddress,
+    next_hop: Address | None,
     attributes: Attributes,
-    prefixes: Sequence[IPNetwork],
+    prefixes: Sequence[Prefix],
     *,
     local_asn: int | None = None,
 ) -> str:
@@ -123,7 +125,7 @@ def render_announce(
     return f"neighbor {_address(peer)} announce attributes next-hop {_next_hop(next_hop)} {attrs} nlri {nlri}"
 
 
-def render_withdraw(peer: IPAddress, prefixes: Sequence[IPNetwork]) -> str:
+def render_withdraw(peer: PeerAddress, prefixes: Sequence[Prefix]) -> str:
     """One bulk withdrawal. ExaBGP indexes its RIB by prefix only, so no next hop is needed (nor `self`, which
     ExaBGP rejects for an IPv6 prefix on an IPv4 session)."""
     if not prefixes:
@@ -133,10 +135,10 @@ def render_withdraw(peer: IPAddress, prefixes: Sequence[IPNetwork]) -> str:
 
 
 def announce_lines(
-    peer: IPAddress,
-    next_hop: IPAddress | None,
+    peer: PeerAddress,
+    next_hop: Address | None,
     attributes: Attributes,
-    prefixes: Sequence[IPNetwork],
+    prefixes: Sequence[Prefix],
     max_prefixes: int,
     max_bytes: int = MAX_LINE_BYTES,
     *,
@@ -152,7 +154,7 @@ def announce_lines(
 
 
 def withdraw_lines(
-    peer: IPAddress, prefixes: Sequence[IPNetwork], max_prefixes: int, max_bytes: int = MAX_LINE_BYTES
+    peer: PeerAddress, prefixes: Sequence[Prefix], max_prefixes: int, max_bytes: int = MAX_LINE_BYTES
 ) -> Iterator[tuple[int, str]]:
     """`render_withdraw` of each run of `chunks(prefixes, max_prefixes, max_bytes)`, as (prefixes in the run, line)."""
     if not prefixes:
@@ -166,13 +168,13 @@ def _lines(head: str, words: list[str], max_prefixes: int, max_bytes: int) -> It
         yield end - start, head + " ".join(words[start:end])
 
 
-def render_eor(peer: IPAddress, family: str) -> str:
+def render_eor(peer: PeerAddress, family: str) -> str:
     """End-of-RIB for one family (the speaker's neighbors run with `manual-eor true`)."""
     afi, safi = FAMILIES[family]
     return f"neighbor {_address(peer)} announce eor {afi} {safi}"
 
 
-def chunks(prefixes: Sequence[IPNetwork], max_prefixes: int, max_bytes: int = MAX_LINE_BYTES) -> Iterator[list]:
+def chunks(prefixes: Sequence[Prefix], max_prefixes: int, max_bytes: int = MAX_LINE_BYTES) -> Iterator[list]:
     """Split prefixes into runs of at most `max_prefixes` whose rendered NLRI stays under `max_bytes`."""
     prefixes = list(prefixes)
     for start, end in _runs([len(_cidr_text(p)) + 1 for p in prefixes], max_prefixes, max_bytes):
@@ -224,8 +226,8 @@ class UpdateEvent:
 
     peer: str
     direction: str
-    announced: tuple[tuple[IPNetwork, IPAddress | None], ...]  # (prefix, next hop)
-    withdrawn: tuple[IPNetwork, ...]
+    announced: tuple[tuple[Prefix, Address | None], ...]  # (prefix, next hop)
+    withdrawn: tuple[Prefix, ...]
     eor: tuple[str, ...] = ()  # families of an End-of-RIB marker
 
 
@@ -250,8 +252,8 @@ class RibRoute:
     """One line of `show adj-rib out json` (format v2): a route in ExaBGP's adj-rib-out for `peer`."""
 
     peer: str
-    prefix: IPNetwork
-    next_hop: IPAddress | None
+    prefix: Prefix
+    next_hop: Address | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,61 +274,108 @@ _DONE = {"done", '{ "answer": "done", "message": "command completed" }'}
 _ERROR = {"error"}
 
 
-def _net(value: object) -> IPNetwork | None:
+def _net(value: object) -> Prefix | None:
+    """A prefix of ExaBGP's JSON (a string, or a `{"nlri": ...}` / `{"prefix": ...}` object), host bits masked."""
     if isinstance(value, dict):
         value = value.get("nlri", value.get("prefix"))
-    if not isinstance(value, str):
-        return None
     try:
-        return IPNetwork(value).cidr
-    except (AddrFormatError, ValueError, TypeError):
+        return Prefix.parse(value, strict=False)  # type: ignore[arg-type]
+    except ValueError:
         return None
 
 
-def _addr(value: object) -> IPAddress | None:
-    if not isinstance(value, str):
-        return None
+def _addr(value: object) -> Address | None:
     try:
-        return IPAddress(value)
-    except (AddrFormatError, ValueError, TypeError):
+        return Address.parse(value)  # type: ignore[arg-type]
+    except ValueError:
         return None
+
+
+def _dict(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
 
 
 def _peer_of(event: dict) -> str:
-    address = (event.get("neighbor") or {}).get("address") or {}
-    peer = _addr(address.get("peer")) if isinstance(address, dict) else None
+    peer = _addr(_dict(_dict(event.get("neighbor")).get("address")).get("peer"))
     return str(peer) if peer is not None else ""
 
 
-def _update(event: dict) -> UpdateEvent:
-    neighbor = event.get("neighbor") or {}
-    update = ((neighbor.get("message") or {}).get("update")) or {}
-    announced: list[tuple[IPNetwork, IPAddress | None]] = []
-    withdrawn: list[IPNetwork] = []
-    eor: list[str] = []
-    for _family, by_next_hop in (update.get("announce") or {}).items():
+def _announced(update: dict) -> list[tuple[Prefix, Address | None]]:
+    announced: list[tuple[Prefix, Address | None]] = []
+    for by_next_hop in _dict(update.get("announce")).values():
         if not isinstance(by_next_hop, dict):
             continue
         for nh, nlris in by_next_hop.items():
-            for item in nlris or ():
-                net = _net(item)
-                if net is not None:
-                    announced.append((net, _addr(nh)))
-    for _family, nlris in (update.get("withdraw") or {}).items():
-        for item in nlris or ():
-            net = _net(item)
-            if net is not None:
-                withdrawn.append(net)
-    marker = (neighbor.get("message") or {}).get("eor")
-    if isinstance(marker, dict):
-        eor.append(f"{marker.get('afi')} {marker.get('safi')}")
+            hop = _addr(nh)
+            announced.extend((net, hop) for item in nlris or () if (net := _net(item)) is not None)
+    return announced
+
+
+def _withdrawn(update: dict) -> list[Prefix]:
+    return [
+        n for nlris in _dict(update.get("withdraw")).values() for item in nlris or () if (n := _net(item)) is not None
+    ]
+
+
+def _update(event: dict) -> UpdateEvent:
+    neighbor = _dict(event.get("neighbor"))
+    message = _dict(neighbor.get("message"))
+    update = _dict(message.get("update"))
+    marker = message.get("eor")
+    eor = (f"{marker.get('afi')} {marker.get('safi')}",) if isinstance(marker, dict) else ()
     return UpdateEvent(
         peer=_peer_of(event),
         direction=str(neighbor.get("direction", "")),
-        announced=tuple(announced),
-        withdrawn=tuple(withdrawn),
-        eor=tuple(eor),
+        announced=tuple(_announced(update)),
+        withdrawn=tuple(_withdrawn(update)),
+        eor=eor,
     )
+
+
+def _neighbor_list(data: list) -> NeighborList:
+    """`show neighbor json`: "fsm" is ExaBGP's FSM state; its "state" says down for the first second."""
+    peers = []
+    for item in data:
+        if not isinstance(item, dict):
+            continue
+        addr = _addr(_dict(item.get("peer")).get("address"))
+        if addr is not None:
+            fsm = str(item.get("fsm", "")).upper()
+            state = ("up" if fsm == "ESTABLISHED" else "down") if fsm else str(item.get("state", ""))
+            peers.append((str(addr), state))
+    return NeighborList(tuple(peers))
+
+
+def _event(data: dict, text: str) -> Reply:
+    """One of ExaBGP's JSON events (`{"exabgp": ..., "type": ...}`)."""
+    kind = data.get("type")
+    neighbor = _dict(data.get("neighbor"))
+    if kind == "state":
+        return PeerState(_peer_of(data), str(neighbor.get("state", "")), str(neighbor.get("reason", "")))
+    if kind == "update":
+        return _update(data)
+    if kind == "notification":
+        if data.get("notification") == "shutdown":
+            return Shutdown()
+        note = _dict(neighbor.get("notification"))
+        return Notification(
+            peer=_peer_of(data),
+            direction=str(neighbor.get("direction", "")),
+            code=int(note.get("code", 0) or 0),
+            subcode=int(note.get("subcode", 0) or 0),
+            message=str(note.get("message", "")),
+        )
+    return Other(text)
+
+
+def _rib_route(data: dict, text: str) -> Reply:
+    """One line of `show adj-rib out json` (format v2)."""
+    peer = _addr(_dict(data.get("peer")).get("address"))
+    nlri = _dict(data.get("route")).get("nlri") or {}
+    prefix = _net(nlri.get("prefix")) if isinstance(nlri, dict) else None
+    if peer is not None and prefix is not None:
+        return RibRoute(str(peer), prefix, _addr(nlri.get("nexthop")))
+    return Other(text)
 
 
 def parse_reply(line: str) -> Reply:
@@ -345,40 +394,11 @@ def parse_reply(line: str) -> Reply:
     except ValueError:
         return Other(text)
     if isinstance(data, list):
-        peers = []
-        for item in data:
-            if isinstance(item, dict):
-                addr = _addr((item.get("peer") or {}).get("address") if isinstance(item.get("peer"), dict) else None)
-                if addr is not None:  # "fsm" is ExaBGP's FSM state; its "state" says down for the first second
-                    fsm = str(item.get("fsm", "")).upper()
-                    state = ("up" if fsm == "ESTABLISHED" else "down") if fsm else str(item.get("state", ""))
-                    peers.append((str(addr), state))
-        return NeighborList(tuple(peers))
+        return _neighbor_list(data)
     if not isinstance(data, dict):
         return Other(text)
     if "exabgp" in data:
-        kind = data.get("type")
-        neighbor = data.get("neighbor") or {}
-        if kind == "state":
-            return PeerState(_peer_of(data), str(neighbor.get("state", "")), str(neighbor.get("reason", "")))
-        if kind == "update":
-            return _update(data)
-        if kind == "notification":
-            if data.get("notification") == "shutdown":
-                return Shutdown()
-            note = neighbor.get("notification") or {}
-            return Notification(
-                peer=_peer_of(data),
-                direction=str(neighbor.get("direction", "")),
-                code=int(note.get("code", 0) or 0),
-                subcode=int(note.get("subcode", 0) or 0),
-                message=str(note.get("message", "")),
-            )
-        return Other(text)
-    if "route" in data and "peer" in data:  # show adj-rib out json, format v2
-        peer = _addr((data.get("peer") or {}).get("address"))
-        nlri = (data.get("route") or {}).get("nlri") or {}
-        prefix = _net(nlri.get("prefix"))
-        if peer is not None and prefix is not None:
-            return RibRoute(str(peer), prefix, _addr(nlri.get("nexthop")))
+        return _event(data, text)
+    if "route" in data and "peer" in data:
+        return _rib_route(data, text)
     return Other(text)

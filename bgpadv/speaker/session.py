@@ -3,8 +3,8 @@
 A single-threaded state machine around a `write` callable (one command line, no newline). The controller feeds it
 every line ExaBGP writes (`handle_line`) and every new plan (`set_desired`); it never blocks and never reads.
 
-What it keeps, per peer (every table keyed by `_key(prefix)`, a tuple of ints: netaddr's own hashing and equality
-cost microseconds a call, which dominated diffs of 100,000 routes):
+What it keeps, per peer (every table keyed by `Prefix.key`, the prefix's precomputed tuple of ints: a tuple hashes
+and compares in C, cheaper than the `Prefix` itself over diffs of 100,000 routes):
 - `advertised`: what ExaBGP's adj-rib-out holds according to acknowledged commands. A prefix mapped to None is
   *unknown*: learned at start-up from ExaBGP (attributes not compared) or touched by a command answered `error`. An
   unknown prefix is re-announced if desired (ExaBGP drops an identical re-announcement without sending an UPDATE)
@@ -40,11 +40,11 @@ import time
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-
-from netaddr import IPAddress, IPNetwork
+from typing import Any, ClassVar
 
 from bgpadv.config import Config, PeerConfig
 from bgpadv.core.model import Attributes, Cause, Route
+from bgpadv.core.prefix import Address, Prefix
 from bgpadv.observe.observers import NullObserver, RouteChange, SpeakerObserver
 from bgpadv.speaker import protocol
 from bgpadv.speaker.protocol import (
@@ -67,34 +67,22 @@ _SHOW_NEIGHBORS = "show-neighbors"
 _SHOW_RIB = "show-rib"
 _SHOW_RIB_IN = "show-rib-in"
 
-_FAMILY = {4: protocol.family_of(IPNetwork("0.0.0.0/0")), 6: protocol.family_of(IPNetwork("::/0"))}
-_Key = tuple[int, int, int]  # (IP version, network value with host bits cleared, prefix length)
+_FAMILY = {4: protocol.family_of(Prefix(4, 0, 0)), 6: protocol.family_of(Prefix(6, 0, 0))}
+_Key = tuple[int, int, int]  # `Prefix.key`: (IP version, network value, prefix length)
 GRACEFUL_SHUTDOWN = "65535:0"  # RFC 8326 well-known community
 
 
-def _key(prefix: IPNetwork) -> _Key:
-    """The canonical key of a prefix: equal exactly when the prefixes are (netaddr compares `.cidr`), and sorting
-    like (version, value, prefixlen). Reads netaddr's slots directly: its properties cost 3x more, `.cidr` 10x."""
-    module = prefix._module
-    length = prefix._prefixlen
-    shift = module.width - length
-    return (module.version, prefix._value >> shift << shift, length)
-
-
-def _network(key: _Key, route: Route | None = None) -> IPNetwork:
-    """The canonical IPNetwork of a key: the route's own prefix when it is canonical (no allocation)."""
-    if route is not None and route.prefix._value == key[1]:
-        return route.prefix
-    version, value, length = key
-    return IPNetwork((value, length), version=version)
+def _network(key: _Key, route: Route | None = None) -> Prefix:
+    """The prefix of a key: the route's own when there is one (no allocation)."""
+    return route.prefix if route is not None else Prefix.from_key(key)
 
 
 def _same_wire(a: Route, b: Route) -> bool:
-    """`a.wire_key() == b.wire_key()` for two routes whose prefix keys are equal, without netaddr's slow `__eq__`."""
+    """`a.wire_key() == b.wire_key()` for two routes whose prefix keys are equal, compared on the precomputed keys."""
     if a is b:
         return True
     x, y = a.next_hop, b.next_hop
-    if x is not y and (x is None or y is None or x._value != y._value or x._module is not y._module):
+    if x is not y and (x is None or y is None or x.key != y.key):
         return False
     return a.attributes is b.attributes or a.attributes == b.attributes
 
@@ -105,8 +93,8 @@ class _Command:
     peer: str  # PeerConfig.name ("" for commands addressed to ExaBGP itself)
     line: str
     routes: tuple[Route, ...] = ()  # announce
-    prefixes: tuple[IPNetwork, ...] = ()  # withdraw
-    keys: tuple[_Key, ...] = ()  # `_key` of each route (announce) or prefix (withdraw), in order
+    prefixes: tuple[Prefix, ...] = ()  # withdraw
+    keys: tuple[_Key, ...] = ()  # `Prefix.key` of each route (announce) or prefix (withdraw), in order
     cause: Cause | None = None
     seq: int = 0
     changes: list[RouteChange] = field(default_factory=list)
@@ -125,7 +113,7 @@ class Speaker:
         chunk_prefixes: int = 1000,
         local_asn: int | None = None,
         max_line_bytes: int = protocol.MAX_LINE_BYTES,
-        self_addresses: Sequence[IPAddress] = (),
+        self_addresses: Sequence[Address] = (),
     ) -> None:
         if max_inflight < 1 or chunk_prefixes < 1:
             raise ValueError("max_inflight and chunk_prefixes must be at least 1")
@@ -136,7 +124,8 @@ class Speaker:
         self._chunk = chunk_prefixes
         self._local_asn = local_asn
         # what `next-hop self` stands for, per IP version (config nextHopSelf); absent: ExaBGP's own `self`
-        self._self = {a.version: a for a in self_addresses}
+        # (config's netaddr addresses become `Address` values here: the speaker renders one address type)
+        self._self = {a.version: Address(a.version, a.value) for a in self_addresses}
         self._max_line_bytes = max_line_bytes
         self._advertised: dict[str, dict[_Key, Route | None]] = {name: {} for name in self._peers}
         self._desired: dict[str, dict[_Key, Route]] | None = None  # None: nothing asked for yet
@@ -197,14 +186,13 @@ class Speaker:
     def peer_states(self) -> dict[str, str]:
         return dict(self._peer_states)
 
-    def advertised(self, peer: str) -> Mapping[IPNetwork, Route]:
+    def advertised(self, peer: str) -> Mapping[Prefix, Route]:
         """Routes ExaBGP holds for `peer` according to acknowledged commands (unknown prefixes left out)."""
-        return {_network(k, r): r for k, r in self._advertised.get(peer, {}).items() if r is not None}
+        return {r.prefix: r for r in self._advertised.get(peer, {}).values() if r is not None}
 
     def held(self, peer: str) -> Collection[_Key]:
-        """The prefixes ExaBGP holds for `peer` (unknown ones included), as `bgpadv.safety.guard.prefix_key` keys: a
-        view,
-        no copy. The guard keeps these first when a peer goes over `safety.maxRoutes`."""
+        """The prefixes ExaBGP holds for `peer` (unknown ones included), as `Prefix.key` keys: a view, no copy.
+        The guard keeps these first when a peer goes over `safety.maxRoutes`."""
         return self._advertised.get(peer, {}).keys()
 
     def unknown(self, peer: str) -> int:
@@ -239,7 +227,7 @@ class Speaker:
             for route in desired.get(name, ()):
                 if self.draining:
                     route = self._graceful_shutdown(route)
-                key = _key(route.prefix)
+                key = route.prefix.key
                 version = key[0]
                 hop = route.next_hop if route.next_hop is not None else self._self.get(version)
                 # the peer carries the family, and the next hop is of the prefix's version (or a `self` it resolves)
@@ -288,42 +276,62 @@ class Speaker:
         """One line ExaBGP wrote on the API process's stdin."""
         at = time.monotonic() if at is None else at
         reply = protocol.parse_reply(line)
-        if isinstance(reply, Ack):
-            self._on_ack(reply.ok, at)
-        elif isinstance(reply, RibRoute):
-            if self._inflight and self._inflight[0].kind == _SHOW_RIB_IN:
-                if self.on_received is not None:
-                    self.on_received(reply, at)
-            else:
-                self._on_rib_route(reply)
-        elif isinstance(reply, NeighborList):
+        handler = self._HANDLERS.get(type(reply))
+        if handler is not None:
+            handler(self, reply, at)
+        self._pump(at)
+
+    # ------------------------------------------------------------------ replies (handle_line)
+
+    def _reply_ack(self, reply: Ack, at: float) -> None:
+        self._on_ack(reply.ok, at)
+
+    def _reply_rib_route(self, reply: RibRoute, at: float) -> None:
+        if self._inflight and self._inflight[0].kind == _SHOW_RIB_IN:
             if self.on_received is not None:
                 self.on_received(reply, at)
-            self._discarding = False
-            for peer, state in reply.peers:
-                if peer in self._peers:
-                    self._peer_states[peer] = state
-                    self._observer.peer_state(peer, state, at)  # a restarted controller learns sessions here
-        elif isinstance(reply, PeerState):
-            self._on_peer_state(reply, at)
-            if self.on_received is not None and reply.peer in self._peers:
-                self.on_received(reply, at)
-        elif isinstance(reply, UpdateEvent):
-            if reply.direction == "receive" and self.on_received is not None:
-                self.on_received(reply, at)
-            elif reply.direction == "send":
-                self._observer.updates_sent(
-                    reply.peer, [str(p) for p, _ in reply.announced], [str(p) for p in reply.withdrawn], at
-                )
-        elif isinstance(reply, Notification):
-            log.warning(
-                "BGP notification",
-                extra={"peer": reply.peer, "direction": reply.direction, "code": reply.code, "sub": reply.subcode},
-            )
-        elif isinstance(reply, Shutdown):
-            log.warning("ExaBGP is shutting down")
-            self.closed = True
-        self._pump(at)
+        else:
+            self._on_rib_route(reply)
+
+    def _reply_neighbors(self, reply: NeighborList, at: float) -> None:
+        if self.on_received is not None:
+            self.on_received(reply, at)
+        self._discarding = False
+        for peer, state in reply.peers:
+            if peer in self._peers:
+                self._peer_states[peer] = state
+                self._observer.peer_state(peer, state, at)  # a restarted controller learns sessions here
+
+    def _reply_peer_state(self, reply: PeerState, at: float) -> None:
+        self._on_peer_state(reply, at)
+        if self.on_received is not None and reply.peer in self._peers:
+            self.on_received(reply, at)
+
+    def _reply_update(self, reply: UpdateEvent, at: float) -> None:
+        if reply.direction == "receive" and self.on_received is not None:
+            self.on_received(reply, at)
+        elif reply.direction == "send":
+            self._observer.updates_sent(reply.peer, [p for p, _ in reply.announced], list(reply.withdrawn), at)
+
+    def _reply_notification(self, reply: Notification, at: float) -> None:
+        log.warning(
+            "BGP notification",
+            extra={"peer": reply.peer, "direction": reply.direction, "code": reply.code, "sub": reply.subcode},
+        )
+
+    def _reply_shutdown(self, reply: Shutdown, at: float) -> None:
+        log.warning("ExaBGP is shutting down")
+        self.closed = True
+
+    _HANDLERS: ClassVar[Mapping[type, Callable[[Speaker, Any, float], None]]] = {
+        Ack: _reply_ack,
+        RibRoute: _reply_rib_route,
+        NeighborList: _reply_neighbors,
+        PeerState: _reply_peer_state,
+        UpdateEvent: _reply_update,
+        Notification: _reply_notification,
+        Shutdown: _reply_shutdown,
+    }
 
     # ------------------------------------------------------------------ internals
 
@@ -346,7 +354,7 @@ class Speaker:
         session = (peer.local_address or peer.address).version
         return {v: v == 4 or v == session for v, family in _FAMILY.items() if family in peer.families}
 
-    def _next_hop(self, route: Route) -> IPAddress | None:
+    def _next_hop(self, route: Route) -> Address | None:
         """The next hop to render: the route's own, or the configured address `self` stands for."""
         return route.next_hop if route.next_hop is not None else self._self.get(route.prefix.version)
 
@@ -374,14 +382,14 @@ class Speaker:
             wanted = self._desired.get(name, {})
             advertised = self._advertised[name]
             overlay = self._in_flight(name)
-            # by (next hop, attributes): one group a bulk announcement; keyed by the next hop's integers, not the
-            # IPAddress (its hash and equality are slow, and every route may carry its own equal object)
-            groups: dict[tuple, tuple[IPAddress | None, Attributes, list[tuple[_Key, Route]]]] = {}
+            # by (next hop, attributes): one group a bulk announcement; keyed by the next hop's precomputed key (every
+            # route may carry its own equal object)
+            groups: dict[tuple, tuple[Address | None, Attributes, list[tuple[_Key, Route]]]] = {}
             for key, route in wanted.items():
                 current = overlay.get(key, advertised.get(key)) if overlay else advertised.get(key)
                 if current is None or not _same_wire(current, route):
                     hop = self._next_hop(route)
-                    by = (None if hop is None else hop._value, None if hop is None else hop._module, route.attributes)
+                    by = (None if hop is None else hop.key, route.attributes)
                     group = groups.get(by)
                     if group is None:
                         group = groups[by] = (hop, route.attributes, [])
@@ -503,7 +511,7 @@ class Speaker:
 
     def _on_rib_route(self, route: RibRoute) -> None:
         if route.peer in self._rib_dump:
-            self._rib_dump[route.peer][_key(route.prefix)] = None  # present; attributes not compared
+            self._rib_dump[route.peer][route.prefix.key] = None  # present; attributes not compared
 
     def _on_peer_state(self, event: PeerState, at: float) -> None:
         if event.peer not in self._peers:
@@ -535,7 +543,7 @@ class Speaker:
             self._queue_eor(name)
 
 
-def _group_order(group: tuple[IPAddress | None, Attributes, list]) -> tuple:
+def _group_order(group: tuple[Address | None, Attributes, list]) -> tuple:
     next_hop, attributes, _ = group
     return (
         0 if next_hop is None else next_hop.version,

@@ -19,10 +19,9 @@ import threading
 import time
 from pathlib import Path
 
-from netaddr import IPAddress, IPNetwork
-
 from bgpadv.config import load
 from bgpadv.core.model import Cause, ObjectRef, Route, RouteKind
+from bgpadv.core.prefix import Address, Prefix
 from bgpadv.observe.metrics import Metrics
 from bgpadv.observe.metrics_observer import MetricsObserver
 from bgpadv.speaker.session import Speaker
@@ -39,7 +38,12 @@ class Recorder(MetricsObserver):
 
     def updates_sent(self, peer, announced, withdrawn, at) -> None:
         super().updates_sent(peer, announced, withdrawn, at)
-        record = {"peer": peer, "announced": list(announced), "withdrawn": list(withdrawn), "at": at}
+        record = {
+            "peer": peer,
+            "announced": [str(p) for p in announced],
+            "withdrawn": [str(p) for p in withdrawn],
+            "at": at,
+        }
         self._out.write(json.dumps(record) + "\n")
 
 
@@ -76,7 +80,14 @@ def main() -> int:
             continue
         change = json.loads(line)
         routes = [
-            Route(IPNetwork(p), IPAddress(nh) if nh else None, "lab", RouteKind.HOST, SOURCE, node="w1")
+            Route(
+                Prefix.parse(p, strict=False),
+                Address.parse(nh) if nh else None,
+                "lab",
+                RouteKind.HOST,
+                SOURCE,
+                node="w1",
+            )
             for p, nh in change["routes"]
         ]
         cause = Cause(received_at=change["received_at"], planned_at=time.monotonic())

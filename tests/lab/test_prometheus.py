@@ -21,9 +21,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from netaddr import IPAddress, IPNetwork
 
 from bgpadv.core.model import Cause, ObjectRef, Plan, Route, RouteKind
+from bgpadv.core.prefix import Address, Prefix
 from bgpadv.observe.health import HealthServer
 from bgpadv.observe.metrics import Metrics
 from bgpadv.observe.metrics_observer import MetricsObserver
@@ -49,12 +49,14 @@ def feed(observer: MetricsObserver, stop: threading.Event) -> None:
     while not stop.wait(0.02):
         batch += 1
         ip = f"192.168.100.{batch % 250 + 2}"
-        route = Route(IPNetwork(f"{ip}/32"), IPAddress("192.0.2.11"), "vmnet-a", RouteKind.HOST, CLAIM, "worker-1")
+        route = Route(
+            Prefix.parse(f"{ip}/32"), Address.parse("192.0.2.11"), "vmnet-a", RouteKind.HOST, CLAIM, "worker-1"
+        )
         t0 = time.monotonic() - 0.004
         observer.planned(Plan.build([route], []), Cause(t0, t0 + 0.001), 0.001, False)
         observer.commands_written(batch, [RouteChange(PEER, "announce", route)], Cause(t0, t0 + 0.001), t0 + 0.002)
         observer.command_acked(batch, True, t0 + 0.003)
-        observer.updates_sent(PEER, [f"{ip}/32"], [], t0 + 0.004)
+        observer.updates_sent(PEER, [Prefix.parse(f"{ip}/32")], [], t0 + 0.004)
         observer.synced(PEER, 1, t0 + 0.004)
 
 

@@ -10,16 +10,16 @@ again) and `Guarded.observed`. No planner involved: the routes are what any plan
 from __future__ import annotations
 
 import pytest
-from netaddr import IPAddress, IPNetwork
 
 from bgpadv.core.model import ObjectRef, Plan, Route, RouteKind
+from bgpadv.core.prefix import Address, Prefix
 from bgpadv.planner import checks
-from bgpadv.safety.guard import Guard, GuardContext, all_node_addresses, check_peer, prefix_key
+from bgpadv.safety.guard import Guard, GuardContext, all_node_addresses, check_peer
 from bgpadv_lab import objects as k8s
 
 ADV = k8s.ADVERTISED
 NS = "imported-vms"
-W1, W1_6 = IPAddress("10.0.0.11"), IPAddress("fd00::11")
+W1, W1_6 = Address.parse("10.0.0.11"), Address.parse("fd00::11")
 CONFIG = k8s.config(
     peers=[
         {"address": "10.0.0.1", "asn": 64512},  # IPv4 session, both families
@@ -41,17 +41,17 @@ STATE = k8s.state(
 # The guard's own view, as if the planner had let vmnet-b through: the planner refuses a network that covers a BGP
 # peer (covers-infrastructure), and the guard must hold the line whatever the planner did.
 CTX = GuardContext.of(
-    [*(s for s in GuardContext.from_state(STATE, CONFIG).subnet_networks()), IPNetwork("172.16.0.0/16")],
+    [*(s for s in GuardContext.from_state(STATE, CONFIG).subnet_networks()), Prefix.parse("172.16.0.0/16")],
     all_node_addresses(STATE.nodes),
     CONFIG,
 )
 CLAIM = ObjectRef("IPAMClaim", "vm-a.default", NS, "uid-a", "2025-03-01T09:00:00Z")
 
 
-def route(prefix: str, next_hop: IPAddress | str | None = W1, source: ObjectRef = CLAIM) -> Route:
-    hop = IPAddress(next_hop) if isinstance(next_hop, str) else next_hop
-    prefix_net = IPNetwork(prefix)
-    full = prefix_net.prefixlen == (32 if prefix_net.version == 4 else 128)
+def route(prefix: str, next_hop: Address | str | None = W1, source: ObjectRef = CLAIM) -> Route:
+    hop = Address.parse(next_hop) if isinstance(next_hop, str) else next_hop
+    prefix_net = Prefix.parse(prefix, strict=False)
+    full = prefix_net.is_host
     kind = RouteKind.HOST if full else RouteKind.SUBNET
     return Route(prefix_net, hop, "vmnet-a", kind, source, "worker-1" if hop is not None else None)
 
@@ -187,7 +187,7 @@ NO_AGE = ObjectRef("IPAMClaim", "vm-aaa.default", NS, "uid-x")
 )
 def test_duplicate_prefix_the_oldest_origin_keeps_it_whatever_the_order(first: ObjectRef, second: ObjectRef):
     a = route("192.168.100.10/32", W1, first)
-    b = route("192.168.100.10/32", IPAddress("10.0.0.12"), second)
+    b = route("192.168.100.10/32", Address.parse("10.0.0.12"), second)
     accepted, refused = check_peer([a, b], CTX, "10.0.0.1")
     winner = a if second is NO_AGE or (first is OLDER) else b
     loser = b if winner is a else a
@@ -228,7 +228,7 @@ def test_max_routes_refuses_the_newest_routes():
 def test_max_routes_keeps_what_the_peer_already_holds_the_last_good_set_stays():
     old = route("192.168.100.10/32", W1, OLDER)
     new = route("192.168.100.11/32", W1, YOUNGER)
-    held = {prefix_key(new.prefix)}  # announced before the older one came
+    held = {new.prefix.key}  # announced before the older one came
     accepted, refused = check_peer([old, new], _limited(1), "10.0.0.1", advertised=held)
     assert accepted == (new,)
     assert [(r.source, r.reason) for r in refused] == [(OLDER, checks.MAX_ROUTES_EXCEEDED)]
@@ -239,7 +239,7 @@ def test_max_routes_lowered_below_what_the_peer_holds_keeps_the_oldest_held_rout
     mid = route("192.168.100.12/32", W1, CLAIM)
     new = route("192.168.100.11/32", W1, YOUNGER)
     fresh = route("192.168.100.13/32", W1, OLDER)  # old origin, but not yet announced to the peer
-    held = {prefix_key(r.prefix) for r in (old, mid, new)}
+    held = {r.prefix.key for r in (old, mid, new)}
     accepted, refused = check_peer([old, new, mid, fresh], _limited(2), "10.0.0.1", advertised=held)
     assert accepted == (old, mid)
     assert sorted((r.value, r.reason) for r in refused) == [
@@ -251,7 +251,7 @@ def test_max_routes_lowered_below_what_the_peer_holds_keeps_the_oldest_held_rout
 def test_duplicates_are_settled_before_max_routes_counts():
     """Two origins of one prefix and a limit: the younger duplicate is refused as such, then the limit applies."""
     old = route("192.168.100.10/32", W1, OLDER)
-    twin = route("192.168.100.10/32", IPAddress("10.0.0.12"), YOUNGER)
+    twin = route("192.168.100.10/32", Address.parse("10.0.0.12"), YOUNGER)
     other = route("192.168.100.11/32", W1, YOUNGER)
     accepted, refused = check_peer([old, twin, other], _limited(1), "10.0.0.1")
     assert accepted == (old,)

@@ -156,7 +156,9 @@ def _independent_violations(peer, routes, l2, l3, nodes, config, refused_network
     families = {4: "ipv4 unicast" in peer.families, 6: "ipv6 unicast" in peer.families}
     self_ok = {v: v == 4 or v == peer.address.version or config.self_address(v) is not None for v in (4, 6)}
     for r in routes:
-        p, nh, v = r.prefix.cidr, r.next_hop, r.prefix.version
+        # the oracle's own types: netaddr's, converted from the route's text
+        p, v = IPNetwork(str(r.prefix)), r.prefix.version
+        nh = IPAddress(str(r.next_hop)) if r.next_hop is not None else None
         bad = []
         if p.prefixlen == 0 or p.prefixlen < minimum[v]:
             bad.append("too short")
@@ -164,14 +166,14 @@ def _independent_violations(peer, routes, l2, l3, nodes, config, refused_network
             bad.append("special")
         if not any(p in s for s in selected):
             bad.append("outside the selected networks")
-        if p.prefixlen == p._module.width and (p.ip in infrastructure or (nh is not None and p.ip == nh)):
+        if p.prefixlen == (32 if v == 4 else 128) and (p.ip in infrastructure or (nh is not None and p.ip == nh)):
             bad.append("covers infrastructure")
         if nh is not None and (nh.version != v or nh in SPECIAL or any(nh in s for s in surely_advertised)):
             bad.append(f"next hop {nh}")
         if not families[v] or (nh is None and not self_ok[v]):
             bad.append("family not carried")
         out.extend(f"{peer.name}: {r.prefix} via {nh}: {b}" for b in bad)
-    keys = [r.prefix.cidr for r in routes]
+    keys = [IPNetwork(str(r.prefix)) for r in routes]
     if len(set(keys)) != len(keys):
         out.append(f"{peer.name}: a prefix twice")
     if len(routes) > config.safety.max_routes:

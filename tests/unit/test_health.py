@@ -14,10 +14,10 @@ import urllib.error
 import urllib.request
 
 import pytest
-from netaddr import IPAddress, IPNetwork
 
 from bgpadv.commands import status as status_cli
 from bgpadv.core.model import Cause, ObjectRef, Plan, Route, RouteKind
+from bgpadv.core.prefix import Address, Prefix
 from bgpadv.observe.health import HealthServer
 from bgpadv.observe.logs import setup_logging
 from bgpadv.observe.metrics import Metrics
@@ -28,9 +28,9 @@ PEER = "10.0.0.1"
 CLAIM = ObjectRef("IPAMClaim", "vm-a.default", "imported-vms", "0b6a4c1e-2f4d-4b8e-9c1a-7d2e3f4a5b6c")
 CUDN = ObjectRef("ClusterUserDefinedNetwork", "vmnet-a", uid="6f1c2a9e-0d6b-4d1e-9a52-1f7f0c2b8a01")
 VM_A = Route(
-    IPNetwork("192.168.100.205/32"), IPAddress("192.0.2.11"), "vmnet-a", RouteKind.HOST, CLAIM, node="worker-1"
+    Prefix.parse("192.168.100.205/32"), Address.parse("192.0.2.11"), "vmnet-a", RouteKind.HOST, CLAIM, node="worker-1"
 )
-SUBNET = Route(IPNetwork("192.168.100.0/24"), None, "vmnet-a", RouteKind.SUBNET, CUDN)
+SUBNET = Route(Prefix.parse("192.168.100.0/24"), None, "vmnet-a", RouteKind.SUBNET, CUDN)
 
 
 class Clock:
@@ -72,7 +72,7 @@ def converge_one_change(observer: MetricsObserver) -> None:
     announced = [RouteChange(PEER, "announce", SUBNET), RouteChange(PEER, "announce", VM_A)]
     observer.commands_written(1, announced, Cause(10.0, 10.001), at=10.002)
     observer.command_acked(1, True, at=10.003)
-    observer.updates_sent(PEER, ["192.168.100.205/32"], [], at=10.004)
+    observer.updates_sent(PEER, [Prefix.parse("192.168.100.205/32")], [], at=10.004)
     observer.synced(PEER, 2, at=10.005)
 
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 import logging
 
 import pytest
-from netaddr import IPAddress, IPNetwork
 
 from bgpadv.core.model import ObjectRef, Route, RouteKind
-from bgpadv.safety.hold import WithdrawalHold, prefix_key
+from bgpadv.core.prefix import Address, Prefix
+from bgpadv.safety.hold import WithdrawalHold
 
 H = 120.0
 W1, W2 = "10.0.0.11", "10.0.0.12"
@@ -35,7 +35,12 @@ class Clock:
 def host(last_octet: int, next_hop: str = W1) -> Route:
     ref = ObjectRef("IPAMClaim", f"vm-{last_octet}.default", "imported-vms")
     return Route(
-        IPNetwork(f"192.168.100.{last_octet}/32"), IPAddress(next_hop), "vmnet-a", RouteKind.HOST, ref, "worker-1"
+        Prefix.parse(f"192.168.100.{last_octet}/32"),
+        Address.parse(next_hop),
+        "vmnet-a",
+        RouteKind.HOST,
+        ref,
+        "worker-1",
     )
 
 
@@ -44,7 +49,7 @@ def hosts(*octets: int) -> tuple[Route, ...]:
 
 
 def octets(routes) -> list[int]:
-    return sorted(int(str(r.prefix.ip).rsplit(".", 1)[1]) for r in routes)
+    return sorted(int(str(r.prefix.network_address).rsplit(".", 1)[1]) for r in routes)
 
 
 def hold_with(handed: tuple[Route, ...], *, fraction: float = 0.5, clock: Clock | None = None) -> WithdrawalHold:
@@ -80,10 +85,10 @@ def test_held_routes_are_handed_unchanged_and_announcements_and_next_hop_changes
     hold = hold_with(hosts(1, 2, 3, 4))
     moved = host(1, W2)
     decision = hold.apply({"tor": (moved, host(9))}, bulk=True)  # 2, 3, 4 gone (3 of 4); 1 moves; 9 is new
-    routes = {prefix_key(r.prefix): r for r in decision.desired["tor"]}
-    assert routes[prefix_key(moved.prefix)] is moved  # the new next hop, not the held old one
-    assert routes[prefix_key(host(9).prefix)] == host(9)
-    assert [routes[prefix_key(host(o).prefix)] for o in (2, 3, 4)] == list(hosts(2, 3, 4))  # exactly as handed
+    routes = {r.prefix.key: r for r in decision.desired["tor"]}
+    assert routes[moved.prefix.key] is moved  # the new next hop, not the held old one
+    assert routes[host(9).prefix.key] == host(9)
+    assert [routes[host(o).prefix.key] for o in (2, 3, 4)] == list(hosts(2, 3, 4))  # exactly as handed
     assert len(routes) == 5
     assert decision.peers["tor"].newly_held == 3
     assert decision.peers["tor"].planned_withdrawals == 3

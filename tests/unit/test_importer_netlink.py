@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import socket
 
-from netaddr import IPAddress, IPNetwork
 from pyroute2.netlink.rtnl.ifinfmsg import ifinfmsg
 from pyroute2.netlink.rtnl.rtmsg import rtmsg
 
+from bgpadv.core.prefix import Address, Prefix
 from bgpadv.importer.netlink import RTPROT_BGP, Netlink, route_of_message, vrf_name, vrf_of_link
 
 
@@ -100,8 +100,8 @@ def test_only_protocol_186_routes_of_the_asked_tables_are_read_back_with_all_the
     )
     assert Netlink(ipr).installed([1001]) == {
         1001: {
-            IPNetwork("0.0.0.0/0"): frozenset({IPAddress("10.0.0.1"), IPAddress("10.0.0.2")}),
-            IPNetwork("198.51.100.0/24"): frozenset({IPAddress("10.0.0.1")}),
+            Prefix.parse("0.0.0.0/0"): frozenset({Address.parse("10.0.0.1"), Address.parse("10.0.0.2")}),
+            Prefix.parse("198.51.100.0/24"): frozenset({Address.parse("10.0.0.1")}),
         }
     }
     assert route_of_message(route("203.0.113.0", 24, 4, 1001, ["10.0.0.1"])) is None
@@ -110,9 +110,9 @@ def test_only_protocol_186_routes_of_the_asked_tables_are_read_back_with_all_the
 def test_equal_paths_are_installed_as_one_multipath_route_with_protocol_186():
     ipr = FakeIPRoute()
     nl = Netlink(ipr)
-    nl.replace(1001, IPNetwork("0.0.0.0/0"), [IPAddress("10.0.0.2"), IPAddress("10.0.0.1")])
-    nl.replace(1001, IPNetwork("198.51.100.0/24"), [IPAddress("10.0.0.1")])
-    nl.delete(1001, IPNetwork("198.51.100.0/24"))
+    nl.replace(1001, Prefix.parse("0.0.0.0/0"), [Address.parse("10.0.0.2"), Address.parse("10.0.0.1")])
+    nl.replace(1001, Prefix.parse("198.51.100.0/24"), [Address.parse("10.0.0.1")])
+    nl.delete(1001, Prefix.parse("198.51.100.0/24"))
     assert ipr.calls == [
         (
             "replace",

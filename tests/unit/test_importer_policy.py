@@ -7,18 +7,24 @@ from __future__ import annotations
 from netaddr import IPAddress, IPNetwork
 
 from bgpadv.config import AcceptRule, ImportNetwork, parse
+from bgpadv.core.prefix import Address, Prefix
 from bgpadv.importer.policy import LIMIT, NEXT_HOP, OWN_SUBNET, POLICY, desired_routes
 
 TOR1, TOR2 = "10.0.0.1", "10.0.0.2"
-SUBNET = [IPNetwork("192.168.100.0/24")]
+SUBNET = [Prefix.parse("192.168.100.0/24")]
 
 
-def n(text: str) -> IPNetwork:
-    return IPNetwork(text)
+def n(text: str) -> Prefix:
+    return Prefix.parse(text)
 
 
-def a(text: str) -> IPAddress:
-    return IPAddress(text)
+def a(text: str) -> Address:
+    return Address.parse(text)
+
+
+def rule(prefix: str, max_length: int | None = None, peers: tuple[str, ...] = ()) -> AcceptRule:
+    """An accept rule as the configuration holds it (netaddr values)."""
+    return AcceptRule(IPNetwork(prefix), max_length, tuple(IPAddress(p) for p in peers))
 
 
 def test_the_default_policy_imports_only_the_default_routes():
@@ -35,7 +41,7 @@ def test_the_same_prefix_from_two_peers_is_one_route_with_both_next_hops():
 
 
 def test_a_destination_inside_the_networks_own_subnets_is_never_imported():
-    rules = (AcceptRule(n("0.0.0.0/0"), 32),)
+    rules = (rule("0.0.0.0/0", 32),)
     learned = {TOR1: {n("192.168.100.0/25"): a(TOR1), n("192.168.100.10/32"): a(TOR1), n("0.0.0.0/0"): a(TOR1)}}
     out = desired_routes(learned, ImportNetwork("vmnet-a", accept=rules), SUBNET, 1000)
     assert out.routes == {n("0.0.0.0/0"): frozenset({a(TOR1)})}
@@ -43,7 +49,7 @@ def test_a_destination_inside_the_networks_own_subnets_is_never_imported():
 
 
 def test_a_rule_limited_to_one_peer_and_a_maximum_length_takes_only_those():
-    rules = (AcceptRule(n("198.51.100.0/24"), 28, (a(TOR1),)),)
+    rules = (rule("198.51.100.0/24", 28, (TOR1,)),)
     learned = {
         TOR1: {n("198.51.100.0/24"): a(TOR1), n("198.51.100.16/28"): a(TOR1), n("198.51.100.1/32"): a(TOR1)},
         TOR2: {n("198.51.100.0/24"): a(TOR2)},
@@ -54,7 +60,7 @@ def test_a_rule_limited_to_one_peer_and_a_maximum_length_takes_only_those():
 
 
 def test_a_next_hop_of_the_other_family_or_none_is_refused():
-    rules = (AcceptRule(n("::/0")), AcceptRule(n("0.0.0.0/0")))
+    rules = (rule("::/0"), rule("0.0.0.0/0"))
     learned = {TOR1: {n("::/0"): a(TOR1), n("0.0.0.0/0"): None}}
     out = desired_routes(learned, ImportNetwork("vmnet-a", accept=rules), SUBNET, 1000)
     assert out.routes == {}
@@ -62,7 +68,7 @@ def test_a_next_hop_of_the_other_family_or_none_is_refused():
 
 
 def test_over_the_limit_the_shortest_prefixes_stay_and_the_rest_is_refused():
-    rules = (AcceptRule(n("0.0.0.0/0"), 32),)
+    rules = (rule("0.0.0.0/0", 32),)
     learned = {TOR1: {n("0.0.0.0/0"): a(TOR1), n("10.0.0.0/8"): a(TOR1), n("10.1.0.0/16"): a(TOR1)}}
     out = desired_routes(learned, ImportNetwork("vmnet-a", accept=rules), [], 2)
     assert set(out.routes) == {n("0.0.0.0/0"), n("10.0.0.0/8")}
@@ -88,10 +94,10 @@ def test_the_configuration_lists_networks_with_the_default_policy_unless_accept_
     )
     imp = config.import_routes
     assert imp.enabled and imp.max_routes == 50 and imp.reconcile_seconds == 10.0
-    assert [x.prefix for x in imp.networks[0].accept] == [n("0.0.0.0/0"), n("::/0")]
+    assert [x.prefix for x in imp.networks[0].accept] == [IPNetwork("0.0.0.0/0"), IPNetwork("::/0")]
     assert imp.networks[1].network_id == 7
-    assert imp.networks[2].external and imp.networks[2].exclude == (n("10.50.0.0/16"),)
-    assert imp.networks[3].accept == (AcceptRule(n("198.51.100.0/24"), None, (a(TOR1),)),)
+    assert imp.networks[2].external and imp.networks[2].exclude == (IPNetwork("10.50.0.0/16"),)
+    assert imp.networks[3].accept == (rule("198.51.100.0/24", None, (TOR1,)),)
 
 
 def test_import_is_off_by_default_and_bad_entries_are_named():

@@ -9,18 +9,19 @@ from __future__ import annotations
 import errno
 
 import pytest
-from netaddr import IPAddress, IPNetwork
+from netaddr import IPNetwork
 
 from bgpadv.config import AcceptRule, parse
+from bgpadv.core.prefix import Address, Prefix
 from bgpadv.importer.learned import SETTLE_SECONDS
 from bgpadv.importer.reconciler import Importer, SelectedNetwork
 from bgpadv.observe.metrics import Metrics
 from bgpadv.speaker.protocol import NeighborList, PeerState, RibInDone, RibRoute, UpdateEvent
 
 TOR = "10.0.0.1"
-DEFAULT, FABRIC = IPNetwork("0.0.0.0/0"), IPNetwork("198.51.100.0/24")
-VIA_TOR = frozenset({IPAddress(TOR)})
-SELECTED = {"vmnet-a": SelectedNetwork((IPNetwork("192.168.100.0/24"),))}
+DEFAULT, FABRIC = Prefix.parse("0.0.0.0/0"), Prefix.parse("198.51.100.0/24")
+VIA_TOR = frozenset({Address.parse(TOR)})
+SELECTED = {"vmnet-a": SelectedNetwork((Prefix.parse("192.168.100.0/24"),))}
 
 
 class FakeKernel:
@@ -29,7 +30,7 @@ class FakeKernel:
     def __init__(self) -> None:
         self.vrfs: dict[str, int] = {}
         self.tables: dict[int, dict] = {}
-        self.others = {(1001, IPNetwork("203.0.113.0/24")): "static"}
+        self.others = {(1001, Prefix.parse("203.0.113.0/24")): "static"}
         self.fail: str | None = None
 
     def vrf_tables(self):
@@ -61,8 +62,8 @@ def config(gr: int = 60, **network):
     )
 
 
-def update(*announced: IPNetwork, withdrawn=(), eor=()) -> UpdateEvent:
-    return UpdateEvent(TOR, "receive", tuple((p, IPAddress(TOR)) for p in announced), tuple(withdrawn), tuple(eor))
+def update(*announced: Prefix, withdrawn=(), eor=()) -> UpdateEvent:
+    return UpdateEvent(TOR, "receive", tuple((p, Address.parse(TOR)) for p in announced), tuple(withdrawn), tuple(eor))
 
 
 def started(kernel: FakeKernel, cfg=None, now: float = 0.0, peer_up: bool = True) -> Importer:
@@ -125,9 +126,9 @@ def test_a_restart_with_the_session_up_relearns_from_exabgps_adj_rib_in():
     kernel.tables[1001] = {DEFAULT: VIA_TOR, FABRIC: VIA_TOR}
     imp = Importer(config(), kernel, None, 0.0)
     imp.handle(NeighborList(((TOR, "up"),)), 0.0)
-    imp.handle(RibRoute(TOR, DEFAULT, IPAddress(TOR)), 0.0)
+    imp.handle(RibRoute(TOR, DEFAULT, Address.parse(TOR)), 0.0)
     imp.handle(update(withdrawn=[FABRIC]), 0.0)  # an UPDATE during the dump is newer than the dump
-    imp.handle(RibRoute(TOR, FABRIC, IPAddress(TOR)), 0.0)
+    imp.handle(RibRoute(TOR, FABRIC, Address.parse(TOR)), 0.0)
     imp.handle(RibInDone(), 0.0)
     imp.set_networks(SELECTED, 0.1)
     assert kernel.tables[1001] == {DEFAULT: VIA_TOR, FABRIC: VIA_TOR}  # the dump may precede the routes: settle
@@ -192,9 +193,9 @@ def test_own_subnet_routes_never_reach_the_table(accept):
     kernel = FakeKernel()
     cfg = config() if accept is None else config(accept=accept)
     imp = started(kernel, cfg)
-    imp.handle(update(DEFAULT, IPNetwork("192.168.100.0/24"), IPNetwork("192.168.100.10/32")), 1.0)
+    imp.handle(update(DEFAULT, Prefix.parse("192.168.100.0/24"), Prefix.parse("192.168.100.10/32")), 1.0)
     assert kernel.tables[1001] == {DEFAULT: VIA_TOR}
-    assert AcceptRule(DEFAULT) in cfg.import_routes.networks[0].accept or accept is not None
+    assert AcceptRule(IPNetwork(str(DEFAULT))) in cfg.import_routes.networks[0].accept or accept is not None
     refused = imp.metrics.import_refused  # type: ignore[union-attr]
     reason = "policy" if accept is None else "own-subnet"
     assert refused.labels(network="vmnet-a", reason=reason)._value.get() == 2

@@ -10,10 +10,10 @@ from __future__ import annotations
 import importlib.metadata
 
 import pytest
-from netaddr import IPAddress, IPNetwork
 from prometheus_client import generate_latest
 
 from bgpadv.core.model import Cause, ObjectRef, Plan, Refusal, Route, RouteKind
+from bgpadv.core.prefix import Address, Prefix
 from bgpadv.observe.convergence import percentile
 from bgpadv.observe.metrics import Metrics
 from bgpadv.observe.metrics_observer import MetricsObserver
@@ -26,11 +26,15 @@ PEER = "10.0.0.1"
 PEER6 = "fd00::1"
 
 
+def parsed(echo: list[str]) -> list[Prefix]:
+    """An UPDATE echo's prefixes as the speaker hands them over (parsed once, `bgpadv.speaker.protocol`)."""
+    return [Prefix.parse(p) for p in echo]
+
+
 def host_route(ip: str, node: str, source: ObjectRef = CLAIM_A, network: str = "vmnet-a") -> Route:
-    addr = IPAddress(ip)
     return Route(
-        IPNetwork(f"{ip}/{32 if addr.version == 4 else 128}"),
-        IPAddress("192.0.2.11" if node == "worker-1" else "192.0.2.12"),
+        Address.parse(ip).prefix(),
+        Address.parse("192.0.2.11" if node == "worker-1" else "192.0.2.12"),
         network,
         RouteKind.HOST,
         source,
@@ -38,8 +42,8 @@ def host_route(ip: str, node: str, source: ObjectRef = CLAIM_A, network: str = "
     )
 
 
-SUBNET = Route(IPNetwork("192.168.100.0/24"), None, "vmnet-a", RouteKind.SUBNET, CUDN_A)
-SUBNET6 = Route(IPNetwork("fd10:100::/64"), None, "vmnet-a", RouteKind.SUBNET, CUDN_A)
+SUBNET = Route(Prefix.parse("192.168.100.0/24"), None, "vmnet-a", RouteKind.SUBNET, CUDN_A)
+SUBNET6 = Route(Prefix.parse("fd10:100::/64"), None, "vmnet-a", RouteKind.SUBNET, CUDN_A)
 VM_A = host_route("192.168.100.205", "worker-1")
 VM_A6 = host_route("fd10:100::cd", "worker-1")
 VM_B = host_route("192.168.100.206", "worker-2", CLAIM_B)
@@ -106,7 +110,7 @@ def test_a_change_is_timed_at_every_stage_from_the_watch_event(observer: Metrics
     cause = Cause(received_at=100.000, planned_at=100.002)
     observer.commands_written(7, [RouteChange(PEER, "announce", VM_A)], cause, at=100.003)
     observer.command_acked(7, True, at=100.0045)
-    observer.updates_sent(PEER, ["192.168.100.205/32"], [], at=100.005)
+    observer.updates_sent(PEER, [Prefix.parse("192.168.100.205/32")], [], at=100.005)
 
     expected = {"planned": 0.002, "written": 0.003, "acked": 0.0045, "sent": 0.005}
     for stage, seconds in expected.items():
@@ -167,7 +171,7 @@ def test_updates_sent_matches_pending_changes_by_peer_prefix_and_op(
     cause = Cause(received_at=10.0, planned_at=10.001)
     observer.commands_written(1, changes, cause, at=10.002)
     observer.command_acked(1, True, at=10.003)
-    observer.updates_sent(changes[0].peer, echo_announced, echo_withdrawn, at=10.010)
+    observer.updates_sent(changes[0].peer, parsed(echo_announced), parsed(echo_withdrawn), at=10.010)
     for op in ("announce", "withdraw"):
         for kind in ("host", "subnet"):
             got = hist_count(observer, "bgpadv_convergence_seconds", stage="sent", op=op, kind=kind)
@@ -179,9 +183,9 @@ def test_the_echo_for_one_peer_does_not_close_the_other_peers_change(observer: M
     observer.commands_written(
         1, [RouteChange(PEER, "announce", VM_A), RouteChange(PEER6, "announce", VM_A)], cause, 10.002
     )
-    observer.updates_sent(PEER, ["192.168.100.205/32"], [], at=10.004)
+    observer.updates_sent(PEER, [Prefix.parse("192.168.100.205/32")], [], at=10.004)
     assert observer.pending_counts()["sent"] == 1
-    observer.updates_sent(PEER6, ["192.168.100.205/32"], [], at=10.009)
+    observer.updates_sent(PEER6, [Prefix.parse("192.168.100.205/32")], [], at=10.009)
     assert hist_count(observer, "bgpadv_convergence_seconds", stage="sent", op="announce", kind="host") == 2
     assert hist_sum(observer, "bgpadv_convergence_seconds", stage="sent", op="announce", kind="host") == pytest.approx(
         0.004 + 0.009
@@ -192,7 +196,7 @@ def test_a_prefix_changed_again_in_flight_keeps_its_first_cause(observer: Metric
     observer.commands_written(1, [RouteChange(PEER, "announce", VM_A)], Cause(10.0, 10.001), at=10.002)
     moved = host_route("192.168.100.205", "worker-2")
     observer.commands_written(2, [RouteChange(PEER, "announce", moved)], Cause(10.5, 10.501), at=10.502)
-    observer.updates_sent(PEER, ["192.168.100.205/32"], [], at=10.6)
+    observer.updates_sent(PEER, [Prefix.parse("192.168.100.205/32")], [], at=10.6)
     assert hist_sum(observer, "bgpadv_convergence_seconds", stage="sent", op="announce", kind="host") == pytest.approx(
         0.6
     )
@@ -201,7 +205,7 @@ def test_a_prefix_changed_again_in_flight_keeps_its_first_cause(observer: Metric
 def test_changes_without_a_cause_count_commands_but_take_no_samples(observer: MetricsObserver) -> None:
     observer.commands_written(3, [RouteChange(PEER, "announce", SUBNET)], None, at=5.0)
     observer.command_acked(3, False, at=5.001)
-    observer.updates_sent(PEER, ["192.168.100.0/24"], [], at=5.002)
+    observer.updates_sent(PEER, [Prefix.parse("192.168.100.0/24")], [], at=5.002)
     assert sample(observer, "bgpadv_exabgp_commands_total", result="error") == 1
     assert hist_count(observer, "bgpadv_convergence_seconds", stage="sent", op="announce", kind="subnet") == 0
 
@@ -223,7 +227,7 @@ def test_pending_changes_are_forgotten_after_the_ttl_and_counted(observer: Metri
     assert sample(observer, "bgpadv_convergence_unmatched_total", stage="sent") == 10
     assert sample(observer, "bgpadv_convergence_unmatched_total", stage="acked") == 10
     # A late echo of an expired change takes no sample.
-    observer.updates_sent(PEER, ["192.168.100.10/32"], [], at=61.5)
+    observer.updates_sent(PEER, [Prefix.parse("192.168.100.10/32")], [], at=61.5)
     assert hist_count(observer, "bgpadv_convergence_seconds", stage="sent", op="announce", kind="host") == 0
 
 
@@ -385,10 +389,12 @@ def test_migration_handover_runs_from_target_ready_to_the_announce_on_the_wire(
     observer.migration_handover_started("192.168.100.205/32", ready_wall)
     moved = host_route("192.168.100.205", "worker-2")
     observer.commands_written(9, [RouteChange(PEER, "announce", moved)], Cause(499.9, 499.95), at=499.96)
-    observer.updates_sent(PEER, ["192.168.100.205/32"], [], at=500.01)
+    observer.updates_sent(PEER, [Prefix.parse("192.168.100.205/32")], [], at=500.01)
     assert hist_count(observer, "bgpadv_migration_handover_seconds") == 1
     assert hist_sum(observer, "bgpadv_migration_handover_seconds") == pytest.approx(1.21)
-    observer.updates_sent(PEER6, ["192.168.100.205/32"], [], at=500.02)  # a second peer: handover already closed
+    observer.updates_sent(
+        PEER6, [Prefix.parse("192.168.100.205/32")], [], at=500.02
+    )  # a second peer: handover already closed
     assert hist_count(observer, "bgpadv_migration_handover_seconds") == 1
 
 
@@ -419,7 +425,7 @@ def test_status_reports_percentiles_of_recent_samples(observer: MetricsObserver,
         route = host_route(f"192.168.100.{i + 2}", "worker-1")
         observer.commands_written(i, [RouteChange(PEER, "announce", route)], Cause(t0, t0 + 0.001), at=t0 + 0.002)
         observer.command_acked(i, True, at=t0 + 0.003)
-        observer.updates_sent(PEER, [str(route.prefix)], [], at=t0 + 0.001 * (i + 1))
+        observer.updates_sent(PEER, [route.prefix], [], at=t0 + 0.001 * (i + 1))
     status = observer.status()
     sent = status["convergence"]["sent"]
     assert sent["samples"] == 100

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import threading
 
-from netaddr import IPAddress, IPNetwork
-
 from bgpadv.core.model import Cause, ObjectRef, Route, RouteKind
+from bgpadv.core.prefix import Address, Prefix
 from bgpadv.observe.metrics import Metrics
 from bgpadv.observe.metrics_observer import MetricsObserver
 from bgpadv.observe.observers import RouteChange
@@ -23,8 +22,8 @@ ROUNDS = 4000
 
 
 def change(i: int) -> RouteChange:
-    prefix = IPNetwork(f"10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}/32")
-    route = Route(prefix, IPAddress("10.0.0.11"), "vmnet-a", RouteKind.HOST, CLAIM, "worker-1")
+    prefix = Prefix.parse(f"10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}/32")
+    route = Route(prefix, Address.parse("10.0.0.11"), "vmnet-a", RouteKind.HOST, CLAIM, "worker-1")
     return RouteChange(PEER, "announce", route)
 
 
@@ -57,7 +56,7 @@ def test_status_read_by_another_thread_while_the_loop_writes_never_raises():
             observer.commands_written(i, [change(i)], cause, float(i) + 0.002)
             if i >= IN_FLIGHT:
                 observer.command_acked(i - IN_FLIGHT, True, float(i) + 0.003)
-                observer.updates_sent(PEER, [str(change(i - IN_FLIGHT).route.prefix)], [], float(i) + 0.004)
+                observer.updates_sent(PEER, [change(i - IN_FLIGHT).route.prefix], [], float(i) + 0.004)
             observer.peer_state(PEER, "up" if i % 2 else "down", float(i))
     finally:
         done.set()

@@ -116,3 +116,19 @@ def test_ipv6_text_agrees_with_netaddr(value: int, length: int) -> None:
     assert Prefix.parse(str(ours)) == ours
     assert IPNetwork(str(ours)) == IPNetwork((masked, length), 6)
     assert Address.parse(str(Address(6, value))) == Address(6, value)
+
+
+@pytest.mark.parametrize(
+    ("version", "value"),
+    [pytest.param(4, 0xC0A86405, id="ipv4"), pytest.param(6, (0xFD10 << 112) | 0xCD, id="ipv6")],
+)
+def test_the_fast_constructors_build_what_the_validating_ones_build(version: int, value: int) -> None:
+    fast, slow = Address.of(version, value), Address(version, value)
+    assert (fast, hash(fast), str(fast), fast.key) == (slow, hash(slow), str(slow), slow.key)
+    host = Prefix.host(version, value)
+    assert Prefix.from_key(host.key) == host and hash(Prefix.from_key(host.key)) == hash(host)
+
+
+def test_from_key_validates_like_the_constructor() -> None:
+    with pytest.raises(ValueError, match="host bits"):
+        Prefix.from_key((4, 0x0A000001, 24))

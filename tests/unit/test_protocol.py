@@ -12,9 +12,10 @@ import os
 from pathlib import Path
 
 import pytest
-from netaddr import IPAddress, IPNetwork
+from netaddr import IPAddress
 
 from bgpadv.core.model import Attributes
+from bgpadv.core.prefix import Address, Prefix
 from bgpadv.speaker import protocol
 from bgpadv.speaker.protocol import Ack, NeighborList, Notification, Other, PeerState, RibRoute, Shutdown, UpdateEvent
 
@@ -31,10 +32,10 @@ def check_golden(name: str, text: str) -> None:
 
 def test_announcements_render_as_golden():
     lines = [
-        protocol.render_announce(PEER, IPAddress("10.0.0.11"), Attributes(), [IPNetwork("10.128.0.5/32")]),
+        protocol.render_announce(PEER, Address.parse("10.0.0.11"), Attributes(), [Prefix.parse("10.128.0.5/32")]),
         protocol.render_announce(
             PEER,
-            IPAddress("10.0.0.12"),
+            Address.parse("10.0.0.12"),
             Attributes(
                 local_preference=200,
                 med=10,
@@ -42,13 +43,15 @@ def test_announcements_render_as_golden():
                 large_communities=("65000:1:2",),
                 as_path_prepend=2,
             ),
-            [IPNetwork("10.128.0.5/32"), IPNetwork("10.128.1.0/24")],
+            [Prefix.parse("10.128.0.5/32"), Prefix.parse("10.128.1.0/24")],
             local_asn=64513,
         ),
-        protocol.render_announce(IPAddress("fd00::1"), None, Attributes(), [IPNetwork("fd00:10::5/128")]),
-        protocol.render_announce(PEER, IPAddress("fd00::11"), Attributes(), [IPNetwork("fd00:10:0:0::5/128")]),
-        protocol.render_announce(PEER, None, Attributes(med=0), [IPNetwork("10.128.0.7/24")]),  # host bits dropped
-        protocol.render_withdraw(PEER, [IPNetwork("10.128.0.5/32"), IPNetwork("fd00:10::5/128")]),
+        protocol.render_announce(IPAddress("fd00::1"), None, Attributes(), [Prefix.parse("fd00:10::5/128")]),
+        protocol.render_announce(PEER, Address.parse("fd00::11"), Attributes(), [Prefix.parse("fd00:10:0:0::5/128")]),
+        protocol.render_announce(
+            PEER, None, Attributes(med=0), [Prefix.parse("10.128.0.7/24", strict=False)]
+        ),  # host bits dropped
+        protocol.render_withdraw(PEER, [Prefix.parse("10.128.0.5/32"), Prefix.parse("fd00:10::5/128")]),
         protocol.render_eor(PEER, "ipv4 unicast"),
         protocol.render_eor(PEER, "ipv6 unicast"),
     ]
@@ -60,12 +63,12 @@ def test_announcements_render_as_golden():
     [
         pytest.param(lambda: protocol.render_announce(PEER, "10.0.0.11", Attributes(), []), ValueError, id="no-nlri"),
         pytest.param(
-            lambda: protocol.render_announce(PEER, "10.0.0.11 med 5", Attributes(), [IPNetwork("10.1.0.0/32")]),
+            lambda: protocol.render_announce(PEER, "10.0.0.11 med 5", Attributes(), [Prefix.parse("10.1.0.0/32")]),
             TypeError,
             id="string-next-hop",
         ),
         pytest.param(
-            lambda: protocol.render_announce("10.0.0.1", None, Attributes(), [IPNetwork("10.1.0.0/32")]),
+            lambda: protocol.render_announce("10.0.0.1", None, Attributes(), [Prefix.parse("10.1.0.0/32")]),
             TypeError,
             id="string-peer",
         ),
@@ -74,13 +77,13 @@ def test_announcements_render_as_golden():
         ),
         pytest.param(
             lambda: protocol.render_announce(
-                PEER, None, Attributes(communities=("65000:1 ] med [ 5",)), [IPNetwork("10.1.0.0/32")]
+                PEER, None, Attributes(communities=("65000:1 ] med [ 5",)), [Prefix.parse("10.1.0.0/32")]
             ),
             ValueError,
             id="community-injection",
         ),
         pytest.param(
-            lambda: protocol.render_announce(PEER, None, Attributes(as_path_prepend=1), [IPNetwork("10.1.0.0/32")]),
+            lambda: protocol.render_announce(PEER, None, Attributes(as_path_prepend=1), [Prefix.parse("10.1.0.0/32")]),
             ValueError,
             id="prepend-without-asn",
         ),
@@ -93,13 +96,13 @@ def test_rendering_refuses_anything_but_parsed_objects(call, error):
 
 
 def test_chunks_respect_count_and_byte_limits():
-    prefixes = [IPNetwork(f"fd00:10::{i:x}/128") for i in range(2500)]
+    prefixes = [Prefix.parse(f"fd00:10::{i:x}/128") for i in range(2500)]
     runs = list(protocol.chunks(prefixes, 1000))
     assert [len(r) for r in runs] == [1000, 1000, 500]
     small = list(protocol.chunks(prefixes, 1000, max_bytes=1024 + 200))
     assert all(sum(len(str(p)) + 1 for p in r) <= 200 for r in small)
     assert sum(len(r) for r in small) == 2500
-    line = protocol.render_announce(PEER, IPAddress("fd00::11"), Attributes(), runs[0])
+    line = protocol.render_announce(PEER, Address.parse("fd00::11"), Attributes(), runs[0])
     assert len(line) < protocol.MAX_LINE_BYTES < 1024 * 1024
 
 
@@ -173,14 +176,16 @@ RIB_V2 = (
             UpdateEvent(
                 "10.0.0.1",
                 "send",
-                ((IPNetwork("fd00:10::5/128"), IPAddress("fd00::11")),),
-                (IPNetwork("10.128.0.5/32"),),
+                ((Prefix.parse("fd00:10::5/128"), Address.parse("fd00::11")),),
+                (Prefix.parse("10.128.0.5/32"),),
             ),
             id="update-sent",
         ),
         pytest.param(EOR_SENT, UpdateEvent("10.0.0.1", "send", (), (), ("ipv4 unicast",)), id="eor-sent"),
         pytest.param(NOTIFICATION, Notification("10.0.0.1", "receive", 6, 2, "shut"), id="notification"),
-        pytest.param(RIB_V2, RibRoute("10.0.0.1", IPNetwork("fd00:100::1/128"), IPAddress("fd00::11")), id="rib"),
+        pytest.param(
+            RIB_V2, RibRoute("10.0.0.1", Prefix.parse("fd00:100::1/128"), Address.parse("fd00::11")), id="rib"
+        ),
         pytest.param(
             '[{"state": "up", "peer": {"address": "10.0.0.1"}}, {"state": "down", "peer": {"address": "fd00::1"}}]',
             NeighborList((("10.0.0.1", "up"), ("fd00::1", "down"))),
@@ -191,4 +196,39 @@ RIB_V2 = (
     ],
 )
 def test_replies_are_classified(line, expected):
+    assert protocol.parse_reply(line) == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        pytest.param(
+            '{ "exabgp": "5.0.0", "type": "update", "neighbor": "10.0.0.1" }',
+            UpdateEvent("", "", (), ()),
+            id="neighbor-not-an-object",
+        ),
+        pytest.param(
+            '{ "exabgp": "5.0.0", "type": "update", "neighbor": { "address": { "peer": "10.0.0.1" }, "direction": '
+            '"receive", "message": { "update": { "announce": { "ipv4 unicast": { "10.0.0.1": [ "10.1.2.3/24", '
+            '"no prefix", { "nlri": "fd00::1/64" } ] } }, "withdraw": { "ipv4 unicast": [ 7, "10.9.0.0/16" ] } } } } }',
+            UpdateEvent(
+                "10.0.0.1",
+                "receive",
+                (
+                    (Prefix.parse("10.1.2.0/24"), Address.parse("10.0.0.1")),
+                    (Prefix.parse("fd00::/64"), Address.parse("10.0.0.1")),
+                ),
+                (Prefix.parse("10.9.0.0/16"),),
+            ),
+            id="host-bits-masked-and-what-is-no-prefix-skipped",
+        ),
+        pytest.param(
+            '{ "peer": "10.0.0.1", "route": { "nlri": "10.1.0.0/16" } }',
+            Other('{ "peer": "10.0.0.1", "route": { "nlri": "10.1.0.0/16" } }'),
+            id="rib-line-of-another-shape",
+        ),
+    ],
+)
+def test_malformed_replies_are_parsed_as_far_as_they_go_never_raising(line, expected):
+    """ExaBGP's JSON is parsed once, into Prefix/Address values; a part that is not what it should be is skipped."""
     assert protocol.parse_reply(line) == expected

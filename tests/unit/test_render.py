@@ -13,10 +13,10 @@ import os
 from pathlib import Path
 
 import pytest
-from netaddr import IPAddress, IPNetwork
 
 from bgpadv.commands.render import main, render_plan
 from bgpadv.core.model import ObjectRef, Plan, Refusal, Route, RouteKind
+from bgpadv.core.prefix import Address, Prefix
 from bgpadv_lab import objects as k8s
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,9 +130,16 @@ def test_json_of_a_hand_built_plan():
     claim = ObjectRef("IPAMClaim", "vm-a.default", "imported-vms", "u1")
     plan = Plan.build(
         [
-            Route(IPNetwork("192.168.100.5/32"), IPAddress("10.0.0.11"), "vmnet-a", RouteKind.HOST, claim, "worker-1"),
             Route(
-                IPNetwork("192.168.100.0/24"),
+                Prefix.parse("192.168.100.5/32"),
+                Address.parse("10.0.0.11"),
+                "vmnet-a",
+                RouteKind.HOST,
+                claim,
+                "worker-1",
+            ),
+            Route(
+                Prefix.parse("192.168.100.0/24"),
                 None,
                 "vmnet-a",
                 RouteKind.SUBNET,

@@ -220,15 +220,14 @@ def test_whatever_the_planner_returns_the_speaker_gets_only_guarded_routes_and_o
 ):
     """The guard sits between the planner and the speaker: a default route from a (buggy) planner never reaches the
     speaker, and its refusal reaches the observers (metrics, Events) with the planner's own refusals."""
-    from netaddr import IPNetwork
-
     from bgpadv.core.model import Refusal, Route, RouteKind
+    from bgpadv.core.prefix import Prefix
     from bgpadv.runtime import controller as service
     from bgpadv_lab import objects as k8s
 
     cudn = k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24"], labels={"bgpadv.io/advertise": "true"})
     good = _host("192.168.100.10/32", "worker-1")
-    default = Route(IPNetwork("0.0.0.0/0"), None, "vmnet-a", RouteKind.SUBNET, good.source)
+    default = Route(Prefix.parse("0.0.0.0/0"), None, "vmnet-a", RouteKind.SUBNET, good.source)
     planner_refusal = Refusal(good.source, "192.168.100.1", checks.DEFAULT_GATEWAY_ADDRESS, "gateway", "vmnet-a")
     monkeypatch.setattr(
         service.IncrementalPlanner, "plan", lambda self, state, changed: Plan.build([default, good], [planner_refusal])
@@ -275,12 +274,11 @@ def test_a_self_route_a_session_cannot_express_is_refused_for_that_peer_only():
 
 
 def _host(prefix: str, node: str):
-    from netaddr import IPAddress, IPNetwork
-
     from bgpadv.core.model import ObjectRef, Route, RouteKind
+    from bgpadv.core.prefix import Address, Prefix
 
     ref = ObjectRef("IPAMClaim", "vm-a.default", "imported-vms")
-    return Route(IPNetwork(prefix), IPAddress("10.0.0.11"), "vmnet-a", RouteKind.HOST, ref, node)
+    return Route(Prefix.parse(prefix), Address.parse("10.0.0.11"), "vmnet-a", RouteKind.HOST, ref, node)
 
 
 class _Lines:

@@ -17,21 +17,22 @@ from netaddr import IPAddress, IPNetwork
 
 from bgpadv.config import PeerConfig
 from bgpadv.core.model import Attributes, ObjectRef, Route, RouteKind
+from bgpadv.core.prefix import Address, Prefix
 from bgpadv.speaker.session import Speaker
 
 PEER4 = PeerConfig(address=IPAddress("10.0.0.1"), asn=64512)
 PEER6 = PeerConfig(address=IPAddress("fd00::1"), asn=64512, families=("ipv6 unicast",))
-W1, W2 = IPAddress("10.0.0.11"), IPAddress("10.0.0.12")
-W1_6 = IPAddress("fd00::11")
+W1, W2 = Address.parse("10.0.0.11"), Address.parse("10.0.0.12")
+W1_6 = Address.parse("fd00::11")
 VMI = ObjectRef("VirtualMachineInstance", "vm-a", "tenant-blue", "8d0b5a0e-0c0f-4b8e-9a55-2f1e6a9d3c11")
 
 
 PLAIN = Attributes()
 
 
-def host(prefix: str, next_hop: IPAddress | None = W1, attributes: Attributes = PLAIN) -> Route:
+def host(prefix: str, next_hop: Address | None = W1, attributes: Attributes = PLAIN) -> Route:
     return Route(
-        prefix=IPNetwork(prefix),
+        prefix=Prefix.parse(prefix, strict=False),
         next_hop=next_hop,
         network="tenant-blue",
         kind=RouteKind.HOST,
@@ -41,9 +42,9 @@ def host(prefix: str, next_hop: IPAddress | None = W1, attributes: Attributes = 
     )
 
 
-def hosts(n: int, next_hop: IPAddress = W1, base: str = "10.128.0.0") -> list[Route]:
-    start = IPAddress(base).value
-    return [host(f"{IPAddress(start + i)}/32", next_hop) for i in range(n)]
+def hosts(n: int, next_hop: Address = W1, base: str = "10.128.0.0") -> list[Route]:
+    start = Address.parse(base)
+    return [host(f"{Address(start.version, start.value + i)}/32", next_hop) for i in range(n)]
 
 
 class FakeExaBGP:
@@ -243,15 +244,13 @@ def test_what_a_peer_cannot_carry_is_never_sent_and_never_dropped_silently(caplo
 
 def test_held_names_every_prefix_exabgp_holds_unknown_ones_included_as_guard_keys():
     """The guard keeps these first when a peer goes over safety.maxRoutes: the keys must be the guard's."""
-    from bgpadv.safety.guard import prefix_key
-
     speaker, fake = started(rib_dump=[_rib_line("10.128.0.99/32")])
     speaker.set_desired({PEER4.name: hosts(2)})
     fake.answer()
-    expected = {prefix_key(IPNetwork(p)) for p in ("10.128.0.0/32", "10.128.0.1/32")}
+    expected = {Prefix.parse(p).key for p in ("10.128.0.0/32", "10.128.0.1/32")}
     assert set(speaker.held(PEER4.name)) == expected
     learned, _ = started(rib_dump=[_rib_line("10.128.0.99/32")])
-    assert set(learned.held(PEER4.name)) == {prefix_key(IPNetwork("10.128.0.99/32"))}
+    assert set(learned.held(PEER4.name)) == {Prefix.parse("10.128.0.99/32").key}
 
 
 def test_routes_through_the_guard_reach_the_speaker_without_a_skip():
@@ -355,8 +354,9 @@ def test_observer_sees_writes_acks_sent_updates_and_sync():
     speaker.handle_line(_sent_update("10.0.0.1", ["10.128.0.0/32", "10.128.0.1/32"]), at=5.0)
     names = [c[0] for c in rec.calls]
     assert names == ["commands_written", "command_acked", "synced", "updates_sent"]
-    assert [ch.route.prefix for ch in rec.calls[0][2]] == [IPNetwork("10.128.0.0/32"), IPNetwork("10.128.0.1/32")]
-    assert rec.calls[3] == ("updates_sent", "10.0.0.1", ["10.128.0.0/32", "10.128.0.1/32"], [], 5.0)
+    assert [ch.route.prefix for ch in rec.calls[0][2]] == [Prefix.parse("10.128.0.0/32"), Prefix.parse("10.128.0.1/32")]
+    sent = [Prefix.parse("10.128.0.0/32"), Prefix.parse("10.128.0.1/32")]
+    assert rec.calls[3] == ("updates_sent", "10.0.0.1", sent, [], 5.0)
 
 
 def _rib_line(prefix: str, peer: str = "10.0.0.1", next_hop: str = "10.0.0.11") -> str:
@@ -436,20 +436,21 @@ PREFIXES = [
 @pytest.mark.parametrize("text", PREFIXES)
 def test_prefix_keys_and_rendering_agree_with_netaddr(text):
     from bgpadv.speaker import protocol
-    from bgpadv.speaker.session import _key, _network
+    from bgpadv.speaker.session import _network
 
-    p = IPNetwork(text)
-    assert _key(p) == (p.version, p.cidr.value, p.prefixlen)
-    assert _network(_key(p)) == p.cidr and str(_network(_key(p))) == str(p.cidr)
-    assert protocol._prefix(p) == str(p.cidr)
+    n = IPNetwork(text)
+    p = Prefix.parse(text, strict=False)
+    assert p.key == (n.version, n.cidr.value, n.prefixlen)
+    assert _network(p.key) == p and str(_network(p.key)) == str(n.cidr)
+    assert protocol._prefix(p) == str(n.cidr)
     for other in PREFIXES:
-        assert (_key(p) == _key(IPNetwork(other))) == (p == IPNetwork(other))
+        assert (p.key == Prefix.parse(other, strict=False).key) == (n == IPNetwork(other))
 
 
 def test_bulk_lines_are_the_chunked_renderings():
     from bgpadv.speaker import protocol
 
-    prefixes = [IPNetwork(f"fd00:10::{i:x}/128") for i in range(2500)] + [IPNetwork("10.1.2.3/24")]
+    prefixes = [Prefix.parse(f"fd00:10::{i:x}/128") for i in range(2500)] + [Prefix.parse("10.1.2.3/24", strict=False)]
     for max_prefixes, max_bytes in ((1000, protocol.MAX_LINE_BYTES), (7, 1024 + 200), (1, 1024 + 1)):
         runs = list(protocol.chunks(prefixes, max_prefixes, max_bytes))
         attrs = Attributes(local_preference=200, communities=("65000:1",))
@@ -468,7 +469,7 @@ def test_equal_routes_built_anew_are_a_no_op_and_host_bits_do_not_matter():
     assert rib_of(fake) == {"10.128.0.0/24": "10.0.0.11", "10.128.1.7/32": "10.0.0.11"}
     assert sorted(str(p) for p in speaker.advertised(PEER4.name)) == ["10.128.0.0/24", "10.128.1.7/32"]
     fake.lines.clear()
-    again = [host("10.128.0.0/24", IPAddress("10.0.0.11")), host("10.128.1.7/32", IPAddress("10.0.0.11"))]
+    again = [host("10.128.0.0/24", Address.parse("10.0.0.11")), host("10.128.1.7/32", Address.parse("10.0.0.11"))]
     speaker.set_desired({PEER4.name: again})  # equal but distinct objects, canonical this time
     assert fake.route_commands() == []
     speaker.set_desired({PEER4.name: [again[1]]})

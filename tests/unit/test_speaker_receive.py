@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 
-from netaddr import IPAddress, IPNetwork
+from netaddr import IPAddress
 
 from bgpadv.config import PeerConfig
+from bgpadv.core.prefix import Address, Prefix
 from bgpadv.speaker import protocol
 from bgpadv.speaker.protocol import NeighborList, PeerState, RibInDone, RibRoute, UpdateEvent
 from bgpadv.speaker.session import Speaker
@@ -59,12 +60,12 @@ def test_the_hook_gets_the_neighbor_list_the_adj_rib_in_its_end_and_every_receiv
         ),
         3.0,
     )
-    tor = IPAddress("10.0.0.1")
+    tor = Address.parse("10.0.0.1")
     assert got == [
         NeighborList((("10.0.0.1", "up"),)),
-        RibRoute("10.0.0.1", IPNetwork("0.0.0.0/0"), tor),
+        RibRoute("10.0.0.1", Prefix.parse("0.0.0.0/0"), tor),
         RibInDone(),
-        UpdateEvent("10.0.0.1", "receive", ((IPNetwork("198.51.100.0/24"), tor),), ()),
+        UpdateEvent("10.0.0.1", "receive", ((Prefix.parse("198.51.100.0/24"), tor),), ()),
         UpdateEvent("10.0.0.1", "receive", (), (), ("ipv4 unicast",)),
         PeerState("10.0.0.1", "down", ""),
     ]
