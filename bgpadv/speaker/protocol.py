@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeAlias
 
 from netaddr import IPAddress
 
@@ -42,7 +43,7 @@ def family_of(prefix: Prefix) -> str:
     return "ipv4 unicast" if prefix.version == 4 else "ipv6 unicast"
 
 
-PeerAddress = Address | IPAddress
+PeerAddress: TypeAlias = Address | IPAddress
 """A peer's address: an `Address`, or the configuration's own (netaddr) `PeerConfig.address`."""
 
 
@@ -174,7 +175,7 @@ def render_eor(peer: PeerAddress, family: str) -> str:
     return f"neighbor {_address(peer)} announce eor {afi} {safi}"
 
 
-def chunks(prefixes: Sequence[Prefix], max_prefixes: int, max_bytes: int = MAX_LINE_BYTES) -> Iterator[list]:
+def chunks(prefixes: Sequence[Prefix], max_prefixes: int, max_bytes: int = MAX_LINE_BYTES) -> Iterator[list[Prefix]]:
     """Split prefixes into runs of at most `max_prefixes` whose rendered NLRI stays under `max_bytes`."""
     prefixes = list(prefixes)
     for start, end in _runs([len(_cidr_text(p)) + 1 for p in prefixes], max_prefixes, max_bytes):
@@ -291,16 +292,16 @@ def _addr(value: object) -> Address | None:
         return None
 
 
-def _dict(value: object) -> dict:
+def _dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _peer_of(event: dict) -> str:
+def _peer_of(event: dict[str, Any]) -> str:
     peer = _addr(_dict(_dict(event.get("neighbor")).get("address")).get("peer"))
     return str(peer) if peer is not None else ""
 
 
-def _announced(update: dict) -> list[tuple[Prefix, Address | None]]:
+def _announced(update: dict[str, Any]) -> list[tuple[Prefix, Address | None]]:
     announced: list[tuple[Prefix, Address | None]] = []
     for by_next_hop in _dict(update.get("announce")).values():
         if not isinstance(by_next_hop, dict):
@@ -311,13 +312,13 @@ def _announced(update: dict) -> list[tuple[Prefix, Address | None]]:
     return announced
 
 
-def _withdrawn(update: dict) -> list[Prefix]:
+def _withdrawn(update: dict[str, Any]) -> list[Prefix]:
     return [
         n for nlris in _dict(update.get("withdraw")).values() for item in nlris or () if (n := _net(item)) is not None
     ]
 
 
-def _update(event: dict) -> UpdateEvent:
+def _update(event: dict[str, Any]) -> UpdateEvent:
     neighbor = _dict(event.get("neighbor"))
     message = _dict(neighbor.get("message"))
     update = _dict(message.get("update"))
@@ -332,7 +333,7 @@ def _update(event: dict) -> UpdateEvent:
     )
 
 
-def _neighbor_list(data: list) -> NeighborList:
+def _neighbor_list(data: list[Any]) -> NeighborList:
     """`show neighbor json`: "fsm" is ExaBGP's FSM state; its "state" says down for the first second."""
     peers = []
     for item in data:
@@ -346,7 +347,7 @@ def _neighbor_list(data: list) -> NeighborList:
     return NeighborList(tuple(peers))
 
 
-def _event(data: dict, text: str) -> Reply:
+def _event(data: dict[str, Any], text: str) -> Reply:
     """One of ExaBGP's JSON events (`{"exabgp": ..., "type": ...}`)."""
     kind = data.get("type")
     neighbor = _dict(data.get("neighbor"))
@@ -368,7 +369,7 @@ def _event(data: dict, text: str) -> Reply:
     return Other(text)
 
 
-def _rib_route(data: dict, text: str) -> Reply:
+def _rib_route(data: dict[str, Any], text: str) -> Reply:
     """One line of `show adj-rib out json` (format v2)."""
     peer = _addr(_dict(data.get("peer")).get("address"))
     nlri = _dict(data.get("route")).get("nlri") or {}

@@ -384,7 +384,7 @@ class Speaker:
             overlay = self._in_flight(name)
             # by (next hop, attributes): one group a bulk announcement; keyed by the next hop's precomputed key (every
             # route may carry its own equal object)
-            groups: dict[tuple, tuple[Address | None, Attributes, list[tuple[_Key, Route]]]] = {}
+            groups: dict[tuple[object, ...], tuple[Address | None, Attributes, list[tuple[_Key, Route]]]] = {}
             for key, route in wanted.items():
                 current = overlay.get(key, advertised.get(key)) if overlay else advertised.get(key)
                 if current is None or not _same_wire(current, route):
@@ -543,7 +543,7 @@ class Speaker:
             self._queue_eor(name)
 
 
-def _group_order(group: tuple[Address | None, Attributes, list]) -> tuple:
+def _group_order(group: tuple[Address | None, Attributes, list[tuple[_Key, Route]]]) -> tuple[object, ...]:
     next_hop, attributes, _ = group
     return (
         0 if next_hop is None else next_hop.version,
