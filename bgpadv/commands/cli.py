@@ -67,17 +67,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return render.main(args.config, args.manifests, args.output, args.learned)
     if args.command == "run":
-        from bgpadv.runtime import controller as service
+        from bgpadv.runtime.wiring import run
 
-        return service.run(args.config, args.runtime_dir)
+        return run(args.config, args.runtime_dir)
     if args.command == "controller":
         if not args.no_shim:
-            from bgpadv.runtime import lifecycle
+            from bgpadv.runtime.shim import shim_main
 
-            return lifecycle.shim_main(args.config)
-        from bgpadv.runtime import controller as service
+            return shim_main(args.config)
+        from bgpadv.runtime.wiring import controller_main
 
-        return service.controller_main(args.config)
+        return controller_main(args.config)
     if args.command == "status":
         from bgpadv.commands import status
 

@@ -43,6 +43,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from bgpadv.config import Config, ConfigError, load
 from bgpadv.safety.hold import with_test_hold
@@ -135,6 +136,18 @@ def classify(old: Config, new: Config, render: Callable[[Config], str] | None = 
     return "live"
 
 
+@dataclass(frozen=True, slots=True)
+class ReloadDecision:
+    """What the controller does with a changed file: nothing ("keep": unchanged, refused, or ExaBGP could not be
+    reloaded), apply `config` in place ("live"), or end its loop for a new controller ("restart")."""
+
+    action: Literal["keep", "live", "restart"]
+    config: Config | None = None
+
+
+KEEP = ReloadDecision("keep")
+
+
 @dataclass
 class Reloader:
     """The controller's side of a reload: where the file and ExaBGP's runtime files are, and how to count."""
@@ -169,6 +182,33 @@ class Reloader:
         if staged is not None and self.runtime_dir is not None:
             os.replace(staged, self.runtime_dir / LAST_GOOD)
         return config
+
+    def decide(self, running: Config) -> ReloadDecision:
+        """Read the changed file and decide against the `running` configuration (see the module docstring). An
+        ExaBGP change is carried out here (its configuration rewritten and reloaded) before the restart is asked;
+        a live change is the caller's to apply, then `applied_live()`."""
+        new = self.load()
+        if new is None:
+            return KEEP
+        kind = classify(running, new, self.render if self.render(running) is not None else None)
+        if kind == "unchanged":
+            return KEEP
+        if kind == "live":
+            return ReloadDecision("live", new)
+        if kind == "exabgp" and not self.reload_exabgp(new):
+            self.counted("refused")
+            return KEEP
+        log.info(
+            "configuration change applied by a new controller: exiting, the API shim starts one on the new file",
+            extra={"change": kind, "path": self.config_path},
+        )
+        return ReloadDecision("restart", new)
+
+    def applied_live(self) -> None:
+        """The controller applied a live change: count it and stamp the configuration's time."""
+        self.counted("applied")
+        self.applied_at()
+        log.info("configuration change applied live", extra={"path": self.config_path})
 
     def start_config(self) -> Config | None:
         """The configuration a starting controller runs: the file, or, when it is invalid, the last good one this

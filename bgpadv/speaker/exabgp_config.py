@@ -1,7 +1,7 @@
 """ExaBGP's configuration file, environment and command line, rendered from bgpadv's configuration.
 
 bgpadv runs ExaBGP, and ExaBGP runs `bgpadv controller` as its API process (`process bgpadv`): a shim that runs
-and restarts the controller (`bgpadv.runtime.lifecycle`), so a controller crash never drops a BGP session and never
+and restarts the controller (`bgpadv.runtime.shim`), so a controller crash never drops a BGP session and never
 counts
 against ExaBGP's own respawn limit (5 in a 64-second window, then ExaBGP exits). `exabgp.api.respawn` stays on for
 the shim itself. Each neighbor runs with `manual-eor` and the configured graceful-restart time, which must cover a

@@ -112,7 +112,10 @@ def test_the_default_user_is_65532_in_group_0(container: str) -> None:
 def test_every_module_the_service_loads_imports_from_the_trimmed_virtualenv(container: str) -> None:
     """The image drops the Kubernetes client's unused asyncio half; what `bgpadv run` and the controller import must
     still load (check-config alone would not notice)."""
-    modules = "bgpadv.runtime.controller, bgpadv.sources.reflector, bgpadv.sources.client, bgpadv.observe.events"
+    modules = (
+        "bgpadv.runtime.wiring, bgpadv.runtime.controller, bgpadv.runtime.shim, bgpadv.sources.reflector, "
+        "bgpadv.sources.client, bgpadv.observe.events"
+    )
     code = f"import {modules}, bgpadv.observe.health"
     result = run_as(container, OPENSHIFT_USER, "python3", "-c", code)
     assert result.returncode == 0, result.stderr

@@ -192,6 +192,9 @@ def test_an_invalid_file_changes_nothing_and_the_next_valid_one_applies(running)
         assert routes(frr) == before_routes
         time.sleep(0.2)
     assert sessions(frr, W1) == before_session
+    # the controller the previous test's peer change restarted may still be starting (its imports alone take over
+    # 10 s on a loaded machine); it counts the refusal live, or at its start-up when the file was already invalid
+    frr.wait_for(lambda: bgpadv.get_ok("/metrics"), 60, "the controller's metrics listener")
     assert reloads(bgpadv, "refused") == 1.0
 
     bgpadv.config = valid

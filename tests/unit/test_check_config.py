@@ -3,7 +3,7 @@
 Scope: `bgpadv.commands.checkconfig` (ExaBGP's own validator run on the rendered configuration, its complaint
 reported as a
 `path: problem` line with exit 2), the agreement between `config.parse` and ExaBGP on the mistakes ExaBGP refuses,
-and `service.run` keeping the configuration path as given (never resolved through kubelet's `..data` symlink).
+and `wiring.run` keeping the configuration path as given (never resolved through kubelet's `..data` symlink).
 These tests run the installed ExaBGP (`exabgp validate`, well under a second each).
 """
 
@@ -21,9 +21,7 @@ from netaddr import IPAddress
 from bgpadv.commands import checkconfig
 from bgpadv.commands.cli import main
 from bgpadv.config import Config, ConfigError, load, parse
-from bgpadv.observe import logs
-from bgpadv.runtime import controller as service
-from bgpadv.runtime import lifecycle
+from bgpadv.runtime import wiring
 from bgpadv.speaker.exabgp_config import exabgp_argv, exabgp_environment, render_exabgp_config
 
 GOOD = "localASN: 64513\npeers:\n  - address: 10.0.0.1\n    asn: 64512\n"
@@ -138,12 +136,12 @@ def test_run_hands_the_controller_the_path_as_given_so_a_configmap_update_keeps_
     volume.mkdir()
     _configmap_volume(volume, "..2025_01_01_00_00_00.1", GOOD)
     exabgp_runs: list[list[str]] = []
-    monkeypatch.setattr(lifecycle, "supervise", lambda argv, env, rdir, drain: exabgp_runs.append(argv) or 0)
-    monkeypatch.setattr(logs, "setup_logging", lambda level: None)
+    monkeypatch.setattr(wiring, "supervise", lambda argv, env, rdir, drain: exabgp_runs.append(argv) or 0)
+    monkeypatch.setattr(wiring, "setup_logging", lambda level: None)
     monkeypatch.chdir(tmp_path)
     runtime = tmp_path / "runtime"
 
-    assert service.run("config/bgpadv.yaml", str(runtime)) == 0  # a relative path through the symlinks
+    assert wiring.run("config/bgpadv.yaml", str(runtime)) == 0  # a relative path through the symlinks
 
     assert len(exabgp_runs) == 1
     run_line = next(line for line in (runtime / "exabgp.conf").read_text().splitlines() if "run " in line)

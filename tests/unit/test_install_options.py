@@ -28,9 +28,7 @@ from bgpadv import __version__
 from bgpadv.commands import checkconfig
 from bgpadv.commands.cli import _parser, main
 from bgpadv.config import ConfigError, parse
-from bgpadv.observe import logs
-from bgpadv.runtime import controller as service
-from bgpadv.runtime import lifecycle
+from bgpadv.runtime import wiring
 from bgpadv.speaker.exabgp_config import exabgp_argv, exabgp_environment, render_exabgp_config, write_private
 
 PEER = {"address": "10.0.0.1", "asn": 64512, "localAddress": "10.0.0.11"}
@@ -128,10 +126,10 @@ def test_write_private_creates_0600_whatever_the_umask_and_replaces_an_older_rea
 def test_run_writes_exabgps_configuration_0600(tmp_path, monkeypatch):
     config = tmp_path / "bgpadv.yaml"
     config.write_text("localASN: 64513\npeers: [{address: 10.0.0.1, asn: 64512, md5Password: s3cret}]\n")
-    monkeypatch.setattr(lifecycle, "supervise", lambda argv, env, rdir, drain: 0)
-    monkeypatch.setattr(logs, "setup_logging", lambda level: None)
+    monkeypatch.setattr(wiring, "supervise", lambda argv, env, rdir, drain: 0)
+    monkeypatch.setattr(wiring, "setup_logging", lambda level: None)
     runtime = tmp_path / "run"
-    assert service.run(str(config), str(runtime)) == 0
+    assert wiring.run(str(config), str(runtime)) == 0
     assert _mode(runtime / "exabgp.conf") == 0o600
 
 

@@ -1,4 +1,5 @@
-"""The process lifecycle (bgpadv.runtime.lifecycle): the API shim between ExaBGP and the controller, and the supervisor.
+"""The process lifecycle: the API shim between ExaBGP and the controller (bgpadv.runtime.shim), and the supervisor
+(bgpadv.runtime.supervisor), which meet through bgpadv.runtime.lifecycle.
 
 Real processes with stand-ins: the shim runs as its own process (it owns signal handlers) in front of a fake
 controller script; the supervisor runs in front of a fake ExaBGP that starts a fake shim.
@@ -28,7 +29,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bgpadv.runtime.lifecycle import DRAIN_FILE, SHIM_PID_FILE, Backoff
+from bgpadv.runtime.lifecycle import DRAIN_FILE, SHIM_PID_FILE
+from bgpadv.runtime.shim import Backoff
 from bgpadv.speaker.exabgp_config import PID_FILE
 
 FAKE_CONTROLLER = textwrap.dedent(
@@ -73,7 +75,7 @@ def shim(tmp_path: Path):
     controller = tmp_path / "controller.py"
     controller.write_text(FAKE_CONTROLLER)
     code = (
-        "import sys; from pathlib import Path; from bgpadv.runtime.lifecycle import ApiShim, Backoff; "
+        "import sys; from pathlib import Path; from bgpadv.runtime.shim import ApiShim, Backoff; "
         f"sys.exit(ApiShim([sys.executable, {str(controller)!r}], runtime_dir=Path({str(tmp_path)!r}), "
         "backoff=Backoff(first=0.01, cap=0.2)).run())"
     )
@@ -206,7 +208,7 @@ def supervisor(tmp_path: Path):
     def start(drain: float, mode: str = "run") -> subprocess.Popen:
         argv = [sys.executable, str(tmp_path / "exabgp.py"), str(tmp_path / "shim.py"), mode]
         code = (
-            "import os, sys; from pathlib import Path; from bgpadv.runtime.lifecycle import supervise; "
+            "import os, sys; from pathlib import Path; from bgpadv.runtime.supervisor import supervise; "
             f"sys.exit(supervise({argv!r}, dict(os.environ), Path({str(tmp_path)!r}), {drain!r}))"
         )
         proc = subprocess.Popen([sys.executable, "-c", code])

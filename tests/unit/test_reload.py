@@ -1,4 +1,4 @@
-"""Live configuration reload (bgpadv/reload.py and the controller's side in bgpadv/service.py).
+"""Live configuration reload (bgpadv/runtime/reload.py and the controller's side in bgpadv/runtime/controller.py).
 
 Scope: which changes apply live, which need a new controller and which reload ExaBGP (`classify`); the file watch
 seeing kubelet's `..data` symlink swap and ignoring a mere touch; a refused file leaving the running configuration

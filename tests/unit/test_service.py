@@ -16,6 +16,7 @@ from bgpadv.config import parse
 from bgpadv.core import resources
 from bgpadv.core.model import Plan
 from bgpadv.planner import checks
+from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv.runtime.controller import Controller, LoopSettings, desired_per_peer, watched_resources
 from bgpadv.safety.guard import Guard
 from bgpadv.sources.reflector import WatchEvent
@@ -182,8 +183,6 @@ def test_run_repeats_step_until_exabgp_closes_its_pipe(controller):
 
 
 def test_a_planner_bug_keeps_the_current_advertisements(controller, monkeypatch):
-    from bgpadv.runtime import controller as service
-
     controller.queue.put(event(resources.CUDN, "ADDED", CUDN))
     synced_all(controller)
     controller.step()
@@ -193,7 +192,7 @@ def test_a_planner_bug_keeps_the_current_advertisements(controller, monkeypatch)
     def broken(*args, **kwargs):
         raise RuntimeError("bug")
 
-    monkeypatch.setattr(service.IncrementalPlanner, "plan", broken)
+    monkeypatch.setattr(IncrementalPlanner, "plan", broken)
     controller.queue.put(event(resources.CUDN, "DELETED", CUDN))
     assert controller.step()
     assert controller.speaker.desired == advertised
@@ -222,7 +221,6 @@ def test_whatever_the_planner_returns_the_speaker_gets_only_guarded_routes_and_o
     speaker, and its refusal reaches the observers (metrics, Events) with the planner's own refusals."""
     from bgpadv.core.model import Refusal, Route, RouteKind
     from bgpadv.core.prefix import Prefix
-    from bgpadv.runtime import controller as service
     from bgpadv_lab import objects as k8s
 
     cudn = k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24"], labels={"bgpadv.io/advertise": "true"})
@@ -230,7 +228,7 @@ def test_whatever_the_planner_returns_the_speaker_gets_only_guarded_routes_and_o
     default = Route(Prefix.parse("0.0.0.0/0"), None, "vmnet-a", RouteKind.SUBNET, good.source)
     planner_refusal = Refusal(good.source, "192.168.100.1", checks.DEFAULT_GATEWAY_ADDRESS, "gateway", "vmnet-a")
     monkeypatch.setattr(
-        service.IncrementalPlanner, "plan", lambda self, state, changed: Plan.build([default, good], [planner_refusal])
+        IncrementalPlanner, "plan", lambda self, state, changed: Plan.build([default, good], [planner_refusal])
     )
     recorder = RecordingObserver()
     c = Controller(

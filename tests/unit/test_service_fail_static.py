@@ -1,7 +1,8 @@
 """The controller's fail static: what it hands the speaker when a relist or a full replan would withdraw in bulk.
 
-Driven synchronously (`_handle`, `_maybe_plan`, `_maybe_resync`), with the real store and planner, a recording
-speaker and sources, and a fake clock for the hold. The rules:
+Driven synchronously through the controller's public surface (events put on its queue, `step()` with nothing to
+wait for, `held`), with the real store and planner, a recording speaker and sources, and a fake clock for the
+timers and the hold. The rules:
 - a relist (events marked `from_list`) is planned only once its SYNCED arrived, and it is a bulk plan: withdrawing
   more than half of the peer's routes withdraws none; its announcements go out at once;
 - ordinary watch DELETEs are applied whatever they withdraw;
@@ -18,7 +19,6 @@ import pytest
 from bgpadv.config import parse
 from bgpadv.core import resources
 from bgpadv.runtime.controller import Controller, LoopSettings, watched_resources
-from bgpadv.safety.hold import WithdrawalHold
 from bgpadv.sources.reflector import WatchEvent
 from bgpadv_lab import objects as k8s
 from tests.doubles import RecordingObserver, RecordingSources, RecordingSpeaker
@@ -33,6 +33,7 @@ CONFIG = parse(
         "localASN": 64513,
         "peers": [{"address": PEER, "asn": 64512}],
         "networks": {"selector": {"matchLabels": {"bgpadv.io/advertise": "true"}}},
+        "safety": {"maxWithdrawFraction": 0.5, "holdSeconds": H},
     }
 )
 SUBNET = "192.168.100.0/24"
@@ -66,7 +67,8 @@ class Speaker(RecordingSpeaker):
 
 
 class Cluster:
-    """A controller fed by hand: `watch` delivers ordinary events, `relist` a reflector's relist diff."""
+    """A controller fed by hand: `watch` delivers ordinary events, `relist` a reflector's relist diff, `synced` a
+    completed LIST; `step` runs one iteration of the loop over what was delivered (and the timers)."""
 
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
@@ -76,16 +78,18 @@ class Cluster:
             speaker=Speaker(),
             sources_factory=RecordingSources,
             observer=self.observer,
-            settings=LoopSettings(resync_interval=RESYNC),
-            clock=clock,
+            settings=LoopSettings(coalesce_window=0.0, resync_interval=RESYNC),
+            clock=clock,  # the timers' and the withdrawal hold's
         )
-        self.c.hold = WithdrawalHold(0.5, H, clock)  # the configured limits, on the test's clock
         objs = [k8s.node("worker-1", "10.0.0.11"), k8s.cudn_layer2("vmnet-a", [SUBNET], labels=ADVERTISED)]
         objs += [o for i in range(10, 14) for o in (claim(i), vmi(i))]
         for obj in objs:
-            self.c._handle(self.event("ADDED", obj, from_list=True))
+            self.c.queue.put(self.event("ADDED", obj, from_list=True))
         self.synced_all()
-        self.c._maybe_plan()
+        self.step()
+
+    def step(self) -> None:
+        assert self.c.step()
 
     @staticmethod
     def event(kind: str, obj: dict, *, from_list: bool = False) -> WatchEvent:
@@ -95,7 +99,7 @@ class Cluster:
 
     def synced(self, res: resources.Resource, listed_at: float | None = None) -> None:
         at = self.clock.now if listed_at is None else listed_at
-        self.c._handle(WatchEvent(res, "SYNCED", None, self.clock.now, None, listed_at=at))
+        self.c.queue.put(WatchEvent(res, "SYNCED", None, self.clock.now, None, listed_at=at))
 
     def synced_all(self, listed_at: float | None = None) -> None:
         for res in watched_resources(CONFIG):
@@ -103,15 +107,15 @@ class Cluster:
 
     def watch(self, kind: str, *objs: dict) -> None:
         for obj in objs:
-            self.c._handle(self.event(kind, obj))
-        self.c._maybe_plan()
+            self.c.queue.put(self.event(kind, obj))
+        self.step()
 
     def relist(self, res: resources.Resource, changes: list[tuple[str, dict]], *, complete: bool = True) -> None:
         for kind, obj in changes:
-            self.c._handle(self.event(kind, obj, from_list=True))
+            self.c.queue.put(self.event(kind, obj, from_list=True))
         if complete:
             self.synced(res)
-        self.c._maybe_plan()
+        self.step()
 
     @property
     def handed(self) -> list[str]:
@@ -145,7 +149,7 @@ def claims_gone(*ids: int) -> list[tuple[str, dict]]:
 def test_an_empty_relist_withdraws_nothing_and_the_routes_are_counted_as_held(cluster: Cluster) -> None:
     cluster.relist(resources.IPAM_CLAIM, claims_gone(10, 11, 12, 13))
     assert cluster.handed == ALL
-    assert cluster.observer.held[-1] == {PEER: 4}
+    assert cluster.observer.held[-1] == cluster.c.held == {PEER: 4}
     assert len(cluster.c.store.state.ipam_claims) == 0  # the store follows the cluster; only the speaker waits
 
 
@@ -183,21 +187,21 @@ def test_held_routes_go_when_a_list_of_every_resource_begun_after_the_hold_still
     held_at = clock.now
     cluster.relist(resources.IPAM_CLAIM, claims_gone(10, 11, 12, 13))
     clock.now = held_at + H - 1
-    cluster.c._maybe_resync()
+    cluster.step()
     assert cluster.relists == 0
     clock.now = held_at + H
-    cluster.c._maybe_resync()
+    cluster.step()
     assert cluster.relists == 1  # the controller asks every reflector for a confirming LIST
-    cluster.c._maybe_resync()
+    cluster.step()
     assert cluster.relists == 1  # once
     assert cluster.handed == ALL
 
     for res in watched_resources(CONFIG)[:-1]:  # all but one resource listed again: not yet
         cluster.synced(res, listed_at=held_at + H)
-    cluster.c._maybe_resync()
+    cluster.step()
     assert cluster.handed == ALL
     cluster.synced(watched_resources(CONFIG)[-1], listed_at=held_at + H)
-    cluster.c._maybe_resync()
+    cluster.step()
     assert cluster.handed == [SUBNET]
     assert cluster.observer.held[-1] == {PEER: 0}
 
@@ -207,7 +211,7 @@ def test_a_list_begun_before_the_deadline_confirms_nothing(cluster: Cluster, clo
     cluster.relist(resources.IPAM_CLAIM, claims_gone(10, 11, 12, 13))
     clock.now = held_at + H + 5
     cluster.synced_all(listed_at=held_at + H - 1)  # completed late, but begun too early
-    cluster.c._maybe_resync()
+    cluster.step()
     assert cluster.handed == ALL
 
 
@@ -217,7 +221,7 @@ def test_objects_back_before_the_deadline_end_the_hold_without_a_withdrawal(clus
     assert cluster.handed == ALL
     assert cluster.observer.held[-1] == {PEER: 0}
     clock.now += 2 * H
-    cluster.c._maybe_resync()
+    cluster.step()
     assert cluster.relists == 0
 
 

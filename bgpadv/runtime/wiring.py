@@ -1,0 +1,136 @@
+"""The wiring of the real processes: `bgpadv run` (ExaBGP's configuration, then the supervisor) and
+`bgpadv controller --no-shim` (the controller with its sources, speaker, observers, HTTP server, configuration watch
+and egress importer).
+
+`bgpadv run` imports this module, so what only the controller needs is imported inside `controller_main`: the
+supervisor (the pod's PID 1) never loads the Kubernetes client, prometheus_client or pyroute2.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bgpadv.config import load_or_report
+from bgpadv.observe.logs import setup_logging
+from bgpadv.observe.observers import Fanout
+from bgpadv.runtime.lifecycle import RUNTIME_DIR_ENV, drain_requested
+from bgpadv.runtime.reload import ConfigFileWatch, Reloader, fingerprint
+from bgpadv.runtime.supervisor import supervise
+from bgpadv.speaker.exabgp_config import (
+    controller_argv,
+    exabgp_argv,
+    exabgp_environment,
+    render_exabgp_config,
+    write_private,
+)
+from bgpadv.speaker.session import Speaker
+
+log = logging.getLogger("bgpadv.service")
+
+
+def run(config_path: str, runtime_dir: str | None = None) -> int:
+    """`bgpadv run`: render ExaBGP's configuration, then run ExaBGP under the supervisor (`bgpadv.runtime.supervisor`:
+    graceful shutdown on SIGTERM; ExaBGP's API process is the shim that restarts the controller)."""
+    config = load_or_report(config_path)
+    if config is None:
+        return 2
+    rdir = Path(runtime_dir or tempfile.mkdtemp(prefix="bgpadv-"))
+    rdir.mkdir(parents=True, exist_ok=True)
+    api_argv = controller_argv(config_path)  # the path as given: a ConfigMap update must not make it vanish
+    conf = rdir / "exabgp.conf"
+    write_private(conf, render_exabgp_config(config, api_argv))  # 0600: it holds the MD5 passwords
+    env = {**os.environ, **exabgp_environment(config, str(rdir))}
+    argv = exabgp_argv(str(conf))
+    setup_logging(os.environ.get("BGPADV_LOG_LEVEL", "INFO"))
+    return supervise(argv, env, rdir, config.safety.drain_seconds)
+
+
+def controller_main(config_path: str) -> int:
+    """`bgpadv controller --no-shim`: the controller. stdout is the command pipe to ExaBGP (through the shim), so
+    nothing else may write to it."""
+    # Here, not at the top: `bgpadv run` imports this module and must not load the Kubernetes client (the sources,
+    # the Event writer and the controller loop through them), prometheus_client (metrics, the HTTP server) or
+    # pyroute2 (the importer).
+    from bgpadv.importer.netlink import Netlink
+    from bgpadv.importer.reconciler import Importer
+    from bgpadv.observe.events import EventRecorder
+    from bgpadv.observe.health import HealthServer
+    from bgpadv.observe.metrics_observer import MetricsObserver
+    from bgpadv.runtime.controller import Controller, watched_resources
+    from bgpadv.sources.client import make_api_client
+    from bgpadv.sources.reflector import ReflectorSettings, Sources, WatchEvent
+
+    commands = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # a stray print() must never reach ExaBGP as a command
+    setup_logging(os.environ.get("BGPADV_LOG_LEVEL", "INFO"))
+
+    metrics = MetricsObserver()
+    runtime = os.environ.get(RUNTIME_DIR_ENV)
+    reloader = Reloader(
+        config_path,
+        controller_argv(config_path),
+        Path(runtime) if runtime else None,
+        counted=metrics.config_reload,
+        applied_at=metrics.config_applied,
+    )
+    seen = fingerprint(config_path)  # before reading it: a change made while starting is seen by the watch
+    config = reloader.start_config()  # the file, or the last good one while the file is invalid (bgpadv.runtime.reload)
+    if config is None:
+        log.error("invalid configuration %s and no earlier valid one: cannot start", config_path)
+        return 2
+    metrics.set_peers(p.name for p in config.peers)
+    try:
+        api_client = make_api_client(config.kubernetes)
+    except Exception as e:  # no kubeconfig, no in-cluster environment: a configuration problem, said plainly
+        log.error("cannot configure the Kubernetes client: %s", e)
+        return 2
+    events = EventRecorder(api_client, metrics=metrics.metrics)
+    observer = Fanout(metrics, events)
+
+    def write(line: str) -> None:
+        commands.write(line + "\n")
+        commands.flush()
+
+    speaker = Speaker.from_config(config, write, observer)
+    importer = None
+    if config.import_routes.enabled:
+        importer = Importer(config, Netlink(), metrics.metrics, time.monotonic())
+        speaker.on_received = importer.handle
+        metrics.import_status = importer.snapshot
+
+    def sources_factory(emit: Callable[[WatchEvent], None]) -> Sources:
+        settings = ReflectorSettings(hold_seconds=config.safety.hold_seconds)
+        return Sources(api_client, watched_resources(config), emit, settings, observer)
+
+    metrics.config_applied()
+    controller = Controller(
+        config,
+        speaker=speaker,
+        sources_factory=sources_factory,
+        observer=observer,
+        importer=importer,
+        reloader=reloader,
+    )
+    watch = ConfigFileWatch(config_path, controller.queue.put, seen=seen).start()
+    # the API shim forwards the supervisor's drain request as SIGUSR1 (ignored until here); a request made before
+    # the handler existed is in the environment or the runtime directory's drain file (bgpadv.runtime.lifecycle)
+    signal.signal(signal.SIGUSR1, lambda _signum, _frame: controller.request_drain())
+    if drain_requested():
+        controller.request_drain()
+    health = HealthServer(config.metrics.host_port, metrics)
+    health.start()
+    events.start()
+    controller.feed_exabgp(sys.stdin)
+    try:
+        return controller.run()
+    finally:
+        watch.stop()
+        events.stop()
+        health.stop()
