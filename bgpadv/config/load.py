@@ -123,7 +123,32 @@ def json_schema() -> dict[str, Any]:
     It states each key's type, bounds and shape; the rules between keys (a passive peer needs localAddress, ...) and
     what the file points at (md5PasswordFile, `${VARIABLE}`) are checked by `parse` only."""
     schema = _adapter().json_schema(by_alias=True, mode="validation")
+    for node in [schema, *schema.get("$defs", {}).values()]:
+        _null_is_omitted(node)
     return {"$schema": JSON_SCHEMA_DIALECT, "$id": "https://bgpadv.io/schemas/bgpadv.yaml.json", **schema}
+
+
+def _null_is_omitted(node: dict) -> None:
+    """As `parse` reads it: an optional key may be null (the same as leaving it out). Field titles, which only
+    repeat the key, are left out."""
+    required = set(node.get("required", ()))
+    for key, prop in node.get("properties", {}).items():
+        prop.pop("title", None)
+        if key in required:
+            continue
+        branches = prop.get("anyOf")
+        if isinstance(prop.get("enum"), list):
+            prop["enum"] = [*prop["enum"], None]
+            prop.pop("type", None)
+        elif branches is not None:
+            if {"type": "null"} not in branches:
+                branches.append({"type": "null"})
+        elif "$ref" in prop:
+            prop["anyOf"] = [{"$ref": prop.pop("$ref")}, {"type": "null"}]
+        elif isinstance(prop.get("type"), str):
+            prop["type"] = [prop["type"], "null"]
+        elif "const" in prop:
+            prop["anyOf"] = [{"const": prop.pop("const")}, {"type": "null"}]
 
 
 # --- pydantic's errors as `path: problem` lines ---------------------------------------------------------------------
