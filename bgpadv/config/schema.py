@@ -147,8 +147,14 @@ def _router_id(address: IPAddress) -> IPAddress:
     return address
 
 
+def _text(value: object) -> str:
+    return str(value)
+
+
 _ADDRESS_JSON = {"type": "string", "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}]}
-Address = Annotated[IPAddress, PlainValidator(_address), PlainSerializer(str), WithJsonSchema(_ADDRESS_JSON)]
+Address = Annotated[
+    IPAddress, PlainValidator(_address), PlainSerializer(_text, return_type=str), WithJsonSchema(_ADDRESS_JSON)
+]
 """An IPv4 or IPv6 address, as text without a prefix length (a netaddr `IPAddress`)."""
 Unicast = Annotated[Address, AfterValidator(_unicast)]
 RouterID = Annotated[Address, AfterValidator(_router_id)]
@@ -183,8 +189,10 @@ def _cidr(value: Any) -> IPNetwork:
 
 
 _CIDR_JSON = {"type": "string", "pattern": r"^[0-9A-Fa-f:.]+(/[0-9]{1,3})?$"}
-Prefix = Annotated[IPNetwork, PlainValidator(_prefix), PlainSerializer(str), WithJsonSchema(_CIDR_JSON)]
-Cidr = Annotated[IPNetwork, PlainValidator(_cidr), PlainSerializer(str), WithJsonSchema(_CIDR_JSON)]
+Prefix = Annotated[
+    IPNetwork, PlainValidator(_prefix), PlainSerializer(_text, return_type=str), WithJsonSchema(_CIDR_JSON)
+]
+Cidr = Annotated[IPNetwork, PlainValidator(_cidr), PlainSerializer(_text, return_type=str), WithJsonSchema(_CIDR_JSON)]
 
 
 def _community(large: bool) -> Callable[[Any], str]:
