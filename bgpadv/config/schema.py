@@ -14,13 +14,11 @@ Every error is raised as a pydantic error with a plain-English message (`must be
 the validation context.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, NoReturn, Protocol
+from typing import Annotated, Any, Literal, NoReturn, Protocol, Self
 
 from netaddr import AddrFormatError, IPAddress, IPNetwork
 from pydantic import (
@@ -395,7 +393,7 @@ class PeerConfig(_Section):
         return None if value is False else handler(value)
 
     @model_validator(mode="after")
-    def _rules(self, info: ValidationInfo) -> PeerConfig:
+    def _rules(self, info: ValidationInfo) -> Self:
         problems: list[tuple[Loc, str]] = []
         local, address = self.local_address, self.address
         if local is not None and local.version != address.version:
@@ -530,7 +528,7 @@ class MetricsConfig(_Section):
         return host.strip("[]") or "0.0.0.0", int(port)
 
     @model_validator(mode="after")
-    def _from_environment(self, info: ValidationInfo) -> MetricsConfig:
+    def _from_environment(self, info: ValidationInfo) -> Self:
         """`${VAR}:PORT` → `<value of VAR>:PORT`: the listener on an address only the pod's environment knows (the
         node's address, `status.hostIP` through the downward API)."""
         m = _LISTEN_ENV.fullmatch(self.listen)
@@ -653,7 +651,7 @@ class AcceptRule(_Section):
     ] = ()
 
     @model_validator(mode="after")
-    def _rules(self, info: ValidationInfo) -> AcceptRule:
+    def _rules(self, info: ValidationInfo) -> Self:
         problems: list[tuple[Loc, str]] = []
         width = 32 if self.prefix.version == 4 else 128
         if self.max_length is not None and not self.prefix.prefixlen <= self.max_length <= width:
@@ -714,7 +712,7 @@ class ImportNetwork(_Section):
         return table
 
     @model_validator(mode="after")
-    def _rules(self) -> ImportNetwork:
+    def _rules(self) -> Self:
         if self.external and self.table is None:
             refuse(self, [(("table",), "is required for an external network")])
         return self
@@ -856,7 +854,7 @@ class Config(_Section):
         return peers
 
     @model_validator(mode="after")
-    def _node(self, info: ValidationInfo) -> Config:
+    def _node(self, info: ValidationInfo) -> Self:
         """The node of a per-node instance, or None in cluster mode.
 
         `mode: per-node` selects per-node mode; without `mode`, a node name (`nodeName` in the file, or
