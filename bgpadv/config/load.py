@@ -128,7 +128,7 @@ def json_schema() -> dict[str, Any]:
     return {"$schema": JSON_SCHEMA_DIALECT, "$id": "https://bgpadv.io/schemas/bgpadv.yaml.json", **schema}
 
 
-def _null_is_omitted(node: dict) -> None:
+def _null_is_omitted(node: dict[str, Any]) -> None:
     """As `parse` reads it: an optional key may be null (the same as leaving it out). Field titles, which only
     repeat the key, are left out."""
     required = set(node.get("required", ()))
@@ -157,7 +157,7 @@ _UNKNOWN = {"unexpected_keyword_argument", "extra_forbidden", "invalid_key"}
 _MAPPING = {"PeerConfig": "a mapping with at least address and asn"}
 
 
-def _problems(error: ValidationError, raw: dict) -> list[str]:
+def _problems(error: ValidationError, raw: dict[str, Any]) -> list[str]:
     out = []
     for e in error.errors(include_url=False):
         loc, kind, value = e["loc"], e["type"], e.get("input")
@@ -177,19 +177,20 @@ def _problems(error: ValidationError, raw: dict) -> list[str]:
 _ABSENT = object()
 
 
-def _written(raw: Any, loc: tuple) -> Any:
+def _written(raw: Any, loc: tuple[str | int, ...]) -> Any:
     """What the document holds at `loc` (`_ABSENT` when nothing)."""
     for seg in loc:
-        if (isinstance(raw, dict) and isinstance(seg, str) and seg in raw) or (
-            isinstance(raw, list) and isinstance(seg, int) and seg < len(raw)
-        ):
+        if isinstance(raw, dict) and isinstance(seg, str) and seg in raw:
             raw = raw[seg]
-        else:
-            return _ABSENT
+            continue
+        if isinstance(raw, list) and isinstance(seg, int) and seg < len(raw):
+            raw = raw[seg]
+            continue
+        return _ABSENT
     return raw
 
 
-def _message(kind: str, msg: str, ctx: dict, value: Any, written: Any) -> str:
+def _message(kind: str, msg: str, ctx: dict[str, Any], value: Any, written: Any) -> str:
     if kind == "bgpadv":
         return str(ctx["problem"])
     if kind == "missing":
@@ -212,14 +213,14 @@ def _message(kind: str, msg: str, ctx: dict, value: Any, written: Any) -> str:
     return msg[:1].lower() + msg[1:]
 
 
-def _path(loc: tuple | list) -> str:
+def _path(loc: tuple[str | int, ...] | list[str | int]) -> str:
     text = ""
     for seg in loc:
         text += f"[{seg}]" if isinstance(seg, int) else (f".{seg}" if text else str(seg))
     return text
 
 
-def _unknown(parent: list, key: object) -> str:
+def _unknown(parent: list[str | int], key: object) -> str:
     allowed = _keys(tuple(parent))
     if isinstance(key, str):
         folded = {_fold(k): k for k in allowed}
@@ -233,17 +234,17 @@ def _fold(key: str) -> str:
     return re.sub(r"[-_\s]", "", key.lower())
 
 
-def _keys(parent: tuple) -> list[str]:
+def _keys(parent: tuple[str | int, ...]) -> list[str]:
     """The keys allowed at `parent` (a path into the document), from the JSON Schema."""
     schema = json_schema()
-    node: dict = schema
+    node: dict[str, Any] = schema
     for seg in parent:
         node = _resolve(schema, node)
         node = node.get("items", {}) if isinstance(seg, int) else node.get("properties", {}).get(seg, {})
     return sorted(_resolve(schema, node).get("properties", {}))
 
 
-def _resolve(schema: dict, node: dict) -> dict:
+def _resolve(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
     while True:
         if "$ref" in node:
             node = schema["$defs"][node["$ref"].rsplit("/", 1)[-1]]

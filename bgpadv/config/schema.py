@@ -18,13 +18,14 @@ import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, NoReturn, Protocol, Self
+from typing import Annotated, Any, Literal, NoReturn, Protocol, Self, cast
 
 from netaddr import AddrFormatError, IPAddress, IPNetwork
 from pydantic import (
     AfterValidator,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
     GetPydanticSchema,
     PlainSerializer,
     PlainValidator,
@@ -77,35 +78,47 @@ class Surroundings(Protocol):
 def surroundings(info: ValidationInfo) -> Surroundings:
     if info.context is None:
         raise TypeError("validate a configuration with bgpadv.config.parse (it reads the environment and secrets)")
-    return info.context
+    return cast(Surroundings, info.context)
 
 
 # --- values -------------------------------------------------------------------------------------------------------
 
 
-def _integer(lo: int, hi: int) -> Any:
-    """An integer in [lo, hi] (never a bool, a float or a string); checked in Python first, so an integer too long
-    to print (10**5000) is a plain range error."""
+@dataclass(frozen=True, slots=True)
+class Between:
+    """`Annotated[int, Between(lo, hi)]`: an integer in [lo, hi], never a bool, a float or a string; checked in Python
+    first, so an integer too long to print (10**5000) is a plain range error. The JSON Schema states the bounds."""
 
-    def check(value: Any, handler: Callable[[Any], Any]) -> Any:
+    lo: int
+    hi: int
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_wrap_validator_function(self._check, core_schema.int_schema(ge=self.lo, le=self.hi))
+
+    def _check(self, value: Any, handler: Callable[[Any], Any]) -> Any:
         if isinstance(value, bool) or not isinstance(value, int):
             raise problem(f"must be an integer, got {brief(value)}")
-        if not lo <= value <= hi:
-            raise problem(f"must be between {lo} and {hi}, got {brief(value)}")
+        if not self.lo <= value <= self.hi:
+            raise problem(f"must be between {self.lo} and {self.hi}, got {brief(value)}")
         return handler(value)
 
-    return Annotated[int, Field(ge=lo, le=hi), WrapValidator(check)]
 
+@dataclass(frozen=True, slots=True)
+class Span:
+    """`Annotated[float, Span(lo, hi)]`: a number (integer or float, never a bool) in [lo, hi], held as a float."""
 
-def _number(lo: float, hi: float) -> Any:
-    """A number (integer or float, never a bool) in [lo, hi], held as a float."""
+    lo: float
+    hi: float
 
-    def check(value: Any, handler: Callable[[Any], Any]) -> Any:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
-            raise problem(f"must be a number between {lo:g} and {hi:g}, got {brief(value)}")
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_wrap_validator_function(
+            self._check, core_schema.float_schema(ge=self.lo, le=self.hi)
+        )
+
+    def _check(self, value: Any, handler: Callable[[Any], Any]) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not self.lo <= value <= self.hi:
+            raise problem(f"must be a number between {self.lo:g} and {self.hi:g}, got {brief(value)}")
         return float(value)
-
-    return Annotated[float, Field(ge=lo, le=hi), WrapValidator(check)]
 
 
 def _address(value: Any) -> IPAddress:
@@ -225,13 +238,13 @@ def _md5(value: str) -> str:
 
 Md5Password = Annotated[StrictStr, AfterValidator(_md5)]
 
-FAMILIES = ("ipv4 unicast", "ipv6 unicast")
 Family = Literal["ipv4 unicast", "ipv6 unicast"]
+FAMILIES: tuple[Family, ...] = ("ipv4 unicast", "ipv6 unicast")
 
 
 def _families(value: Any, handler: Callable[[Any], Any]) -> tuple[str, ...]:
     try:
-        families = handler(value)
+        families: tuple[str, ...] = handler(value)
     except ValidationError:
         raise problem(f"must be a non-empty list of {', '.join(FAMILIES)}") from None
     repeated = sorted({f for f in families if families.count(f) > 1})
@@ -334,7 +347,7 @@ class PeerConfig(_Section):
     """A BGP neighbour (`peers[]`): a top-of-rack router."""
 
     address: Annotated[Unicast, Field(description="The peer's address.")]
-    asn: Annotated[_integer(1, 4294967295), Field(description="The peer's AS number.")]
+    asn: Annotated[Annotated[int, Between(1, 4294967295)], Field(description="The peer's AS number.")]
     local_address: Annotated[
         Unicast | None,
         Field(
@@ -343,7 +356,9 @@ class PeerConfig(_Section):
             "(`local-address auto`). Required when passive.",
         ),
     ] = None
-    hold_time: Annotated[_integer(0, 65535), Field(alias="holdTime", description="Seconds; 0 or at least 3.")] = 90
+    hold_time: Annotated[
+        Annotated[int, Between(0, 65535)], Field(alias="holdTime", description="Seconds; 0 or at least 3.")
+    ] = 90
     passive: Annotated[
         StrictBool,
         Field(description="Wait for the ToR to connect; bgpadv listens on localAddress at exabgp.listenPort."),
@@ -366,7 +381,7 @@ class PeerConfig(_Section):
         ),
     ] = None  # where md5_password was read from (None: inline md5Password)
     graceful_restart: Annotated[
-        _integer(0, 4095) | None,
+        Annotated[int, Between(0, 4095)] | None,
         WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0, "maximum": 4095}, {"const": False}]}),
         Field(
             alias="gracefulRestart",
@@ -439,7 +454,7 @@ class SecondaryNetworkConfig(_Section):
         Field(alias="allowedPrefixes", description="The only ranges a guest-reported address may lie in."),
     ] = ()
     max_addresses_per_interface: Annotated[
-        _integer(1, 64),
+        Annotated[int, Between(1, 64)],
         Field(
             alias="maxAddressesPerInterface",
             description="The most addresses taken per VMI interface; the rest is refused (too-many-addresses).",
@@ -454,11 +469,13 @@ class SecondaryNetworkConfig(_Section):
         return name
 
 
-def _unique(key: Callable[[Any], Any], loc: Callable[[int], Loc], said: Callable[[Any], str]) -> Callable:
+def _unique(
+    key: Callable[[Any], Any], loc: Callable[[int], Loc], said: Callable[[Any], str]
+) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
     """A list whose entries' `key` is unique: each repeat is a problem at `loc(index)`."""
 
-    def check(entries: tuple) -> tuple:
-        seen: set = set()
+    def check(entries: tuple[Any, ...]) -> tuple[Any, ...]:
+        seen: set[Any] = set()
         problems = []
         for i, entry in enumerate(entries):
             k = key(entry)
@@ -557,18 +574,18 @@ class ExaBGPConfig(_Section):
     notes."""
 
     reactor_speed: Annotated[
-        _number(0.001, 10),
+        Annotated[float, Span(0.001, 10)],
         Field(alias="reactorSpeed", description="exabgp.reactor.speed (s): lower = faster bulk loads, more idle CPU."),
     ] = 0.1
     max_inflight: Annotated[
-        _integer(1, 10000),
+        Annotated[int, Between(1, 10000)],
         Field(alias="maxInflight", description="Commands written to ExaBGP and not yet acknowledged."),
     ] = 100
     chunk_prefixes: Annotated[
-        _integer(1, 5000), Field(alias="chunkPrefixes", description="Prefixes per bulk command line.")
+        Annotated[int, Between(1, 5000)], Field(alias="chunkPrefixes", description="Prefixes per bulk command line.")
     ] = 1000
     listen_port: Annotated[
-        _integer(1, 65535),
+        Annotated[int, Between(1, 65535)],
         Field(
             alias="listenPort",
             description="exabgp.tcp.port: where passive peers connect (on each passive peer's localAddress); "
@@ -581,8 +598,10 @@ class ExaBGPConfig(_Section):
 class MinPrefixLength(_Section):
     """`safety.minPrefixLength`: no route shorter than this per family is ever announced."""
 
-    ipv4: Annotated[_integer(1, 32), Field(description="A /8 from a cluster is a mistake, a /0 a hijack.")] = 16
-    ipv6: Annotated[_integer(1, 128), Field(description="The IPv6 limit.")] = 48
+    ipv4: Annotated[
+        Annotated[int, Between(1, 32)], Field(description="A /8 from a cluster is a mistake, a /0 a hijack.")
+    ] = 16
+    ipv6: Annotated[Annotated[int, Between(1, 128)], Field(description="The IPv6 limit.")] = 48
 
 
 @dataclass(frozen=True, slots=True)
@@ -597,7 +616,7 @@ class SafetyConfig(_Section):
         Field(alias="minPrefixLength", description="No route shorter than this per family is ever announced."),
     ] = field(default_factory=MinPrefixLength)
     max_withdraw_fraction: Annotated[
-        _number(0.0, 1.0),
+        Annotated[float, Span(0.0, 1.0)],
         Field(
             alias="maxWithdrawFraction",
             description="A relist or full replan that would withdraw more than this fraction of a peer's routes "
@@ -605,18 +624,18 @@ class SafetyConfig(_Section):
         ),
     ] = 0.5
     hold_seconds: Annotated[
-        _number(60.0, 86400.0),
+        Annotated[float, Span(60.0, 86400.0)],
         Field(
             alias="holdSeconds",
             description="Held withdrawals go only when a full LIST at least this much later still agrees.",
         ),
     ] = 120.0
     max_routes: Annotated[
-        _integer(1, 10_000_000),
+        Annotated[int, Between(1, 10_000_000)],
         Field(alias="maxRoutes", description="Max-prefix per peer: beyond it the newest routes are refused."),
     ] = 200_000
     drain_seconds: Annotated[
-        _number(0.0, 3600.0),
+        Annotated[float, Span(0.0, 3600.0)],
         Field(
             alias="drainSeconds",
             description="On SIGTERM: how long routes stay announced with GRACEFUL_SHUTDOWN (65535:0) before the "
@@ -643,7 +662,7 @@ class AcceptRule(_Section):
 
     prefix: Annotated[Prefix, Field(description="The range a learned prefix must lie in.")]
     max_length: Annotated[
-        _integer(0, 128) | None,
+        Annotated[int, Between(0, 128)] | None,
         Field(alias="maxLength", description="The longest prefix length accepted; omitted: exactly prefix."),
     ] = None
     peers: Annotated[
@@ -681,11 +700,11 @@ class ImportNetwork(_Section):
 
     name: Annotated[StrictStr, Field(min_length=1, description="The CUDN's name (or the external network's).")]
     table: Annotated[
-        _integer(1, 4294967295) | None,
+        Annotated[int, Between(1, 4294967295)] | None,
         Field(description="The routing table; omitted: the CUDN's VRF's, found by name. Required when external."),
     ] = None
     network_id: Annotated[
-        _integer(0, 65535) | None,
+        Annotated[int, Between(0, 65535)] | None,
         Field(
             alias="networkID",
             description="OVN-K's network ID: needed for a name over 15 characters when the CUDN has no "
@@ -729,11 +748,11 @@ class ImportConfig(_Section):
         Field(description="The networks whose routing table receives the ToR's routes."),
     ] = ()
     max_routes: Annotated[
-        _integer(1, 1_000_000),
+        Annotated[int, Between(1, 1_000_000)],
         Field(alias="maxRoutes", description="Per network and family; the longest prefixes beyond it are left out."),
     ] = 1000
     reconcile_seconds: Annotated[
-        _number(1.0, 3600.0),
+        Annotated[float, Span(1.0, 3600.0)],
         Field(alias="reconcileSeconds", description="The periodic level-based repair (kernel dump, VRF lookup)."),
     ] = 10.0
 
@@ -745,16 +764,19 @@ _ATTRIBUTES = Attributes()
 class PathAttributes(_Section):
     """`attributes`: path attributes added to every route (held as `bgpadv.core.model.Attributes`)."""
 
-    local_preference: Annotated[_integer(0, 4294967295) | None, Field(alias="localPreference")] = (
+    local_preference: Annotated[Annotated[int, Between(0, 4294967295)] | None, Field(alias="localPreference")] = (
         _ATTRIBUTES.local_preference
     )
-    med: Annotated[_integer(0, 4294967295) | None, Field(description="MULTI_EXIT_DISC.")] = _ATTRIBUTES.med
+    med: Annotated[Annotated[int, Between(0, 4294967295)] | None, Field(description="MULTI_EXIT_DISC.")] = (
+        _ATTRIBUTES.med
+    )
     communities: Annotated[tuple[Community, ...], Field(description="ASN:VALUE")] = _ATTRIBUTES.communities
     large_communities: Annotated[
         tuple[LargeCommunity, ...], Field(alias="largeCommunities", description="GLOBAL:LOCAL1:LOCAL2")
     ] = _ATTRIBUTES.large_communities
     as_path_prepend: Annotated[
-        _integer(0, 10), Field(alias="asPathPrepend", description="How many times the local AS is prepended.")
+        Annotated[int, Between(0, 10)],
+        Field(alias="asPathPrepend", description="How many times the local AS is prepended."),
     ] = _ATTRIBUTES.as_path_prepend
 
     def held(self) -> Attributes:
@@ -789,7 +811,7 @@ def _node_name(value: str) -> str:
 class Config(_Section):
     """bgpadv's configuration (the whole file)."""
 
-    local_asn: Annotated[_integer(1, 4294967295), Field(alias="localASN", description="Our AS number.")]
+    local_asn: Annotated[Annotated[int, Between(1, 4294967295)], Field(alias="localASN", description="Our AS number.")]
     peers: Annotated[
         tuple[PeerConfig, ...],
         Field(min_length=1, description="BGP neighbours: the top-of-rack router(s)."),
