@@ -21,6 +21,7 @@ controller ExaBGP respawns could not read its configuration.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -30,7 +31,7 @@ from typing import TextIO
 
 from netaddr import AddrFormatError, IPAddress
 
-from bgpadv.config import Config, load_or_report
+from bgpadv.config import Config, json_schema, load_or_report
 from bgpadv.speaker.exabgp_config import (
     controller_argv,
     exabgp_argv,
@@ -106,6 +107,13 @@ def warnings(config: Config) -> list[str]:
                 "the namespace's ConfigMaps; put the password in a Secret and set md5PasswordFile"
             )
     return out
+
+
+def schema_main(out: TextIO | None = None) -> int:
+    """`check-config --schema`: the configuration's JSON Schema on stdout (what `bgpadv.config.parse` checks key by
+    key; the rules between keys and what the file points at are checked by check-config itself)."""
+    print(json.dumps(json_schema(), indent=2), file=out if out is not None else sys.stdout)
+    return 0
 
 
 def main(path: str, out: TextIO | None = None, err: TextIO | None = None) -> int:

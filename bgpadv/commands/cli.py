@@ -46,7 +46,14 @@ def _parser() -> argparse.ArgumentParser:
     check = sub.add_parser(
         "check-config", help="validate a configuration file, and ExaBGP's rendering of it (exit 2 when invalid)"
     )
-    check.add_argument("file", help="bgpadv configuration file (YAML); warnings for deployment traps go to stderr")
+    check.add_argument(
+        "file", nargs="?", help="bgpadv configuration file (YAML); warnings for deployment traps go to stderr"
+    )
+    check.add_argument(
+        "--schema",
+        action="store_true",
+        help="print the configuration file's JSON Schema (draft 2020-12, keys as written) instead, for editors and CI",
+    )
 
     status = sub.add_parser("status", help="print peers, routes and convergence of a running instance")
     status.add_argument(
@@ -61,6 +68,13 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "check-config":
+        if args.schema:
+            from bgpadv.commands import checkconfig
+
+            return checkconfig.schema_main()
+        if args.file is None:
+            print("bgpadv check-config: give a configuration FILE, or --schema", file=sys.stderr)
+            return 2
         return _check_config(args.file)
     if args.command == "render":
         from bgpadv.commands import render

@@ -138,7 +138,7 @@ def with_(**changes) -> dict:
             "networks.secondary[0].prefixes: unknown field",
             id="secondary-typo",
         ),
-        pytest.param([1, 2], ": must be a mapping", id="not-a-mapping"),
+        pytest.param([1, 2], "the document must be a mapping of configuration keys, got [1, 2]", id="not-a-mapping"),
         pytest.param(None, "the configuration is empty", id="empty"),
     ],
 )
@@ -158,7 +158,9 @@ def test_each_error_names_its_field_path(raw, problem):
             id="peer-asn-null",
         ),
         pytest.param(
-            with_(peers=[{"address": None, "asn": 64512}]), "peers[0].address: is required", id="peer-address-null"
+            with_(peers=[{"address": None, "asn": 64512}]),
+            "peers[0].address: is required, got null",
+            id="peer-address-null",
         ),
         pytest.param(
             with_(peers=[None]), "peers[0]: must be a mapping with at least address and asn, got None", id="peer-null"

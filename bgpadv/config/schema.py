@@ -1,0 +1,905 @@
+"""The configuration's schema: every key of `bgpadv.yaml`, its type, bounds, default and documentation, and the rules
+between keys.
+
+Each section is a frozen dataclass: code builds and `dataclasses.replace`s them freely, without validation (tests
+build invalid ones on purpose). `bgpadv.config.load.parse` validates a YAML document into them with pydantic
+(`TypeAdapter(Config)`), which reads the metadata written here: the camelCase key as users write it (`alias`), the
+documentation (`description`), the bounds, and the default, written once as the dataclass default. Unknown keys are
+refused (`extra="forbid"`); values are strict: a string where an integer belongs is an error, never converted.
+`null` for an optional key is the same as leaving the key out (`_Section`).
+
+Every error is raised as a pydantic error with a plain-English message (`must be between 1 and 4294967295, got 0`);
+`load` turns them into `path: problem` lines. What the file points at (a `md5PasswordFile`, the variable of
+`metrics.listen: "${VARIABLE}:PORT"`, `BGPADV_NODE_NAME`) is read through the `Surroundings` that `load` passes as
+the validation context.
+"""
+
+import dataclasses
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, NoReturn, Protocol, Self, cast
+
+from netaddr import AddrFormatError, IPAddress, IPNetwork
+from pydantic import (
+    AfterValidator,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    GetPydanticSchema,
+    PlainSerializer,
+    PlainValidator,
+    StrictBool,
+    StrictStr,
+    ValidationError,
+    ValidationInfo,
+    WithJsonSchema,
+    WrapValidator,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import SkipJsonSchema
+from pydantic_core import InitErrorDetails, PydanticCustomError, PydanticKnownError, core_schema
+
+from bgpadv.core import selectors
+from bgpadv.core.bounded import brief
+from bgpadv.core.model import Attributes, normalize_community
+from bgpadv.core.selectors import LabelSelector
+
+Loc = tuple[str | int, ...]
+
+# --- problems -----------------------------------------------------------------------------------------------------
+
+
+def problem(message: str, at: str = "") -> PydanticCustomError:
+    """One configuration problem: `message` is what the operator reads; `at` a path below the value (`.matchLabels`)."""
+    return PydanticCustomError("bgpadv", "{problem}", {"problem": message, "at": at})
+
+
+def refuse(value: object, problems: Iterable[tuple[Loc, str]]) -> NoReturn:
+    """Raise several problems at once, each at a path (`loc`) relative to the value being validated."""
+    raise ValidationError.from_exception_data(
+        "bgpadv", [InitErrorDetails(type=problem(message), loc=loc, input=value) for loc, message in problems]
+    )
+
+
+class Surroundings(Protocol):
+    """What validation may read beyond the document (`bgpadv.config.load` provides it as the validation context)."""
+
+    environ: Mapping[str, str]
+    peers: frozenset[IPAddress] | None  # the configured peers, once validated (importRoutes' accept[].peers)
+
+    def secret(self, path: str) -> str:
+        """The MD5 password in the file at `path`; raises ValueError (the problem) when it cannot be read or is
+        malformed."""
+        ...
+
+
+def surroundings(info: ValidationInfo) -> Surroundings:
+    if info.context is None:
+        raise TypeError("validate a configuration with bgpadv.config.parse (it reads the environment and secrets)")
+    return cast(Surroundings, info.context)
+
+
+# --- values -------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Between:
+    """`Annotated[int, Between(lo, hi)]`: an integer in [lo, hi], never a bool, a float or a string; checked in Python
+    first, so an integer too long to print (10**5000) is a plain range error. The JSON Schema states the bounds."""
+
+    lo: int
+    hi: int
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_wrap_validator_function(self._check, core_schema.int_schema(ge=self.lo, le=self.hi))
+
+    def _check(self, value: Any, handler: Callable[[Any], Any]) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise problem(f"must be an integer, got {brief(value)}")
+        if not self.lo <= value <= self.hi:
+            raise problem(f"must be between {self.lo} and {self.hi}, got {brief(value)}")
+        return handler(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """`Annotated[float, Span(lo, hi)]`: a number (integer or float, never a bool) in [lo, hi], held as a float."""
+
+    lo: float
+    hi: float
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_wrap_validator_function(
+            self._check, core_schema.float_schema(ge=self.lo, le=self.hi)
+        )
+
+    def _check(self, value: Any, handler: Callable[[Any], Any]) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not self.lo <= value <= self.hi:
+            raise problem(f"must be a number between {self.lo:g} and {self.hi:g}, got {brief(value)}")
+        return float(value)
+
+
+def _address(value: Any) -> IPAddress:
+    try:
+        if not isinstance(value, str) or "/" in value:
+            raise AddrFormatError(value)
+        return IPAddress(value)
+    except (AddrFormatError, ValueError, TypeError):
+        raise problem(f"must be an IPv4 or IPv6 address, got {brief(value)}") from None
+
+
+def _unicast(address: IPAddress) -> IPAddress:
+    """A BGP endpoint: not unspecified, multicast, limited broadcast or IPv4-mapped IPv6."""
+    if address.value == 0:
+        raise problem(f"must not be the unspecified address {address}")
+    if address.is_multicast() or (address.version == 4 and address.value == 0xFFFFFFFF):
+        raise problem(f"must be a unicast address, got {address}")
+    if address.version == 6 and address.is_ipv4_mapped():
+        raise problem(f"must not be an IPv4-mapped IPv6 address, got {address} (write the IPv4 address)")
+    return address
+
+
+def _version(version: int) -> Callable[[IPAddress], IPAddress]:
+    def check(address: IPAddress) -> IPAddress:
+        if address.version != version:
+            raise problem(f"must be an IPv{version} address")
+        return address
+
+    return check
+
+
+def _router_id(address: IPAddress) -> IPAddress:
+    if address.version != 4:
+        raise problem("must be an IPv4 address")
+    if address.value == 0:
+        raise problem("must not be 0.0.0.0 (a BGP identifier is non-zero)")
+    return address
+
+
+def _text(value: object) -> str:
+    return str(value)
+
+
+_ADDRESS_JSON = {"type": "string", "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}]}
+Address = Annotated[
+    IPAddress, PlainValidator(_address), PlainSerializer(_text, return_type=str), WithJsonSchema(_ADDRESS_JSON)
+]
+"""An IPv4 or IPv6 address, as text without a prefix length (a netaddr `IPAddress`)."""
+Unicast = Annotated[Address, AfterValidator(_unicast)]
+RouterID = Annotated[Address, AfterValidator(_router_id)]
+Unicast4 = Annotated[Address, AfterValidator(_version(4)), AfterValidator(_unicast)]
+Unicast6 = Annotated[Address, AfterValidator(_version(6)), AfterValidator(_unicast)]
+
+
+def _prefix(value: Any) -> IPNetwork:
+    """importRoutes' prefixes: a CIDR (a bare address is its /32 or /128) with no host bits."""
+    try:
+        net = IPNetwork(value) if isinstance(value, str) else None
+    except (AddrFormatError, ValueError, TypeError):
+        net = None
+    if net is None or net.ip != net.network:
+        raise problem(f"must be a CIDR with no host bits, got {brief(value)}")
+    return net
+
+
+def _cidr(value: Any) -> IPNetwork:
+    """networks.secondary's allowed prefixes: ADDRESS/LENGTH with no host bits, never a default route."""
+    try:
+        if not isinstance(value, str) or "/" not in value:
+            raise AddrFormatError(value)
+        net = IPNetwork(value)
+    except (AddrFormatError, ValueError, TypeError):
+        raise problem(f"must be a CIDR such as 10.99.0.0/24, got {brief(value)}") from None
+    if net.network != net.ip:
+        raise problem(f"has host bits set (write {net.cidr})")
+    if net.prefixlen == 0:
+        raise problem("must not be a default route")
+    return net
+
+
+_CIDR_JSON = {"type": "string", "pattern": r"^[0-9A-Fa-f:.]+(/[0-9]{1,3})?$"}
+Prefix = Annotated[
+    IPNetwork, PlainValidator(_prefix), PlainSerializer(_text, return_type=str), WithJsonSchema(_CIDR_JSON)
+]
+Cidr = Annotated[IPNetwork, PlainValidator(_cidr), PlainSerializer(_text, return_type=str), WithJsonSchema(_CIDR_JSON)]
+
+
+def _community(large: bool) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        community = normalize_community(value, large)
+        if community is None:
+            raise problem(f"is not a valid community value: {brief(value)}")
+        return community
+
+    return check
+
+
+Community = Annotated[
+    str, PlainValidator(_community(False)), WithJsonSchema({"type": "string", "pattern": r"^[0-9]{1,5}:[0-9]{1,5}$"})
+]
+LargeCommunity = Annotated[
+    str,
+    PlainValidator(_community(True)),
+    WithJsonSchema({"type": "string", "pattern": r"^[0-9]{1,10}:[0-9]{1,10}:[0-9]{1,10}$"}),
+]
+
+# What an ExaBGP configuration can carry between quotes without escaping (the speaker checks it again).
+MD5_PASSWORD = re.compile(r"[A-Za-z0-9!#$%&()*+,\-./:<=>?@\[\]^_{|}~]{1,80}")  # use fullmatch
+MD5_RULE = "1-80 printable ASCII characters without spaces, quotes or ';'"
+
+
+def _md5(value: str) -> str:
+    if not MD5_PASSWORD.fullmatch(value):
+        raise problem(f"must be {MD5_RULE}")
+    return value
+
+
+Md5Password = Annotated[StrictStr, AfterValidator(_md5)]
+
+Family = Literal["ipv4 unicast", "ipv6 unicast"]
+FAMILIES: tuple[Family, ...] = ("ipv4 unicast", "ipv6 unicast")
+
+
+def _families(value: Any, handler: Callable[[Any], Any]) -> tuple[str, ...]:
+    try:
+        families: tuple[str, ...] = handler(value)
+    except ValidationError:
+        raise problem(f"must be a non-empty list of {', '.join(FAMILIES)}") from None
+    repeated = sorted({f for f in families if families.count(f) > 1})
+    if repeated:
+        raise problem(f"lists {', '.join(repeated)} more than once")
+    return families
+
+
+Families = Annotated[
+    tuple[Family, ...], Field(min_length=1, json_schema_extra={"uniqueItems": True}), WrapValidator(_families)
+]
+
+
+def _selector(value: Any) -> LabelSelector:
+    selector, problems = selectors.parse(value)
+    if problems:
+        raise ValidationError.from_exception_data(
+            "bgpadv", [InitErrorDetails(type=problem(message, at), loc=(), input=value) for at, message in problems]
+        )
+    assert selector is not None  # null was left out by _Section
+    return selector
+
+
+_SELECTOR_JSON = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "matchExpressions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["key", "operator"],
+                "properties": {
+                    "key": {"type": "string", "minLength": 1},
+                    "operator": {"enum": list(selectors.OPERATORS)},
+                    "values": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+        },
+    },
+}
+Selector = Annotated[LabelSelector, PlainValidator(_selector), WithJsonSchema(_SELECTOR_JSON)]
+"""A Kubernetes label selector (`bgpadv.core.selectors`: Kubernetes semantics, every problem with its path)."""
+
+_LISTEN = re.compile(r"(\[[0-9a-fA-F:.]+\]|[^:\s]*):([0-9]{1,5})")  # fullmatch; ASCII digits only
+_LISTEN_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]{0,63})\}:([0-9]{1,5})")  # `${NODE_IP}:9179`
+
+
+def _listen(value: str) -> str:
+    m = _LISTEN_ENV.fullmatch(value) or _LISTEN.fullmatch(value)
+    if m is None or int(m.group(2)) > 65535:
+        expected = "HOST:PORT or ${VARIABLE}:PORT" if "${" in value else "HOST:PORT"
+        raise problem(f"must be {expected}, got {brief(value)}")
+    return value
+
+
+Listen = Annotated[
+    StrictStr,
+    AfterValidator(_listen),
+    WithJsonSchema({"type": "string", "pattern": r"^(\[[0-9a-fA-F:.]+\]|[^:\s$]*|\$\{[A-Za-z_]\w*\}):[0-9]{1,5}$"}),
+]
+
+
+def _not_in_file(value: Any) -> NoReturn:
+    """A field that bgpadv fills in itself (from the environment): refused in the file, absent from the schema."""
+    raise PydanticKnownError("extra_forbidden")
+
+
+def _read_as(file_type: type, build: Callable[[Any], Any]) -> GetPydanticSchema:
+    """A field written in the file as `file_type` and held as what `build` makes of it."""
+    return GetPydanticSchema(
+        lambda _tp, handler: core_schema.no_info_after_validator_function(build, handler.generate_schema(file_type))
+    )
+
+
+# --- sections -----------------------------------------------------------------------------------------------------
+
+_CONFIG = ConfigDict(extra="forbid")
+
+
+class _Section:
+    """What every section shares: `null` for an optional key is the key left out (a section whose keys are all
+    commented out, `safety:`, is the defaults); a required key given `null` is reported as such by `load`."""
+
+    __slots__ = ()
+    __pydantic_config__ = _CONFIG
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_omitted(cls, data: Any) -> Any:
+        if isinstance(data, dict) and None in data.values():
+            return {k: v for k, v in data.items() if v is not None}
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class PeerConfig(_Section):
+    """A BGP neighbour (`peers[]`): a top-of-rack router."""
+
+    address: Annotated[Unicast, Field(description="The peer's address.")]
+    asn: Annotated[Annotated[int, Between(1, 4294967295)], Field(description="The peer's AS number.")]
+    local_address: Annotated[
+        Unicast | None,
+        Field(
+            alias="localAddress",
+            description="Source address of the session, same family as address; omitted: ExaBGP picks it "
+            "(`local-address auto`). Required when passive.",
+        ),
+    ] = None
+    hold_time: Annotated[
+        Annotated[int, Between(0, 65535)], Field(alias="holdTime", description="Seconds; 0 or at least 3.")
+    ] = 90
+    passive: Annotated[
+        StrictBool,
+        Field(description="Wait for the ToR to connect; bgpadv listens on localAddress at exabgp.listenPort."),
+    ] = False
+    md5_password: Annotated[
+        Md5Password | None,
+        Field(
+            alias="md5Password",
+            description=f"TCP MD5 password inline ({MD5_RULE}); prefer md5PasswordFile (the configuration is a "
+            "ConfigMap). Not both.",
+        ),
+    ] = None  # the password itself, from md5Password or read from md5PasswordFile
+    md5_password_file: Annotated[
+        StrictStr | None,
+        Field(
+            alias="md5PasswordFile",
+            min_length=1,
+            description="A file holding the TCP MD5 password (a mounted Secret key), read at start-up; one "
+            f"trailing newline (LF or CRLF) is removed, the rest must be {MD5_RULE}.",
+        ),
+    ] = None  # where md5_password was read from (None: inline md5Password)
+    graceful_restart: Annotated[
+        Annotated[int, Between(0, 4095)] | None,
+        WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0, "maximum": 4095}, {"const": False}]}),
+        Field(
+            alias="gracefulRestart",
+            description="Seconds advertised in the graceful restart capability; false disables it.",
+        ),
+    ] = 120  # None: disabled
+    families: Annotated[Families, Field(description="Address families of the session, each at most once.")] = FAMILIES
+
+    @property
+    def name(self) -> str:
+        """The peer's label in metrics and logs."""
+        return str(self.address)
+
+    @field_validator("hold_time", mode="after")
+    @classmethod
+    def _hold_time(cls, hold: int) -> int:
+        if 0 < hold < 3:
+            raise problem("must be 0 or at least 3 seconds")
+        return hold
+
+    @field_validator("graceful_restart", mode="wrap")
+    @classmethod
+    def _graceful_restart(cls, value: Any, handler: Callable[[Any], Any]) -> int | None:
+        return None if value is False else handler(value)
+
+    @model_validator(mode="after")
+    def _rules(self, info: ValidationInfo) -> Self:
+        problems: list[tuple[Loc, str]] = []
+        local, address = self.local_address, self.address
+        if local is not None and local.version != address.version:
+            problems.append(
+                (
+                    ("localAddress",),
+                    f"must be an IPv{address.version} address like the peer address {address}, got {local}",
+                )
+            )
+        if self.passive and local is None:
+            problems.append((("localAddress",), "is required when passive is true: bgpadv listens there for the peer"))
+        if self.md5_password_file is not None and self.md5_password is not None:
+            problems.append(
+                (("md5PasswordFile",), "must not be set together with md5Password (keep the password in a Secret)")
+            )
+        if problems:
+            refuse(self, problems)
+        if self.md5_password_file is None:
+            return self
+        try:
+            password = surroundings(info).secret(self.md5_password_file)
+        except ValueError as e:
+            refuse(self, [(("md5PasswordFile",), str(e))])
+        return dataclasses.replace(self, md5_password=password)
+
+
+DEFAULT_MAX_ADDRESSES_PER_INTERFACE = 4
+"""Guest-reported addresses taken per VMI interface of an IPAM-less secondary network, unless configured."""
+
+
+@dataclass(frozen=True, slots=True)
+class SecondaryNetworkConfig(_Section):
+    """What bgpadv may announce for one IPAM-less secondary Layer2 CUDN (`networks.secondary[]`).
+
+    `allowed_prefixes`: the only ranges a guest-reported address may lie in (with a CUDN subnet, both bound it; without
+    one, nothing of the network is announced unless they are given). `max_addresses_per_interface`: the most
+    addresses taken from one VMI interface (a guest reports anything; the rest is refused).
+    """
+
+    name: Annotated[StrictStr, Field(description="The name of a ClusterUserDefinedNetwork (role Secondary, no IPAM).")]
+    allowed_prefixes: Annotated[
+        tuple[Cidr, ...],
+        Field(alias="allowedPrefixes", description="The only ranges a guest-reported address may lie in."),
+    ] = ()
+    max_addresses_per_interface: Annotated[
+        Annotated[int, Between(1, 64)],
+        Field(
+            alias="maxAddressesPerInterface",
+            description="The most addresses taken per VMI interface; the rest is refused (too-many-addresses).",
+        ),
+    ] = DEFAULT_MAX_ADDRESSES_PER_INTERFACE
+
+    @field_validator("name", mode="after")
+    @classmethod
+    def _name(cls, name: str) -> str:
+        if not name:
+            raise problem(f"is required: the name of a ClusterUserDefinedNetwork, got {brief(name)}")
+        return name
+
+
+def _unique(
+    key: Callable[[Any], Any], loc: Callable[[int], Loc], said: Callable[[Any], str]
+) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """A list whose entries' `key` is unique: each repeat is a problem at `loc(index)`."""
+
+    def check(entries: tuple[Any, ...]) -> tuple[Any, ...]:
+        seen: set[Any] = set()
+        problems = []
+        for i, entry in enumerate(entries):
+            k = key(entry)
+            if k in seen:
+                problems.append((loc(i), said(k)))
+            seen.add(k)
+        if problems:
+            refuse(entries, problems)
+        return entries
+
+    return check
+
+
+@dataclass(frozen=True, slots=True)
+class NetworksConfig(_Section):
+    """Which ClusterUserDefinedNetworks to advertise, and what (`networks`)."""
+
+    selector: Annotated[
+        Selector | None,
+        Field(description="Label selector on the CUDNs' metadata.labels; omitted: every CUDN."),
+    ] = None
+    follow_route_advertisements: Annotated[
+        StrictBool,
+        Field(
+            alias="followRouteAdvertisements",
+            description="A CUDN must also be selected by an Accepted OVN-K RouteAdvertisements advertising PodNetwork.",
+        ),
+    ] = False
+    subnets: Annotated[StrictBool, Field(description="Announce the UDN subnets.")] = True
+    host_routes: Annotated[
+        StrictBool, Field(alias="hostRoutes", description="Announce one /32 or /128 per address of every running VM.")
+    ] = True
+    secondary: Annotated[
+        tuple[SecondaryNetworkConfig, ...],
+        AfterValidator(_unique(lambda s: s.name, lambda i: (i, "name"), lambda name: f"{name} is listed twice")),
+        Field(description="IPAM-less secondary Layer2 CUDNs: the guests configure their own addresses."),
+    ] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class KubernetesConfig(_Section):
+    """How to reach the Kubernetes API (`kubernetes`)."""
+
+    kubeconfig: Annotated[
+        StrictStr | None, Field(description="A kubeconfig file; omitted: in-cluster credentials, then $KUBECONFIG.")
+    ] = None
+    context: Annotated[StrictStr | None, Field(description="The kubeconfig context.")] = None
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsConfig(_Section):
+    """Prometheus metrics, /healthz, /readyz and /status (`metrics`)."""
+
+    listen: Annotated[
+        Listen,
+        Field(
+            description="HOST:PORT, or ${VARIABLE}:PORT with the host from an environment variable (unset: an "
+            "error), e.g. ${BGPADV_NODE_IP}:9179."
+        ),
+    ] = "0.0.0.0:9179"  # `${VAR}:PORT` already resolved from the environment
+    listen_from_env: Annotated[str | None, SkipJsonSchema(), PlainValidator(_not_in_file)] = None
+    """The variable the host came from (`${BGPADV_NODE_IP}:9179`), if any."""
+
+    @property
+    def host_port(self) -> tuple[str, int]:
+        host, _, port = self.listen.rpartition(":")
+        return host.strip("[]") or "0.0.0.0", int(port)
+
+    @model_validator(mode="after")
+    def _from_environment(self, info: ValidationInfo) -> Self:
+        """`${VAR}:PORT` → `<value of VAR>:PORT`: the listener on an address only the pod's environment knows (the
+        node's address, `status.hostIP` through the downward API)."""
+        m = _LISTEN_ENV.fullmatch(self.listen)
+        if m is None:
+            return self
+        name, port = m.group(1), m.group(2)
+        value = surroundings(info).environ.get(name, "")
+        if not value:
+            refuse(
+                self,
+                [(("listen",), f"the environment variable {name} is not set (the pod sets it from status.hostIP)")],
+            )
+        try:
+            host = IPAddress(value)
+        except (AddrFormatError, ValueError):
+            refuse(
+                self, [(("listen",), f"the environment variable {name} must hold an IP address, got {brief(value)}")]
+            )
+        listen = f"[{host}]:{port}" if host.version == 6 else f"{host}:{port}"
+        return dataclasses.replace(self, listen=listen, listen_from_env=name)
+
+
+@dataclass(frozen=True, slots=True)
+class ExaBGPConfig(_Section):
+    """Knobs for the ExaBGP process bgpadv runs (`exabgp`); defaults follow the measured facts in the reference
+    notes."""
+
+    reactor_speed: Annotated[
+        Annotated[float, Span(0.001, 10)],
+        Field(alias="reactorSpeed", description="exabgp.reactor.speed (s): lower = faster bulk loads, more idle CPU."),
+    ] = 0.1
+    max_inflight: Annotated[
+        Annotated[int, Between(1, 10000)],
+        Field(alias="maxInflight", description="Commands written to ExaBGP and not yet acknowledged."),
+    ] = 100
+    chunk_prefixes: Annotated[
+        Annotated[int, Between(1, 5000)], Field(alias="chunkPrefixes", description="Prefixes per bulk command line.")
+    ] = 1000
+    listen_port: Annotated[
+        Annotated[int, Between(1, 65535)],
+        Field(
+            alias="listenPort",
+            description="exabgp.tcp.port: where passive peers connect (on each passive peer's localAddress); "
+            "below 1024 needs UID 0 or CAP_NET_BIND_SERVICE.",
+        ),
+    ] = 179
+
+
+@dataclass(frozen=True, slots=True)
+class MinPrefixLength(_Section):
+    """`safety.minPrefixLength`: no route shorter than this per family is ever announced."""
+
+    ipv4: Annotated[
+        Annotated[int, Between(1, 32)], Field(description="A /8 from a cluster is a mistake, a /0 a hijack.")
+    ] = 16
+    ipv6: Annotated[Annotated[int, Between(1, 128)], Field(description="The IPv6 limit.")] = 48
+
+
+@dataclass(frozen=True, slots=True)
+class SafetyConfig(_Section):
+    """Limits that keep a wrong or partial view of the cluster off the fabric (the `safety` section).
+
+    Defaults are chosen for a production fabric edge; `config/bgpadv.yaml` documents each.
+    """
+
+    min_prefix_length: Annotated[
+        MinPrefixLength,
+        Field(alias="minPrefixLength", description="No route shorter than this per family is ever announced."),
+    ] = field(default_factory=MinPrefixLength)
+    max_withdraw_fraction: Annotated[
+        Annotated[float, Span(0.0, 1.0)],
+        Field(
+            alias="maxWithdrawFraction",
+            description="A relist or full replan that would withdraw more than this fraction of a peer's routes "
+            "withdraws none of them (fail static).",
+        ),
+    ] = 0.5
+    hold_seconds: Annotated[
+        Annotated[float, Span(60.0, 86400.0)],
+        Field(
+            alias="holdSeconds",
+            description="Held withdrawals go only when a full LIST at least this much later still agrees.",
+        ),
+    ] = 120.0
+    max_routes: Annotated[
+        Annotated[int, Between(1, 10_000_000)],
+        Field(alias="maxRoutes", description="Max-prefix per peer: beyond it the newest routes are refused."),
+    ] = 200_000
+    drain_seconds: Annotated[
+        Annotated[float, Span(0.0, 3600.0)],
+        Field(
+            alias="drainSeconds",
+            description="On SIGTERM: how long routes stay announced with GRACEFUL_SHUTDOWN (65535:0) before the "
+            "speaker stops.",
+        ),
+    ] = 30.0
+
+    @property
+    def min_prefix_length_v4(self) -> int:
+        return self.min_prefix_length.ipv4
+
+    @property
+    def min_prefix_length_v6(self) -> int:
+        return self.min_prefix_length.ipv6
+
+
+ACCEPT_DEFAULT_ROUTE = (IPNetwork("0.0.0.0/0"), IPNetwork("::/0"))
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptRule(_Section):
+    """Import a learned prefix inside `prefix` whose length is at most `max_length` (None: exactly `prefix`), from
+    the peers in `peers` (empty: every configured peer)."""
+
+    prefix: Annotated[Prefix, Field(description="The range a learned prefix must lie in.")]
+    max_length: Annotated[
+        Annotated[int, Between(0, 128)] | None,
+        Field(alias="maxLength", description="The longest prefix length accepted; omitted: exactly prefix."),
+    ] = None
+    peers: Annotated[
+        tuple[Address, ...], Field(description="Learned from these configured peers only; omitted: every peer.")
+    ] = ()
+
+    @model_validator(mode="after")
+    def _rules(self, info: ValidationInfo) -> Self:
+        problems: list[tuple[Loc, str]] = []
+        width = 32 if self.prefix.version == 4 else 128
+        if self.max_length is not None and not self.prefix.prefixlen <= self.max_length <= width:
+            problems.append(
+                (("maxLength",), f"must be between {self.prefix.prefixlen} and {width}, got {self.max_length}")
+            )
+        known = surroundings(info).peers
+        if known is not None:
+            for k, peer in enumerate(self.peers):
+                if peer not in known:
+                    problems.append((("peers", k), f"must be a configured peer's address, got {brief(str(peer))}"))
+        if problems:
+            refuse(self, problems)
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class ImportNetwork(_Section):
+    """One network whose routing table receives the ToR's routes (`importRoutes.networks[]`).
+
+    `name`: the CUDN's name; its VRF is found by name (OVN-K's rule, `bgpadv.importer.netlink.vrf_name`) unless
+    `table` is set. `network_id`: OVN-K's network ID, needed for a name longer than 15 characters when the CUDN
+    does not carry the `k8s.ovn.org/network-id` annotation. `external`: not a CUDN (an operator's own VRF): needs
+    `table`; its `exclude` subnets replace the CUDN's. `accept`: the import policy; the default imports only the
+    default routes (0.0.0.0/0, ::/0) from every peer.
+    """
+
+    name: Annotated[StrictStr, Field(min_length=1, description="The CUDN's name (or the external network's).")]
+    table: Annotated[
+        Annotated[int, Between(1, 4294967295)] | None,
+        Field(description="The routing table; omitted: the CUDN's VRF's, found by name. Required when external."),
+    ] = None
+    network_id: Annotated[
+        Annotated[int, Between(0, 65535)] | None,
+        Field(
+            alias="networkID",
+            description="OVN-K's network ID: needed for a name over 15 characters when the CUDN has no "
+            "k8s.ovn.org/network-id annotation.",
+        ),
+    ] = None
+    external: Annotated[StrictBool, Field(description="Not a CUDN: an operator's own VRF (needs table).")] = False
+    exclude: Annotated[
+        tuple[Prefix, ...], Field(description="Subnets never imported (an external network's own subnets).")
+    ] = ()
+    accept: Annotated[
+        tuple[AcceptRule, ...],
+        Field(
+            description="The import policy; omitted: only the default routes, from every peer.",
+            json_schema_extra={"default": [{"prefix": str(p)} for p in ACCEPT_DEFAULT_ROUTE]},
+        ),
+    ] = field(default_factory=lambda: tuple(AcceptRule(p) for p in ACCEPT_DEFAULT_ROUTE))
+
+    @field_validator("table", mode="after")
+    @classmethod
+    def _table(cls, table: int | None) -> int | None:
+        if table in (253, 254, 255):
+            raise problem("must not be the default, main or local table")
+        return table
+
+    @model_validator(mode="after")
+    def _rules(self) -> Self:
+        if self.external and self.table is None:
+            refuse(self, [(("table",), "is required for an external network")])
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class ImportConfig(_Section):
+    """`importRoutes`: the ToR's routes into each listed network's routing table, protocol 186 (off by default)."""
+
+    enabled: Annotated[StrictBool, Field(description="Import the ToR's routes.")] = False
+    networks: Annotated[
+        tuple[ImportNetwork, ...],
+        AfterValidator(_unique(lambda n: n.name, lambda i: (i, "name"), lambda name: f"{name!r} is listed twice")),
+        Field(description="The networks whose routing table receives the ToR's routes."),
+    ] = ()
+    max_routes: Annotated[
+        Annotated[int, Between(1, 1_000_000)],
+        Field(alias="maxRoutes", description="Per network and family; the longest prefixes beyond it are left out."),
+    ] = 1000
+    reconcile_seconds: Annotated[
+        Annotated[float, Span(1.0, 3600.0)],
+        Field(alias="reconcileSeconds", description="The periodic level-based repair (kernel dump, VRF lookup)."),
+    ] = 10.0
+
+
+_ATTRIBUTES = Attributes()
+
+
+@dataclass(frozen=True, slots=True)
+class PathAttributes(_Section):
+    """`attributes`: path attributes added to every route (held as `bgpadv.core.model.Attributes`)."""
+
+    local_preference: Annotated[Annotated[int, Between(0, 4294967295)] | None, Field(alias="localPreference")] = (
+        _ATTRIBUTES.local_preference
+    )
+    med: Annotated[Annotated[int, Between(0, 4294967295)] | None, Field(description="MULTI_EXIT_DISC.")] = (
+        _ATTRIBUTES.med
+    )
+    communities: Annotated[tuple[Community, ...], Field(description="ASN:VALUE")] = _ATTRIBUTES.communities
+    large_communities: Annotated[
+        tuple[LargeCommunity, ...], Field(alias="largeCommunities", description="GLOBAL:LOCAL1:LOCAL2")
+    ] = _ATTRIBUTES.large_communities
+    as_path_prepend: Annotated[
+        Annotated[int, Between(0, 10)],
+        Field(alias="asPathPrepend", description="How many times the local AS is prepended."),
+    ] = _ATTRIBUTES.as_path_prepend
+
+    def held(self) -> Attributes:
+        return Attributes(**{f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
+
+
+@dataclass(frozen=True, slots=True)
+class NextHopSelf(_Section):
+    """`nextHopSelf`: what `self` stands for per family (held as a tuple of addresses in `Config.next_hop_self`)."""
+
+    ipv4: Annotated[Unicast4 | None, Field(description="The IPv4 address.")] = None
+    ipv6: Annotated[Unicast6 | None, Field(description="The IPv6 address.")] = None
+
+    def held(self) -> tuple[IPAddress, ...]:
+        return tuple(a for a in (self.ipv4, self.ipv6) if a is not None)
+
+
+NODE_NAME_ENV = "BGPADV_NODE_NAME"
+"""The environment variable that names an instance's node in per-node mode (the DaemonSet sets it from the downward
+API, `spec.nodeName`)."""
+
+MODES = ("cluster", "per-node")
+
+
+def _node_name(value: str) -> str:
+    if not value:
+        raise problem("must not be empty (omit it to take the node name from BGPADV_NODE_NAME)")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Config(_Section):
+    """bgpadv's configuration (the whole file)."""
+
+    local_asn: Annotated[Annotated[int, Between(1, 4294967295)], Field(alias="localASN", description="Our AS number.")]
+    peers: Annotated[
+        tuple[PeerConfig, ...],
+        Field(min_length=1, description="BGP neighbours: the top-of-rack router(s)."),
+    ]
+    router_id: Annotated[
+        RouterID | None,
+        Field(alias="routerID", description="BGP router ID (IPv4, not 0.0.0.0); omitted: ExaBGP derives one."),
+    ] = None
+    networks: NetworksConfig = field(default_factory=NetworksConfig)
+    next_hop: Annotated[
+        Literal["node", "self"],
+        Field(
+            alias="nextHop",
+            description='Next hop of host routes: "node" = the node the VM runs on now (it follows live '
+            'migrations); "self" = the speaker\'s own address.',
+        ),
+    ] = "node"
+    attributes: Annotated[
+        Attributes,
+        _read_as(PathAttributes, PathAttributes.held),
+        Field(description="Path attributes added to every route."),
+    ] = field(default_factory=Attributes)
+    kubernetes: KubernetesConfig = field(default_factory=KubernetesConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    exabgp: ExaBGPConfig = field(default_factory=ExaBGPConfig)
+    node_name: Annotated[
+        StrictStr | None,
+        AfterValidator(_node_name),
+        Field(
+            alias="nodeName",
+            description="Per-node mode's node; omitted: BGPADV_NODE_NAME (the DaemonSet sets it); both set and "
+            "different is an error.",
+        ),
+    ] = None  # per-node mode: this instance's node (None: cluster mode, the whole cluster)
+    next_hop_self: Annotated[
+        tuple[IPAddress, ...],
+        _read_as(NextHopSelf, NextHopSelf.held),
+        Field(
+            alias="nextHopSelf",
+            description='What "self" stands for per family; omitted: the address of the BGP session.',
+        ),
+    ] = field(default_factory=tuple)  # what `self` stands for, per family; () = the session's address
+    safety: SafetyConfig = field(default_factory=SafetyConfig)
+    import_routes: Annotated[ImportConfig, Field(alias="importRoutes")] = field(default_factory=ImportConfig)
+    mode: Annotated[
+        Literal["cluster", "per-node"] | None,
+        Field(
+            description="cluster (one instance announces the whole cluster) or per-node (one per node); omitted: "
+            "per-node when nodeName or BGPADV_NODE_NAME names a node, else cluster."
+        ),
+    ] = None  # as written; node_name is the outcome
+
+    def self_address(self, version: int) -> IPAddress | None:
+        """The explicit address `next-hop self` means for IP version 4 or 6, if configured."""
+        return next((a for a in self.next_hop_self if a.version == version), None)
+
+    @field_validator("peers", mode="after")
+    @classmethod
+    def _peers(cls, peers: tuple[PeerConfig, ...], info: ValidationInfo) -> tuple[PeerConfig, ...]:
+        _unique(lambda p: p.address, lambda i: (i, "address"), lambda a: f"peer {a} is listed twice")(peers)
+        surroundings(info).peers = frozenset(p.address for p in peers)  # for importRoutes.networks[].accept[].peers
+        return peers
+
+    @model_validator(mode="after")
+    def _node(self, info: ValidationInfo) -> Self:
+        """The node of a per-node instance, or None in cluster mode.
+
+        `mode: per-node` selects per-node mode; without `mode`, a node name (`nodeName` in the file, or
+        `BGPADV_NODE_NAME` in the environment, which only the per-node DaemonSet sets) selects it, so the per-node
+        overlay needs no change to the shared configuration; `mode: cluster` announces the whole cluster whatever the
+        environment says. The node is `nodeName` from the file, else `BGPADV_NODE_NAME`; when both are set they must
+        agree (a shared ConfigMap naming one node would make every DaemonSet pod claim that node's VMs), and when
+        neither is set in per-node mode the configuration is refused: an instance that does not know its node
+        announces nothing.
+        """
+        from_env = surroundings(info).environ.get(NODE_NAME_ENV) or None
+        from_file = self.node_name
+        mode = self.mode or ("per-node" if from_file is not None or from_env else "cluster")
+        if mode == "cluster":
+            if from_file is not None:
+                refuse(self, [(("nodeName",), "is only for mode: per-node (cluster mode announces the whole cluster)")])
+            return self
+        if from_file is not None and from_env is not None and from_file != from_env:
+            refuse(self, [(("nodeName",), f"{brief(from_file)} differs from {NODE_NAME_ENV}={brief(from_env)}")])
+        node = from_file or from_env
+        if node is None:
+            refuse(
+                self,
+                [(("mode",), f"per-node mode needs the node name: set {NODE_NAME_ENV} (downward API) or nodeName")],
+            )
+        return self if node == from_file else dataclasses.replace(self, node_name=node)
