@@ -58,7 +58,7 @@ def _printable(text: str) -> str:
     return text.encode("unicode_escape").decode("ascii")
 
 
-def _widths(header: Sequence[str], rows: list[Sequence[str]]) -> list[int]:
+def _widths(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
     return [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
 
 

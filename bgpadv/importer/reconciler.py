@@ -99,7 +99,7 @@ class Importer:
 
     # -- the work --------------------------------------------------------------------------------------------------
     def _targets(self) -> dict[str, tuple[ImportNetwork, int | None, str | None, tuple[Prefix, ...]]]:
-        out = {}
+        out: dict[str, tuple[ImportNetwork, int | None, str | None, tuple[Prefix, ...]]] = {}
         for net in self.settings.networks:
             if net.external:
                 out[net.name] = (net, net.table, None, ())

@@ -303,7 +303,7 @@ class EventRecorder(NullObserver):
                     body = {**call.body, "firstTimestamp": call.body["lastTimestamp"]}
                     body["metadata"] = {"name": call.name, "namespace": call.namespace}
                     call = _Call("create", call.name, call.namespace, body)
-            self._api.create_namespaced_event(call.namespace, call.body, _preload_content=False)
+            self._api.create_namespaced_event(call.namespace, call.body, _preload_content=False)  # type: ignore[arg-type]  # a plain dict is a valid body
             self._count("created")
         except self._exc as e:
             self._count("failed")

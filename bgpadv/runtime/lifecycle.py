@@ -46,4 +46,4 @@ def drain_requested(environ: Mapping[str, str] | None = None) -> bool:
     if env.get(DRAINING_ENV) == "1":
         return True
     runtime = env.get(RUNTIME_DIR_ENV)
-    return bool(runtime) and (Path(runtime) / DRAIN_FILE).exists()
+    return runtime is not None and runtime != "" and (Path(runtime) / DRAIN_FILE).exists()

@@ -119,7 +119,7 @@ class ConfigFileWatch:
             self.poll()
 
 
-def classify(old: Config, new: Config, render: Callable[[Config], str] | None = None) -> str:
+def classify(old: Config, new: Config, render: Callable[[Config], str | None] | None = None) -> str:
     """ "unchanged", "live", "controller" or "exabgp" (see the module docstring). `render(config)`: ExaBGP's
     configuration for it; without it peers, local AS and router ID are compared directly."""
     if new == old:

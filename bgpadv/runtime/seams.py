@@ -29,7 +29,7 @@ class ControllerSpeaker(Protocol):
     def needs_retry(self) -> bool:
         """ExaBGP refused a command: the last desired set should be diffed again (`resync`)."""
 
-    def held(self, peer: str) -> Collection[object]:
+    def held(self, peer: str) -> Collection[tuple[int, int, int]]:
         """The prefix keys ExaBGP holds for `peer` (the guard keeps a peer over its route limit on them)."""
 
     def start(self) -> None:

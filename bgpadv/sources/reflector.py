@@ -157,7 +157,11 @@ def list_function(api_client: ApiClient, resource: Resource) -> Callable[..., An
         custom = CustomObjectsApi(api_client)
         return functools.partial(custom.list_cluster_custom_object, resource.group, resource.version, resource.plural)
     core = CoreV1Api(api_client)
-    calls = {"nodes": core.list_node, "pods": core.list_pod_for_all_namespaces, "namespaces": core.list_namespace}
+    calls: dict[str, Callable[..., Any]] = {
+        "nodes": core.list_node,
+        "pods": core.list_pod_for_all_namespaces,
+        "namespaces": core.list_namespace,
+    }
     if resource.plural not in calls:
         raise ValueError(f"no list function for core resource {resource.plural!r}")
     return calls[resource.plural]
