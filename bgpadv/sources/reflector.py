@@ -522,7 +522,7 @@ class Reflector:
         plural = self.resource.plural
         try:
             event = yamlsafe.loads_json(line)
-            kind, obj = event["type"], event["object"]  # type: ignore[index,call-overload]
+            kind, obj = event["type"], event["object"]  # type: ignore[index]
         except yamlsafe.TooDeep:
             log.warning(
                 "%s: skipping a watch line nested deeper than %d levels (%d bytes)", plural, MAX_DEPTH, len(line)
