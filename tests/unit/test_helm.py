@@ -31,7 +31,7 @@ import yaml
 
 from bgpadv.commands import checkconfig
 
-from .test_kustomize import CUSTOM_RESOURCES, KUBERNETES_VERSIONS, render
+from .test_kustomize import CUSTOM_RESOURCES, KUBERNETES_VERSIONS, readme_block, render
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "deploy" / "helm" / "bgpadv"
@@ -316,3 +316,18 @@ def test_the_prometheus_rule_carries_the_selector_labels_from_the_values(helm: s
     assert "role" not in rule["metadata"]["labels"]
     default = one(template(helm, OPTION_SETS["monitoring"]), "PrometheusRule")
     assert default["metadata"]["labels"]["role"] == "alert-rules"
+
+
+def test_the_readme_values_install_the_readme_configuration(helm: str, tmp_path: Path, monkeypatch, capsys) -> None:
+    values = yaml.safe_load(readme_block("# my-values.yaml"))
+    docs = template(helm, values)
+    for doc in docs:
+        if doc["kind"] not in CUSTOM_RESOURCES:
+            kubernetes_validate.validate(doc, KUBERNETES_VERSIONS[-1], strict=True)
+    assert {"PodMonitor", "PrometheusRule"} <= {d["kind"] for d in docs}
+    assert workload(docs)["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.example.com/bgpadv:0.1.0"
+    path = tmp_path / "bgpadv.yaml"
+    path.write_text(one(docs, "ConfigMap")["data"]["bgpadv.yaml"])
+    assert yaml.safe_load(path.read_text()) == EXAMPLE_CONFIG  # the kustomize path's configuration, the same
+    monkeypatch.setenv("BGPADV_NODE_IP", "10.0.0.11")
+    assert checkconfig.main(str(path)) == 0, capsys.readouterr().err
