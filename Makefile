@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint unit bench image system-deps venv clean
+.PHONY: demo test lint unit bench image image-deps helm system-deps venv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,15 +15,24 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 system-deps:
-	bash scripts/install-system-deps.sh
+	bash scripts/install-system-deps.sh all
+
+## image-deps: only what `make image` needs (buildah, mmdebstrap)
+image-deps:
+	bash scripts/install-system-deps.sh image
+
+## helm: build the pinned helm the chart tests use (Go toolchain; cached in $${BGPADV_TOOLS_CACHE:-/var/cache/bgpadv/tools})
+helm:
+	bash scripts/build-helm.sh
 
 ## demo: build a local lab (FRR ToR + node namespaces + embedded API), run bgpadv, migrate a VM, tear down
 ## (bgpadv_lab is not installed: `python -m` from the checkout root puts it on sys.path)
 demo: system-deps $(STAMP)
 	$(PY) -m bgpadv_lab.demo
 
-## test: install what the tests need, lint, and run every test (unit + lab against a real FRR)
-test: system-deps $(STAMP)
+## test: install what the tests need, lint, and run every test (unit + lab against a real FRR; the chart tests build
+## the pinned helm first when it is missing: scripts/build-helm.sh, minutes the first time)
+test: system-deps $(STAMP) helm
 	$(VENV)/bin/ruff check bgpadv bgpadv_lab tests bench
 	$(VENV)/bin/ruff format --check bgpadv bgpadv_lab tests bench
 	$(VENV)/bin/lint-imports
@@ -33,7 +42,7 @@ unit: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider tests -m "not lab and not image"
 
 ## image: build the container image localhost/bgpadv:<version> with buildah (IMAGE=... to tag it otherwise)
-image: system-deps $(STAMP)
+image: image-deps $(STAMP)
 	bash scripts/build-image.sh
 
 lint: $(STAMP)

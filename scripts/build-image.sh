@@ -4,10 +4,11 @@
 #   1. base image  localhost/bgpadv-base:bookworm-<key>: `mmdebstrap --variant=minbase` with python3, python3-venv,
 #      libnss-wrapper and ca-certificates, imported with `buildah from scratch` + commit. Built once per <key> (a hash
 #      of the mmdebstrap command line): the root filesystem tar is kept in $CACHE_DIR, the image in buildah's store.
-#   2. wheels      bgpadv and its dependencies, `pip wheel` into build/wheels (pip's own cache makes reruns cheap).
+#   2. wheels      bgpadv and its dependencies at the versions pinned in requirements/image.txt (constraints:
+#                  scripts/lock-image.sh regenerates it), `pip wheel` into build/wheels (pip's cache makes reruns cheap).
 #   3. the image   `buildah bud` of ./Containerfile FROM that base, tagged $IMAGE.
 #
-# Usage: scripts/build-image.sh            (as root; `make image` runs it)
+# Usage: scripts/build-image.sh            (as root; `make image` runs it, and installs only buildah and mmdebstrap)
 # Environment:
 #   IMAGE          tag to build (default localhost/bgpadv:<version from pyproject.toml>)
 #   PYTHON         the Python that builds the wheels (default .venv/bin/python, else python3)
@@ -30,7 +31,7 @@ if [ -n "${BUILDAH_ROOT:-}" ]; then
   buildah+=(--root "$BUILDAH_ROOT" --runroot "$(dirname "$BUILDAH_ROOT")/run")
 fi
 for tool in buildah mmdebstrap; do
-  command -v "$tool" >/dev/null || { echo "$tool missing: run scripts/install-system-deps.sh" >&2; exit 1; }
+  command -v "$tool" >/dev/null || { echo "$tool missing: run scripts/install-system-deps.sh image" >&2; exit 1; }
 done
 
 t0=$(date +%s)
@@ -81,7 +82,10 @@ fi
 # moved to bgpadv_lab/) would ship in the wheel, so the in-tree build starts empty.
 rm -rf build/wheels build/lib build/bdist.*
 mkdir -p "$CACHE_DIR"
-if ! "$PYTHON" -m pip wheel --quiet --disable-pip-version-check --wheel-dir build/wheels . >"$CACHE_DIR/wheels.log" 2>&1
+# The pins make the image reproducible: the same versions whatever PyPI serves today (a dependency missing from the
+# file is taken unpinned; tests/unit/test_packaging.py checks that the pins cover every dependency).
+if ! "$PYTHON" -m pip wheel --quiet --disable-pip-version-check --constraint requirements/image.txt \
+  --wheel-dir build/wheels . >"$CACHE_DIR/wheels.log" 2>&1
 then
   cat "$CACHE_DIR/wheels.log" >&2
   exit 1

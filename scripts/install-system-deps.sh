@@ -5,17 +5,28 @@
 # `kubectl` (for `kubectl kustomize` in tests/unit/test_kustomize.py) is not installed from here: Debian bookworm's
 # kubernetes-client is 1.20, whose kustomize (v2) is too old for deploy/; this workplace's machines ship a current
 # kubectl, elsewhere install kubectl >= 1.27 from the Kubernetes project.
+#
+# Usage: scripts/install-system-deps.sh [all|image]
+#   all    (default) everything above: `make test`, `make demo`, `make bench`
+#   image  only what `make image` needs: buildah and mmdebstrap
 set -euo pipefail
+what=${1:-all}
 need=()
-command -v ip >/dev/null || need+=(iproute2)
-command -v ping >/dev/null || need+=(iputils-ping)
-[ -x /usr/lib/frr/bgpd ] || need+=(frr)
-command -v vtysh >/dev/null || need+=(frr)
-command -v tcpdump >/dev/null || need+=(tcpdump)
-command -v prometheus >/dev/null || need+=(prometheus)
+case "$what" in
+  all)
+    command -v ip >/dev/null || need+=(iproute2)
+    command -v ping >/dev/null || need+=(iputils-ping)
+    [ -x /usr/lib/frr/bgpd ] || need+=(frr)
+    command -v vtysh >/dev/null || need+=(frr)
+    command -v tcpdump >/dev/null || need+=(tcpdump)
+    command -v prometheus >/dev/null || need+=(prometheus)
+    command -v unshare >/dev/null || need+=(util-linux)
+    ;;
+  image) ;;
+  *) echo "usage: $0 [all|image]" >&2; exit 2 ;;
+esac
 command -v buildah >/dev/null || need+=(buildah)
 command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
-command -v unshare >/dev/null || need+=(util-linux)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing system packages: ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -23,6 +34,7 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+[ "$what" = image ] && exit 0
 # The packaged services are not used: the lab starts its own daemons inside its namespaces.
 for svc in frr prometheus; do
   if command -v systemctl >/dev/null && systemctl is-active --quiet "$svc" 2>/dev/null; then systemctl stop "$svc" || true; fi

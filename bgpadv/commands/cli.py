@@ -55,6 +55,11 @@ def _parser() -> argparse.ArgumentParser:
         help="print the configuration file's JSON Schema (draft 2020-12, keys as written) instead, for editors and CI",
     )
 
+    sub.add_parser(
+        "example-config",
+        help="print the documented example configuration (every key; its placeholder peer is refused until replaced)",
+    )
+
     status = sub.add_parser("status", help="print peers, routes and convergence of a running instance")
     status.add_argument(
         "--url",
@@ -96,6 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from bgpadv.commands import status
 
         return status.main(args.url, as_json=args.json)
+    if args.command == "example-config":
+        from bgpadv.commands import example
+
+        return example.main()
     raise AssertionError(args.command)
 
 

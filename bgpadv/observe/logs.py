@@ -1,6 +1,11 @@
 """Structured logging: one JSON object per line with ts, level, logger, msg and the record's extra fields.
 
 bgpadv runs as ExaBGP's API process, whose stdout is the command channel to ExaBGP: logs go to stderr, always.
+
+The level comes from the environment variable `BGPADV_LOG_LEVEL` (`debug`, `info` — the default —, `warning`,
+`error`; any case, surrounding blanks ignored), read by every process `bgpadv run` starts. Any other value is an
+error at start (`LogLevelError`: the process exits with a message naming the allowed values), never a silent INFO: an
+operator who asked for debug logs and got none would look for the problem in the wrong place.
 """
 
 from __future__ import annotations
@@ -15,6 +20,24 @@ from typing import IO, Any
 _STANDARD = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "taskName"}
 
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+LEVEL_ENV = "BGPADV_LOG_LEVEL"
+
+
+class LogLevelError(SystemExit):
+    """An unknown log level: raised at start, it ends the process with its message on stderr (exit status 1)."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+        super().__init__(f"bgpadv: {LEVEL_ENV}={value!r} is not a log level: use one of {', '.join(LEVELS)}")
+
+
+def parse_level(value: str) -> int:
+    """The logging level a `BGPADV_LOG_LEVEL` value names; `LogLevelError` for anything else (an empty value is the
+    default, info)."""
+    key = value.strip().lower() or "info"
+    if key not in LEVELS:
+        raise LogLevelError(value)
+    return LEVELS[key]
 
 
 class JsonFormatter(logging.Formatter):
@@ -55,8 +78,9 @@ class TextFormatter(logging.Formatter):
 
 
 def setup_logging(level: str | int = "info", json: bool = True, stream: IO[str] | None = None) -> logging.Handler:
-    """Configure the root logger once (replacing earlier bgpadv handlers); returns the handler installed."""
-    lvl = LEVELS.get(level.lower(), logging.INFO) if isinstance(level, str) else level
+    """Configure the root logger once (replacing earlier bgpadv handlers); returns the handler installed. A level
+    name that is not one of `LEVELS` raises `LogLevelError` before anything changes."""
+    lvl = parse_level(level) if isinstance(level, str) else level
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
     handler.setFormatter(JsonFormatter() if json else TextFormatter())
     handler._bgpadv = True  # type: ignore[attr-defined]

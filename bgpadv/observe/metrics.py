@@ -16,11 +16,17 @@ peers, routes and readiness behind `/status` to `bgpadv.observe.readiness`. The 
   that was readable answers 404/403 and its objects are kept pending confirmation.
 - `bgpadv_migration_handover_seconds`: from a migration target's ready time (a Kubernetes timestamp, so only as
   precise as the object records it) to the host route leaving with its new next hop.
+- `bgpadv_config_stale`: 1 while the configuration file's last change was refused and an older configuration runs
+  (the BgpadvConfigStale alert); 0 once a change is applied or the file is back to the configuration in force.
+
+No `_created` series: `prometheus_client.disable_created_metrics()` (process-wide) when the registry is built. They
+double the series of every counter and histogram, and nothing here reads them (`process_start_time_seconds` says
+when the process started).
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
@@ -57,6 +63,7 @@ class Metrics:
     """The Prometheus objects, registered on their own registry (`registry`)."""
 
     def __init__(self, registry: CollectorRegistry | None = None, *, process_collectors: bool = True):
+        disable_created_metrics()
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         if process_collectors:
             ProcessCollector(registry=self.registry)
@@ -187,6 +194,12 @@ class Metrics:
         )
         for result in ("applied", "refused"):
             self.config_reloads.labels(result=result)
+        self.config_stale = Gauge(
+            "bgpadv_config_stale",
+            "1 while the configuration file's last change was refused (invalid, or ExaBGP could not reload it) and an"
+            " older configuration runs; 0 once a change is applied or the file is back to the one in force.",
+            registry=r,
+        )
         self.config_last_reload_success = Gauge(
             "bgpadv_config_last_reload_success_timestamp_seconds",
             "Unix time the configuration in force was applied (controller start or live reload).",

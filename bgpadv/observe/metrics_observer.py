@@ -73,8 +73,11 @@ class MetricsObserver:
 
     # --- configuration reloads (bgpadv.runtime.reload) ----------------------------------------------------------------
     def config_reload(self, result: str) -> None:
-        """A configuration change was "applied" or "refused"."""
-        self.metrics.config_reloads.labels(result=result).inc()
+        """A configuration change was "applied" or "refused" (both counted), or is "unchanged" (the file is back to
+        the configuration in force: not counted). Refused sets `bgpadv_config_stale`, the others clear it."""
+        if result != "unchanged":
+            self.metrics.config_reloads.labels(result=result).inc()
+        self.metrics.config_stale.set(1 if result == "refused" else 0)
 
     def config_applied(self) -> None:
         """The configuration in force was applied now."""

@@ -155,7 +155,7 @@ class Reloader:
     config_path: str
     api_argv: Sequence[str] = ()
     runtime_dir: Path | None = None
-    counted: Callable[[str], None] = lambda _result: None  # "applied" | "refused"
+    counted: Callable[[str], None] = lambda _result: None  # "applied" | "refused" | "unchanged" (not counted)
     applied_at: Callable[[], None] = lambda: None
 
     def load(self) -> Config | None:
@@ -192,6 +192,7 @@ class Reloader:
             return KEEP
         kind = classify(running, new, self.render if self.render(running) is not None else None)
         if kind == "unchanged":
+            self.counted("unchanged")  # the file is back to the configuration in force: no longer stale
             return KEEP
         if kind == "live":
             return ReloadDecision("live", new)

@@ -22,7 +22,10 @@ from bgpadv.core import yamlsafe
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "config" / "bgpadv.yaml"
-SHIPPED = [EXAMPLE, ROOT / "deploy" / "base" / "bgpadv.yaml"]
+# deploy/base/bgpadv.yaml is a placeholder refused on purpose (its peer is no address): the README's configuration
+# (deploy/examples/bgpadv.yaml) is the deployable one, and the placeholder's one error is asserted below
+SHIPPED = [EXAMPLE, ROOT / "deploy" / "examples" / "bgpadv.yaml"]
+PLACEHOLDER = ROOT / "deploy" / "base" / "bgpadv.yaml"
 MINIMAL = {"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512}]}
 
 
@@ -50,6 +53,11 @@ def test_check_config_schema_prints_a_draft_2020_12_schema(capsys):
 @pytest.mark.parametrize("path", [pytest.param(p, id=str(p.relative_to(ROOT))) for p in SHIPPED])
 def test_the_shipped_configurations_are_valid_against_the_schema(path):
     assert [e.message for e in _validator().iter_errors(_document(path.read_text()))] == []
+
+
+def test_the_placeholder_configuration_fails_the_schema_on_its_peer_address_only():
+    errors = list(_validator().iter_errors(_document(PLACEHOLDER.read_text())))
+    assert [list(e.absolute_path) for e in errors] == [["peers", 0, "address"]]
 
 
 @pytest.mark.parametrize(

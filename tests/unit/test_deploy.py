@@ -1,10 +1,11 @@
 """The monitoring files in deploy/: the PrometheusRule (deploy/components/monitoring) and the Grafana dashboard.
 
 Scope: the rules pass `promtool check rules`, each alert fires (and stays quiet) as intended under `promtool test
-rules` with synthetic series, every dashboard query is valid PromQL, and every bgpadv metric the rules and the
-dashboard name exists in `bgpadv.observe.metrics`. promtool comes with Debian's `prometheus` package, which the
-project's
-install script puts on every machine: its absence is a failure, not a skip.
+rules` with synthetic series, each has its severity (critical pages, warning is the team's queue, info a ticket) and a
+runbook_url into the README's Troubleshooting section; a tenant's refused address is a ticket, a platform's refusal
+the team's; every dashboard query is valid PromQL, the dashboard has a convergence heatmap, and every bgpadv metric
+the rules and the dashboard name exists in `bgpadv.observe.metrics`. promtool comes with Debian's `prometheus`
+package, which the project's install script puts on every machine: its absence is a failure, not a skip.
 """
 
 from __future__ import annotations
@@ -20,8 +21,12 @@ import yaml
 from prometheus_client import generate_latest
 
 from bgpadv.observe.metrics import Metrics
+from bgpadv.planner import checks
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+README = (ROOT / "README.md").read_text()
+RUNBOOK = "https://git.example.org/bgpadv/bgpadv/-/blob/main/README.md#"
 RULES = DEPLOY / "components" / "monitoring" / "prometheus-rules.yaml"
 DASHBOARD = DEPLOY / "grafana-dashboard.json"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
@@ -47,23 +52,84 @@ def rule_file(tmp_path: Path) -> Path:
 def test_rules_pass_promtool_check(rule_file: Path) -> None:
     result = promtool("check", "rules", str(rule_file), cwd=rule_file.parent)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 11 rules found" in result.stdout
+    assert "SUCCESS: 19 rules found" in result.stdout
 
 
-def test_the_nine_alerts_exist() -> None:
+def rules() -> dict[str, dict]:
     spec = yaml.safe_load(RULES.read_text())["spec"]
-    alerts = {r["alert"] for g in spec["groups"] for r in g["rules"] if "alert" in r}
-    assert alerts == {
-        "BgpadvDown",
-        "BgpadvAbsent",
-        "BgpadvWatchRestarting",
-        "BgpadvExabgpCommandErrors",
-        "BgpadvConvergenceUnmatched",
-        "BgpadvPeerDown",
-        "BgpadvConvergenceSlow",
-        "BgpadvRoutesRejected",
-        "BgpadvNoRecentSync",
-    }
+    return {r["alert"]: r for g in spec["groups"] for r in g["rules"] if "alert" in r}
+
+
+SEVERITIES = {
+    # the fabric is, or is about to be, wrong about where VMs are: page
+    "BgpadvDown": "critical",
+    "BgpadvAbsent": "critical",
+    "BgpadvNodeWithoutSpeaker": "critical",
+    "BgpadvAllPeersDown": "critical",
+    "BgpadvNoRecentSync": "critical",
+    # degraded, or about to be: the team's queue, the same day
+    "BgpadvPeerDown": "warning",
+    "BgpadvExabgpCommandErrors": "warning",
+    "BgpadvConvergenceUnmatched": "warning",
+    "BgpadvConvergenceSlow": "warning",
+    "BgpadvRoutesHeld": "warning",
+    "BgpadvResourceHeld": "warning",
+    "BgpadvWatchRestarting": "warning",
+    "BgpadvConfigStale": "warning",
+    "BgpadvRoutesRefusedByPlatform": "warning",
+    "BgpadvImportOverLimit": "warning",
+    "BgpadvNetlinkErrors": "warning",
+    # a tenant's object refused: the fabric is right, the tenant's VM is not announced: a ticket
+    "BgpadvRoutesRejected": "info",
+}
+
+
+def test_the_alerts_and_their_severities() -> None:
+    assert {name: r["labels"]["severity"] for name, r in rules().items()} == SEVERITIES
+
+
+def readme_anchors(section: str) -> set[str]:
+    """GitHub/GitLab anchors of the `###` headings in the README's `## section`."""
+    body = README.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    return {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in re.findall(r"^### (.+)$", body, re.M)}
+
+
+def test_every_alert_has_a_runbook_entry_in_the_readme_troubleshooting_section() -> None:
+    anchors = readme_anchors("Troubleshooting")
+    for name, rule in rules().items():
+        assert rule["annotations"]["runbook_url"] == RUNBOOK + name.lower(), name
+        assert name.lower() in anchors, f"README.md has no '### {name}' under '## Troubleshooting'"
+
+
+TENANT_REASONS = {
+    # what a tenant's VM, claim or guest agent causes (the tenant can fix it; the fabric is right without it)
+    checks.OUTSIDE_NETWORK_SUBNETS,
+    checks.DEFAULT_GATEWAY_ADDRESS,
+    checks.INFRASTRUCTURE_ADDRESS,
+    checks.NETWORK_OR_BROADCAST_ADDRESS,
+    checks.LINK_LOCAL,
+    checks.LOOPBACK_OR_MULTICAST,
+    checks.UNSPECIFIED_ADDRESS,
+    checks.MALFORMED_ADDRESS,
+    checks.DUPLICATE_ADDRESS,
+    checks.NAMESPACED_UDN_NOT_ADVERTISABLE,
+    checks.UNKNOWN_NETWORK,
+    checks.NETWORK_NOT_SELECTED,
+    checks.PERSISTENT_IPS_NOT_SUPPORTED,
+    checks.OUTSIDE_ALLOWED_PREFIXES,
+    checks.TOO_MANY_ADDRESSES,
+}
+
+
+def reason_regex(alert_name: str) -> tuple[str, set[str]]:
+    (op, alternatives) = re.findall(r'reason(=~|!~)"([^"]+)"', rules()[alert_name]["expr"])[0]
+    return op, set(alternatives.split("|"))
+
+
+def test_tenant_reasons_are_a_ticket_and_every_other_reason_is_the_platform_teams() -> None:
+    assert set(checks.ALL_REASONS) >= TENANT_REASONS
+    assert reason_regex("BgpadvRoutesRejected") == ("=~", TENANT_REASONS)
+    assert reason_regex("BgpadvRoutesRefusedByPlatform") == ("!~", TENANT_REASONS)  # a new code is seen, not ticketed
 
 
 def test_the_header_calls_the_file_what_it_is() -> None:
@@ -73,9 +139,24 @@ def test_the_header_calls_the_file_what_it_is() -> None:
 
 
 def alert(name: str, at: str, labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None) -> dict:
-    """An alert_rule_test entry: no labels means "must not fire" at that time."""
-    exp = [{"exp_labels": labels, "exp_annotations": annotations or {}}] if labels is not None else []
+    """An alert_rule_test entry: no labels means "must not fire" at that time. The runbook_url is the alert's own."""
+    runbook = {"runbook_url": RUNBOOK + name.lower()}
+    exp = [{"exp_labels": labels, "exp_annotations": {**(annotations or {}), **runbook}}] if labels is not None else []
     return {"eval_time": at, "alertname": name, "exp_alerts": exp}
+
+
+def rendered(name: str, value: float, labels: dict[str, str], summary: str) -> dict[str, str]:
+    """The alert's annotations as Prometheus renders them for these labels and value (the two template forms the
+    rules use: `{{ $labels.x }}`, `{{ $value | printf "%.0f" }}`); the summary is given, and checked, in full."""
+
+    def fill(text: str) -> str:
+        text = re.sub(r'\{\{ \$value \| printf "%\.0f" \}\}', f"{value:.0f}", text)
+        return re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels[m.group(1)], text)
+
+    out = {k: fill(v) for k, v in rules()[name]["annotations"].items() if k != "runbook_url"}
+    assert "{{" not in "".join(out.values()), out
+    assert out["summary"] == summary
+    return out
 
 
 BASE = {"job": "bgpadv", "instance": "10.0.0.9:9179"}
@@ -91,6 +172,26 @@ def _sent_buckets(slow: bool) -> list[dict[str, str]]:
         series = f'bgpadv_convergence_seconds_bucket{{{T}, stage="sent", op="announce", kind="host", le="{le}"}}'
         out.append({"series": series, "values": f"0+{per_min}x40"})
     return out
+
+
+def _vm_on(node: str, vm: str, phase: str) -> list[dict[str, str]]:
+    """kube-state-metrics' series of a VM's virt-launcher pod on `node` in `phase`."""
+    pod = f'namespace="imported-vms", pod="virt-launcher-{vm}-x7k2p"'
+    ksm = 'job="kube-state-metrics", instance="10.128.2.7:8443"'
+    info = f'{ksm}, {pod}, node="{node}", created_by_kind="VirtualMachineInstance", created_by_name="{vm}"'
+    return [
+        {"series": f"kube_pod_info{{{info}}}", "values": "1x30"},
+        {"series": f'kube_pod_status_phase{{{ksm}, {pod}, phase="{phase}"}}', "values": "1x30"},
+        {"series": f'kube_pod_status_phase{{{ksm}, {pod}, phase="Running"}}', "values": "0x30"}
+        if phase != "Running"
+        else {"series": f'kube_pod_status_phase{{{ksm}, {pod}, phase="Pending"}}', "values": "0x30"},
+    ]
+
+
+def _up(node: str, mode: str) -> str:
+    """bgpadv's `up` on `node`, with the target labels the PodMonitor adds (node, mode)."""
+    address = {"worker-1": "10.0.0.11", "worker-2": "10.0.0.12", "worker-3": "10.0.0.13"}[node]
+    return f'up{{job="bgpadv", instance="{address}:9179", node="{node}", mode="{mode}"}}'
 
 
 UNIT_TESTS = {
@@ -240,7 +341,7 @@ UNIT_TESTS = {
                 alert(
                     "BgpadvPeerDown",
                     "5m",
-                    {**BASE, "peer": "192.0.2.1", "severity": "critical"},
+                    {**BASE, "peer": "192.0.2.1", "severity": "warning"},
                     {
                         "summary": "bgpadv has no BGP session with 192.0.2.1",
                         "description": "The session from 10.0.0.9:9179 to the peer 192.0.2.1 has not been established "
@@ -289,7 +390,7 @@ UNIT_TESTS = {
                 alert(
                     "BgpadvRoutesRejected",
                     "5m",
-                    {**BASE, "reason": "outside-network-subnets", "severity": "warning"},
+                    {**BASE, "reason": "outside-network-subnets", "severity": "info"},
                     {
                         "summary": "bgpadv refused addresses (outside-network-subnets)",
                         "description": "1 new value(s) refused with reason outside-network-subnets in the last 15 "
@@ -330,6 +431,219 @@ UNIT_TESTS = {
                 {"series": f"process_start_time_seconds{{{T}}}", "values": "0x40"},
             ],
             "alert_rule_test": [alert("BgpadvNoRecentSync", "30m")],
+        },
+        {
+            "name": "the last session of an instance down for 2 minutes pages; one of two down is only PeerDown",
+            "interval": "1m",
+            "input_series": [
+                {"series": f'bgpadv_peer_up{{{T}, peer="192.0.2.1"}}', "values": "1 1 0 0 0 0 0 0"},
+                {"series": f'bgpadv_peer_up{{{T}, peer="192.0.2.2"}}', "values": "1 1 1 1 0 0 0 0"},
+            ],
+            "alert_rule_test": [
+                alert("BgpadvAllPeersDown", "5m"),
+                alert(
+                    "BgpadvAllPeersDown",
+                    "7m",
+                    {**BASE, "severity": "critical"},
+                    rendered("BgpadvAllPeersDown", 0, BASE, "bgpadv on 10.0.0.9:9179 has no BGP session at all"),
+                ),
+            ],
+        },
+        {
+            "name": "a node running VMs without a bgpadv instance for 10 minutes pages (per-node mode)",
+            "interval": "1m",
+            "input_series": [
+                *_vm_on("worker-1", "vm-a", "Running"),
+                *_vm_on("worker-3", "vm-b", "Running"),
+                *_vm_on("worker-3", "vm-c", "Running"),
+                *_vm_on("worker-4", "vm-d", "Pending"),  # not running yet: nothing to announce
+                {"series": _up("worker-1", "per-node"), "values": "1x30"},
+                {"series": _up("worker-3", "per-node"), "values": "1 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0"},
+            ],
+            "alert_rule_test": [
+                alert("BgpadvNodeWithoutSpeaker", "10m"),
+                alert(
+                    "BgpadvNodeWithoutSpeaker",
+                    "13m",
+                    {"node": "worker-3", "severity": "critical"},
+                    rendered(
+                        "BgpadvNodeWithoutSpeaker",
+                        2,
+                        {"node": "worker-3"},
+                        "2 running VM(s) on worker-3 and no bgpadv there",
+                    ),
+                ),
+            ],
+        },
+        {
+            "name": "central speakers (cluster mode) on two nodes do not make the other nodes' VMs an alert",
+            "interval": "1m",
+            "input_series": [
+                *_vm_on("worker-3", "vm-b", "Running"),
+                {"series": _up("worker-1", "cluster"), "values": "1x30"},
+                {"series": _up("worker-2", "cluster"), "values": "1x30"},
+            ],
+            "alert_rule_test": [alert("BgpadvNodeWithoutSpeaker", "20m")],
+        },
+        {
+            "name": "withdrawals held for 15 minutes alert; a hold a LIST confirms within minutes does not",
+            "interval": "1m",
+            "input_series": [
+                {"series": f'bgpadv_routes_held{{{T}, peer="192.0.2.1"}}', "values": "0 0 5 5 5 5 5 5 5 5 5x30"},
+                {"series": f'bgpadv_routes_held{{{T}, peer="192.0.2.2"}}', "values": "0 0 5 5 0 0 0 0 0 0 0x30"},
+            ],
+            "alert_rule_test": [
+                alert("BgpadvRoutesHeld", "10m"),
+                alert(
+                    "BgpadvRoutesHeld",
+                    "18m",
+                    {**BASE, "peer": "192.0.2.1", "severity": "warning"},
+                    rendered(
+                        "BgpadvRoutesHeld",
+                        5,
+                        {**BASE, "peer": "192.0.2.1"},
+                        "bgpadv has held 5 withdrawal(s) toward 192.0.2.1 for 15 minutes",
+                    ),
+                ),
+            ],
+        },
+        {
+            "name": "a resource held for 15 minutes alerts; a held resource that comes back does not",
+            "interval": "1m",
+            "input_series": [
+                {"series": f'bgpadv_resource_held{{{T}, resource="virtualmachineinstances"}}', "values": "0 1x30"},
+                {"series": f'bgpadv_resource_held{{{T}, resource="ipamclaims"}}', "values": "0 1 1 1 0x30"},
+            ],
+            "alert_rule_test": [
+                alert("BgpadvResourceHeld", "10m"),
+                alert(
+                    "BgpadvResourceHeld",
+                    "17m",
+                    {**BASE, "resource": "virtualmachineinstances", "severity": "warning"},
+                    rendered(
+                        "BgpadvResourceHeld",
+                        1,
+                        {**BASE, "resource": "virtualmachineinstances"},
+                        "bgpadv cannot read virtualmachineinstances and keeps its last view (10.0.0.9:9179)",
+                    ),
+                ),
+            ],
+        },
+        {
+            "name": "a refused configuration still running an older one after 2 minutes alerts; a fix clears it",
+            "interval": "1m",
+            "input_series": [
+                {"series": f"bgpadv_config_stale{{{T}}}", "values": "0 0 1 1 1 1 1 1 0 0 0 0"},
+            ],
+            "alert_rule_test": [
+                alert("BgpadvConfigStale", "3m"),
+                alert(
+                    "BgpadvConfigStale",
+                    "5m",
+                    {**BASE, "severity": "warning"},
+                    rendered(
+                        "BgpadvConfigStale",
+                        1,
+                        BASE,
+                        "bgpadv on 10.0.0.9:9179 refused its configuration and runs an older one",
+                    ),
+                ),
+                alert("BgpadvConfigStale", "10m"),
+            ],
+        },
+        {
+            "name": "a platform refusal is the team's (warning); a tenant's address is not",
+            "interval": "1m",
+            "input_series": [
+                {
+                    "series": f'bgpadv_routes_rejected_total{{{T}, reason="max-routes-exceeded"}}',
+                    "values": "0 0 0 40 40 40 40 40 40 40 40 40 40 40 40 40 40 40 40 40 40 40 40 40 40",
+                },
+                {
+                    "series": f'bgpadv_routes_rejected_total{{{T}, reason="duplicate-address"}}',
+                    "values": "0 0 0 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1",
+                },
+            ],
+            "alert_rule_test": [
+                alert(
+                    "BgpadvRoutesRefusedByPlatform",
+                    "5m",
+                    {**BASE, "reason": "max-routes-exceeded", "severity": "warning"},
+                    rendered(
+                        "BgpadvRoutesRefusedByPlatform",
+                        40,
+                        {**BASE, "reason": "max-routes-exceeded"},
+                        "bgpadv refused routes for a platform reason (max-routes-exceeded)",
+                    ),
+                ),
+                alert(
+                    "BgpadvRoutesRejected",
+                    "5m",
+                    {**BASE, "reason": "duplicate-address", "severity": "info"},
+                    rendered(
+                        "BgpadvRoutesRejected",
+                        1,
+                        {**BASE, "reason": "duplicate-address"},
+                        "bgpadv refused addresses (duplicate-address)",
+                    ),
+                ),
+                alert("BgpadvRoutesRefusedByPlatform", "24m"),
+            ],
+        },
+        {
+            "name": "learned routes over the import limit for 15 minutes alert; routes outside the policy do not",
+            "interval": "1m",
+            "input_series": [
+                {"series": f'bgpadv_import_refused{{{T}, network="vmnet-a", reason="limit"}}', "values": "0 0 3x30"},
+                {"series": f'bgpadv_import_refused{{{T}, network="vmnet-a", reason="policy"}}', "values": "250x30"},
+            ],
+            "alert_rule_test": [
+                alert("BgpadvImportOverLimit", "10m"),
+                alert(
+                    "BgpadvImportOverLimit",
+                    "18m",
+                    {**BASE, "network": "vmnet-a", "severity": "warning"},
+                    rendered(
+                        "BgpadvImportOverLimit",
+                        3,
+                        {**BASE, "network": "vmnet-a"},
+                        "vmnet-a: learned routes over importRoutes.maxRoutes on 10.0.0.9:9179",
+                    ),
+                ),
+            ],
+        },
+        {
+            "name": "netlink requests failing for 10 minutes alert; one failed request does not",
+            "interval": "1m",
+            "input_series": [
+                {"series": f'bgpadv_netlink_errors_total{{{T}, operation="install"}}', "values": "0+6x30"},
+                {"series": f'bgpadv_netlink_errors_total{{{T}, operation="delete"}}', "values": "0 0 1x30"},
+            ],
+            "alert_rule_test": [
+                alert("BgpadvNetlinkErrors", "5m"),
+                alert(
+                    "BgpadvNetlinkErrors",
+                    "15m",
+                    {**BASE, "operation": "install", "severity": "warning"},
+                    rendered(
+                        "BgpadvNetlinkErrors",
+                        60,
+                        {**BASE, "operation": "install"},
+                        "netlink install keeps failing on 10.0.0.9:9179",
+                    ),
+                ),
+                alert(
+                    "BgpadvNetlinkErrors",
+                    "25m",
+                    {**BASE, "operation": "install", "severity": "warning"},
+                    rendered(
+                        "BgpadvNetlinkErrors",
+                        60,
+                        {**BASE, "operation": "install"},
+                        "netlink install keeps failing on 10.0.0.9:9179",
+                    ),
+                ),
+            ],
         },
     ],
 }
@@ -385,3 +699,14 @@ def test_every_bgpadv_metric_named_in_deploy_exists() -> None:
     missing = {n for n in used if n not in names and not n.endswith(("_bucket", "_count", "_sum"))}
     missing |= {n for n in used if n.endswith(("_bucket", "_count", "_sum")) and n.rsplit("_", 1)[0] not in names}
     assert not missing
+
+
+def test_the_dashboard_has_a_convergence_heatmap_of_the_sent_stage_buckets() -> None:
+    panels = [p for p in json.loads(DASHBOARD.read_text())["panels"] if p["type"] == "heatmap"]
+    assert len(panels) == 1
+    (target,) = panels[0]["targets"]
+    assert target["format"] == "heatmap" and target["legendFormat"] == "{{le}}"
+    assert target["expr"].startswith("sum by (le) (increase(bgpadv_convergence_seconds_bucket{")
+    assert 'stage="sent"' in target["expr"]
+    assert panels[0]["options"]["calculate"] is False  # the histogram's own buckets, not Grafana's guess
+    assert panels[0]["options"]["yAxis"]["unit"] == "s"

@@ -9,12 +9,17 @@ and the rules are tested with promtool in test_deploy.py.
 The rules: the namespace enforces the `privileged` Pod Security level (hostNetwork needs it); RBAC is exactly
 list/watch on what bgpadv reads plus create/patch on Events; the pod is hardened (non-root, no privilege escalation,
 no capabilities, RuntimeDefault seccomp, read-only root filesystem with the runtime directory on an emptyDir), has
-no nodeSelector, 60 s to terminate, measured requests/limits; the ConfigMap is generated from a valid configuration
-and referenced under its hashed name; each overlay adds exactly its piece.
+no nodeSelector, 60 s to terminate, measured requests/limits; the ConfigMap is generated from the shipped placeholder
+configuration, which `check-config` refuses (applying the base unchanged peers with nothing), and referenced under
+its hashed name; the README's own overlay replaces it with a configuration `check-config` accepts; each overlay adds
+exactly its piece. Placement: the DaemonSet tolerates every taint at `system-node-critical`, the Deployment spreads
+over zones besides its required anti-affinity by hostname; every object and pod template carries the recommended
+`app.kubernetes.io/*` labels, and the selectors only `app.kubernetes.io/name`.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import tomllib
@@ -25,6 +30,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from bgpadv.commands import checkconfig
 from bgpadv.config import parse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,15 +42,28 @@ VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["versi
 IMAGE = f"localhost/bgpadv:{VERSION}"
 
 
-@cache
-def render(overlay: str) -> tuple[dict, ...]:
+README = (ROOT / "README.md").read_text()
+EXAMPLE_CONFIG = DEPLOY / "examples" / "bgpadv.yaml"
+
+
+def kustomize(directory: Path) -> tuple[dict, ...]:
     kubectl = shutil.which("kubectl")
     assert kubectl, "kubectl missing: `kubectl kustomize` renders deploy/ (see scripts/install-system-deps.sh)"
-    result = subprocess.run(
-        [kubectl, "kustomize", str(DEPLOY / "overlays" / overlay)], capture_output=True, text=True, timeout=120
-    )
+    result = subprocess.run([kubectl, "kustomize", str(directory)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     return tuple(doc for doc in yaml.safe_load_all(result.stdout) if doc)
+
+
+@cache
+def render(overlay: str) -> tuple[dict, ...]:
+    return kustomize(DEPLOY / "overlays" / overlay)
+
+
+def readme_block(first: str) -> str:
+    """The README code block whose first line starts with `first` (a `# path` comment), without the fences."""
+    found = re.findall(r"^```\w*\n(" + re.escape(first) + r"\b.*?)^```$", README, re.MULTILINE | re.DOTALL)
+    assert len(found) == 1, f"{len(found)} README blocks start with {first!r}"
+    return found[0]
 
 
 def one(docs: tuple[dict, ...], kind: str) -> dict:
@@ -220,9 +239,45 @@ def test_the_node_address_reaches_the_pod_from_the_downward_api(overlay: str) ->
     assert {"name": "BGPADV_NODE_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}} in env
 
 
-def test_the_generated_configuration_is_valid_and_serves_metrics_on_the_node_address_only(monkeypatch) -> None:
+def test_the_shipped_configuration_is_a_placeholder_that_check_config_refuses(tmp_path, capsys) -> None:
+    """Applying the base unchanged never peers with anything: the pod's configuration is refused, field by field."""
     config_map = one(render("default"), "ConfigMap")
     assert set(config_map["data"]) == {"bgpadv.yaml"}
+    path = tmp_path / "bgpadv.yaml"
+    path.write_text(config_map["data"]["bgpadv.yaml"])
+    assert checkconfig.main(str(path)) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: peers[0].address: must be an IPv4 or IPv6 address, got 'REPLACE-WITH-YOUR-TOR-ADDRESS'" in err
+    assert "replace with your ToR" in config_map["data"]["bgpadv.yaml"]  # the comment says what to do
+
+
+def readme_overlay(tmp: Path) -> tuple[dict, ...]:
+    """The README's own overlay (`my-bgpadv/` beside `deploy/`), with the README's configuration, rendered."""
+    (tmp / "deploy").symlink_to(DEPLOY, target_is_directory=True)
+    mine = tmp / "my-bgpadv"
+    mine.mkdir()
+    (mine / "kustomization.yaml").write_text(readme_block("# my-bgpadv/kustomization.yaml"))
+    (mine / "bgpadv.yaml").write_text(readme_block("# my-bgpadv/bgpadv.yaml"))
+    return kustomize(mine)
+
+
+def test_the_readme_configuration_is_the_example_file_and_check_config_accepts_it(monkeypatch, capsys) -> None:
+    assert readme_block("# my-bgpadv/bgpadv.yaml") == EXAMPLE_CONFIG.read_text()
+    monkeypatch.setenv("BGPADV_NODE_IP", "10.0.0.11")  # status.hostIP, as the pod gets it
+    assert checkconfig.main(str(EXAMPLE_CONFIG)) == 0, capsys.readouterr().err
+
+
+def test_the_readme_overlay_replaces_the_placeholder_and_serves_metrics_on_the_node_address_only(
+    tmp_path_factory, monkeypatch
+) -> None:
+    docs = readme_overlay(tmp_path_factory.mktemp("readme"))
+    for doc in docs:
+        kubernetes_validate.validate(doc, KUBERNETES_VERSIONS[-1], strict=True)
+    config_map = one(docs, "ConfigMap")
+    assert config_map["data"] == {"bgpadv.yaml": EXAMPLE_CONFIG.read_text()}
+    pod = one(docs, "Deployment")["spec"]["template"]["spec"]
+    assert pod["volumes"][0] == {"name": "config", "configMap": {"name": config_map["metadata"]["name"]}}
+    assert pod["containers"][0]["image"] == f"registry.example.com/bgpadv:{VERSION}"
     monkeypatch.setenv("BGPADV_NODE_IP", "10.0.0.11")  # status.hostIP, as the pod gets it
     config = parse(yaml.safe_load(config_map["data"]["bgpadv.yaml"]))
     # the kubelet probes the pod's address (the node's: hostNetwork), and only there is /metrics served
@@ -301,10 +356,80 @@ def test_per_node_runs_the_same_pod_as_a_daemonset_with_the_node_name_from_the_d
     assert daemonset["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
     without_node_name = yaml.safe_load(yaml.safe_dump(pod))
     without_node_name["spec"]["containers"][0]["env"] = [e for e in env if e["name"] != "BGPADV_NODE_NAME"]
-    assert "affinity" not in pod["spec"]  # one pod per node by construction
-    without_affinity = yaml.safe_load(yaml.safe_dump(deployment["spec"]["template"]))
-    del without_affinity["spec"]["affinity"]
-    assert without_node_name == without_affinity  # one pod, two controllers: they must not drift
+    assert "affinity" not in pod["spec"] and "topologySpreadConstraints" not in pod["spec"]  # one pod per node
+    for placement in ("tolerations", "priorityClassName"):  # the DaemonSet's own (below)
+        del without_node_name["spec"][placement]
+    central = yaml.safe_load(yaml.safe_dump(deployment["spec"]["template"]))
+    for placement in ("affinity", "topologySpreadConstraints", "priorityClassName"):  # the Deployment's own
+        del central["spec"][placement]
+    assert without_node_name == central  # one pod, two controllers: they must not drift
+
+
+def test_the_node_speaker_runs_on_every_node_tainted_or_not_and_is_evicted_last() -> None:
+    """A VM on a tainted node is announced by that node's instance only; the speaker outlives the VMs it serves."""
+    pod = one(render("per-node"), "DaemonSet")["spec"]["template"]["spec"]
+    assert pod["tolerations"] == [{"operator": "Exists"}]
+    assert pod["priorityClassName"] == "system-node-critical"
+    assert "nodeSelector" not in pod
+
+
+@pytest.mark.parametrize("overlay", ("default", "openshift", "monitoring"))
+def test_the_central_speakers_spread_over_zones_and_never_share_a_node(overlay: str) -> None:
+    pod = one(render(overlay), "Deployment")["spec"]["template"]["spec"]
+    assert pod["affinity"] == ANTI_AFFINITY
+    assert pod["topologySpreadConstraints"] == [
+        {
+            "maxSkew": 1,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "bgpadv"}},
+        }
+    ]
+    assert pod["priorityClassName"] == "system-cluster-critical"
+    assert "tolerations" not in pod
+
+
+# -- labels -----------------------------------------------------------------------------------------------------------
+
+RECOMMENDED = {
+    "app.kubernetes.io/name": "bgpadv",
+    "app.kubernetes.io/instance": "bgpadv",
+    "app.kubernetes.io/version": VERSION,
+    "app.kubernetes.io/part-of": "bgpadv",
+    "app.kubernetes.io/managed-by": "kustomize",
+}
+MONITORING = {"PodMonitor", "PrometheusRule"}
+SELECTOR = {"app.kubernetes.io/name": "bgpadv"}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_object_and_pod_template_carries_the_recommended_labels(overlay: str) -> None:
+    for doc in render(overlay):
+        component = "monitoring" if doc["kind"] in MONITORING else "speaker"
+        labels = {k: v for k, v in doc["metadata"]["labels"].items() if k.startswith("app.kubernetes.io/")}
+        assert labels == {**RECOMMENDED, "app.kubernetes.io/component": component}, doc["kind"]
+    template = workload(render(overlay))["spec"]["template"]["metadata"]["labels"]
+    assert template == {**RECOMMENDED, "app.kubernetes.io/component": "speaker"}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_selectors_name_the_application_only(overlay: str) -> None:
+    """As before the recommended labels: a Deployment's selector cannot change in place, and a version in it would."""
+    docs = render(overlay)
+    assert workload(docs)["spec"]["selector"] == {"matchLabels": SELECTOR}
+    assert one(docs, "Service")["spec"]["selector"] == SELECTOR
+    for doc in docs:
+        if doc["kind"] in ("PodDisruptionBudget", "PodMonitor"):
+            assert doc["spec"]["selector"] == {"matchLabels": SELECTOR}
+
+
+def test_the_version_label_and_the_image_tag_are_the_package_version() -> None:
+    for path in [DEPLOY / "base" / "kustomization.yaml", *sorted((DEPLOY / "components").glob("*/kustomization.yaml"))]:
+        doc = yaml.safe_load(path.read_text())
+        for labels in doc.get("labels", []):
+            assert labels["pairs"]["app.kubernetes.io/version"] == VERSION, path
+        for image in doc.get("images", []):
+            assert image["newTag"] == VERSION, path
 
 
 def test_monitoring_scrapes_the_pods_metrics_port_as_job_bgpadv_and_ships_the_rules() -> None:
@@ -312,7 +437,28 @@ def test_monitoring_scrapes_the_pods_metrics_port_as_job_bgpadv_and_ships_the_ru
     monitor = one(docs, "PodMonitor")
     pod_labels = one(docs, "Deployment")["spec"]["template"]["metadata"]["labels"]
     assert monitor["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
-    assert monitor["spec"]["podMetricsEndpoints"] == [{"port": "metrics", "path": "/metrics", "interval": "30s"}]
+    assert monitor["spec"]["podMetricsEndpoints"] == [
+        {
+            "port": "metrics",
+            "path": "/metrics",
+            "interval": "30s",
+            "relabelings": [  # the target labels the alerts use: node, mode (per-node | cluster)
+                {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"},
+                {
+                    "sourceLabels": ["__meta_kubernetes_pod_controller_kind"],
+                    "regex": "DaemonSet",
+                    "targetLabel": "mode",
+                    "replacement": "per-node",
+                },
+                {
+                    "sourceLabels": ["__meta_kubernetes_pod_controller_kind"],
+                    "regex": "ReplicaSet",
+                    "targetLabel": "mode",
+                    "replacement": "cluster",
+                },
+            ],
+        }
+    ]
     assert pod_labels[monitor["spec"]["jobLabel"]] == "bgpadv"  # the job the alerts name
     rules = one(docs, "PrometheusRule")
     shipped = yaml.safe_load((DEPLOY / "components" / "monitoring" / "prometheus-rules.yaml").read_text())

@@ -2,7 +2,8 @@
 
 Scope: stage timings of route changes matched from write to ack to the UPDATE echo; bounded memory for changes whose
 echo never comes; plan-derived gauges and refusal counting; peer label sets; object lag; migration handover;
-readiness. Times are synthetic monotonic values, so every expected duration is exact.
+readiness; the configuration reload outcomes and `bgpadv_config_stale`; no `_created` series. Times are synthetic
+monotonic values, so every expected duration is exact.
 """
 
 from __future__ import annotations
@@ -104,6 +105,38 @@ def test_every_documented_metric_is_exposed_with_the_installed_version(
     ):
         assert f"# TYPE {name} " in text, name
     assert f'bgpadv_build_info{{version="{importlib.metadata.version("bgpadv")}"}} 1.0' in text
+
+
+def test_no_created_series_are_exported(observer: MetricsObserver) -> None:
+    """`_created` doubles every counter and histogram and nothing reads it: disabled where the registry is built."""
+    observer.metrics.routes_rejected.labels(reason="link-local").inc()
+    observer.metrics.convergence.labels(stage="sent", op="announce", kind="host").observe(0.01)
+    text = generate_latest(observer.metrics.registry).decode()
+    assert "bgpadv_routes_rejected_total" in text
+    assert "_created" not in text
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "stale", "applied", "refused"),
+    [
+        pytest.param([], 0, 0, 0, id="a-controller-started-on-a-valid-file"),
+        pytest.param(["refused"], 1, 0, 1, id="a-refused-change-leaves-an-older-configuration-running"),
+        pytest.param(["refused", "refused"], 1, 0, 2, id="refused-again"),
+        pytest.param(["refused", "applied"], 0, 1, 1, id="a-fixed-file-applied-live"),
+        pytest.param(["refused", "unchanged"], 0, 0, 1, id="the-file-put-back-to-the-configuration-in-force"),
+        pytest.param(["applied", "refused"], 1, 1, 1, id="a-good-change-then-a-bad-one"),
+    ],
+)
+def test_config_stale_says_whether_the_file_is_the_configuration_in_force(
+    observer: MetricsObserver, outcomes: list[str], stale: int, applied: int, refused: int
+) -> None:
+    for outcome in outcomes:
+        observer.config_reload(outcome)
+    observer.config_applied()  # a controller marks its start (on the file or the last good one): not a verdict
+    assert sample(observer, "bgpadv_config_stale") == stale
+    assert sample(observer, "bgpadv_config_reloads_total", result="applied") == applied
+    assert sample(observer, "bgpadv_config_reloads_total", result="refused") == refused
+    assert sample(observer, "bgpadv_config_reloads_total", result="unchanged") is None  # never a label value
 
 
 def test_a_change_is_timed_at_every_stage_from_the_watch_event(observer: MetricsObserver) -> None:

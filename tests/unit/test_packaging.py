@@ -1,25 +1,33 @@
 """What ships and what imports what: the wheel holds the product only, and the lab and bench stay apart from it.
 
-Scope: the wheel `pip wheel --no-deps .` builds (offline, from a copy of the checkout's sources so that a stale
-`build/lib` cannot leak into it): only `bgpadv/` modules plus its metadata, the `bgpadv` console script; no
-`bgpadv_lab/` (the lab: fake apiserver, namespaces, FRR driver, capture, demo, object builders) and no tests. And the
-import rules around it, read from the source with `ast`: the product never imports the lab, bench never imports
-tests.
+Scope: the wheel `pip wheel --no-deps .` builds (from a copy of the checkout's sources so that a stale `build/lib`
+cannot leak into it): only `bgpadv/` modules plus its metadata, the `bgpadv` console script; no `bgpadv_lab/` (the
+lab: fake apiserver, namespaces, FRR driver, capture, demo, object builders) and no tests; the PEP 561 marker
+`py.typed`, the example configuration `bgpadv example-config` prints (the checkout's documented config/bgpadv.yaml
+with a placeholder peer, which check-config refuses), the SPDX license with the LICENSE text, classifiers and project
+URLs. The image's pins (requirements/image.txt) satisfy every dependency. And the import rules around it, read from
+the source with `ast`: the product never imports the lab, bench never imports tests.
 """
 
 from __future__ import annotations
 
 import ast
+import difflib
+import email
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
+from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ["pyproject.toml", "README.md", "bgpadv", "bgpadv_lab", "tests", "bench"]
+SOURCES = ["pyproject.toml", "README.md", "LICENSE", "bgpadv", "bgpadv_lab", "tests", "bench"]
+DIST_INFO = "bgpadv-0.1.0.dist-info"
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -77,6 +85,75 @@ def test_the_wheel_holds_no_lab_and_no_tests(wheel):
 def test_the_wheel_declares_the_bgpadv_console_script(wheel):
     entry_points = wheel.read("bgpadv-0.1.0.dist-info/entry_points.txt").decode()
     assert "[console_scripts]\nbgpadv = bgpadv.commands.cli:main" in entry_points
+
+
+def test_the_wheel_ships_its_type_hints_marker_and_the_example_configuration(wheel):
+    names = wheel.namelist()
+    assert "bgpadv/py.typed" in names
+    shipped = wheel.read("bgpadv/data/bgpadv.example.yaml").decode()
+    assert shipped == (ROOT / "bgpadv" / "data" / "bgpadv.example.yaml").read_text()
+
+
+def test_the_wheel_declares_its_license_classifiers_and_urls(wheel):
+    meta = email.message_from_bytes(wheel.read(f"{DIST_INFO}/METADATA"))
+    assert meta["License-Expression"] == "Apache-2.0"
+    assert meta.get_all("License-File") == ["LICENSE"]
+    assert wheel.read(f"{DIST_INFO}/licenses/LICENSE") == (ROOT / "LICENSE").read_bytes()
+    assert (
+        "Apache License" in (ROOT / "LICENSE").read_text()
+        and "Version 2.0, January 2004" in (ROOT / "LICENSE").read_text()
+    )
+    classifiers = meta.get_all("Classifier")
+    assert "Typing :: Typed" in classifiers and "Programming Language :: Python :: 3.11" in classifiers
+    assert not [c for c in classifiers if c.startswith("License ::")]  # the SPDX expression says it (PEP 639)
+    urls = dict(u.split(", ", 1) for u in meta.get_all("Project-URL"))
+    assert set(urls) == {"Homepage", "Documentation", "Source", "Issues", "Changelog"}
+
+
+def test_example_config_prints_the_shipped_file_which_check_config_refuses_until_the_peer_is_replaced(tmp_path, capsys):
+    from bgpadv.commands import checkconfig, cli
+
+    assert cli.main(["example-config"]) == 0
+    printed = capsys.readouterr().out
+    assert printed == (ROOT / "bgpadv" / "data" / "bgpadv.example.yaml").read_text()
+    path = tmp_path / "bgpadv.yaml"
+    path.write_text(printed)
+    assert checkconfig.main(str(path)) == 2
+    assert "peers[0].address: must be an IPv4 or IPv6 address, got 'REPLACE-WITH-YOUR-TOR-ADDRESS'" in (
+        capsys.readouterr().err
+    )
+    path.write_text(printed.replace("REPLACE-WITH-YOUR-TOR-ADDRESS", "192.0.2.1"))
+    assert checkconfig.main(str(path)) == 0, capsys.readouterr().err
+
+
+def test_the_example_is_the_checkouts_documented_configuration_but_the_header_and_the_peer():
+    """config/bgpadv.yaml (the lab's, every key documented) and the shipped example must not drift apart."""
+    lab = (ROOT / "config" / "bgpadv.yaml").read_text().splitlines()
+    shipped = (ROOT / "bgpadv" / "data" / "bgpadv.example.yaml").read_text().splitlines()
+    changed = [line for line in difflib.ndiff(lab, shipped) if line.startswith(("- ", "+ "))]
+    removed = [line[2:] for line in changed if line.startswith("- ")]
+    added = [line[2:] for line in changed if line.startswith("+ ")]
+    assert [line for line in removed if not line.startswith("#")] == ["  - address: 10.0.0.1"]
+    assert [line for line in added if not line.startswith("#")] == [
+        "  - address: REPLACE-WITH-YOUR-TOR-ADDRESS   # replace with your ToR's address"
+    ]
+    assert all(lab.index(line) < 5 for line in removed if line.startswith("#"))  # only the header's comment lines
+    assert yaml.safe_load("\n".join(shipped))["peers"][1:] == yaml.safe_load("\n".join(lab))["peers"][1:]
+
+
+def test_the_image_pins_satisfy_every_dependency_and_pin_exact_versions():
+    pins = {}
+    for line in (ROOT / "requirements" / "image.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            assert version, f"not an exact pin: {line}"
+            pins[name.lower().replace("_", "-")] = version
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    for dependency in map(Requirement, dependencies):
+        name = dependency.name.lower().replace("_", "-")
+        assert name in pins, f"{name} has no pin: run scripts/lock-image.sh"
+        assert dependency.specifier.contains(pins[name]), f"{name}=={pins[name]} outside {dependency.specifier}"
+    assert "--constraint requirements/image.txt" in (ROOT / "scripts" / "build-image.sh").read_text()
 
 
 def test_the_product_never_imports_the_lab_or_the_tests():

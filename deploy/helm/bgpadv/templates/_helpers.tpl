@@ -1,0 +1,39 @@
+{{/* The chart's name: app.kubernetes.io/name, the job the alerts watch. */}}
+{{- define "bgpadv.name" -}}
+{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Object names: the release name when it contains the chart's name ("bgpadv" for `helm install bgpadv`), else
+release-chart; at most 63 characters. */}}
+{{- define "bgpadv.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The namespace of every namespaced object. */}}
+{{- define "bgpadv.namespace" -}}
+{{- default .Release.Namespace .Values.namespace.name -}}
+{{- end -}}
+
+{{/* What the selectors match: never the version (a Deployment's selector cannot change in place). */}}
+{{- define "bgpadv.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "bgpadv.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The recommended labels, on every object and pod template; the component is given: speaker or monitoring. */}}
+{{- define "bgpadv.labels" -}}
+{{ include "bgpadv.selectorLabels" .root }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/component: {{ .component }}
+app.kubernetes.io/part-of: bgpadv
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "bgpadv.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
