@@ -41,6 +41,12 @@ EMPTY_LABELS: Mapping[str, str] = MappingProxyType({})
 
 _V6 = 1 << 128
 
+MAX_CLAIM_IPS = 8
+"""Most entries a claim's `status.ips` may list (OVN-K writes one per family); more is refused whole."""
+MAX_GUEST_ADDRESSES = 64
+"""Most addresses kept per guest-reported interface: the highest `maxAddressesPerInterface` the configuration allows
+(the planner refuses what lies beyond the configured limit, `too-many-addresses`)."""
+
 
 def address_key(version: int, value: int) -> int:
     """One integer per address, distinct across families: the IPv4 value itself, or the IPv6 value + 2**128."""

@@ -28,6 +28,8 @@ from bgpadv.core.selectors import LabelSelector
 from bgpadv.core.state import ClusterState
 from bgpadv.core.views import (
     EMPTY_LABELS,
+    MAX_CLAIM_IPS,
+    MAX_GUEST_ADDRESSES,
     NEWEST,
     Attachment,
     Claim,
@@ -62,11 +64,6 @@ TARGET_READY_ANNOTATION = "kubevirt.io/migration-target-ready-timestamp"
 OWNER_KINDS = ("VirtualMachine", "VirtualMachineInstance")
 DEFAULT_HOST_SUBNET = {4: 24, 6: 64}
 """OVN-K's host subnet length when a Layer3 subnet sets no `hostSubnet` (its cluster-subnet parser's defaults)."""
-MAX_CLAIM_IPS = 8
-"""Most entries a claim's `status.ips` may list (OVN-K writes one per family); more is refused whole."""
-MAX_GUEST_ADDRESSES = 64
-"""Most addresses kept per guest-reported interface: the highest `maxAddressesPerInterface` the configuration allows
-(the planner refuses what lies beyond its configured limit, `too-many-addresses`)."""
 _TAIL = 9  # entries kept beyond MAX_GUEST_ADDRESSES: a refusal shows 8 entries and "..." (bounded.brief)
 _MIGRATION_TIMES = ("startTimestamp", "endTimestamp", "targetNodeDomainReadyTimestamp")
 _EMPTY: Mapping = MappingProxyType({})
@@ -475,13 +472,6 @@ def decode_network(obj: object, key: object = None) -> Network:
 # -- RouteAdvertisements, Namespaces ----------------------------------------------------------------------------------
 
 
-def _selector(raw: object) -> LabelSelector | None:
-    """A RouteAdvertisements' CUDN selector: absent (null) is the empty selector (everything), malformed is None."""
-    if raw is None:
-        return LabelSelector()
-    return selectors.parse(raw)[0]
-
-
 def _accepted(raw: Mapping, meta: Mapping) -> bool:
     """`Accepted=True` for the current generation (or, without conditions, the legacy `status.status`)."""
     status = _map(raw.get("status"))
@@ -505,7 +495,7 @@ def decode_route_advertisement(obj: object, key: object = None) -> RouteAdvertis
         inner = _map(entry.get("clusterUserDefinedNetworkSelector"))
         if "networkSelector" not in inner:
             continue
-        selector = _selector(inner.get("networkSelector"))
+        selector = selectors.parse_or_everything(inner.get("networkSelector"))
         if selector is not None:
             found.append(selector)
     return RouteAdvertisement(
