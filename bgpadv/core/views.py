@@ -190,6 +190,7 @@ class Claim:
     resource_version: str = ""
     identified: bool = True
     age: tuple[str, str, str] = (NEWEST, "", "")
+    labels: Mapping[str, str] = field(default_factory=lambda: EMPTY_LABELS)
     network: str | None = None
     network_text: str = ""
     deleting: bool = False

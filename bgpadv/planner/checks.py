@@ -1,12 +1,11 @@
-"""Address parsing and validation, and the stable reason codes of every refusal.
+"""Address validation, and the stable reason codes of every refusal (re-exported from `bgpadv.core.reasons`, where
+each is a documented constant: kebab-case, and never changed once published, as they become a metric label, a log
+field and a Kubernetes Event reason).
 
-Each reason code is a module constant with its own docstring. Codes are kebab-case, and once published they never
-change: they become a metric label, a log field and a Kubernetes Event reason.
-
-Addresses are handled here as `(version, integer)` pairs: parsing a string with `socket.inet_pton` and comparing
-integers is an order of magnitude cheaper than building an object per check, and the planner validates every claim of
-the cluster on every plan. `Prefix` values (`bgpadv.core.prefix`) are built once per subnet (`SubnetRange.of`) and
-once per route.
+Addresses are checked here as `(version, integer)` pairs: the decoder parsed them once (`bgpadv.core.addressing`,
+`bgpadv.sources.decode`), and comparing integers is an order of magnitude cheaper than building an object per check,
+as the planner validates every claim of the cluster on every plan. `SubnetRange` is a network's subnet as integers,
+with the `Prefix` it came from.
 """
 
 from __future__ import annotations

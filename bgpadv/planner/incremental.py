@@ -3,8 +3,8 @@
 `IncrementalPlanner(config).plan(state, changed)` returns exactly `plan(state, config)` (routes and refusals, in
 order). `changed` is the set of `(ClusterState field, key)` that may have changed since the previous call on the same
 `state` object, or None: then every IPAMClaim and every VMI the plan depends on is compared by identity with what was
-cached (the store replaces an object's dict when it changes and never mutates a stored dict in place; the cache holds
-a reference to every dict it read, so an id is never reused while it is compared). CUDNs, RouteAdvertisements,
+cached (the store replaces an object's view when it changes, and views are immutable; the cache holds a reference to
+every view it read, so an id is never reused while it is compared). CUDNs, RouteAdvertisements,
 Nodes and Namespaces (read for IPAM-less secondary networks) are few: they are always compared by identity, whatever
 `changed` says; a pod change is taken from `changed` (None: every pod may have changed).
 
@@ -24,7 +24,9 @@ What is cached, and what invalidates it:
   winner, its VMI's placement, or the node it is placed on changes, and when a node address equal to it appears,
   disappears or changes node.
 - The node index (`nodes.index_nodes`, whose next hops depend on the advertised subnets), subnet routes and the CUDN
-  refusals: recomputed whenever a CUDN, RouteAdvertisements or Node object changes.
+  refusals: recomputed whenever a CUDN, RouteAdvertisements or Node object changes; so is the plan's context
+  (`Plan.context`), whose mappings are kept (the same objects) when they come out equal, so the guard keeps its
+  context. `Plan.context.handovers`: the host routes that moved to another node in this call (step 4).
 
 Order: `Plan.build` sorts with a stable sort, so elements with equal sort keys keep the cold planner's insertion order.
 Host routes have distinct keys (one winner per address) and subnet routes precede host routes of the same key, so the
