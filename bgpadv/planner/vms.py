@@ -43,8 +43,9 @@ Rules, in the order the planner applies them to each IPAMClaim:
    family (`nodes`), or the refusal `no-node-address` when the node is unknown or has none, `invalid-node-address`
    when its only addresses of that family can never be next hops (loopback, link-local, inside an advertised
    network, ...).
-8. Node addresses: the address of a running VM that is also an address of any node (InternalIP,
-   `node-primary-ifaddr`, `host-cidrs`; e.g. a CUDN covering the node network) is refused `covers-infrastructure`:
+8. Node addresses: the address of a running VM that is also an address of any node (`views.Node.addresses`:
+   InternalIP, ExternalIP, `node-primary-ifaddr`, `host-cidrs`, the set the guard's rule 5 reads too; e.g. a CUDN
+   covering the node network) is refused `covers-infrastructure`:
    its host route would steal the node's traffic. Checked after rules 4-5 (the claim still holds the address against
    younger claims), with either next-hop setting.
 

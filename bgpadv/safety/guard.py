@@ -386,8 +386,8 @@ class Guarded:
             kept = {id(r) for g in groups for r in g}
             routes = tuple(r for r in plan.routes if id(r) in kept)
         if not self.rejected:
-            return plan if routes is plan.routes else Plan(routes=routes, rejected=plan.rejected)
-        return Plan(routes=routes, rejected=(*plan.rejected, *self.rejected))
+            return plan if routes is plan.routes else Plan(routes, plan.rejected, plan.context)
+        return Plan(routes, (*plan.rejected, *self.rejected), plan.context)
 
 
 class Guard:

@@ -398,29 +398,26 @@ def _network_id(annotations: Mapping) -> int | None:
     return int(raw) if isinstance(raw, str) and raw.isascii() and raw.isdigit() else None
 
 
-def _classify(name: str, topology: object, block: object, role: object, ipam_disabled: bool) -> Problem | None:
-    """The problem of a CUDN that is no network bgpadv can advertise, or None (the rules of `planner.networks`)."""
+def _classify(
+    name: str, topology: object, block: object, role: object, ipam_disabled: bool
+) -> tuple[Problem, tuple[str, str]] | None:
+    """The problem of a CUDN that is no network bgpadv can advertise and the (reason, message) every claim on it
+    gets, or None (the rules of `planner.networks`)."""
     if not isinstance(block, dict):
-        return Problem(describe(topology), reasons.MALFORMED_OBJECT, "spec.network is malformed")
+        problem = Problem(describe(topology), reasons.MALFORMED_OBJECT, "spec.network is malformed")
+        return problem, (reasons.NETWORK_NOT_ADVERTISABLE, f"CUDN {name} is malformed")
     if topology == "Layer2" and role == "Primary" and ipam_disabled:
         # the CRD allows ipam.mode Disabled only on Secondary networks: an older CRD or a hand-written object
         message = "ipam.mode Disabled is only valid on a Secondary network (the CRD refuses it on a Primary one)"
-        return Problem("Disabled", reasons.INVALID_NETWORK_DEFINITION, message)
+        problem = Problem("Disabled", reasons.INVALID_NETWORK_DEFINITION, message)
+        return problem, (reasons.INVALID_NETWORK_DEFINITION, f"CUDN {name}: {message}")
     secondary = topology == "Layer2" and role == "Secondary" and ipam_disabled
     if not secondary and (topology not in ("Layer2", "Layer3") or role != "Primary"):
         value = f"{topology}/{role}" if role is not None else str(topology)
         message = "only primary Layer2/Layer3 and IPAM-less secondary Layer2 networks can be advertised"
-        return Problem(describe(value), reasons.NETWORK_NOT_ADVERTISABLE, message)
+        problem = Problem(describe(value), reasons.NETWORK_NOT_ADVERTISABLE, message)
+        return problem, (reasons.NETWORK_NOT_ADVERTISABLE, f"CUDN {name} is {value}: {message}")
     return None
-
-
-def _claim_problem(name: str, problem: Problem) -> tuple[str, str]:
-    """What every claim on a CUDN refused for `problem` gets."""
-    if problem.reason == reasons.MALFORMED_OBJECT:
-        return (reasons.NETWORK_NOT_ADVERTISABLE, f"CUDN {name} is malformed")
-    if problem.reason == reasons.NETWORK_NOT_ADVERTISABLE:
-        return (reasons.NETWORK_NOT_ADVERTISABLE, f"CUDN {name} is {problem.value}: {problem.message}")
-    return (problem.reason, f"CUDN {name}: {problem.message}")
 
 
 def decode_network(obj: object, key: object = None) -> Network:
@@ -455,7 +452,7 @@ def decode_network(obj: object, key: object = None) -> Network:
     )
     refused = _classify(name, topology, block, role, ipam_disabled)
     if refused is not None:
-        return Network(**common, problems=(refused,), claim_problem=_claim_problem(name, refused))
+        return Network(**common, problems=(refused[0],), claim_problem=refused[1])
     assert isinstance(block, dict)
     problems = _Problems()
     definition = (_layer2 if topology == "Layer2" else _layer3)(block, problems)
