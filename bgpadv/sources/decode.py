@@ -12,6 +12,7 @@ and benchmarks), as the store does event by event.
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
@@ -514,7 +515,7 @@ def decode_namespace(obj: object, key: object = None) -> Namespace:
 
 def _address(value: object) -> Address | None:
     parsed = parse_address(value)
-    return None if parsed is None else Address(parsed[0], parsed[1])
+    return None if parsed is None else Address.of(parsed[0], parsed[1])
 
 
 def _node_addresses(raw: Mapping, annotations: Mapping) -> tuple[tuple[Address, ...], tuple[Address, ...]]:
@@ -597,7 +598,7 @@ def _vm_address(value: object) -> VmAddress:
     if parsed is None:
         return VmAddress(describe(value), None, 0)
     version, integer = parsed
-    return VmAddress(describe(value), Address(version, integer), address_key(version, integer))
+    return VmAddress(describe(value), Address.of(version, integer), address_key(version, integer))
 
 
 def claim_vm(meta: Mapping) -> tuple[str | None, str | None]:
@@ -894,7 +895,19 @@ def decode_state(buckets: Mapping[str, Mapping[object, object]]) -> ClusterState
 
 def state_from_objects(objects: Iterable[object]) -> tuple[ClusterState, list[object]]:
     """Sort objects into a state by apiVersion/kind and decode them; returns the state and the objects it did not
-    take (`resources.resource_for`: unwatched kinds, pods that are no virt-launcher, anything but a mapping)."""
+    take (`resources.resource_for`: unwatched kinds, pods that are no virt-launcher, anything but a mapping).
+
+    The cyclic garbage collector waits meanwhile (views hold no cycles; a collection would walk every object)."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _sorted_and_decoded(objects)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _sorted_and_decoded(objects: Iterable[object]) -> tuple[ClusterState, list[object]]:
     buckets: dict[str, dict] = {r.field: {} for r in resources.ALL}
     ignored: list[object] = []
     for obj in objects:
