@@ -84,7 +84,7 @@ def parse_vm_address(text: object) -> tuple[int, int] | None:
     anything long)."""
     if text.__class__ is not str:
         return None
-    addr, slash, plen = text.partition("/")  # type: ignore[union-attr]
+    addr, slash, plen = text.partition("/")
     try:
         if ":" in addr:
             version, bits = 6, 128

@@ -139,7 +139,7 @@ class Namespace:
 # -- nodes ----------------------------------------------------------------------------------------------------------
 
 
-_EMPTY_SUBNETS: Mapping = MappingProxyType({})
+_EMPTY_SUBNETS: Mapping[str, tuple[HostSubnet, ...]] = MappingProxyType({})
 
 
 class HostSubnet(NamedTuple):
