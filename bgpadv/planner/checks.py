@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from bgpadv.core.addressing import parse_address
-from bgpadv.core.bounded import describe  # noqa: F401  (re-exported)
+from bgpadv.core.bounded import describe
 from bgpadv.core.prefix import Prefix
-from bgpadv.core.reasons import (  # noqa: F401  (the reason codes, re-exported: the planner reads them here)
+from bgpadv.core.reasons import (
     ALL_REASONS,
     COVERS_INFRASTRUCTURE,
     DEFAULT_GATEWAY_ADDRESS,
@@ -50,6 +50,52 @@ from bgpadv.core.reasons import (  # noqa: F401  (the reason codes, re-exported:
     UNKNOWN_NETWORK,
     UNSPECIFIED_ADDRESS,
 )
+
+__all__ = [
+    "ALL_REASONS",
+    "COVERS_INFRASTRUCTURE",
+    "DEFAULT_GATEWAY_ADDRESS",
+    "DEFAULT_ROUTE",
+    "DUPLICATE_ADDRESS",
+    "DUPLICATE_PREFIX",
+    "FAMILY_NOT_CARRIED",
+    "HOST_SUBNET_CONFLICT",
+    "INFRASTRUCTURE_ADDRESS",
+    "INVALID_NETWORK_DEFINITION",
+    "INVALID_NEXT_HOP",
+    "INVALID_NODE_ADDRESS",
+    "LINK_LOCAL",
+    "LOOPBACK_OR_MULTICAST",
+    "MALFORMED_ADDRESS",
+    "MALFORMED_OBJECT",
+    "MAX_ROUTES_EXCEEDED",
+    "NAMESPACED_UDN_NOT_ADVERTISABLE",
+    "NETWORK_NOT_ADVERTISABLE",
+    "NETWORK_NOT_SELECTED",
+    "NETWORK_OR_BROADCAST_ADDRESS",
+    "NETWORK_OVERLAP",
+    "NO_NODE_ADDRESS",
+    "OUTSIDE_ALLOWED_PREFIXES",
+    "OUTSIDE_NETWORK_SUBNETS",
+    "OUTSIDE_SELECTED_NETWORKS",
+    "PERSISTENT_IPS_NOT_SUPPORTED",
+    "PREFIX_TOO_SHORT",
+    "SPECIAL_PREFIX",
+    "TOO_MANY_ADDRESSES",
+    "UNKNOWN_NETWORK",
+    "UNSPECIFIED_ADDRESS",
+    "Address",
+    "SubnetRange",
+    "address_checker",
+    "address_class_reason",
+    "containing",
+    "describe",
+    "explain",
+    "host_address_reason",
+    "network_or_broadcast",
+    "parse_address",
+    "parse_cidr",
+]
 
 _EXPLANATIONS = {
     OUTSIDE_NETWORK_SUBNETS: "lies in no subnet of",

@@ -68,18 +68,18 @@ def read_claim(claim: Claim, resolve: NetworkResolver, out: Collector) -> None:
     if claim.deleting or claim.ips_pending:
         return  # being deleted; or allocation pending (or failed): nothing to announce yet
     if claim.ips_malformed is not None:
-        p = claim.ips_malformed
-        out.refuse(ref, p.value, p.reason, p.message, network.name)
+        malformed = claim.ips_malformed
+        out.refuse(ref, malformed.value, malformed.reason, malformed.message, network.name)
         return
     if claim.vm is None:
-        p = claim.vm_problem  # set by the decoder whenever it found no VM
-        if p is not None:
-            out.refuse(ref, p.value, p.reason, p.message, network.name)
+        problem = claim.vm_problem  # set by the decoder whenever it found no VM
+        if problem is not None:
+            out.refuse(ref, problem.value, problem.reason, problem.message, network.name)
         return
     out.records.append(Record(claim.ips, network, ref, (ref.namespace, claim.vm), claim.age, claim.ips_refused))
 
 
-def read_claims(claims: Mapping[object, Claim], networks: Networks, out: Collector) -> None:
+def read_claims(claims: Mapping[tuple[str, str], Claim], networks: Networks, out: Collector) -> None:
     """Read IPAMClaims (`ClusterState.ipam_claims`, or any part of it) into `out`: rules 1-3 up to validation."""
     resolve = NetworkResolver(networks)
     for claim in claims.values():

@@ -70,7 +70,7 @@ def _distinct(addresses: list[VmAddress]) -> tuple[VmAddress, ...]:
     return tuple(out)
 
 
-def read_vmi_interfaces(vmis: Mapping[object, Vmi], networks: Networks, out: Collector) -> None:
+def read_vmi_interfaces(vmis: Mapping[tuple[str, str], Vmi], networks: Networks, out: Collector) -> None:
     """Read the guest-reported addresses of Running VMIs (`ClusterState.vmis`, or any part of it) on IPAM-less
     secondary networks into `out` (rule 9 of `vms`)."""
     secondary = {n.name: n for n in namespace_networks(networks)}
