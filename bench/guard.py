@@ -7,7 +7,7 @@ the planner hands over:
   - cold:        a new Guard (empty verdict cache): every route evaluated;
   - unchanged:   the same Route objects again (every verdict from the cache);
   - one-changed: one Route object replaced by a new one (another next hop): one route evaluated;
-  - context:     `Guard.context(state)` when no CUDN, RouteAdvertisements or Node object changed (identity compare);
+  - context:     `Guard.context(plan)` when the plan's networks and node addresses did not change (identity compare);
   - over-limit:  `safety.maxRoutes` one below the set, the peers holding all but the newest route (cached verdicts).
 
     .venv/bin/python bench/guard.py [--runs R]
@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bgpadv.core.model import ObjectRef, Route, RouteKind
 from bgpadv.core.prefix import Address, Prefix
+from bgpadv.planner import plan
 from bgpadv.safety.guard import Guard
 from bgpadv_lab import objects as k8s
 
@@ -64,7 +65,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    cluster = state()
+    cluster = plan(state(), CONFIG)  # the guard reads the plan's context (networks, node addresses)
     w4, w6 = Address.parse("10.0.0.1"), Address.parse("fd00::1")
     sets = {
         "100k": build(100_000, 4, Address.parse("10.0.0.11")),

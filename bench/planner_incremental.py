@@ -3,9 +3,10 @@ asserted beyond equality).
 
 Same synthetic cluster as bench/planner.py (N IPAMClaims with Running VMIs and launcher pods over 4 Layer2 CUDNs,
 a Layer3 CUDN and 50 nodes). Times, on that state: cold `plan()`, the incremental planner's first (full) plan, then
-one change at a time applied the way the store applies it (the object's dict replaced) and planned incrementally
-with the changed (field, key) given; also a plan with `changed=None` (every object compared by identity). After
-each step the incremental plan is compared with a cold `plan()` of the same state (not timed; `--no-check` skips).
+one change at a time applied the way the store applies it (the changed object decoded, its view replaced) and
+planned incrementally with the changed (field, key) given; also a plan with `changed=None` (every object compared
+by identity). After each step the incremental plan is compared with a cold `plan()` of the same state (not timed;
+`--no-check` skips).
 
     .venv/bin/python bench/planner_incremental.py [--claims N] [--single-stack] [--no-check]
 """
@@ -23,10 +24,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from planner import bench_config, build  # bench/planner.py
+from planner import bench_config, build_objects  # bench/planner.py
 
+from bgpadv.core import resources
 from bgpadv.planner import plan
 from bgpadv.planner.incremental import IncrementalPlanner
+from bgpadv.sources.decode import decode, state_from_objects
 
 
 def _timed(fn):
@@ -43,8 +46,14 @@ def main() -> None:
     parser.add_argument("--no-check", action="store_true", help="skip the comparison with cold plan()")
     args = parser.parse_args()
     config = bench_config()
-    state = build(args.claims, dual_stack=not args.single_stack)
-    claims, vmis, nodes, pods = state.ipam_claims, state.vmis, state.nodes, state.pods  # the store's own dicts
+    objects = build_objects(args.claims, dual_stack=not args.single_stack)
+    state = state_from_objects(objects)[0]
+    claims, vmis, nodes, pods = state.ipam_claims, state.vmis, state.nodes, state.pods  # the store's own mappings
+    raw: dict[tuple[str, object], dict] = {}  # the objects as the API returned them, by (field, key)
+    for obj in objects:
+        res = resources.resource_for(obj)
+        assert res is not None
+        raw[(res.field, res.key(obj))] = obj
     print(f"claims: {args.claims:,} ({'single' if args.single_stack else 'dual'} stack)")
 
     cold, t = _timed(lambda: plan(state, config))
@@ -63,42 +72,42 @@ def main() -> None:
 
     # one claim modified: its IPv4 address moves to a free one
     key = next(iter(claims))
-    claim = copy.deepcopy(claims[key])
+    claim = copy.deepcopy(raw[("ipam_claims", key)])
     claim["status"]["ips"][0] = "10.100.250.250/16"
     claim["metadata"]["resourceVersion"] = "2"
-    claims[key] = claim
+    claims[key] = decode(resources.IPAM_CLAIM, claim, key)  # as the store applies the event
     step("one claim modified:", {("ipam_claims", key)})
 
     # one claim deleted, then added back
     del claims[key]
     step("one claim deleted:", {("ipam_claims", key)})
-    claims[key] = claim
+    claims[key] = decode(resources.IPAM_CLAIM, claim, key)
     step("one claim added:", {("ipam_claims", key)})
 
     # one VMI migrated: migration completed, status.nodeName flipped to the target
-    vkey = next(k for k in vmis if "migrationState" not in vmis[k]["status"])
-    vmi = copy.deepcopy(vmis[vkey])
+    vkey = next(k for k in vmis if vmis[k].migration is None)
+    vmi = copy.deepcopy(raw[("vmis", vkey)])
     source = vmi["status"]["nodeName"]
     target = "worker-49" if source != "worker-49" else "worker-48"
     vmi["status"]["migrationState"] = {"sourceNode": source, "targetNode": target, "completed": True}
     vmi["status"]["nodeName"] = target
-    vmis[vkey] = vmi
+    vmis[vkey] = decode(resources.VMI, vmi, vkey)
     step("one VMI migrated:", {("vmis", vkey)})
 
     # one launcher pod changed (a migration target pod becomes ready)
     pkey = next(k for k in pods if k[1].endswith("-tgt01"))
-    pod = copy.deepcopy(pods[pkey])
+    pod = copy.deepcopy(raw[("pods", pkey)])
     pod["metadata"]["annotations"]["kubevirt.io/migration-target-ready-timestamp"] = "2025-03-01T10:05:00Z"
-    pods[pkey] = pod
+    pods[pkey] = decode(resources.LAUNCHER_POD, pod, pkey)
     step("one launcher pod changed:", {("pods", pkey)})
 
     # one node changed: its IPv4 address (the next hop of every route to it)
     nkey = "worker-7"
-    node = copy.deepcopy(nodes[nkey])
+    node = copy.deepcopy(raw[("nodes", nkey)])
     node["status"]["addresses"][0]["address"] = "10.0.9.7"
     annotations = node["metadata"]["annotations"]
     annotations["k8s.ovn.org/node-primary-ifaddr"] = json.dumps({"ipv4": "10.0.9.7/16", "ipv6": "fd00::8/64"})
-    nodes[nkey] = node
+    nodes[nkey] = decode(resources.NODE, node, nkey)
     per_node = args.claims // 50 * (1 if args.single_stack else 2)
     step(f"one node changed (~{per_node:,} routes):", {("nodes", nkey)})
 

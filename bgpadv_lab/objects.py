@@ -605,8 +605,8 @@ def vms_on_one_node(count: int, node_address: str = "10.0.0.11", namespace: str 
 
 
 def state(*objects: dict | Iterable[dict]):
-    """A ClusterState from objects (lists of objects are flattened)."""
-    from bgpadv.core.state import ClusterState
+    """A ClusterState from objects (lists of objects are flattened), decoded as the store decodes them."""
+    from bgpadv.sources.decode import state_from_objects
 
     flat: list[dict] = []
     for o in objects:
@@ -614,7 +614,7 @@ def state(*objects: dict | Iterable[dict]):
             flat.append(o)
         else:
             flat.extend(o)
-    return ClusterState.from_objects(flat)[0]
+    return state_from_objects(flat)[0]
 
 
 def config(**overrides: Any):

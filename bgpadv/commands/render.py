@@ -172,9 +172,8 @@ def imports(state: ClusterState, cfg: bgpadv_config.Config, learned: dict) -> li
     from bgpadv.importer.netlink import vrf_name
     from bgpadv.importer.policy import desired_routes
     from bgpadv.importer.reconciler import selected_networks
-    from bgpadv.planner.networks import index_networks
 
-    selected = selected_networks(index_networks(state, cfg).advertised, state.cudns)
+    selected = selected_networks(make_plan(state, cfg).context.networks)
     out = []
     for net in cfg.import_routes.networks:
         sel = selected.get(net.name)
@@ -219,4 +218,4 @@ def announced(state: ClusterState, cfg: bgpadv_config.Config) -> Plan:
     peer gets), with the planner's refusals followed by the guard's."""
     plan = make_plan(state, cfg)
     guard = Guard(cfg)
-    return guard.check(plan.routes, guard.context(state)).observed(plan)
+    return guard.check(plan.routes, guard.context(plan)).observed(plan)

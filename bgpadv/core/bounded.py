@@ -52,3 +52,15 @@ def brief(value: object, limit: int = DEFAULT_LIMIT) -> str:
     except Exception:  # a value whose __repr__ fails (never from JSON/YAML)
         text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+_MAX_VALUE_CHARS = 256
+
+
+def describe(value: object) -> str:
+    """The offending value as people should see it in a refusal: strings as written, others as repr; bounded to
+    256 characters *before* formatting (a 40k-item list or a 10 MB string costs what is shown, not its size).
+    Idempotent on its own output."""
+    if isinstance(value, str):
+        return value if len(value) <= _MAX_VALUE_CHARS else value[:_MAX_VALUE_CHARS] + "…"
+    return brief(value, _MAX_VALUE_CHARS)

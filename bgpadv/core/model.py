@@ -8,7 +8,7 @@ reach ExaBGP.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -115,27 +115,76 @@ def route_order(route: Route) -> tuple[int, int, int]:
 
 
 @dataclass(frozen=True, slots=True)
+class PlannedNetwork:
+    """One advertised network as the plan's consumers need it: its subnets (a Layer2 subnet, a Layer3 cidr, or
+    the allowed prefixes of an IPAM-less secondary network) and OVN-K's network ID (`k8s.ovn.org/network-id`)."""
+
+    name: str
+    subnets: tuple[Prefix, ...] = ()
+    network_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Handover:
+    """A host route that moved to another node since the planner's previous plan (a live migration, mostly): the
+    VM it belongs to (namespace, VMI name), where it points now, and when the VM's migration target became ready
+    (`migrationState.targetNodeDomainReadyTimestamp`, wall seconds) when it says so."""
+
+    prefix: Prefix
+    vmi: tuple[str, str]
+    node: str
+    target_ready_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanContext:
+    """What the planner derived on the way that the plan's consumers need, so none of them derives it again.
+
+    `networks`: the advertised networks by name (the guard's rule 4, the importer's selection). `next_hops`: the
+    node index, each node's next hop per family. `node_addresses`: every address of every node
+    (`bgpadv.core.views.Node.addresses`: no host route may cover one, the guard's rule 5). `handovers`: see
+    `Handover` (the incremental planner's; a cold plan has none). The planner hands over the same `networks`,
+    `next_hops` and `node_addresses` objects as long as no CUDN, RouteAdvertisements, Namespace or Node changed, so
+    consumers may cache by identity.
+    """
+
+    networks: Mapping[str, PlannedNetwork] = field(default_factory=dict)
+    next_hops: Mapping[str, Mapping[int, Address]] = field(default_factory=dict)
+    node_addresses: Mapping[str, tuple[Address, ...]] = field(default_factory=dict)
+    handovers: tuple[Handover, ...] = ()
+
+
+EMPTY_CONTEXT = PlanContext()
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
-    """What the fabric must see: routes sorted by (family, prefix), and what was refused."""
+    """What the fabric must see: routes sorted by (family, prefix), and what was refused; `context` is what the
+    planner derived for the plan's consumers (not part of equality: two plans are equal when they announce and refuse
+    the same)."""
 
     routes: tuple[Route, ...] = ()
     rejected: tuple[Refusal, ...] = ()
+    context: PlanContext = field(default=EMPTY_CONTEXT, compare=False)
 
     @staticmethod
-    def build(routes: Iterable[Route], rejected: Iterable[Refusal]) -> Plan:
+    def build(routes: Iterable[Route], rejected: Iterable[Refusal], context: PlanContext = EMPTY_CONTEXT) -> Plan:
         return Plan(
             routes=tuple(sorted(routes, key=route_order)),
             rejected=tuple(sorted(rejected, key=lambda x: (str(x.source), x.value, x.reason))),
+            context=context,
         )
 
     def for_node(self, node: str) -> Plan:
         """One node's view (per-node mode): the routes that point at that node (its Layer3 host subnets and the
         host routes of the VMs placed on it) and every network-wide subnet route (Layer2 subnets: each node announces
-        them, so the ToR has one path per node). A host route placed on no node is nobody's. Refusals are kept whole.
+        them, so the ToR has one path per node). A host route placed on no node is nobody's. Refusals and the context
+        are kept whole.
         """
         return Plan(
             routes=tuple(r for r in self.routes if r.node == node or (r.node is None and r.kind is RouteKind.SUBNET)),
             rejected=self.rejected,
+            context=self.context,
         )
 
 

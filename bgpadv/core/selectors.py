@@ -112,3 +112,11 @@ def parse(raw: object) -> tuple[LabelSelector | None, list[tuple[str, str]]]:
     if problems:
         return None, problems
     return LabelSelector(tuple(sorted(labels.items())), tuple(exprs)), []
+
+
+def parse_or_everything(raw: object) -> LabelSelector | None:
+    """A selector where absence (null) means everything, as a RouteAdvertisements' CUDN selector: the empty selector
+    for null, None when malformed (a malformed selector selects nothing)."""
+    if raw is None:
+        return LabelSelector()
+    return parse(raw)[0]

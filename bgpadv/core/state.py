@@ -1,38 +1,27 @@
-"""The cluster state the planner reads: watched objects indexed by kind and key (bottom layer: sources/ builds it).
+"""The cluster state the planner reads: watched objects, as views (`bgpadv.core.views`), by kind and key.
 
-Objects are the plain dicts the API returns (camelCase JSON). The planner treats them as read-only; the store
-that owns them hands out a `ClusterState` whose mappings it alone mutates, between plans, on one thread.
+Every object is decoded once, when it arrives (`bgpadv.sources.decode`: the store event by event,
+`decode.state_from_objects` for manifests, tests and benchmarks); no raw dict travels past the sources. The store
+that owns the mappings hands out a `ClusterState` it alone mutates, between plans, on one thread, and replaces an
+object's view when the object changes (never mutates one: views are immutable), so the planner caches by identity.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from bgpadv.core import resources
+from bgpadv.core.views import Claim, LauncherPod, Namespace, Network, Node, RouteAdvertisement, Vmi
 
 Namespaced = tuple[str, str]
 
 
 @dataclass(frozen=True)
 class ClusterState:
-    cudns: Mapping[str, dict] = field(default_factory=dict)
-    route_advertisements: Mapping[str, dict] = field(default_factory=dict)
-    ipam_claims: Mapping[Namespaced, dict] = field(default_factory=dict)
-    vmis: Mapping[Namespaced, dict] = field(default_factory=dict)
-    pods: Mapping[Namespaced, dict] = field(default_factory=dict)  # virt-launcher pods only
-    nodes: Mapping[str, dict] = field(default_factory=dict)
-    namespaces: Mapping[str, dict] = field(default_factory=dict)  # for their labels (CUDN namespaceSelector)
-
-    @staticmethod
-    def from_objects(objects: Iterable[dict]) -> tuple[ClusterState, list[dict]]:
-        """Sort objects into a state by apiVersion/kind; returns the state and the objects it did not take."""
-        buckets: dict[str, dict] = {r.field: {} for r in resources.ALL}
-        ignored: list[dict] = []
-        for obj in objects:
-            res = resources.resource_for(obj) if isinstance(obj, dict) else None
-            if res is None:
-                ignored.append(obj)
-                continue
-            buckets[res.field][res.key(obj)] = obj
-        return ClusterState(**buckets), ignored
+    cudns: Mapping[str, Network] = field(default_factory=dict)
+    route_advertisements: Mapping[str, RouteAdvertisement] = field(default_factory=dict)
+    ipam_claims: Mapping[Namespaced, Claim] = field(default_factory=dict)
+    vmis: Mapping[Namespaced, Vmi] = field(default_factory=dict)
+    pods: Mapping[Namespaced, LauncherPod] = field(default_factory=dict)  # virt-launcher pods only
+    nodes: Mapping[str, Node] = field(default_factory=dict)
+    namespaces: Mapping[str, Namespace] = field(default_factory=dict)  # for their labels (CUDN namespaceSelector)

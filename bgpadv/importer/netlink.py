@@ -21,7 +21,6 @@ from bgpadv.core.prefix import Address, Prefix
 
 RTPROT_BGP = 186
 MAX_IFNAME = 15
-NETWORK_ID_ANNOTATION = "k8s.ovn.org/network-id"
 Routes = dict[Prefix, frozenset[Address]]
 
 

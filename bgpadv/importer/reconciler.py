@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from bgpadv.config import Config, ImportNetwork
+from bgpadv.core.model import PlannedNetwork
 from bgpadv.core.prefix import Address, Prefix
 from bgpadv.importer.learned import LearnedRoutes
 from bgpadv.importer.netlink import Netlink, Routes, vrf_name
@@ -208,16 +209,7 @@ class Importer:
         }
 
 
-def selected_networks(advertised: Mapping[str, object], cudns: Mapping[str, dict]) -> dict[str, SelectedNetwork]:
-    """name → SelectedNetwork for the planner's advertised networks (`Networks.advertised`), with OVN-K's network ID
-    from the CUDN's `k8s.ovn.org/network-id` annotation when it carries one."""
-    from bgpadv.importer.netlink import NETWORK_ID_ANNOTATION
-
-    out = {}
-    for name, network in advertised.items():
-        subnets = tuple(s.network for s in getattr(network, "subnets", ()))
-        annotations = ((cudns.get(name) or {}).get("metadata") or {}).get("annotations") or {}
-        raw = annotations.get(NETWORK_ID_ANNOTATION)
-        network_id = int(raw) if isinstance(raw, str) and raw.isascii() and raw.isdigit() else None
-        out[name] = SelectedNetwork(subnets, network_id)
-    return out
+def selected_networks(networks: Mapping[str, PlannedNetwork]) -> dict[str, SelectedNetwork]:
+    """name → SelectedNetwork for the networks a plan advertises (`Plan.context.networks`), with OVN-K's network ID
+    (the CUDN's `k8s.ovn.org/network-id` annotation, decoded once) when it carries one."""
+    return {name: SelectedNetwork(n.subnets, n.network_id) for name, n in networks.items()}

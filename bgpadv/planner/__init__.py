@@ -1,8 +1,11 @@
 """The planner: cluster state in, desired routes and refusals out. Pure: no I/O, no logging, no clocks.
 
-`plan()` is the only entry point. The rules live in the modules that apply them, each with its docstring:
-`networks` (CUDN selection, subnet routes), `vms` (claims, VMs, placement, conflicts), `nodes` (next-hop addresses)
-and `checks` (address validation and the stable reason codes).
+`plan()` is the only entry point (and `incremental.IncrementalPlanner`, which returns the same plans). It reads the
+typed views of `bgpadv.core.views` only (decoded at the edge, `bgpadv.sources.decode`). The rules live in the
+modules that apply them, each with its docstring: `networks` (CUDN selection, subnet routes), `vms` (host routes,
+and the rules of `claims`, `guest_reports`, `candidates`, `conflicts`, `placement`), `nodes` (next-hop addresses)
+and `checks` (address validation; the stable reason codes of `bgpadv.core.reasons`). The plan carries its context
+(`PlanContext`: the network and node indexes its consumers would otherwise derive again).
 """
 
 from __future__ import annotations
@@ -13,10 +16,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from bgpadv.config import Config
-from bgpadv.core.model import Plan
+from bgpadv.core.model import Handover, Plan, PlanContext
 from bgpadv.core.state import ClusterState
-from bgpadv.planner.networks import advertised_subnets, index_networks, subnet_routes
-from bgpadv.planner.nodes import index_nodes
+from bgpadv.planner.networks import Networks, advertised_subnets, index_networks, planned_networks, subnet_routes
+from bgpadv.planner.nodes import NodeInfo, index_nodes
 from bgpadv.planner.vms import host_routes
 
 __all__ = ["plan"]
@@ -41,6 +44,19 @@ def cyclic_gc_paused() -> Iterator[None]:
         gc.enable()
 
 
+def plan_context(
+    state: ClusterState, networks: Networks, nodes: dict[str, NodeInfo], handovers: tuple[Handover, ...] = ()
+) -> PlanContext:
+    """What a plan carries for its consumers (`PlanContext`): the network index, the node index and every node
+    address (the decoder's `Node.addresses`, the guard's rule 5)."""
+    return PlanContext(
+        networks=planned_networks(networks),
+        next_hops={name: info.addresses for name, info in nodes.items()},
+        node_addresses={node.name: node.addresses for node in state.nodes.values() if node.name},
+        handovers=handovers,
+    )
+
+
 def plan(state: ClusterState, config: Config, node: str | None = None) -> Plan:
     """Compute the desired routes and the refusals for a cluster state.
 
@@ -55,5 +71,6 @@ def plan(state: ClusterState, config: Config, node: str | None = None) -> Plan:
         nodes = index_nodes(state.nodes, advertised_subnets(networks))
         routes, refusals = subnet_routes(state, config, networks, nodes)
         hosts, host_refusals = host_routes(state, config, networks, nodes)
-        result = Plan.build([*routes, *hosts], [*networks.refusals, *refusals, *host_refusals])
+        context = plan_context(state, networks, nodes)
+        result = Plan.build([*routes, *hosts], [*networks.refusals, *refusals, *host_refusals], context)
     return result.for_node(config.node_name) if config.node_name else result

@@ -3,8 +3,8 @@
 `IncrementalPlanner(config).plan(state, changed)` returns exactly `plan(state, config)` (routes and refusals, in
 order). `changed` is the set of `(ClusterState field, key)` that may have changed since the previous call on the same
 `state` object, or None: then every IPAMClaim and every VMI the plan depends on is compared by identity with what was
-cached (the store replaces an object's dict when it changes and never mutates a stored dict in place; the cache holds
-a reference to every dict it read, so an id is never reused while it is compared). CUDNs, RouteAdvertisements,
+cached (the store replaces an object's view when it changes, and views are immutable; the cache holds a reference to
+every view it read, so an id is never reused while it is compared). CUDNs, RouteAdvertisements,
 Nodes and Namespaces (read for IPAM-less secondary networks) are few: they are always compared by identity, whatever
 `changed` says; a pod change is taken from `changed` (None: every pod may have changed).
 
@@ -24,7 +24,9 @@ What is cached, and what invalidates it:
   winner, its VMI's placement, or the node it is placed on changes, and when a node address equal to it appears,
   disappears or changes node.
 - The node index (`nodes.index_nodes`, whose next hops depend on the advertised subnets), subnet routes and the CUDN
-  refusals: recomputed whenever a CUDN, RouteAdvertisements or Node object changes.
+  refusals: recomputed whenever a CUDN, RouteAdvertisements or Node object changes; so is the plan's context
+  (`Plan.context`), whose mappings are kept (the same objects) when they come out equal, so the guard keeps its
+  context. `Plan.context.handovers`: the host routes that moved to another node in this call (step 4).
 
 Order: `Plan.build` sorts with a stable sort, so elements with equal sort keys keep the cold planner's insertion order.
 Host routes have distinct keys (one winner per address) and subnet routes precede host routes of the same key, so the
@@ -37,35 +39,57 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Mapping
+from typing import NamedTuple
 
 from bgpadv.config import Config
-from bgpadv.core.model import Plan, Refusal, Route, route_order
+from bgpadv.core.model import Handover, Plan, PlanContext, PlannedNetwork, Refusal, Route, route_order
+from bgpadv.core.prefix import Address, Prefix
 from bgpadv.core.state import ClusterState
-from bgpadv.planner import cyclic_gc_paused
+from bgpadv.planner import cyclic_gc_paused, plan_context
 from bgpadv.planner import plan as cold_plan
+from bgpadv.planner.candidates import Candidate, Collector, address_key
+from bgpadv.planner.claims import read_claims
+from bgpadv.planner.conflicts import resolve_conflict
+from bgpadv.planner.guest_reports import namespace_networks, read_vmi_interfaces
 from bgpadv.planner.networks import Networks, advertised_subnets, index_networks, subnet_routes
 from bgpadv.planner.nodes import NodeInfo, index_nodes, node_address_keys
-from bgpadv.planner.vms import (
-    Candidate,
-    Collector,
-    address_key,
-    host_route,
-    namespace_networks,
-    needs_pods,
-    placements,
-    read_claims,
-    read_vmi_interfaces,
-    resolve_conflict,
-)
+from bgpadv.planner.placement import needs_pods, placements
+from bgpadv.planner.vms import host_route
 
 __all__ = ["IncrementalPlanner"]
 
 _MISSING = object()
 _BULK = 20000  # more changed host outputs than this: rebuild the sorted route list instead of bisecting
+_V6 = 1 << 128
 
 
-_Entry = tuple[object, list[Refusal], list[tuple[int, Candidate]]]
-"""What one object contributes: (the object read, its refusals, its candidates as (address key, candidate))."""
+class _Entry(NamedTuple):
+    """What one object contributes: the view read, its refusals, its candidates as (address key, candidate)."""
+
+    obj: object
+    refusals: list[Refusal]
+    candidates: list[tuple[int, Candidate]]
+
+
+class _Won(NamedTuple):
+    """The outcome of one address's conflict: the winning candidate and the others' refusals."""
+
+    candidate: Candidate
+    refusals: list[Refusal]
+
+
+class _Output(NamedTuple):
+    """What one winning address gives: the node it is placed on (None: not running) and its route or refusal."""
+
+    node: str | None
+    result: Route | Refusal | None
+
+
+class _Placement(NamedTuple):
+    """Where one VMI runs, and the view it was read from (compared by identity)."""
+
+    vmi: object
+    node: str | None
 
 
 def _refusal_key(r: Refusal) -> tuple[str, str, str]:
@@ -140,11 +164,16 @@ def _same_items(previous: list[tuple[object, object]] | None, current: Mapping) 
     return all(k == pk and v is pv for (k, v), (pk, pv) in zip(current.items(), previous, strict=True))
 
 
+def _prefix_of(key: int) -> Prefix:
+    return Prefix.host(6, key ^ _V6) if key >= _V6 else Prefix.host(4, key)
+
+
 class IncrementalPlanner:
     """`plan(state, changed)` == `bgpadv.planner.plan(state, config)`, at the cost of what changed (see the module).
 
     One instance follows one evolving `ClusterState` (another state object means a full comparison). If a call
-    raises, every cache is dropped and the next call starts afresh.
+    raises, every cache is dropped and the next call starts afresh. The plan's context also carries the handovers:
+    the host routes whose node changed since the previous call.
     """
 
     def __init__(self, config: Config) -> None:
@@ -166,22 +195,24 @@ class IncrementalPlanner:
         self._node_keys: frozenset[int] = frozenset()  # every node address (nodes.node_address_keys)
         self._global: list[Refusal] = []  # CUDN refusals and subnet refusals
         self._subnet_routes: list[Route] = []
+        self._context = PlanContext()
         self._reset_hosts()
 
     def _reset_hosts(self) -> None:
         self._claims: dict[object, _Entry] = {}
         self._vmi_records: dict[object, _Entry] = {}
         self._holders: dict[int, list[Candidate]] = {}
-        self._winner: dict[int, tuple[Candidate, list[Refusal]]] = {}
+        self._winner: dict[int, _Won] = {}
         self._tied: set[int] = set()
-        self._out: dict[int, tuple[str | None, Route | Refusal | None]] = {}
+        self._out: dict[int, _Output] = {}
         self._by_vmi: dict[tuple[str, str], set[int]] = {}
         self._by_node: dict[str, set[int]] = {}
-        self._placed: dict[tuple[str, str], tuple[object, str | None]] = {}
+        self._placed: dict[tuple[str, str], _Placement] = {}
         self._needs_pods: set[tuple[str, str]] = set()
         self._unplaced: set[tuple[str, str]] = set()
         self._route_keys: list[int] = []
         self._route_list: list[Route] = []
+        self._handovers: list[Handover] = []
         self._refusals = _Refusals()
         for r in getattr(self, "_global", ()):
             self._refusals.add(r)
@@ -200,20 +231,36 @@ class IncrementalPlanner:
             raise
         if result is None:
             self.fallbacks += 1
-            return cold_plan(state, self.config)
-        view = self.config.node_name
+            cold = cold_plan(state, self.config)
+            result = Plan(cold.routes, cold.rejected, self._context)
+            view = None  # cold_plan gave the node's view already
+        else:
+            view = self.config.node_name
         return result.for_node(view) if view else result
 
     def _plan(self, state: ClusterState, changed: Iterable[tuple[str, object]] | None) -> Plan | None:
-        config = self.config
         self._state = state
         hinted: dict[str, set] | None = None
         if changed is not None:
             hinted = {}
             for fld, key in changed:
                 hinted.setdefault(fld, set()).add(key)
+        rebuild_hosts, changed_nodes, changed_keys = self._networks_and_nodes(state)
+        if rebuild_hosts:
+            self._reset_hosts()
+        self._handovers = []
+        if self.config.networks.host_routes:
+            self._hosts(state, hinted if not rebuild_hosts else None, rebuild_hosts, changed_nodes, changed_keys)
+        ctx = self._context
+        if self._handovers or ctx.handovers:
+            ctx = self._context = PlanContext(ctx.networks, ctx.next_hops, ctx.node_addresses, tuple(self._handovers))
+        return self._assemble()
 
-        # networks, nodes, subnet routes: few objects, always compared
+    def _networks_and_nodes(self, state: ClusterState) -> tuple[bool, set[str], set[int]]:
+        """Networks, nodes, subnet routes and the CUDN refusals: few objects, always compared by identity.
+        Returns (whether every host cache must be rebuilt, the nodes that changed, the node addresses that appeared,
+        disappeared or changed holder)."""
+        config = self.config
         networks_moved = (
             not _same_items(self._seen["cudns"], state.cudns)
             or not _same_items(self._seen["ras"], state.route_advertisements)
@@ -233,7 +280,7 @@ class IncrementalPlanner:
                 self._networks = fresh
             networks = fresh  # equal to the cached index where the host caches are concerned
         changed_nodes: set[str] = set()
-        changed_keys: set[int] = set()  # node addresses that appeared, disappeared or changed holder
+        changed_keys: set[int] = set()
         if nodes_moved or networks_moved:  # a node address inside an advertised subnet is no next hop
             nodes = index_nodes(state.nodes, advertised_subnets(networks))
             old_nodes = self._nodes
@@ -244,8 +291,6 @@ class IncrementalPlanner:
                         changed_keys |= info.keys
             self._nodes = nodes
             self._node_keys = node_address_keys(nodes)
-        nodes = self._nodes
-        if networks_moved or nodes_moved:
             s_routes, s_refusals = subnet_routes(state, config, networks, nodes)
             for r in self._global:
                 self._refusals.remove(r)
@@ -253,17 +298,26 @@ class IncrementalPlanner:
             for r in self._global:
                 self._refusals.add(r)
             self._subnet_routes = sorted(s_routes, key=route_order)
+            self._context = self._new_context(state, networks, nodes)
         self._seen = {
             "cudns": list(state.cudns.items()),
             "ras": list(state.route_advertisements.items()),
             "nodes": list(state.nodes.items()),
             "namespaces": list(state.namespaces.items()),
         }
-        if rebuild_hosts:
-            self._reset_hosts()
-        if config.networks.host_routes:
-            self._hosts(state, hinted if not rebuild_hosts else None, rebuild_hosts, changed_nodes, changed_keys)
-        return self._assemble()
+        return rebuild_hosts, changed_nodes, changed_keys
+
+    def _new_context(self, state: ClusterState, networks: Networks, nodes: dict[str, NodeInfo]) -> PlanContext:
+        """The plan's context, keeping the previous one's mappings where they are equal (consumers cache by
+        identity)."""
+        fresh = plan_context(state, networks, nodes)
+        old = self._context
+        keep_networks: Mapping[str, PlannedNetwork] = old.networks if old.networks == fresh.networks else fresh.networks
+        keep_hops: Mapping[str, Mapping[int, Address]] = (
+            old.next_hops if old.next_hops == fresh.next_hops else fresh.next_hops
+        )
+        keep_addresses = old.node_addresses if old.node_addresses == fresh.node_addresses else fresh.node_addresses
+        return PlanContext(keep_networks, keep_hops, keep_addresses)
 
     def _refresh(
         self,
@@ -276,23 +330,23 @@ class IncrementalPlanner:
         dirty: set[int],
     ) -> None:
         """Re-read the objects of one kind (`field` of ClusterState) that changed since their cached entry: those
-        hinted, or, without hints, every object whose dict is not the cached one (and every cached one now gone)."""
+        hinted, or, without hints, every object whose view is not the cached one (and every cached one now gone)."""
         if hinted is None:
-            keys: Iterable = [k for k, v in objects.items() if (e := cache.get(k)) is None or e[0] is not v]
+            keys: Iterable = [k for k, v in objects.items() if (e := cache.get(k)) is None or e.obj is not v]
             keys = [*keys, *(k for k in cache if k not in objects)]
         else:
             keys = hinted.get(field, ())
         for key in keys:
             obj = objects.get(key, _MISSING)
             old = cache.get(key)
-            if old is not None and old[0] is obj:
+            if old is not None and old.obj is obj:
                 continue
             if old is not None:
                 self._drop_entry(cache.pop(key), dirty)
             if obj is not _MISSING:
                 out = Collector()
                 reader({key: obj}, networks, out)
-                entry: _Entry = (obj, *out.entry())
+                entry = _Entry(obj, *out.entry())
                 cache[key] = entry
                 self._add_entry(entry, dirty)
 
@@ -307,137 +361,172 @@ class IncrementalPlanner:
     ) -> None:
         networks = self._networks
         assert networks is not None
-        config = self.config
         dirty: set[int] = set()
-
         # 1. objects that carry addresses
         self._refresh(state.ipam_claims, self._claims, hinted, "ipam_claims", read_claims, networks, dirty)
-        vmis = state.vmis
         if namespace_networks(networks):
-            self._refresh(vmis, self._vmi_records, hinted, "vmis", read_vmi_interfaces, networks, dirty)
-
+            self._refresh(state.vmis, self._vmi_records, hinted, "vmis", read_vmi_interfaces, networks, dirty)
         # 2. conflicts of the addresses whose holders changed
+        out_dirty = self._conflicts(dirty)
+        # 3. placements of the VMIs the winners point at
+        self._placements(state, hinted, out_dirty)
+        for node_name in changed_nodes:
+            out_dirty.update(self._by_node.get(node_name, ()))
+        winners = self._winner
+        out_dirty.update(k for k in changed_keys if k in winners)
+        # 4. the host route (or refusal) of every address whose inputs changed
+        self._outputs(state, out_dirty)
+
+    def _conflicts(self, dirty: set[int]) -> set[int]:
+        """Resolve the conflicts of the addresses whose holders changed; the addresses whose winner changed."""
         out_dirty: set[int] = set()
         refusals = self._refusals
         for k in dirty:
             old_w = self._winner.pop(k, None)
             if old_w is not None:
-                for r in old_w[1]:
+                for r in old_w.refusals:
                     refusals.remove(r)
             self._tied.discard(k)
             group = self._holders.get(k)
+            winner: Candidate | None
             if not group:
                 winner = None
             elif len(group) == 1:
                 winner = group[0]
-                self._winner[k] = (winner, [])
+                self._winner[k] = _Won(winner, [])
             else:
                 winner, lost, tied = resolve_conflict(list(group))
                 if tied:
                     self._tied.add(k)  # the cold planner keeps whichever it read first
-                self._winner[k] = (winner, lost)
+                self._winner[k] = _Won(winner, lost)
                 for r in lost:
                     refusals.add(r)
-            old_c = old_w[0] if old_w is not None else None
+            old_c = old_w.candidate if old_w is not None else None
             if winner is not old_c:
                 out_dirty.add(k)
                 if old_c is not None:
-                    self._unlink_vmi(old_c[3], k)
+                    self._unlink_vmi(old_c.vmi, k)
                 if winner is not None:
-                    linked = self._by_vmi.get(winner[3])
-                    if linked is None:
-                        linked = self._by_vmi[winner[3]] = set()
-                        if winner[3] not in self._placed:
-                            self._unplaced.add(winner[3])
-                    linked.add(k)
+                    self._link_vmi(winner.vmi, k)
+        return out_dirty
 
-        # 3. placements of the VMIs the winners point at
-        by_vmi = self._by_vmi
+    def _link_vmi(self, vmi_key: tuple[str, str], k: int) -> None:
+        linked = self._by_vmi.get(vmi_key)
+        if linked is None:
+            linked = self._by_vmi[vmi_key] = set()
+            if vmi_key not in self._placed:
+                self._unplaced.add(vmi_key)
+        linked.add(k)
+
+    def _placements(self, state: ClusterState, hinted: dict[str, set] | None, out_dirty: set[int]) -> None:
+        """Place again the VMIs winners point at whose placement may have changed: new ones, changed ones (hinted,
+        or compared by identity), and, when a pod changed, those whose placement reads launcher pods."""
+        vmis = state.vmis
         placed = self._placed
         replace: set[tuple[str, str]] = self._unplaced  # linked by a winner, never placed
         self._unplaced = set()
         if hinted is None:
-            replace.update(v for v, (obj, _node) in placed.items() if vmis.get(v, _MISSING) is not obj)
+            replace.update(v for v, p in placed.items() if vmis.get(v, _MISSING) is not p.vmi)
             replace.update(self._needs_pods)
         else:
             replace.update(v for v in hinted.get("vmis", ()) if v in placed)
             if hinted.get("pods"):
                 replace.update(self._needs_pods)
-        if replace:
-            where = placements(replace, state, config.node_name)
-            for v in replace:
-                vmi = vmis.get(v, _MISSING)
-                old_p = placed.get(v)
-                node = where[v]
-                placed[v] = (vmi, node)
-                if isinstance(vmi, dict) and needs_pods(vmi):
-                    self._needs_pods.add(v)
-                else:
-                    self._needs_pods.discard(v)
-                if old_p is None or old_p[1] != node:
-                    out_dirty.update(by_vmi.get(v, ()))
-        for node_name in changed_nodes:
-            out_dirty.update(self._by_node.get(node_name, ()))
-        winners = self._winner
-        out_dirty.update(k for k in changed_keys if k in winners)
-
-        # 4. the host route (or refusal) of every address whose inputs changed
-        bulk = len(out_dirty) > _BULK
-        route_keys, route_list = self._route_keys, self._route_list
-        for k in out_dirty:
-            old_o = self._out.pop(k, None)
-            old_route = None
-            if old_o is not None:
-                node_name, result = old_o
-                if node_name is not None:
-                    self._by_node[node_name].discard(k)
-                if result.__class__ is Refusal:
-                    refusals.remove(result)
-                elif result is not None:
-                    old_route = result
-            w = self._winner.get(k)
-            result = None
-            if w is not None:
-                candidate = w[0]
-                node_name = placed[candidate[3]][1]
-                result = host_route(k, candidate, node_name, self._nodes, self._node_keys, config)
-                self._out[k] = (node_name, result)
-                if node_name is not None:
-                    self._by_node.setdefault(node_name, set()).add(k)
-                if result.__class__ is Refusal:
-                    refusals.add(result)
-            if bulk:
-                continue
-            new_route = result if result.__class__ is Route else None
-            if old_route is None and new_route is None:
-                continue
-            i = bisect_left(route_keys, k)
-            if old_route is not None and new_route is not None:
-                route_list[i] = new_route  # same key, same place
-            elif old_route is not None:
-                del route_keys[i]
-                del route_list[i]
+        if not replace:
+            return
+        where = placements(replace, state, self.config.node_name)
+        for v in replace:
+            vmi = vmis.get(v)
+            old_p = placed.get(v)
+            node = where[v]
+            placed[v] = _Placement(vmi if vmi is not None else _MISSING, node)
+            if vmi is not None and needs_pods(vmi):
+                self._needs_pods.add(v)
             else:
-                route_keys.insert(i, k)
-                route_list.insert(i, new_route)
+                self._needs_pods.discard(v)
+            if old_p is None or old_p.node != node:
+                out_dirty.update(self._by_vmi.get(v, ()))
+
+    def _outputs(self, state: ClusterState, out_dirty: set[int]) -> None:
+        """The host route (or refusal) of every address in `out_dirty`, kept in the sorted route list; a route that
+        moved to another node is a handover."""
+        bulk = len(out_dirty) > _BULK
+        refusals = self._refusals
+        for k in out_dirty:
+            old_route = self._drop_output(k)
+            result = self._output(k)
+            new_route = result if result.__class__ is Route else None
+            if old_route is not None and new_route is not None and old_route.node != new_route.node:  # type: ignore[union-attr]
+                self._handover(state, k, new_route)  # type: ignore[arg-type]
+            if result.__class__ is Refusal:
+                refusals.add(result)  # type: ignore[arg-type]
+            if not bulk:
+                self._place_route(k, old_route, new_route)  # type: ignore[arg-type]
         if bulk:
             out = self._out
-            self._route_keys = sorted(k for k, (_n, r) in out.items() if r.__class__ is Route)
-            self._route_list = [out[k][1] for k in self._route_keys]  # type: ignore[misc]
+            self._route_keys = sorted(k for k, o in out.items() if o.result.__class__ is Route)
+            self._route_list = [out[k].result for k in self._route_keys]  # type: ignore[misc]
+
+    def _drop_output(self, k: int) -> Route | None:
+        """Forget the output of address `k`; its route, if it had one."""
+        old_o = self._out.pop(k, None)
+        if old_o is None:
+            return None
+        if old_o.node is not None:
+            self._by_node[old_o.node].discard(k)
+        if old_o.result.__class__ is Refusal:
+            self._refusals.remove(old_o.result)  # type: ignore[arg-type]
+            return None
+        return old_o.result  # type: ignore[return-value]
+
+    def _output(self, k: int) -> Route | Refusal | None:
+        """The output of address `k` now (`vms.host_route`), recorded."""
+        w = self._winner.get(k)
+        if w is None:
+            return None
+        candidate = w.candidate
+        node_name = self._placed[candidate.vmi].node
+        result = host_route(k, candidate, node_name, self._nodes, self._node_keys, self.config)
+        self._out[k] = _Output(node_name, result)
+        if node_name is not None:
+            self._by_node.setdefault(node_name, set()).add(k)
+        return result
+
+    def _handover(self, state: ClusterState, k: int, route: Route) -> None:
+        vmi_key = self._winner[k].candidate.vmi
+        vmi = state.vmis.get(vmi_key)
+        ready = vmi.migration.target_ready_at if vmi is not None and vmi.migration is not None else None
+        self._handovers.append(Handover(route.prefix, vmi_key, route.node or "", ready))
+
+    def _place_route(self, k: int, old_route: Route | None, new_route: Route | None) -> None:
+        """Keep the sorted route list (by address key) in step with one address's change."""
+        if old_route is None and new_route is None:
+            return
+        route_keys, route_list = self._route_keys, self._route_list
+        i = bisect_left(route_keys, k)
+        if old_route is not None and new_route is not None:
+            route_list[i] = new_route  # same key, same place
+        elif old_route is not None:
+            del route_keys[i]
+            del route_list[i]
+        else:
+            assert new_route is not None
+            route_keys.insert(i, k)
+            route_list.insert(i, new_route)
 
     def _add_entry(self, entry: _Entry, dirty: set[int]) -> None:
-        for r in entry[1]:
+        for r in entry.refusals:
             self._refusals.add(r)
         holders = self._holders
-        for k, c in entry[2]:
+        for k, c in entry.candidates:
             holders.setdefault(k, []).append(c)
             dirty.add(k)
 
     def _drop_entry(self, entry: _Entry, dirty: set[int]) -> None:
-        for r in entry[1]:
+        for r in entry.refusals:
             self._refusals.remove(r)
         holders = self._holders
-        for k, c in entry[2]:
+        for k, c in entry.candidates:
             group = holders[k]
             for i, x in enumerate(group):
                 if x is c:
@@ -467,8 +556,9 @@ class IncrementalPlanner:
             return None
         hosts = self._route_list
         subnets = self._subnet_routes
+        ctx = self._context
         if not subnets:
-            return Plan(routes=tuple(hosts), rejected=rejected)
+            return Plan(routes=tuple(hosts), rejected=rejected, context=ctx)
         # a subnet route precedes the host routes of an equal sort key (plan() lists subnet routes first)
         routes: list[Route] = []
         start = 0
@@ -480,4 +570,4 @@ class IncrementalPlanner:
             routes.append(s)
             start = at
         routes.extend(hosts[start:])
-        return Plan(routes=tuple(routes), rejected=rejected)
+        return Plan(routes=tuple(routes), rejected=rejected, context=ctx)

@@ -112,7 +112,7 @@ def desired_per_peer(
     """What each peer gets: the plan's routes (already the configured node's view in per-node mode) through the
     last guard (`bgpadv.safety.guard`), which refuses what must never reach the fabric or what the peer cannot carry.
     `held(peer)`: the prefixes ExaBGP holds for the peer, so a peer over `safety.maxRoutes` keeps its last good set."""
-    return guard.check(plan.routes, guard.context(state), held)
+    return guard.check(plan.routes, guard.context(plan), held)
 
 
 class Controller:
@@ -379,10 +379,10 @@ class Controller:
         self.observer.routes_held(decision.held)
         self.speaker.set_desired(decision.desired, cause)
         if self.importer is not None and networks_moved:
-            self.importer.set_networks(import_networks(state, self.config), self.clock())
+            self.importer.set_networks(import_networks(plan), self.clock())
         # Observation after the commands are written: metrics never delay an UPDATE. ExaBGP's echo of what it sent
         # is read by this same loop later, so the handover start is recorded before its end can arrive.
-        for prefix, ready_wall in handovers_of(previous, plan, state, changed):
+        for prefix, ready_wall in handovers_of(previous, plan, changed, self.config):
             self.observer.migration_handover_started(prefix, ready_wall)
         # guard refusals are counted and get Events exactly like the planner's
         self.observer.planned(guarded.observed(plan), cause, planned_at - started, full)

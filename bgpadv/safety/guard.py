@@ -11,9 +11,10 @@ see `bgpadv.planner.checks`):
    link-local (169.254.0.0/16, fe80::/10), multicast (224.0.0.0/4, ff00::/8), limited broadcast
    (255.255.255.255/32) or IPv4-mapped IPv6 (::ffff:0:0/96).
 4. `outside-selected-networks`: the prefix lies inside no subnet of a selected, advertised network (the networks the
-   planner's own index advertises, `planner.networks.index_networks`).
-5. `covers-infrastructure`: a host-length prefix (/32, /128) that is a node address (every InternalIP and
-   ExternalIP and the `k8s.ovn.org/node-primary-ifaddr` addresses of every node, valid or not), a BGP peer's
+   planner's own index advertises: `Plan.context.networks`).
+5. `covers-infrastructure`: a host-length prefix (/32, /128) that is a node address (`Plan.context.node_addresses`:
+   every InternalIP, ExternalIP, `k8s.ovn.org/node-primary-ifaddr` and `k8s.ovn.org/host-cidrs` address of every
+   node, valid or not, the same set as the planner's rule 8, `bgpadv.core.views.Node`), a BGP peer's
    address, a configured local or `nextHopSelf` address, or the route's own next hop; a shorter prefix that
    contains a BGP peer's, a local or a `nextHopSelf` address (the fabric's own network).
 6. `invalid-next-hop`: an explicit next hop of another family than the prefix, in a special range of rule 3, or
@@ -40,17 +41,16 @@ over its limit.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from bgpadv.config import Config, PeerConfig
-from bgpadv.core.model import Plan, Refusal, Route
+from bgpadv.core.addressing import SPECIAL_RANGES
+from bgpadv.core.model import Plan, PlanContext, Refusal, Route
 from bgpadv.core.prefix import Address, Prefix
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import checks
-from bgpadv.planner.networks import index_networks
-from bgpadv.planner.nodes import PRIMARY_IFADDR_ANNOTATION, SPECIAL_RANGES
+from bgpadv.planner import plan as make_plan
 
 __all__ = ["SPECIAL_RANGES", "Guard", "GuardContext", "Guarded", "check_peer"]
 
@@ -154,44 +154,20 @@ class GuardContext:
         ]
 
     @staticmethod
+    def from_plan(plan: Plan, config: Config) -> GuardContext:
+        """The context of a plan: the networks the planner advertised and every node's addresses, as the plan
+        carries them (`Plan.context`), and the configuration."""
+        return GuardContext.from_plan_context(plan.context, config)
+
+    @staticmethod
+    def from_plan_context(context: PlanContext, config: Config) -> GuardContext:
+        subnets = [s for n in context.networks.values() for s in n.subnets]
+        return GuardContext.of(subnets, context.node_addresses, config)
+
+    @staticmethod
     def from_state(state: ClusterState, config: Config) -> GuardContext:
-        """The context of a cluster state: the planner's own network index, every node's addresses."""
-        networks = index_networks(state, config)
-        subnets = [s.network for n in networks.advertised.values() for s in n.subnets]
-        return GuardContext.of(subnets, all_node_addresses(state.nodes), config)
-
-
-def all_node_addresses(nodes: Mapping[object, object]) -> dict[str, list[Address]]:
-    """Every address a node has, by node name: each InternalIP and ExternalIP of `status.addresses`, and each entry
-    of the `k8s.ovn.org/node-primary-ifaddr` annotation (mask stripped). Unparseable values are ignored."""
-    out: dict[str, list[Address]] = {}
-    for key, node in nodes.items():
-        if not isinstance(node, dict):
-            continue
-        meta = node.get("metadata")
-        meta = meta if isinstance(meta, dict) else {}
-        name = meta.get("name") if isinstance(meta.get("name"), str) and meta.get("name") else str(key)
-        values: list[object] = []
-        status = node.get("status")
-        addresses = status.get("addresses") if isinstance(status, dict) else None
-        for entry in addresses if isinstance(addresses, list) else ():
-            if isinstance(entry, dict) and entry.get("type") in ("InternalIP", "ExternalIP"):
-                values.append(entry.get("address"))
-        annotations = meta.get("annotations")
-        raw = annotations.get(PRIMARY_IFADDR_ANNOTATION) if isinstance(annotations, dict) else None
-        if isinstance(raw, str):
-            try:
-                decoded = json.loads(raw)
-            except ValueError:
-                decoded = None
-            if isinstance(decoded, dict):
-                values.extend(decoded.get(k) for k in ("ipv4", "ipv6"))
-        found = out.setdefault(name, [])
-        for value in values:
-            parsed = checks.parse_address(value)
-            if parsed is not None:
-                found.append(Address.of(parsed[0], parsed[1]))
-    return out
+        """The context of a cluster state (tests, tools): its cold plan's context."""
+        return GuardContext.from_plan(make_plan(state, config), config)
 
 
 # -- rules 1-6: one route against the context -----------------------------------------------------------------------
@@ -291,6 +267,84 @@ def _not_carried_message(route: Route, peer: PeerRules) -> str:
     return f"no peer carries ipv{route.prefix.version} unicast"
 
 
+def _carried(
+    routes: Sequence[Route],
+    verdicts: Callable[[Route], _Verdict],
+    peer: PeerRules,
+    ctx: GuardContext,
+    refusals: list[Refusal],
+) -> list[Route]:
+    """Rule 7: the routes the peer's session carries; `family-not-carried` for those no session carries."""
+    kept: list[Route] = []
+    elsewhere = 0  # classes of the families some other peer is configured for
+    for other in ctx.peers:
+        if other is not peer:
+            elsewhere |= other.configured
+    for r in routes:
+        cls = verdicts(r)[3]
+        if cls & peer.carried:
+            kept.append(r)
+        elif cls & peer.configured or not cls & elsewhere:
+            refusals.append(_refuse(r, checks.FAMILY_NOT_CARRIED, _not_carried_message(r, peer)))
+    return kept
+
+
+def _deduplicated(
+    routes: Sequence[Route], verdicts: Callable[[Route], _Verdict], peer: PeerRules, refusals: list[Refusal]
+) -> Sequence[Route]:
+    """Rule 8: one route per prefix, the oldest origin's; `duplicate-prefix` for the others."""
+    winners: dict[int, Route] = {}
+    for r in routes:
+        key = verdicts(r)[1]
+        first = winners.get(key)
+        if first is None or _age(r) < _age(first):
+            winners[key] = r
+    if len(winners) == len(routes):
+        return routes
+    kept = []
+    for r in routes:
+        winner = winners[verdicts(r)[1]]
+        if winner is r:
+            kept.append(r)
+        else:
+            message = f"{r.prefix} is announced to {peer.name} from the older {winner.source}"
+            refusals.append(_refuse(r, checks.DUPLICATE_PREFIX, message))
+    return kept
+
+
+def _limited(
+    routes: Sequence[Route],
+    verdicts: Callable[[Route], _Verdict],
+    peer: PeerRules,
+    limit: int,
+    held: Callable[[str], Collection[PrefixKey]] | None,
+    refusals: list[Refusal],
+) -> Sequence[Route]:
+    """Rule 9: at most `limit` routes; the prefixes the peer holds stay first, then the oldest origins. Only the
+    smaller group is sorted: in a steady state over the limit, the peer holds `limit` routes and only the few newest
+    are ranked."""
+    advertised = held(peer.name) if held is not None else ()
+    holding: list[Route] = []
+    others: list[Route] = []
+    for r in routes:
+        (holding if r.prefix.key in advertised else others).append(r)
+
+    def rank(r: Route) -> tuple:
+        return (_age(r), verdicts(r)[1])
+
+    if len(holding) >= limit:
+        holding.sort(key=rank)
+        keep, drop = holding[:limit], holding[limit:] + others
+    else:
+        others.sort(key=rank)
+        room = limit - len(holding)
+        keep, drop = holding + others[:room], others[room:]
+    message = f"peer {peer.name} already gets safety.maxRoutes ({limit}) routes"
+    refusals.extend(_refuse(r, checks.MAX_ROUTES_EXCEEDED, message) for r in drop)
+    kept_ids = {id(r) for r in keep}
+    return [r for r in routes if id(r) in kept_ids]
+
+
 def _per_peer(
     candidates: Sequence[Route],
     verdicts: Callable[[Route], _Verdict],
@@ -301,61 +355,14 @@ def _per_peer(
     held: Callable[[str], Collection[PrefixKey]] | None,
     refusals: list[Refusal],
 ) -> Sequence[Route]:
-    routes = candidates
+    """Rules 7-9 for one peer."""
+    routes: Sequence[Route] = candidates
     if filter_family:
-        kept: list[Route] = []
-        elsewhere = 0  # classes of the families some other peer is configured for
-        for other in ctx.peers:
-            if other is not peer:
-                elsewhere |= other.configured
-        for r in routes:
-            cls = verdicts(r)[3]
-            if cls & peer.carried:
-                kept.append(r)
-            elif cls & peer.configured or not cls & elsewhere:
-                refusals.append(_refuse(r, checks.FAMILY_NOT_CARRIED, _not_carried_message(r, peer)))
-        routes = kept
+        routes = _carried(routes, verdicts, peer, ctx, refusals)
     if deduplicate:
-        winners: dict[int, Route] = {}
-        for r in routes:
-            key = verdicts(r)[1]
-            first = winners.get(key)
-            if first is None or _age(r) < _age(first):
-                winners[key] = r
-        if len(winners) != len(routes):
-            kept = []
-            for r in routes:
-                winner = winners[verdicts(r)[1]]
-                if winner is r:
-                    kept.append(r)
-                else:
-                    message = f"{r.prefix} is announced to {peer.name} from the older {winner.source}"
-                    refusals.append(_refuse(r, checks.DUPLICATE_PREFIX, message))
-            routes = kept
-    limit = ctx.max_routes
-    if len(routes) > limit:
-        # the prefixes the peer holds stay first; then the oldest origins. Only the smaller group is sorted: in a
-        # steady state over the limit, the peer holds `limit` routes and only the few newest are ranked.
-        advertised = held(peer.name) if held is not None else ()
-        holding: list[Route] = []
-        others: list[Route] = []
-        for r in routes:
-            (holding if r.prefix.key in advertised else others).append(r)
-
-        def rank(r: Route) -> tuple:
-            return (_age(r), verdicts(r)[1])
-
-        if len(holding) >= limit:
-            holding.sort(key=rank)
-            keep, drop = holding[:limit], holding[limit:] + others
-        else:
-            others.sort(key=rank)
-            room = limit - len(holding)
-            keep, drop = holding + others[:room], others[room:]
-        message = f"peer {peer.name} already gets safety.maxRoutes ({limit}) routes"
-        refusals.extend(_refuse(r, checks.MAX_ROUTES_EXCEEDED, message) for r in drop)
-        kept_ids = {id(r) for r in keep}
-        routes = [r for r in routes if id(r) in kept_ids]
+        routes = _deduplicated(routes, verdicts, peer, refusals)
+    if len(routes) > ctx.max_routes:
+        routes = _limited(routes, verdicts, peer, ctx.max_routes, held, refusals)
     return routes
 
 
@@ -379,8 +386,8 @@ class Guarded:
             kept = {id(r) for g in groups for r in g}
             routes = tuple(r for r in plan.routes if id(r) in kept)
         if not self.rejected:
-            return plan if routes is plan.routes else Plan(routes=routes, rejected=plan.rejected)
-        return Plan(routes=routes, rejected=(*plan.rejected, *self.rejected))
+            return plan if routes is plan.routes else Plan(routes, plan.rejected, plan.context)
+        return Plan(routes, (*plan.rejected, *self.rejected), plan.context)
 
 
 class Guard:
@@ -394,21 +401,22 @@ class Guard:
         self.config = config  # needed by `context()` only
         self.evaluated = 0  # routes whose rules 1-6 were (re)evaluated, for tests and benchmarks
         self._context: GuardContext | None = None
-        self._seen: tuple[list, list, list] | None = None
+        self._seen: tuple[object, object] | None = None
         self._verdicts: dict[int, _Verdict] = {}
         self._verdict_context: GuardContext | None = None
         self._evaluate: _Evaluator | None = None
 
-    def context(self, state: ClusterState) -> GuardContext:
-        seen = (
-            list(state.cudns.items()),
-            list(state.route_advertisements.items()),
-            list(state.nodes.items()),
-        )
-        if self._context is None or self._seen is None or not all(map(_same_items, seen, self._seen)):
+    def context(self, plan: Plan) -> GuardContext:
+        """The context of `plan` (`GuardContext.from_plan`), cached by the identity of the network and node-address
+        mappings the plan carries (the planner hands over the same ones while no CUDN, RouteAdvertisements,
+        Namespace or Node changed)."""
+        pc = plan.context
+        seen = (pc.networks, pc.node_addresses)
+        previous = self._seen
+        if self._context is None or previous is None or seen[0] is not previous[0] or seen[1] is not previous[1]:
             if self.config is None:
                 raise ValueError("Guard.context() needs the configuration")
-            self._context = GuardContext.from_state(state, self.config)
+            self._context = GuardContext.from_plan_context(pc, self.config)
         self._seen = seen
         return self._context
 
@@ -496,9 +504,3 @@ def _unique(refusals: list[Refusal]) -> tuple[Refusal, ...]:
             seen.add(k)
             out.append(r)
     return tuple(out)
-
-
-def _same_items(current: list[tuple[object, object]], previous: list[tuple[object, object]]) -> bool:
-    return len(current) == len(previous) and all(
-        k == pk and v is pv for (k, v), (pk, pv) in zip(current, previous, strict=True)
-    )

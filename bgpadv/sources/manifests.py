@@ -21,6 +21,7 @@ from pathlib import Path
 
 from bgpadv.core import resources, yamlsafe
 from bgpadv.core.state import ClusterState
+from bgpadv.sources.decode import state_from_objects
 
 SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -98,5 +99,5 @@ def load_manifests(directory: str | Path) -> tuple[ClusterState, list[str]]:
                     warnings.append(f"{where}: {res.kind} {key[1]} also defined in {seen[key]}; the later one is used")
                 seen[key] = where
                 objects.append(obj)
-    state, _ignored = ClusterState.from_objects(objects)
+    state, _ignored = state_from_objects(objects)  # decoded once, as the store decodes events
     return state, warnings

@@ -56,6 +56,7 @@ from bgpadv.core import yamlsafe
 from bgpadv.core.resources import Resource, resource_version
 from bgpadv.core.yamlsafe import MAX_DEPTH
 from bgpadv.observe.observers import NullObserver, SourcesObserver
+from bgpadv.sources.decode import decode_migration
 
 log = logging.getLogger("bgpadv.sources")
 
@@ -123,7 +124,6 @@ def _parse_time(text: str) -> float | None:
 
 
 _parse_time_cached = functools.lru_cache(maxsize=4096)(_parse_time)
-_MIGRATION_TIMES = ("startTimestamp", "endTimestamp", "targetNodeDomainReadyTimestamp")
 
 
 def object_wall_time(obj: dict, now: float | None = None) -> float | None:
@@ -137,9 +137,9 @@ def object_wall_time(obj: dict, now: float | None = None) -> float | None:
     if isinstance(managed, list):
         stamps.extend(entry.get("time") for entry in managed if isinstance(entry, dict))
     status = obj.get("status")
-    migration = status.get("migrationState") if isinstance(status, dict) else None
-    if isinstance(migration, dict):
-        stamps.extend(migration.get(name) for name in _MIGRATION_TIMES)
+    migration = decode_migration(status.get("migrationState")) if isinstance(status, dict) else None
+    if migration is not None:
+        stamps.extend(migration.timestamps)
     limit = (time.time() if now is None else now) + 1.0
     best: float | None = None
     for stamp in stamps:

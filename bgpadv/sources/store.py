@@ -1,7 +1,8 @@
-"""The store: every watched object, indexed as the planner reads it, fed by `WatchEvent`s.
+"""The store: every watched object, decoded once into its view (`bgpadv.sources.decode`), fed by `WatchEvent`s.
 
 Single-threaded by design: the service's loop applies events and runs the planner on the same thread, so the
-`ClusterState` it hands out is the store's own dicts (no copies) and is never mutated while a plan runs.
+`ClusterState` it hands out is the store's own mappings (no copies) and is never mutated while a plan runs. A changed
+object's view is replaced, never mutated (views are immutable): the planner and the guard cache by identity.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Iterable
 from bgpadv.core import resources
 from bgpadv.core.resources import Resource, resource_version
 from bgpadv.core.state import ClusterState
+from bgpadv.sources.decode import decode
 from bgpadv.sources.reflector import WatchEvent
 
 # What the default configuration watches: RouteAdvertisements only when `followRouteAdvertisements` is set.
@@ -48,9 +50,10 @@ class Store:
         if event.type == "DELETED":
             return objects.pop(key, None) is not None
         old = objects.get(key)
-        if old is not None and resource_version(old) == resource_version(obj) and resource_version(obj):
+        version = resource_version(obj)
+        if old is not None and version and old.resource_version == version:
             return False
-        objects[key] = obj
+        objects[key] = decode(res, obj, key)
         return True
 
     @property

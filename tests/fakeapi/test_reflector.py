@@ -219,7 +219,11 @@ def test_the_initial_list_fills_the_store_page_by_page_then_syncs(server: FakeAp
         "namespaces": 0,
     }
     assert set(harness.store.state.pods) == {(NS, "virt-launcher-vm-a-x7k2p"), (NS, "virt-launcher-vm-b-x7k2p")}
-    launcher = harness.store.state.pods[(NS, "virt-launcher-vm-a-x7k2p")]
+    launcher = next(
+        e.obj
+        for e in harness.events
+        if e.resource is resources.LAUNCHER_POD and e.obj and e.obj["metadata"]["name"] == "virt-launcher-vm-a-x7k2p"
+    )
     assert (launcher["apiVersion"], launcher["kind"]) == ("v1", "Pod")  # typed list items get their type back
     assert harness.lists("ipamclaims") == 2  # 3 claims in pages of 2
     synced = [e for e in harness.events if e.type == "SYNCED"]
@@ -235,7 +239,7 @@ def test_changes_arrive_as_incremental_events(server: FakeApiServer, harness: Ha
     server.patch_status("kubevirt.io/v1", "VirtualMachineInstance", "vm-a", NS, {"status": {"nodeName": "worker-2"}})
     server.delete("v1", "Pod", "virt-launcher-vm-b-x7k2p", NS)
     harness.wait(lambda: harness.store.counts()["pods"] == 1)
-    harness.wait(lambda: harness.store.state.vmis[(NS, "vm-a")]["status"]["nodeName"] == "worker-2")
+    harness.wait(lambda: harness.store.state.vmis[(NS, "vm-a")].node_name == "worker-2")
     harness.wait(lambda: harness.store.counts()["ipam_claims"] == 4)
     assert harness.seen("ipamclaims", "ADDED")[-1] == "vm-d.default"
     assert harness.seen("virtualmachineinstances", "MODIFIED") == ["vm-a"]
@@ -315,7 +319,7 @@ def test_410_after_a_compaction_relists_and_emits_the_missed_deletions(server: F
         assert "vm-d.default" in h.seen("ipamclaims", "ADDED")
         assert "vm-c.default" not in h.seen("ipamclaims", "MODIFIED")  # unchanged objects are not re-emitted
         assert set(h.store.state.ipam_claims) == {(NS, "vm-b.default"), (NS, "vm-c.default"), (NS, "vm-d.default")}
-        assert h.store.state.ipam_claims[(NS, "vm-b.default")]["metadata"]["labels"]["moved"] == "yes"
+        assert h.store.state.ipam_claims[(NS, "vm-b.default")].labels["moved"] == "yes"
     finally:
         h.sources.stop()
 
@@ -382,7 +386,7 @@ def test_store_apply(before: list[dict], event: WatchEvent, changed: bool, after
     for obj in before:
         store.apply(_event("ADDED", obj))
     assert store.apply(event) is changed
-    assert {k: v["metadata"]["resourceVersion"] for k, v in store.state.ipam_claims.items()} == after
+    assert {k: v.resource_version for k, v in store.state.ipam_claims.items()} == after
 
 
 def test_the_store_is_synced_once_every_expected_resource_synced() -> None:
@@ -398,7 +402,7 @@ def test_the_store_state_is_a_live_view_not_a_copy() -> None:
     store = Store()
     state = store.state
     store.apply(_event("ADDED", A1))
-    assert state.ipam_claims[(NS, "vm-a.default")] is A1
+    assert state.ipam_claims[(NS, "vm-a.default")].resource_version == "10"  # seen through the state handed out before
 
 
 # -- timestamps ---------------------------------------------------------------------------------------------------

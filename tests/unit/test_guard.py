@@ -13,8 +13,8 @@ import pytest
 
 from bgpadv.core.model import ObjectRef, Plan, Route, RouteKind
 from bgpadv.core.prefix import Address, Prefix
-from bgpadv.planner import checks
-from bgpadv.safety.guard import Guard, GuardContext, all_node_addresses, check_peer
+from bgpadv.planner import checks, plan
+from bgpadv.safety.guard import Guard, GuardContext, check_peer
 from bgpadv_lab import objects as k8s
 
 ADV = k8s.ADVERTISED
@@ -29,7 +29,7 @@ CONFIG = k8s.config(
         {"address": "172.16.0.1", "asn": 64512},  # a ToR inside vmnet-b (a wrong network, not a wrong peer)
     ]
 )
-STATE = k8s.state(
+OBJECTS = [
     k8s.node("worker-1", "10.0.0.11", "fd00::11"),
     k8s.node("worker-2", "10.0.0.12"),
     k8s.node("worker-3", "172.16.0.13"),  # its address lies inside vmnet-b
@@ -37,12 +37,14 @@ STATE = k8s.state(
     k8s.cudn_layer2("vmnet-b", ["172.16.0.0/16"], labels=ADV),
     k8s.cudn_layer3("l3", [("10.132.0.0/16", 24)], labels=ADV),
     k8s.cudn_layer2("not-selected", ["192.168.200.0/24"]),
-)
+]
+STATE = k8s.state(OBJECTS)
+PLAN = plan(STATE, CONFIG)
 # The guard's own view, as if the planner had let vmnet-b through: the planner refuses a network that covers a BGP
 # peer (covers-infrastructure), and the guard must hold the line whatever the planner did.
 CTX = GuardContext.of(
     [*(s for s in GuardContext.from_state(STATE, CONFIG).subnet_networks()), Prefix.parse("172.16.0.0/16")],
-    all_node_addresses(STATE.nodes),
+    PLAN.context.node_addresses,
     CONFIG,
 )
 CLAIM = ObjectRef("IPAMClaim", "vm-a.default", NS, "uid-a", "2025-03-01T09:00:00Z")
@@ -303,13 +305,13 @@ def test_a_family_no_peer_carries_is_refused():
 def test_unchanged_route_objects_are_not_evaluated_again_and_a_new_context_drops_the_verdicts():
     guard = Guard(CONFIG)
     routes = [route(f"192.168.100.{i}/32") for i in range(10, 20)]
-    guard.check(routes, guard.context(STATE))
+    guard.check(routes, guard.context(PLAN))
     assert guard.evaluated == 10
     changed = [*routes[:9], route("192.168.100.30/32")]
-    guard.check(changed, guard.context(STATE))
+    guard.check(changed, guard.context(PLAN))
     assert guard.evaluated == 11
-    moved = k8s.state(*STATE.nodes.values(), *STATE.cudns.values(), k8s.node("worker-4", "10.0.0.14"))
-    ctx = guard.context(moved)
+    moved = k8s.state(OBJECTS, k8s.node("worker-4", "10.0.0.14"))
+    ctx = guard.context(plan(moved, CONFIG))
     assert ctx != CTX
     guard.check(changed, ctx)
     assert guard.evaluated == 21
@@ -317,7 +319,7 @@ def test_unchanged_route_objects_are_not_evaluated_again_and_a_new_context_drops
 
 def test_the_context_is_rebuilt_only_when_a_network_or_node_object_changes():
     guard = Guard(CONFIG)
-    assert guard.context(STATE) is guard.context(STATE)
+    assert guard.context(PLAN) is guard.context(PLAN)
 
 
 def test_observers_see_the_routes_some_peer_gets_and_the_guard_refusals_after_the_planners():

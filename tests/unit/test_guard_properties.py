@@ -188,7 +188,7 @@ def test_every_route_a_peer_gets_satisfies_the_guard_checked_independently(clust
     state = k8s.state(objects)
     planned = plan(state, config)
     guard = Guard(config)
-    ctx = guard.context(state)
+    ctx = guard.context(planned)
     guarded = guard.check(planned.routes, ctx)
     refused_networks = {x.source.name for x in planned.rejected if x.source.kind == "ClusterUserDefinedNetwork"}
     violations = []
@@ -214,7 +214,7 @@ def test_the_guard_is_idempotent_and_its_cache_changes_nothing(cluster):
     state = k8s.state(objects)
     planned = plan(state, config)
     guard = Guard(config)
-    ctx = guard.context(state)
+    ctx = guard.context(planned)
     first = guard.check(planned.routes, ctx)
     assert guard.check(planned.routes, ctx) == first  # from the verdict cache
     assert Guard(config).check(planned.routes, ctx) == first  # a fresh guard

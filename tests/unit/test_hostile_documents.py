@@ -27,6 +27,7 @@ from bgpadv.observe.events import MAX_MESSAGE, EventRecorder
 from bgpadv.planner import checks, plan
 from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv.planner.vms import MAX_CLAIM_IPS
+from bgpadv.sources.decode import decode
 from bgpadv.sources.manifests import load_manifests
 from bgpadv.sources.reflector import Reflector
 from bgpadv_lab import objects as k8s
@@ -211,7 +212,7 @@ def test_a_20k_claim_list_loads_like_pyyaml_would(tmp_path):
     assert warnings == []
     assert len(state.ipam_claims) == 20_000
     expected = yaml.safe_load(item.replace("@", "19999"))[0]
-    assert state.ipam_claims[(NS, "vm-19999.default")] == expected
+    assert state.ipam_claims[(NS, "vm-19999.default")] == decode(resources.IPAM_CLAIM, expected)  # as decoded
 
 
 # --- per-claim work -------------------------------------------------------------------------------------------------

@@ -75,9 +75,7 @@ def test_timestamps_stay_strings_even_unquoted(tmp_path):
         "spec: {network: cluster_udn_vmnet-a}\n"
     )
     state, _ = load_manifests(tmp_path)
-    assert (
-        state.ipam_claims[("imported-vms", "vm-a.default")]["metadata"]["creationTimestamp"] == "2025-02-10T08:00:00Z"
-    )
+    assert state.ipam_claims[("imported-vms", "vm-a.default")].ref.created == "2025-02-10T08:00:00Z"
 
 
 @pytest.mark.parametrize(
@@ -123,7 +121,7 @@ def test_an_object_defined_twice_gives_a_warning_and_the_later_wins(tmp_path):
     write(tmp_path, "a.yaml", k8s.node("worker-1", "10.0.0.11"))
     write(tmp_path, "b.yaml", k8s.node("worker-1", "10.0.0.99"))
     state, warnings = load_manifests(tmp_path)
-    assert state.nodes["worker-1"]["status"]["addresses"][0]["address"] == "10.0.0.99"
+    assert str(state.nodes["worker-1"].next_hop_candidates[0]) == "10.0.0.99"
     assert len(warnings) == 1 and "also defined" in warnings[0]
 
 

@@ -18,6 +18,7 @@ from bgpadv.core.model import RouteKind
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import plan
 from bgpadv.planner.incremental import IncrementalPlanner
+from bgpadv.sources.decode import decode
 from bgpadv_lab import objects as k8s
 
 EXAMPLES = int(os.environ.get("BGPADV_INCREMENTAL_EXAMPLES", "300"))
@@ -196,7 +197,7 @@ def _apply(state: ClusterState, delete: bool, obj: dict) -> tuple[str, object]:
     if delete:
         target.pop(key, None)
     else:
-        target[key] = obj
+        target[key] = decode(res, obj, key)  # as the store applies an event
     return res.field, key
 
 

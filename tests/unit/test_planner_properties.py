@@ -20,6 +20,7 @@ from bgpadv.core import resources
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import checks, plan
 from bgpadv.planner.networks import index_networks
+from bgpadv.sources.decode import decode_state
 from bgpadv_lab import objects as k8s
 
 ADV = k8s.ADVERTISED
@@ -37,13 +38,14 @@ json_values = st.recursive(
 
 
 def raw_state(objects: list[dict]) -> ClusterState:
-    """A state holding the objects as they are, under synthetic keys (from_objects needs usable metadata)."""
+    """A state holding the objects, decoded as the store decodes them, under synthetic keys (from_objects needs
+    usable metadata)."""
     buckets: dict[str, dict] = {r.field: {} for r in resources.ALL}
     by_kind = {r.kind: r for r in resources.ALL}
     for i, obj in enumerate(objects):
         res = by_kind[obj["kind"]]
         buckets[res.field][("ns", f"o{i}") if res.namespaced else f"o{i}"] = obj
-    return ClusterState(**buckets)
+    return decode_state(buckets)
 
 
 def _mutate(obj: dict, paths: list[tuple[str, ...]], values: list) -> dict:

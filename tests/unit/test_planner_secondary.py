@@ -239,6 +239,6 @@ def test_the_guard_lets_guest_routes_of_a_network_with_only_allowed_prefixes_thr
     state = k8s.state(NODES, NAMESPACE, today(), guest(["10.70.0.20"]))
     p = plan(state, config)
     guard = Guard(config)
-    guarded = guard.check(p.routes, guard.context(state))
+    guarded = guard.check(p.routes, guard.context(p))
     assert {str(r.prefix) for peer in guarded.per_peer.values() for r in peer} == {"10.70.0.20/32"}
     assert guarded.rejected == ()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bgpadv.core import resources
-from bgpadv.core.state import ClusterState
+from bgpadv.sources.decode import state_from_objects
 
 
 @pytest.mark.parametrize(
@@ -36,6 +36,6 @@ def test_from_objects_sorts_by_kind_and_returns_what_it_did_not_take():
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-1"}}
     stranger = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
     broken = {"apiVersion": "v1", "kind": "Node", "metadata": "not a mapping"}
-    state, ignored = ClusterState.from_objects([node, stranger, broken, "not even a dict"])
-    assert state.nodes["worker-1"] is node
+    state, ignored = state_from_objects([node, stranger, broken, "not even a dict"])
+    assert state.nodes["worker-1"].name == "worker-1"  # decoded into its view
     assert ignored == [stranger, "not even a dict"]

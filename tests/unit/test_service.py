@@ -208,7 +208,9 @@ def test_every_peer_gets_the_plan_through_the_guard():
         k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24"], labels={"bgpadv.io/advertise": "true"}),
     )
     good, outside = _host("192.168.100.10/32", "worker-1"), _host("192.168.200.10/32", "worker-1")
-    plan = Plan.build([good, outside], [])
+    from bgpadv.planner import plan as cold_plan
+
+    plan = Plan.build([good, outside], [], cold_plan(state, CONFIG).context)  # the planner's context of `state`
     guarded = desired_per_peer(Guard(CONFIG), plan, state)
     assert guarded.per_peer == {"10.0.0.1": (good,), "fd00::1": (good,)}
     assert [(r.value, r.reason) for r in guarded.rejected] == [("192.168.200.10/32", checks.OUTSIDE_SELECTED_NETWORKS)]
@@ -227,9 +229,12 @@ def test_whatever_the_planner_returns_the_speaker_gets_only_guarded_routes_and_o
     good = _host("192.168.100.10/32", "worker-1")
     default = Route(Prefix.parse("0.0.0.0/0"), None, "vmnet-a", RouteKind.SUBNET, good.source)
     planner_refusal = Refusal(good.source, "192.168.100.1", checks.DEFAULT_GATEWAY_ADDRESS, "gateway", "vmnet-a")
-    monkeypatch.setattr(
-        IncrementalPlanner, "plan", lambda self, state, changed: Plan.build([default, good], [planner_refusal])
-    )
+    from bgpadv.planner import plan as cold_plan
+
+    def buggy_plan(self, state, changed):  # its routes and refusals are wrong; its context is the planner's own
+        return Plan.build([default, good], [planner_refusal], cold_plan(state, CONFIG).context)
+
+    monkeypatch.setattr(IncrementalPlanner, "plan", buggy_plan)
     recorder = RecordingObserver()
     c = Controller(
         CONFIG, speaker=RecordingSpeaker(), sources_factory=RecordingSources, observer=recorder, settings=LoopSettings()

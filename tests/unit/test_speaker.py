@@ -266,7 +266,9 @@ def test_routes_through_the_guard_reach_the_speaker_without_a_skip():
     )
     wanted = [host("10.128.0.5/32"), host("fd00:10::5/128", W1_6), host("fd00:10::/64", None)]
     guard = Guard(config)
-    guarded = guard.check(wanted, guard.context(state))
+    from bgpadv.planner import plan
+
+    guarded = guard.check(wanted, guard.context(plan(state, config)))
     assert [(r.value, r.reason) for r in guarded.rejected] == [("fd00:10::/64", checks.FAMILY_NOT_CARRIED)]
     speaker, fake = started(peers=config.peers)
     speaker.set_desired(guarded.per_peer)

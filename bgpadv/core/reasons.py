@@ -1,0 +1,178 @@
+"""The stable reason codes of every refusal (planner, decoder and guard alike).
+
+Each code is a module constant with its own docstring. Codes are kebab-case, and once published they never change:
+they become a metric label, a log field and a Kubernetes Event reason. `bgpadv.planner.checks` re-exports them.
+"""
+
+from __future__ import annotations
+
+OUTSIDE_NETWORK_SUBNETS = "outside-network-subnets"
+"""The address lies in no subnet of the network the claim (or the node annotation) names."""
+
+DEFAULT_GATEWAY_ADDRESS = "default-gateway-address"
+"""The address is the network's default gateway: `defaultGatewayIPs`, or, when those are not set, the address OVN-K
+takes for the gateway (the first host of the first `infrastructureSubnets` entry of that family, else the subnet's
+first host, `.1`)."""
+
+INFRASTRUCTURE_ADDRESS = "infrastructure-address"
+"""The address lies in the network's `infrastructureSubnets` (OVN gateway and management-port addresses), or, when
+the network has none, is the subnet's second host (`.2`), which OVN-K reserves for the management port."""
+
+NETWORK_OR_BROADCAST_ADDRESS = "network-or-broadcast-address"
+"""IPv4: the network or broadcast address of the containing subnet (subnets of /30 and wider). IPv6: the
+subnet-router anycast address, which is the subnet's network address."""
+
+LINK_LOCAL = "link-local"
+"""169.254.0.0/16 or fe80::/10: never routable, often reported by a guest agent."""
+
+LOOPBACK_OR_MULTICAST = "loopback-or-multicast"
+"""127.0.0.0/8, ::1, 224.0.0.0/4 or ff00::/8: not a unicast host address."""
+
+UNSPECIFIED_ADDRESS = "unspecified-address"
+"""0.0.0.0 or :: (the unspecified address)."""
+
+MALFORMED_ADDRESS = "malformed-address"
+"""A value that is not exactly one IPv4 or IPv6 address, bare or with a prefix length: wrong type, trailing words
+(`"10.0.0.1/32 next-hop 203.0.113.9"`), whitespace, zone indexes, out-of-range prefix lengths, or a subnet string
+in a network definition that does not parse."""
+
+DUPLICATE_ADDRESS = "duplicate-address"
+"""The same address is claimed by two different objects (two VMs). The claim with the oldest
+`metadata.creationTimestamp` wins, ties broken by (namespace, name); every other claimant is refused with this code.
+Applies across networks too: all routes share one table on the fabric."""
+
+NAMESPACED_UDN_NOT_ADVERTISABLE = "namespaced-udn-not-advertisable"
+"""The claim's `spec.network` names a namespaced UserDefinedNetwork (`<namespace>_<name>`), which RouteAdvertisements
+cannot select."""
+
+UNKNOWN_NETWORK = "unknown-network"
+"""The claim's `spec.network` names no ClusterUserDefinedNetwork that exists (or is no OVN-K UDN name at all)."""
+
+NETWORK_NOT_SELECTED = "network-not-selected"
+"""The claim is on an existing CUDN that the configuration (label selector and/or RouteAdvertisements) does not
+select. Refused, not silently skipped, so operators see why a VM is not announced."""
+
+NETWORK_NOT_ADVERTISABLE = "network-not-advertisable"
+"""A selected CUDN that is not a primary Layer2 or Layer3 network (Localnet, Secondary): refused for the CUDN itself
+and for every claim on it."""
+
+NO_NODE_ADDRESS = "no-node-address"
+"""The node the route must point at is unknown, or has no address of the route's family (no InternalIP and no
+`k8s.ovn.org/node-primary-ifaddr` entry)."""
+
+MALFORMED_OBJECT = "malformed-object"
+"""An object lacks the structure the planner needs (metadata, spec.network, a list where a list belongs, a
+parseable annotation): it contributes nothing."""
+
+# -- network and node definitions (validated like OVN-K's CRD rules) ----------------------------------------------
+
+INVALID_NETWORK_DEFINITION = "invalid-network-definition"
+"""A CUDN whose definition OVN-K's own CRD validation would reject, or that holds a range no route may cover: a
+subnet that is a default route, a /32 or /128, or overlaps loopback/link-local/multicast/unspecified/IPv4-mapped
+space; Layer2 `subnets` not 1-2 CIDRs of different families; `defaultGatewayIPs` not one per subnet, outside the
+subnets or outside the `infrastructureSubnets`; infrastructure or reserved subnets with host bits, outside the
+subnets, or overlapping each other; Layer3 cidrs overlapping or repeated, a `hostSubnet` that is not an integer
+from 1 to 127 longer than its cidr (shorter than 32 for IPv4, exactly 64 for IPv6) or differs within a family, an
+absent `hostSubnet` whose OVN-K default (24, 64) is not longer than the cidr. The CUDN is refused whole (one refusal
+per offending value) and every claim on it is refused with this code. The rules are listed in `networks`."""
+
+NETWORK_OVERLAP = "network-overlap"
+"""A valid, selected CUDN whose subnets overlap those of another valid, selected CUDN: the older network
+(creationTimestamp, then name) keeps the address space, the younger one is refused whole (the refusal names the
+older network and the overlapping subnet), with every claim on it."""
+
+HOST_SUBNET_CONFLICT = "host-subnet-conflict"
+"""Two nodes name the same Layer3 host subnet in `k8s.ovn.org/node-subnets`: the older node (creationTimestamp,
+then name) keeps it, the younger node's entry is refused. (Host subnets of one network all have their cidr's
+`hostSubnet` length and advertised networks never overlap, so host subnets that overlap are equal.)"""
+
+PERSISTENT_IPS_NOT_SUPPORTED = "persistent-ips-not-supported"
+"""A claim on an advertised Layer3 CUDN: OVN-K honours persistent IPs (IPAMClaims) only on Layer2 and Localnet, so
+nothing in the claim is announced."""
+
+INVALID_NODE_ADDRESS = "invalid-node-address"
+"""A route must point at a node whose only addresses of the route's family (InternalIP, `node-primary-ifaddr`) can
+never be next hops: loopback, link-local, multicast, limited broadcast, unspecified or "this network" (0.0.0.0/8),
+IPv4-mapped IPv6, or inside an advertised network's subnets. (A node with no address of the family at all gives
+`no-node-address`.) Refused, for VM host routes and Layer3 host subnets alike."""
+
+# -- the last guard before the speaker (bgpadv.safety.guard) -----------------------------------------------------------
+
+DEFAULT_ROUTE = "default-route"
+"""A default route (0.0.0.0/0 or ::/0): never announced, whatever the cluster says."""
+
+PREFIX_TOO_SHORT = "prefix-too-short"
+"""A prefix shorter than `safety.minPrefixLength` of its family."""
+
+SPECIAL_PREFIX = "special-prefix"
+"""A prefix that overlaps a range that is never a VM's or a network's unicast space: loopback, link-local,
+multicast, unspecified, limited broadcast, IPv4-mapped IPv6."""
+
+OUTSIDE_SELECTED_NETWORKS = "outside-selected-networks"
+"""A route whose prefix lies in no subnet of a selected, advertised network."""
+
+COVERS_INFRASTRUCTURE = "covers-infrastructure"
+"""A route that would hijack the fabric's own infrastructure: a host route that covers a node address, a BGP peer
+address, a session's local or nextHopSelf address, or its own next hop; any route that covers a peer, local or
+nextHopSelf address. The planner already refuses with this code a running VM's address that is a node's address
+(see `vms`, rule 8) and a network whose subnets contain a session address (see `networks`)."""
+
+INVALID_NEXT_HOP = "invalid-next-hop"
+"""A next hop that is not a unicast, non-link-local address of the prefix's family, or that lies inside an
+advertised network."""
+
+DUPLICATE_PREFIX = "duplicate-prefix"
+"""Two routes for one prefix toward one peer (two origins): the oldest origin keeps it, the other is refused."""
+
+FAMILY_NOT_CARRIED = "family-not-carried"
+"""No session can carry the route: its family is configured for no peer, or a peer configured for it cannot express
+its `self` next hop in the session's family (an IPv6 `self` over an IPv4 session without `nextHopSelf`). Refused
+instead of silently skipped, so the counters tell the truth. A peer simply not configured for a family that another
+peer carries does not get those routes, without a refusal."""
+
+MAX_ROUTES_EXCEEDED = "max-routes-exceeded"
+"""More routes for one peer than `safety.maxRoutes`: the newest routes are refused and the rest stay announced
+(the ToR's own max-prefix limit would tear the whole session down)."""
+
+OUTSIDE_ALLOWED_PREFIXES = "outside-allowed-prefixes"
+"""A guest-reported address of an IPAM-less secondary network lies in the network's subnet but in none of the
+prefixes bgpadv's configuration allows for that network (`networks.secondary[].allowedPrefixes`)."""
+
+TOO_MANY_ADDRESSES = "too-many-addresses"
+"""A VMI interface on an IPAM-less secondary network reports more addresses than
+`networks.secondary[].maxAddressesPerInterface`: the first ones (in the order reported) are taken, the rest refused
+in one refusal (a guest reports anything; 1,000 addresses must not become 1,000 routes)."""
+
+ALL_REASONS: tuple[str, ...] = (
+    OUTSIDE_NETWORK_SUBNETS,
+    DEFAULT_GATEWAY_ADDRESS,
+    INFRASTRUCTURE_ADDRESS,
+    NETWORK_OR_BROADCAST_ADDRESS,
+    LINK_LOCAL,
+    LOOPBACK_OR_MULTICAST,
+    UNSPECIFIED_ADDRESS,
+    MALFORMED_ADDRESS,
+    DUPLICATE_ADDRESS,
+    NAMESPACED_UDN_NOT_ADVERTISABLE,
+    UNKNOWN_NETWORK,
+    NETWORK_NOT_SELECTED,
+    NETWORK_NOT_ADVERTISABLE,
+    NO_NODE_ADDRESS,
+    MALFORMED_OBJECT,
+    INVALID_NETWORK_DEFINITION,
+    NETWORK_OVERLAP,
+    HOST_SUBNET_CONFLICT,
+    PERSISTENT_IPS_NOT_SUPPORTED,
+    INVALID_NODE_ADDRESS,
+    DEFAULT_ROUTE,
+    PREFIX_TOO_SHORT,
+    SPECIAL_PREFIX,
+    OUTSIDE_SELECTED_NETWORKS,
+    COVERS_INFRASTRUCTURE,
+    INVALID_NEXT_HOP,
+    DUPLICATE_PREFIX,
+    FAMILY_NOT_CARRIED,
+    MAX_ROUTES_EXCEEDED,
+    OUTSIDE_ALLOWED_PREFIXES,
+    TOO_MANY_ADDRESSES,
+)

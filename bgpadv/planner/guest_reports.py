@@ -1,0 +1,86 @@
+"""Guest-reported addresses on IPAM-less secondary Layer2 networks (rule 9 of `vms`), read from `views.Vmi`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from bgpadv.core.views import VmAddress, Vmi
+from bgpadv.planner import checks
+from bgpadv.planner.candidates import Collector, Record
+from bgpadv.planner.networks import Network, Networks
+
+
+def namespace_networks(networks: Networks) -> list[Network]:
+    """The advertised IPAM-less secondary networks, whose addresses come from VMI interfaces (guest reports)."""
+    return [n for n in networks.advertised.values() if n.namespaces is not None]
+
+
+def _attached(vmi: Vmi, secondary: Mapping[str, Network]) -> dict[str, Network]:
+    """VMI interface name → the secondary network its NAD names, where the NAD's namespace is one the network's
+    `namespaceSelector` selects (the VMI's namespace when the NAD names none)."""
+    attached: dict[str, Network] = {}
+    namespace = vmi.key[0]
+    for iface, nad_namespace, nad_name in vmi.attachments:
+        network = secondary.get(nad_name)
+        namespaces = network.namespaces if network is not None else None
+        if network is not None and namespaces is not None and (nad_namespace or namespace) in namespaces:
+            attached[iface] = network
+    return attached
+
+
+def _reported(vmi: Vmi, attached: dict[str, Network], out: Collector) -> dict[str, tuple[Network, list[VmAddress]]]:
+    """Network name → (network, addresses of all its interfaces), at most `maxAddressesPerInterface` per
+    interface (the rest refused `too-many-addresses`)."""
+    ref = vmi.ref
+    taken: dict[str, tuple[Network, list[VmAddress]]] = {}
+    for iface in vmi.interfaces:
+        network = attached.pop(iface.name, None)
+        if network is None or not iface.guest:
+            continue  # not on such a network, listed twice, or not from the guest
+        if iface.malformed is not None:
+            p = iface.malformed
+            out.refuse(ref, p.value, p.reason, p.message, network.name)
+            continue
+        if iface.addresses is None:
+            continue
+        addresses = iface.addresses
+        limit = network.max_addresses
+        if iface.count > limit:
+            message = (
+                f"interface {iface.name} reports {iface.count} addresses; only the first {limit} are taken "
+                f"(networks.secondary[].maxAddressesPerInterface)"
+            )
+            out.refuse(ref, iface.tail_text(limit), checks.TOO_MANY_ADDRESSES, message, network.name)
+            addresses = addresses[:limit]
+        taken.setdefault(network.name, (network, []))[1].extend(addresses)
+    return taken
+
+
+def _distinct(addresses: list[VmAddress]) -> tuple[VmAddress, ...]:
+    """Each address once (an address reported on two interfaces of one VM counts once, not as a conflict);
+    malformed entries kept, each refused alone."""
+    seen: set[int] = set()
+    out: list[VmAddress] = []
+    for a in addresses:
+        if a.address is not None:
+            if a.key in seen:
+                continue
+            seen.add(a.key)
+        out.append(a)
+    return tuple(out)
+
+
+def read_vmi_interfaces(vmis: Mapping[tuple[str, str], Vmi], networks: Networks, out: Collector) -> None:
+    """Read the guest-reported addresses of Running VMIs (`ClusterState.vmis`, or any part of it) on IPAM-less
+    secondary networks into `out` (rule 9 of `vms`)."""
+    secondary = {n.name: n for n in namespace_networks(networks)}
+    if not secondary:
+        return
+    for vmi in vmis.values():
+        if not vmi.identified or not vmi.running or not vmi.attachments:
+            continue
+        attached = _attached(vmi, secondary)
+        if not attached:
+            continue
+        for network, addresses in _reported(vmi, attached, out).values():
+            out.records.append(Record(_distinct(addresses), network, vmi.ref, vmi.key, vmi.age))
