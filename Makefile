@@ -36,6 +36,7 @@ test: system-deps $(STAMP) helm
 	$(VENV)/bin/ruff check bgpadv bgpadv_lab tests bench
 	$(VENV)/bin/ruff format --check bgpadv bgpadv_lab tests bench
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 unit: $(STAMP)
@@ -49,13 +50,14 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check bgpadv bgpadv_lab tests bench
 	$(VENV)/bin/ruff format --check bgpadv bgpadv_lab tests bench
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 ## bench: speed and memory figures (printed, never asserted)
 bench: system-deps $(STAMP)
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache
 	if [ -d .cache/containers ]; then \
 	  buildah --root $(CURDIR)/.cache/containers/storage --runroot $(CURDIR)/.cache/containers/run \
 	    --storage-driver vfs rm --all; \

@@ -123,9 +123,11 @@ _BITS = {4: 32, 6: 128}
 def parse_cidr(value: object) -> Prefix | None:
     """Parse a subnet string (`"192.168.100.0/24"`) strictly; host bits are cleared. None when malformed."""
     parsed = parse_address(value)
-    if parsed is None or parsed[2] is None:
+    if parsed is None:
         return None
     version, integer, prefixlen = parsed
+    if prefixlen is None:
+        return None
     host_bits = (1 << (_BITS[version] - prefixlen)) - 1
     return Prefix(version, integer & ~host_bits, prefixlen)
 

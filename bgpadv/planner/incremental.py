@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from bgpadv.config import Config
 from bgpadv.core.model import Handover, Plan, PlanContext, PlannedNetwork, Refusal, Route, route_order
@@ -157,7 +157,7 @@ class _Refusals:
         return tuple(out)
 
 
-def _same_items(previous: list[tuple[object, object]] | None, current: Mapping) -> bool:
+def _same_items(previous: list[tuple[object, object]] | None, current: Mapping[Any, Any]) -> bool:
     """True when `current` holds the same keys, in the same order, bound to the very same objects."""
     if previous is None or len(previous) != len(current):
         return False
@@ -240,7 +240,7 @@ class IncrementalPlanner:
 
     def _plan(self, state: ClusterState, changed: Iterable[tuple[str, object]] | None) -> Plan | None:
         self._state = state
-        hinted: dict[str, set] | None = None
+        hinted: dict[str, set[object]] | None = None
         if changed is not None:
             hinted = {}
             for fld, key in changed:
@@ -321,9 +321,9 @@ class IncrementalPlanner:
 
     def _refresh(
         self,
-        objects: Mapping,
-        cache: dict,
-        hinted: dict[str, set] | None,
+        objects: Mapping[Any, Any],
+        cache: dict[Any, Any],
+        hinted: dict[str, set[object]] | None,
         field: str,
         reader: Callable[..., None],
         networks: Networks,
@@ -332,7 +332,7 @@ class IncrementalPlanner:
         """Re-read the objects of one kind (`field` of ClusterState) that changed since their cached entry: those
         hinted, or, without hints, every object whose view is not the cached one (and every cached one now gone)."""
         if hinted is None:
-            keys: Iterable = [k for k, v in objects.items() if (e := cache.get(k)) is None or e.obj is not v]
+            keys: Iterable[Any] = [k for k, v in objects.items() if (e := cache.get(k)) is None or e.obj is not v]
             keys = [*keys, *(k for k in cache if k not in objects)]
         else:
             keys = hinted.get(field, ())
@@ -354,7 +354,7 @@ class IncrementalPlanner:
     def _hosts(
         self,
         state: ClusterState,
-        hinted: dict[str, set] | None,
+        hinted: dict[str, set[object]] | None,
         rebuild: bool,
         changed_nodes: set[str],
         changed_keys: set[int],
@@ -418,7 +418,7 @@ class IncrementalPlanner:
                 self._unplaced.add(vmi_key)
         linked.add(k)
 
-    def _placements(self, state: ClusterState, hinted: dict[str, set] | None, out_dirty: set[int]) -> None:
+    def _placements(self, state: ClusterState, hinted: dict[str, set[object]] | None, out_dirty: set[int]) -> None:
         """Place again the VMIs winners point at whose placement may have changed: new ones, changed ones (hinted,
         or compared by identity), and, when a pod changed, those whose placement reads launcher pods."""
         vmis = state.vmis
@@ -456,12 +456,12 @@ class IncrementalPlanner:
             old_route = self._drop_output(k)
             result = self._output(k)
             new_route = result if result.__class__ is Route else None
-            if old_route is not None and new_route is not None and old_route.node != new_route.node:  # type: ignore[union-attr]
-                self._handover(state, k, new_route)  # type: ignore[arg-type]
+            if old_route is not None and new_route is not None and old_route.node != new_route.node:
+                self._handover(state, k, new_route)
             if result.__class__ is Refusal:
-                refusals.add(result)  # type: ignore[arg-type]
+                refusals.add(result)
             if not bulk:
-                self._place_route(k, old_route, new_route)  # type: ignore[arg-type]
+                self._place_route(k, old_route, new_route)
         if bulk:
             out = self._out
             self._route_keys = sorted(k for k, o in out.items() if o.result.__class__ is Route)
@@ -475,7 +475,7 @@ class IncrementalPlanner:
         if old_o.node is not None:
             self._by_node[old_o.node].discard(k)
         if old_o.result.__class__ is Refusal:
-            self._refusals.remove(old_o.result)  # type: ignore[arg-type]
+            self._refusals.remove(old_o.result)
             return None
         return old_o.result  # type: ignore[return-value]
 

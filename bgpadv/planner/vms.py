@@ -190,7 +190,7 @@ def _place(
     for key, candidate in candidates.items():
         result = host_route(key, candidate, placed[candidate.vmi], nodes, node_keys, config)
         if result.__class__ is Route:
-            append(result)  # type: ignore[arg-type]
+            append(result)
         elif result is not None:
             refuse(result)  # type: ignore[arg-type]
     return routes

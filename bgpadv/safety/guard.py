@@ -329,7 +329,7 @@ def _limited(
     for r in routes:
         (holding if r.prefix.key in advertised else others).append(r)
 
-    def rank(r: Route) -> tuple:
+    def rank(r: Route) -> tuple[object, ...]:
         return (_age(r), verdicts(r)[1])
 
     if len(holding) >= limit:
@@ -496,7 +496,7 @@ def _unique(refusals: list[Refusal]) -> tuple[Refusal, ...]:
     """Each (source, value, reason) once, the first kept (refusals for several peers name the first)."""
     if len(refusals) < 2:
         return tuple(refusals)
-    seen: set[tuple] = set()
+    seen: set[tuple[object, ...]] = set()
     out: list[Refusal] = []
     for r in refusals:
         k = (r.source, r.value, r.reason)

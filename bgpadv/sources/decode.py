@@ -135,9 +135,11 @@ _Cidr = tuple[str, Prefix, bool]  # (text, prefix with host bits cleared, was ma
 
 def _cidr(value: object) -> tuple[Prefix, bool] | None:
     parsed = parse_address(value)
-    if parsed is None or parsed[2] is None:
+    if parsed is None:
         return None
     version, integer, length = parsed
+    if length is None:
+        return None
     host = (1 << (BITS[version] - length)) - 1
     return Prefix(version, integer & ~host, length), integer & host == 0
 
@@ -425,7 +427,8 @@ def decode_network(obj: object, key: object = None) -> Network:
     """A ClusterUserDefinedNetwork (the rules of `planner.networks`). An empty `name`: the planner skips it."""
     raw = _map(obj)
     meta = _map(raw.get("metadata"))
-    name = meta.get("name") if isinstance(meta.get("name"), str) and meta.get("name") else _key_name(key)
+    given = meta.get("name")
+    name = given if isinstance(given, str) and given else _key_name(key)
     created = _str(meta.get("creationTimestamp"))
     ref = ObjectRef(CUDN_KIND, name, "", _str(meta.get("uid")), created)
     status = _map(raw.get("status"))
@@ -851,7 +854,7 @@ def decode_launcher_pod(obj: object, key: object = None) -> LauncherPod:
     created_by = _map(meta.get("labels")).get(CREATED_BY_LABEL)
     node = _map(raw.get("spec")).get("nodeName")
     return LauncherPod(
-        key=pkey,  # type: ignore[arg-type]
+        key=pkey,
         resource_version=_version(meta),
         namespace=namespace if isinstance(namespace, str) else None,
         domain=domain if isinstance(domain, str) else None,
@@ -918,6 +921,7 @@ def _sorted_and_decoded(objects: Iterable[object]) -> tuple[ClusterState, list[o
         if res is None:
             ignored.append(obj)
             continue
+        assert isinstance(obj, dict)  # resource_for answered only for a dict
         key = res.key(obj)
         buckets[res.field][key] = decode(res, obj, key)
     return ClusterState(**buckets), ignored
