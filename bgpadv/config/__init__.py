@@ -7,7 +7,7 @@ mounted Secret key) and the variable of a `metrics.listen: "${VARIABLE}:PORT"`; 
 field path. `bgpadv check-config --schema` prints the JSON Schema.
 """
 
-from bgpadv.config.load import ConfigError, json_schema, load, load_or_report, parse
+from bgpadv.config.load import TEST_HOLD_ENV, ConfigError, json_schema, load, load_or_report, parse, with_test_hold
 from bgpadv.config.schema import (
     ACCEPT_DEFAULT_ROUTE,
     DEFAULT_MAX_ADDRESSES_PER_INTERFACE,
@@ -34,6 +34,7 @@ __all__ = [
     "MD5_PASSWORD",
     "MODES",
     "NODE_NAME_ENV",
+    "TEST_HOLD_ENV",
     "AcceptRule",
     "Config",
     "ConfigError",
@@ -51,4 +52,5 @@ __all__ = [
     "load",
     "load_or_report",
     "parse",
+    "with_test_hold",
 ]

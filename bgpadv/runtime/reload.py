@@ -45,8 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from bgpadv.config import Config, ConfigError, load
-from bgpadv.safety.hold import with_test_hold
+from bgpadv.config import Config, ConfigError, load, with_test_hold
 from bgpadv.speaker.exabgp_config import PID_FILE, render_exabgp_config, write_private
 
 log = logging.getLogger("bgpadv.reload")

@@ -7,7 +7,7 @@ speaker has fails at once instead of being probed around. The observer seams are
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Protocol, runtime_checkable
 
 from bgpadv.core.model import Cause, Route
@@ -64,5 +64,4 @@ class ControllerSources(Protocol):
         """Ask every resource for a fresh full LIST (each ends in a SYNCED event)."""
 
 
-SourcesFactory = Callable[[Callable[..., None]], ControllerSources]
 """Makes the sources given the function each watch event is handed to (the controller's queue)."""

@@ -30,19 +30,15 @@ The hold is in-memory and single-threaded (the controller's loop); `clock` is in
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bgpadv.config import Config, ConfigError
 from bgpadv.core.model import Route
 
 log = logging.getLogger("bgpadv.hold")
 
-TEST_HOLD_ENV = "BGPADV_TEST_HOLD_SECONDS"
 
 PrefixKey = tuple[int, int, int]  # `Prefix.key`: (IP version, network value, prefix length)
 
@@ -230,25 +226,3 @@ class WithdrawalHold:
             log.info("%d held routes for peer %s are desired again: no longer held", released, peer)
         st.held = held
         return PeerOutcome(len(held), newly, confirmed, released, len(gone) + confirmed, handed)
-
-
-def with_test_hold(config: Config, environ: Mapping[str, str] = os.environ) -> Config:
-    """Tests only: `BGPADV_TEST_HOLD_SECONDS` replaces `safety.holdSeconds`, below the configuration's 60 s minimum,
-    so the lab can watch a hold end. Anything else leaves the configuration as it is."""
-    raw = environ.get(TEST_HOLD_ENV)
-    if not raw:
-        return config
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = -1.0
-    if not seconds >= 0:  # NaN too
-        raise ConfigError([f"{TEST_HOLD_ENV}: must be a number of seconds, got {raw!r}"])
-    log.warning(
-        "%s=%s: safety.holdSeconds is %.1fs for testing (configured %.0fs)",
-        TEST_HOLD_ENV,
-        raw,
-        seconds,
-        config.safety.hold_seconds,
-    )
-    return dataclasses.replace(config, safety=dataclasses.replace(config.safety, hold_seconds=seconds))

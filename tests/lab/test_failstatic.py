@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from bgpadv.safety.hold import TEST_HOLD_ENV
+from bgpadv.config import TEST_HOLD_ENV
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab, wait_for_routes
 from bgpadv_lab.frr import FrrRouter

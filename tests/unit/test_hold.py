@@ -256,8 +256,7 @@ def test_held_routes_and_held_resources_are_gauges_and_appear_in_status() -> Non
 
 # -- the test-only override of safety.holdSeconds -------------------------------------------------------------------
 def test_the_hold_can_be_shortened_for_tests_only_through_the_environment() -> None:
-    from bgpadv.config import ConfigError, parse
-    from bgpadv.safety.hold import TEST_HOLD_ENV, with_test_hold
+    from bgpadv.config import TEST_HOLD_ENV, ConfigError, parse, with_test_hold
 
     config = parse({"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512}]})
     assert with_test_hold(config, {}) is config
