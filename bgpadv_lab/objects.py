@@ -13,6 +13,9 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+VM_NAMESPACE = "imported-vms"  # where the migrated VMs of the tests live
+STATIC_VM_NAMESPACE = "static-vms"  # VMs with guest-reported (static) addresses on an IPAM-less network
+
 DEFAULT_CREATED = "2025-03-01T09:00:00Z"
 OVN_NAMESPACE = "ovn-kubernetes"
 
@@ -170,7 +173,7 @@ def cudn_layer2(
     subnets: Sequence[str] | None,
     *,
     labels: dict[str, str] | None = None,
-    namespaces: Sequence[str] = ("imported-vms",),
+    namespaces: Sequence[str] = (VM_NAMESPACE,),
     role: str = "Primary",
     infrastructure_subnets: Sequence[str] | None = None,
     reserved_subnets: Sequence[str] | None = None,
@@ -593,7 +596,7 @@ def bulk_vm_address(i: int) -> str:
     return f"192.168.{100 + i // 240}.{i % 240 + 10}"
 
 
-def vms_on_one_node(count: int, node_address: str = "10.0.0.11", namespace: str = "imported-vms") -> list[dict]:
+def vms_on_one_node(count: int, node_address: str = "10.0.0.11", namespace: str = VM_NAMESPACE) -> list[dict]:
     """A bulk cluster for load tests and benchmarks: worker-1 at `node_address`, the Layer2 CUDN vmnet-a
     (192.168.0.0/16, selected) and `count` running VMs on worker-1, each with its claim (`bulk_vm_address(i)`)."""
     objs = [node("worker-1", node_address, "fd00::11"), cudn_layer2("vmnet-a", ["192.168.0.0/16"], labels=ADVERTISED)]

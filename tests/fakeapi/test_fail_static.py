@@ -25,8 +25,8 @@ from bgpadv.sources.reflector import ReflectorSettings, Sources, WatchEvent
 from bgpadv.sources.store import Store
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.fakeapi import FakeApiServer
+from bgpadv_lab.objects import VM_NAMESPACE as NS
 
-NS = "imported-vms"
 CLAIM_API = "k8s.cni.cncf.io/v1alpha1"
 WATCHED = (resources.CUDN, resources.IPAM_CLAIM, resources.VMI, resources.LAUNCHER_POD, resources.NODE)
 VMIS, CLAIMS = "virtualmachineinstances", "ipamclaims"

@@ -23,9 +23,9 @@ from kubernetes.client.exceptions import ApiException
 from bgpadv.config import KubernetesConfig
 from bgpadv.sources.client import make_api_client
 from bgpadv_lab.fakeapi import FakeApiServer, read_seed
+from bgpadv_lab.objects import VM_NAMESPACE as NS
 
 GROUP, VERSION, CLAIMS = "k8s.cni.cncf.io", "v1alpha1", "ipamclaims"
-NS = "imported-vms"
 
 
 # -- realistic objects (shapes from kubernetes-apis.md) -----------------------------------------------------------

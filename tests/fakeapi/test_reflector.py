@@ -21,8 +21,8 @@ from bgpadv.core import resources
 from bgpadv.sources.reflector import ReflectorSettings, Sources, WatchEvent, object_wall_time
 from bgpadv.sources.store import Store
 from bgpadv_lab.fakeapi import FakeApiServer
+from bgpadv_lab.objects import VM_NAMESPACE as NS
 
-NS = "imported-vms"
 CLAIM_API = "k8s.cni.cncf.io/v1alpha1"
 FAST = ReflectorSettings(page_size=2, watch_timeout=30, inactivity_timeout=10, backoff_min=0.02, backoff_max=0.1)
 WATCHED = (resources.CUDN, resources.IPAM_CLAIM, resources.VMI, resources.LAUNCHER_POD, resources.NODE)

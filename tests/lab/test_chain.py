@@ -15,11 +15,11 @@ import pytest
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab
 from bgpadv_lab.frr import FrrRouter
+from bgpadv_lab.objects import VM_NAMESPACE as NS
 from bgpadv_lab.topology import EXT_HOST, Lab
 
 pytestmark = pytest.mark.lab
 
-NS = "imported-vms"
 W1, W2 = "10.0.0.11", "10.0.0.12"
 W1_6, W2_6 = "fd00::11", "fd00::12"
 ADVERTISED = {"bgpadv.io/advertise": "true"}

@@ -26,11 +26,11 @@ import pytest
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab, lab_config
 from bgpadv_lab.netns import sh
+from bgpadv_lab.objects import VM_NAMESPACE as NS
 from bgpadv_lab.topology import EXT_HOST, TOR_V4, Lab
 
 pytestmark = pytest.mark.lab
 
-NS = "imported-vms"
 W1, W2 = "10.0.0.11", "10.0.0.12"
 VM_IP, VM_GW = "192.168.100.10", "192.168.100.1"
 TABLE = 1001

@@ -24,7 +24,6 @@ from bgpadv_lab.topology import TOR_V4, Lab
 
 pytestmark = pytest.mark.lab
 
-NS = "imported-vms"
 ADVERTISED = {"bgpadv.io/advertise": "true"}
 LONG = "tenant-blue-production"  # 22 characters: OVN-K names its VRF mp<id>-udn-vrf
 TABLES = {"vmnet-a": 1001, LONG: 1002}

@@ -26,12 +26,12 @@ from bgpadv.config import TEST_HOLD_ENV
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab, wait_for_routes
 from bgpadv_lab.frr import FrrRouter
+from bgpadv_lab.objects import VM_NAMESPACE as NS
 from bgpadv_lab.topology import Lab
 
 pytestmark = pytest.mark.lab
 
 HOLD = 6.0
-NS = "imported-vms"
 NET = "cluster_udn_vmnet-a"
 CLAIM_API = "k8s.cni.cncf.io/v1alpha1"
 W1, W2 = "10.0.0.11", "10.0.0.12"

@@ -16,11 +16,11 @@ import pytest
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab
 from bgpadv_lab.frr import FrrRouter, VtyClient
+from bgpadv_lab.objects import VM_NAMESPACE as NS
 from bgpadv_lab.topology import Lab
 
 pytestmark = pytest.mark.lab
 
-NS = "imported-vms"
 W1 = "10.0.0.11"
 VMS = 10_000
 TOTAL = VMS + 1  # and the network's /16

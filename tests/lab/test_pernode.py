@@ -21,11 +21,11 @@ import pytest
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab, lab_config, shared_api
 from bgpadv_lab.frr import FrrRouter
+from bgpadv_lab.objects import VM_NAMESPACE as NS
 from bgpadv_lab.topology import Lab
 
 pytestmark = pytest.mark.lab
 
-NS = "imported-vms"
 W1, W2 = "10.0.0.11", "10.0.0.12"
 READY = "2025-03-01T10:00:10Z"
 MOVER = "192.168.100.30/32"

@@ -28,11 +28,11 @@ import yaml
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab, lab_config
 from bgpadv_lab.frr import FrrRouter, TorSettings
+from bgpadv_lab.objects import VM_NAMESPACE as NS
 from bgpadv_lab.topology import TOR_V4, Lab
 
 pytestmark = pytest.mark.lab
 
-NS = "imported-vms"
 W1 = "10.0.0.11"
 TOR_2, W1_2 = "10.0.0.2", "10.0.0.21"  # the second session: ToR address and worker-1's source address
 COMMUNITY = "64513:100"

@@ -27,12 +27,12 @@ from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab, lab_config
 from bgpadv_lab.frr import FrrRouter
 from bgpadv_lab.netns import sh
+from bgpadv_lab.objects import VM_NAMESPACE as NS
 from bgpadv_lab.topology import Lab
 from bgpadv_lab.watch import ContinuousPing, Periodic
 
 pytestmark = pytest.mark.lab
 
-NS = "imported-vms"
 W1, W1_6 = "10.0.0.11", "fd00::11"
 VM_IP = "192.168.100.10"
 HOSTS = range(10, 18)  # VMs .10-.17 (and fd10:100::10-17), all on worker-1

@@ -17,11 +17,11 @@ import pytest
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab, lab_config
 from bgpadv_lab.frr import FrrRouter
+from bgpadv_lab.objects import STATIC_VM_NAMESPACE as NS
 from bgpadv_lab.topology import EXT_HOST, Lab
 
 pytestmark = pytest.mark.lab
 
-NS = "static-vms"
 W1, W2 = "10.0.0.11", "10.0.0.12"
 ADVERTISED = {"bgpadv.io/advertise": "true"}
 GUESTS = {"network.example.com/guestnet": "attached"}

@@ -22,12 +22,12 @@ from bgpadv_lab.chain import BgpadvInLab, lab_config, shared_api
 from bgpadv_lab.fakeapi import FakeApiServer
 from bgpadv_lab.frr import FrrRouter, TorSettings
 from bgpadv_lab.netns import sh
+from bgpadv_lab.objects import VM_NAMESPACE as NS
 from bgpadv_lab.topology import Lab
 from bgpadv_lab.watch import ContinuousPing, Periodic
 
 pytestmark = pytest.mark.lab
 
-NS = "imported-vms"
 W1, W2 = "10.0.0.11", "10.0.0.12"
 VM_IP = "192.168.100.10"
 HOSTS = range(10, 14)  # VMs .10-.13, all on worker-1

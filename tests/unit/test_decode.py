@@ -20,8 +20,7 @@ from bgpadv.core.prefix import Address, Prefix
 from bgpadv.core.views import Claim, Network, Node, Vmi
 from bgpadv.sources import decode
 from bgpadv_lab import objects as k8s
-
-NS = "imported-vms"
+from bgpadv_lab.objects import VM_NAMESPACE as NS
 
 
 def _network(obj: dict) -> Network:

@@ -16,9 +16,9 @@ from bgpadv.core.prefix import Address, Prefix
 from bgpadv.planner import checks, plan
 from bgpadv.safety.guard import Guard, GuardContext, check_peer
 from bgpadv_lab import objects as k8s
+from bgpadv_lab.objects import VM_NAMESPACE as NS
 
 ADV = k8s.ADVERTISED
-NS = "imported-vms"
 W1, W1_6 = Address.parse("10.0.0.11"), Address.parse("fd00::11")
 CONFIG = k8s.config(
     peers=[

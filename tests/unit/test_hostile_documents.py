@@ -31,8 +31,8 @@ from bgpadv.sources.decode import decode
 from bgpadv.sources.manifests import load_manifests
 from bgpadv.sources.reflector import Reflector
 from bgpadv_lab import objects as k8s
+from bgpadv_lab.objects import VM_NAMESPACE as NS
 
-NS = "imported-vms"
 ADV = {"bgpadv.io/advertise": "true"}
 
 # The classic "billion laughs": 9 levels of 9 aliases, 9^9 (387 million) strings once expanded.

@@ -16,8 +16,8 @@ from bgpadv.core import resources
 from bgpadv.planner import plan
 from bgpadv.runtime.controller import watched_resources
 from bgpadv_lab import objects as k8s
+from bgpadv_lab.objects import VM_NAMESPACE as NS
 
-NS = "imported-vms"
 W1, W2, W3 = "worker-1", "worker-2", "worker-3"
 ADDRESS = {W1: "10.0.0.11", W2: "10.0.0.12", W3: "10.0.0.13"}
 NODES = [

@@ -18,8 +18,8 @@ from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv.safety.guard import Guard
 from bgpadv.sources.decode import decode
 from bgpadv_lab import objects as k8s
+from bgpadv_lab.objects import VM_NAMESPACE as NS
 
-NS = "imported-vms"
 CONFIG = k8s.config()
 
 

@@ -17,8 +17,8 @@ import pytest
 from bgpadv.core import reasons
 from bgpadv.planner import checks, plan
 from bgpadv_lab import objects as k8s
+from bgpadv_lab.objects import VM_NAMESPACE as NS
 
-NS = "imported-vms"
 NET = "cluster_udn_vmnet-a"
 ADV = k8s.ADVERTISED
 NODES = [k8s.node("worker-1", "10.0.0.11", "fd00::11"), k8s.node("worker-2", "10.0.0.12", "fd00::12")]

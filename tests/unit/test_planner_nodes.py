@@ -15,8 +15,8 @@ import pytest
 
 from bgpadv.planner import plan
 from bgpadv_lab import objects as k8s
+from bgpadv_lab.objects import VM_NAMESPACE as NS
 
-NS = "imported-vms"
 ADV = k8s.ADVERTISED
 VMNET_A = k8s.cudn_layer2(
     "vmnet-a",

@@ -22,9 +22,9 @@ from bgpadv.planner import checks, plan
 from bgpadv.planner.networks import index_networks
 from bgpadv.sources.decode import decode_state
 from bgpadv_lab import objects as k8s
+from bgpadv_lab.objects import VM_NAMESPACE as NS
 
 ADV = k8s.ADVERTISED
-NS = "imported-vms"
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 json_scalars = (

@@ -16,10 +16,10 @@ import pytest
 from bgpadv.planner import plan
 from bgpadv.safety.guard import Guard
 from bgpadv_lab import objects as k8s
+from bgpadv_lab.objects import STATIC_VM_NAMESPACE as NS
 
 ADV = k8s.ADVERTISED
 W1, W2 = "worker-1", "worker-2"
-NS = "static-vms"
 NODES = [k8s.node(W1, "10.0.0.11", "fd00::11"), k8s.node(W2, "10.0.0.12", "fd00::12")]
 SELECTOR = {"matchLabels": {"network.example.com/guests": "static"}}
 NAMESPACE = k8s.namespace(NS, {"network.example.com/guests": "static"})

@@ -14,8 +14,8 @@ import pytest
 
 from bgpadv.planner import plan
 from bgpadv_lab import objects as k8s
+from bgpadv_lab.objects import VM_NAMESPACE as NS
 
-NS = "imported-vms"
 NET = "cluster_udn_vmnet-a"
 ADV = k8s.ADVERTISED
 W1, W2, W3 = "worker-1", "worker-2", "worker-3"

@@ -21,11 +21,11 @@ from bgpadv.core import resources
 from bgpadv.runtime.controller import Controller, LoopSettings, watched_resources
 from bgpadv.sources.reflector import WatchEvent
 from bgpadv_lab import objects as k8s
+from bgpadv_lab.objects import VM_NAMESPACE as NS
 from tests.doubles import RecordingObserver, RecordingSources, RecordingSpeaker
 
 H = 120.0
 RESYNC = 30.0  # shorter than the hold: the periodic resync comes first
-NS = "imported-vms"
 NET = "cluster_udn_vmnet-a"
 PEER = "10.0.0.1"
 CONFIG = parse(
