@@ -35,16 +35,20 @@ Where this differs from a real apiserver
 - Label selectors: `k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; no set-based validation.
   Field selectors: only `metadata.name` and `metadata.namespace`.
 - Bookmarks are sent every `bookmark_interval` seconds to every watcher that asked, carrying the global
-  resourceVersion; no `sendInitialEvents`/`initial-events-end` support. A watch from a resourceVersion in the
-  future waits for it instead of answering "Too large resource version".
+  resourceVersion; no `sendInitialEvents`/`initial-events-end` support. kube-apiserver 1.37 (tests/kube) sends
+  one about 60 s into a watch and one just before its `timeoutSeconds`, none in a shorter watch, and a watch
+  without a resourceVersion that asks for bookmarks gets an `initial-events-end` BOOKMARK after its ADDED events.
+  A watch from a resourceVersion in the future waits for it instead of answering "Too large resource version".
 - Python-side writes (`create`, `update`, `apply`, `load`) store `status` as given, even for kinds with a status
   subresource: a test seeds a full object in one step (one ADDED event), where a real client needs a create plus a
   status update. HTTP writes follow the real rules (status dropped on create, kept on update).
 - Strategic merge patch is a plain merge patch (lists are replaced, never merged by key); server-side apply
   (`application/apply-patch+yaml`) answers 415. `managedFields` holds one entry per (manager, operation,
   subresource) with its `time`, and an empty `fieldsV1`.
-- Uninstalling a group (`set_installed`) keeps its objects (a real apiserver deletes a CRD's objects with it) and
-  cuts its open watches; the Python-side API ignores installation so tests can seed a group before installing it.
+- Uninstalling a group (`set_installed`) keeps its objects and cuts its open watches. A real apiserver deleting a
+  CRD first marks every object deleting (watch MODIFIED with a deletionTimestamp; objects with finalizers stay, the
+  CRD Terminating, until they are removed), then sends DELETED for each, and only then answers 404. The
+  Python-side API ignores installation so tests can seed a group before installing it.
 - A 429 carries `Retry-After: 1`, so urllib3 in the client retries it by itself before the caller sees it.
 - Connections are plain HTTP; `write_kubeconfig` gives a dummy token the server never checks.
 """

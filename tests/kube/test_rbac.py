@@ -2,7 +2,8 @@
 
 Scope: the shipped role grants exactly what bgpadv does (list+watch on its seven kinds, create/patch Events, nothing
 else: `kubectl auth can-i` as its ServiceAccount); a role missing one verb from the start leaves bgpadv unready,
-naming the resource it cannot read; a verb withdrawn from a running bgpadv (its connections then cut with `ss -K`: an
+its log and `bgpadv_watch_restarts_total{resource,reason="error"}` naming the resource it cannot read; a verb
+withdrawn from a running bgpadv (its connections then cut with `ss -K`: an
 open watch was authorized when it began) is fail static: the resource is held (log line,
 `bgpadv_resource_held{resource}`), its routes stay at the ToR.
 Each case runs bgpadv in worker-1 with its own ServiceAccount bound to its own copy of the shipped rules.
@@ -147,8 +148,10 @@ def test_a_role_missing_a_verb_from_the_start_leaves_bgpadv_unready_naming_the_r
     with BgpadvInLab(lab, api=who, config=config(lab)) as running:
         wait_until(lambda: "ipamclaims: list/watch failed (HTTP 403" in running.log_tail(400), 30, "the 403 log line")
         code, body = running.get("/readyz")
-        assert code == 503
-        assert "ipamclaims" in body
+        assert code == 503, body  # readiness says only "initial sync not done": the log and the metric name it
+        metrics = running.get("/metrics")[1]
+        assert metric(metrics, "bgpadv_watch_restarts_total", resource="ipamclaims", reason="error")
+        assert not metric(metrics, "bgpadv_watch_restarts_total", resource="virtualmachineinstances", reason="error")
         assert "192.168.120.10/32" not in running.frr.bgp_routes("ipv4")
 
 
