@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint unit bench image image-deps helm system-deps venv clean
+.PHONY: demo test lint unit bench image image-deps helm system-deps venv clean kube-build kube-up kube-down
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,12 +32,26 @@ demo: system-deps $(STAMP)
 
 ## test: install what the tests need, lint, and run every test (unit + lab against a real FRR; the chart tests build
 ## the pinned helm first when it is missing: scripts/build-helm.sh, minutes the first time)
-test: system-deps $(STAMP) helm
+## The real Kubernetes API tier's etcd/kube-apiserver/kubectl/controller-gen: kube-build, once, from Go modules.
+test: system-deps $(STAMP) helm kube-build
 	$(VENV)/bin/ruff check bgpadv bgpadv_lab tests bench
 	$(VENV)/bin/ruff format --check bgpadv bgpadv_lab tests bench
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -q -p no:cacheprovider tests
+
+## kube-build: build the real-API tier's tools and CRDs into $(BGPADV_KUBE_CACHE) (default /var/cache/bgpadv/kube);
+## a no-op while scripts/kube/versions.env is unchanged
+kube-build: system-deps
+	bash scripts/kube/build.sh
+
+## kube-up: a real etcd + kube-apiserver (RBAC, the upstream CRDs) in KUBE_DIR on 127.0.0.1; prints the kubeconfig
+KUBE_DIR ?= $(CURDIR)/.cache/kube-run
+kube-up: kube-build
+	bash scripts/kube/kube.sh up $(KUBE_DIR)
+
+kube-down:
+	bash scripts/kube/kube.sh down $(KUBE_DIR)
 
 unit: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider tests -m "not lab and not image"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages bgpadv's lab and tests need: FRR (the ToR), iproute2 (netns, veth),
 # tcpdump (UPDATE capture at the ToR), prometheus (a real scraper), ping (the traffic test), buildah and mmdebstrap
-# (`make image` and tests/image). Idempotent; needs root.
+# (`make image` and tests/image), openssl and curl (scripts/kube/kube.sh: the test apiserver's PKI, etcd's health).
+# Idempotent; needs root. Go (>= 1.26, for scripts/kube/build.sh) is not Debian's (bookworm's is 1.19): this
+# workplace's machines ship it in /usr/local/go.
 # `kubectl` (for `kubectl kustomize` in tests/unit/test_kustomize.py) is not installed from here: Debian bookworm's
 # kubernetes-client is 1.20, whose kustomize (v2) is too old for deploy/; this workplace's machines ship a current
 # kubectl, elsewhere install kubectl >= 1.27 from the Kubernetes project.
@@ -21,6 +23,9 @@ case "$what" in
     command -v tcpdump >/dev/null || need+=(tcpdump)
     command -v prometheus >/dev/null || need+=(prometheus)
     command -v unshare >/dev/null || need+=(util-linux)
+    command -v flock >/dev/null || need+=(util-linux)
+    command -v openssl >/dev/null || need+=(openssl)
+    command -v curl >/dev/null || need+=(curl)
     ;;
   image) ;;
   *) echo "usage: $0 [all|image]" >&2; exit 2 ;;

@@ -9,6 +9,10 @@ The rules under test (bgpadv/sources/reflector.py):
   not marked `from_list`, then SYNCED);
 - `relist()` lists again at once and ends in SYNCED carrying when that LIST began, even for a held resource;
 - events found by diffing a LIST are marked `from_list`; watched ones are not.
+
+Needs the fake: a CRD uninstalled while its objects stay (`set_installed`), a 403 on demand, a hold of seconds.
+On the real apiserver (tests/kube/test_faults.py, test_rbac.py) a deleted CRD takes its objects with it and a
+withdrawn verb reaches a watch only when it is reopened.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ resourceVersion, synthetic ADDED without one, bookmarks, 410 Expired on a compac
 streams cut by drop_watches(); the status subresource; 409 conflicts; merge, JSON and strategic merge patches;
 finalizers; 404 for an uninstalled API group; Events created by clients; discovery; error injection; serving on a
 handed-in socket; the Python-side store API and seeding.
+
+The fake itself is under test here; tests/kube/test_contract.py runs the behaviours it shares with kube-apiserver
+against both, so the two cannot drift apart unnoticed.
 """
 
 from __future__ import annotations

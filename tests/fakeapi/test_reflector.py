@@ -4,6 +4,10 @@ Scope: the initial paged list and SYNCED; incremental ADDED/MODIFIED/DELETED; re
 from the last resourceVersion without a new LIST; bookmarks keeping that resourceVersion fresh; 410 after a
 compaction → relist with the missed deletions; an absent CRD counted as synced and retried until installed;
 backoff through 500s; stop() interrupting a blocked watch. Also the store's apply rules and object_wall_time.
+
+Needs the fake: faults on demand and at once (drop_watches, compact to an exact resourceVersion, set_installed,
+fail_next 500s). What these rules assume of a real apiserver is pinned against both by tests/kube/test_contract.py;
+the same faults on the real one are tests/kube/test_faults.py.
 """
 
 from __future__ import annotations

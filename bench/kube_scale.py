@@ -1,0 +1,132 @@
+"""Scale against the real Kubernetes API: N IPAMClaims + N VMIs written through kube-apiserver, then `bgpadv run`
+started over them; the time until FRR holds every route.
+
+Builds the lab (FRR ToR, workers) and a real etcd + kube-apiserver in the ToR's namespace (scripts/kube/kube.sh,
+binaries built once into the kube cache by scripts/kube/build.sh), writes `objects.vms_on_one_node(N)` through the
+API with the official client (claims created, then their status written through the status subresource, as OVN-K
+does; VMIs with their status, KubeVirt's CRD having no status subresource), then times:
+  - write:   creating the 2N objects (+ N status writes), 8 client threads;
+  - list:    `bgpadv run` started → every route at FRR (bgpadv's initial LIST pages through the real API, 500 a page,
+             then the plan, ExaBGP, the session); FRR's table polled every 100 ms;
+  - one:     one more VM created → its /32 at FRR, with the N others watched.
+
+Run: `.venv/bin/python bench/kube_scale.py [--vms N]` (root, FRR, Go for the first build; default 10,000).
+Not a test: nothing is asserted. Skips (exit 0, a line saying why) where the lab cannot run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: bgpadv_lab is not installed
+
+from kubernetes.client import CoreV1Api, CustomObjectsApi
+
+from bgpadv.config import KubernetesConfig
+from bgpadv.sources.client import make_api_client
+from bgpadv_lab import objects as k8s
+from bgpadv_lab.chain import BgpadvInLab, lab_config
+from bgpadv_lab.frr import VtyClient
+from bgpadv_lab.kubeapi import AsServiceAccount, RealApiServer, applicable, kube_possible, shipped_rbac
+from bgpadv_lab.netns import in_netns
+from bgpadv_lab.topology import TOR_V4, Lab
+
+NS = "imported-vms"
+W1 = "10.0.0.11"
+
+
+def write_all(api: RealApiServer, netns: str, objs: list[dict], threads: int = 8) -> float:
+    client = make_api_client(KubernetesConfig(kubeconfig=str(api.kubeconfig)))
+    custom, core = CustomObjectsApi(client), CoreV1Api(client)
+    local = threading.local()
+
+    def enter() -> None:
+        if not getattr(local, "entered", False):  # each pool thread moves into the ToR's namespace once
+            local.ctx = in_netns(netns)
+            local.ctx.__enter__()
+            local.entered = True
+
+    def write(obj: dict) -> None:
+        enter()
+        group, _, version = obj["apiVersion"].rpartition("/")
+        plural = {"IPAMClaim": "ipamclaims", "VirtualMachineInstance": "virtualmachineinstances"}[obj["kind"]]
+        body = applicable(obj)
+        if obj["kind"] == "VirtualMachineInstance":
+            body["status"] = obj["status"]  # no status subresource
+        custom.create_namespaced_custom_object(group, version, NS, plural, body)
+        if obj["kind"] == "IPAMClaim":
+            custom.patch_namespaced_custom_object_status(
+                group, version, NS, plural, obj["metadata"]["name"], {"status": obj["status"]}
+            )
+
+    started = time.monotonic()
+    with in_netns(netns):
+        core.create_namespace({"metadata": {"name": NS}})
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(write, objs, chunksize=64))
+    elapsed = time.monotonic() - started
+    client.close()
+    return elapsed
+
+
+def routes_at_frr(vty: VtyClient) -> int:
+    peers = vty.json("show bgp ipv4 unicast summary json").get("peers") or {}
+    return int((peers.get(W1) or {}).get("pfxRcd") or 0)
+
+
+def wait_count(vty: VtyClient, count: int, timeout: float) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if routes_at_frr(vty) >= count:
+            return time.monotonic() - started
+        time.sleep(0.1)
+    raise TimeoutError(f"FRR has {routes_at_frr(vty)} of {count} routes after {timeout:.0f}s")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--vms", type=int, default=10_000)
+    args = parser.parse_args()
+    reason = kube_possible()
+    if reason:
+        print(f"kube_scale: skipped: {reason}")
+        return 0
+    objs = k8s.vms_on_one_node(args.vms)
+    cluster = objs[:2]  # the Node and the CUDN; then claim, VMI, claim, VMI, ...
+    vms = objs[2:]
+    with Lab("bgpks") as lab:
+        api = RealApiServer(lab.workdir / "kube", netns=lab.ns("tor"), listen=TOR_V4, port=6443)
+        try:
+            api.up()
+            api.apply(cluster)
+            api.apply(shipped_rbac())
+            write = write_all(api, lab.ns("tor"), vms)
+            print(f"write: {len(vms)} objects (+{args.vms} status writes) in {write:.1f} s ({len(vms) / write:.0f}/s)")
+            expected = args.vms + 1  # + the CUDN's subnet
+            who = AsServiceAccount(api, "bgpadv", "bgpadv")
+            config = lab_config(lab.workdir / "bgpadv-w1" / "kubeconfig")
+            started = time.monotonic()
+            with BgpadvInLab(lab, api=who, config=config) as running:
+                vty = running.frr.vty()
+                wait_count(vty, expected, 600)
+                total = time.monotonic() - started
+                print(f"list: bgpadv started -> {expected} routes at FRR in {total:.1f} s")
+                extra = k8s.vms_on_one_node(args.vms + 1)[-2:]
+                t0 = time.monotonic()
+                api.apply(extra)
+                wait_count(vty, expected + 1, 60)
+                print(f"one: one more VM (kubectl apply) -> its /32 at FRR in {time.monotonic() - t0:.2f} s")
+        finally:
+            api.down()
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("BGPADV_LOG_LEVEL", "WARNING")
+    sys.exit(main())

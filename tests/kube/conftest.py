@@ -1,0 +1,44 @@
+"""Fixtures of the real-Kubernetes tier: one etcd + kube-apiserver per test session, in the ToR namespace of one lab.
+
+```
+ <p>-w1: bgpadv run ──HTTPS 10.0.0.1:6443 (a ServiceAccount token)──▶ <p>-tor: kube-apiserver ──▶ etcd (tor's loopback)
+                    ──BGP──▶ FRR (tor)
+ the test process: kubectl through `ip netns exec <p>-tor`, Python clients through sockets opened inside it
+```
+
+`scripts/kube/build.sh` builds kube-apiserver, kubectl, etcd and controller-gen from their Go modules and generates
+the upstream CRDs into the kube cache (outside the checkout) the first time; later sessions find them built.
+The work directory (etcd data, PKI, logs) is the lab's own temporary directory, unique per run; teardown stops the
+apiserver and etcd by their PID files (`kube.sh down`), then the lab.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bgpadv_lab import objects as k8s
+from bgpadv_lab.kubeapi import RealApiServer, build, kube_possible, shipped_rbac
+from bgpadv_lab.topology import TOR_V4, WORKERS, Lab
+
+API_PORT = 6443
+W1, W2 = WORKERS["w1"][0], WORKERS["w2"][0]
+W1_6, W2_6 = WORKERS["w1"][1], WORKERS["w2"][1]
+
+
+@pytest.fixture(scope="session")
+def kube():
+    """(lab, api): the lab (FRR ToR, two workers) and the real apiserver on the ToR's 10.0.0.1:6443, with the two
+    worker Nodes and the shipped RBAC (namespace `bgpadv`, ServiceAccount `bgpadv` bound to the ClusterRole)."""
+    reason = kube_possible()
+    if reason:
+        pytest.skip(reason)
+    build()
+    with Lab("bgpkube") as lab:
+        api = RealApiServer(lab.workdir / "kube", netns=lab.ns("tor"), listen=TOR_V4, port=API_PORT)
+        try:
+            api.up()
+            api.apply(shipped_rbac())
+            api.apply([k8s.node("worker-1", W1, W1_6), k8s.node("worker-2", W2, W2_6)])
+            yield lab, api
+        finally:
+            api.down()
