@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import socket
 
+from bgpadv.core.prefix import BITS, Prefix
+
 _BITS = {4: 32, 6: 128}
 _FAMILY = {4: socket.AF_INET, 6: socket.AF_INET6}
 MAX_ADDRESS_CHARS = 64
@@ -97,3 +99,16 @@ def parse_vm_address(text: object) -> tuple[int, int] | None:
     if slash and not (plen.isascii() and plen.isdigit() and len(plen) <= 3 and int(plen) <= bits):
         return None
     return version, value
+
+
+def parse_cidr(value: object) -> tuple[Prefix, bool] | None:
+    """A subnet string (`"192.168.100.0/24"`) parsed strictly: the prefix with host bits cleared, and whether the
+    text had none set. None when malformed or when it is a bare address (no `/length`)."""
+    parsed = parse_address(value)
+    if parsed is None:
+        return None
+    version, integer, length = parsed
+    if length is None:
+        return None
+    host = (1 << (BITS[version] - length)) - 1
+    return Prefix(version, integer & ~host, length), integer & host == 0

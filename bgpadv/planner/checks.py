@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from bgpadv.core import addressing
 from bgpadv.core.addressing import parse_address
 from bgpadv.core.bounded import describe
 from bgpadv.core.prefix import Prefix
@@ -117,19 +118,11 @@ def explain(reason: str, network: str) -> str:
 Address = tuple[int, int]
 """(version, integer value) of one IP address."""
 
-_BITS = {4: 32, 6: 128}
-
 
 def parse_cidr(value: object) -> Prefix | None:
     """Parse a subnet string (`"192.168.100.0/24"`) strictly; host bits are cleared. None when malformed."""
-    parsed = parse_address(value)
-    if parsed is None:
-        return None
-    version, integer, prefixlen = parsed
-    if prefixlen is None:
-        return None
-    host_bits = (1 << (_BITS[version] - prefixlen)) - 1
-    return Prefix(version, integer & ~host_bits, prefixlen)
+    parsed = addressing.parse_cidr(value)
+    return None if parsed is None else parsed[0]
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from bgpadv.core import reasons, resources, selectors
-from bgpadv.core.addressing import parse_address, parse_vm_address, special_range_reason
+from bgpadv.core.addressing import parse_address, parse_cidr, parse_vm_address, special_range_reason
 from bgpadv.core.bounded import describe
 from bgpadv.core.model import ObjectRef
 from bgpadv.core.prefix import BITS, Address, Prefix
@@ -133,17 +133,6 @@ class _Problems:
 _Cidr = tuple[str, Prefix, bool]  # (text, prefix with host bits cleared, was masked)
 
 
-def _cidr(value: object) -> tuple[Prefix, bool] | None:
-    parsed = parse_address(value)
-    if parsed is None:
-        return None
-    version, integer, length = parsed
-    if length is None:
-        return None
-    host = (1 << (BITS[version] - length)) - 1
-    return Prefix(version, integer & ~host, length), integer & host == 0
-
-
 def _cidr_list(values: object, path: str, problems: _Problems, *, required: bool, max_items: int) -> list[_Cidr] | None:
     """(text, prefix, masked) of each CIDR of a list field; None (with a problem) when anything in it is wrong."""
     if values is None:
@@ -160,7 +149,7 @@ def _cidr_list(values: object, path: str, problems: _Problems, *, required: bool
     out: list[_Cidr] = []
     ok = True
     for v in values:
-        found = _cidr(v)
+        found = parse_cidr(v)
         if found is None:
             problems.add(v, reasons.MALFORMED_ADDRESS, f"{path}: not a CIDR")
             ok = False
@@ -336,7 +325,7 @@ def _layer3_entries(raw: list, path: str, problems: _Problems) -> tuple[list[tup
             ok = False
             continue
         text = entry.get("cidr")
-        found = _cidr(text)
+        found = parse_cidr(text)
         if found is None:
             problems.add(text, reasons.MALFORMED_ADDRESS, f"{path}[].cidr: not a CIDR")
             ok = False
@@ -564,7 +553,7 @@ def _host_subnets(annotations: Mapping) -> tuple[Mapping[str, tuple[HostSubnet, 
         values = value if isinstance(value, list) else [value]
         entries = []
         for v in values:
-            found = _cidr(v)
+            found = parse_cidr(v)
             entries.append(HostSubnet(describe(v), found[0] if found is not None else None))
         out[k[len(CUDN_PREFIX) :]] = tuple(entries)
     return MappingProxyType(out), None
