@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bgpadv.commands import status as status_cli
-from bgpadv.sources.manifests import load_manifests
+from bgpadv.sources.manifests import load_manifest_objects
 from bgpadv_lab.chain import BgpadvInLab, lab_config
 from bgpadv_lab.topology import Lab
 
@@ -33,13 +33,10 @@ def _say(text: str) -> None:
 
 
 def _objects(directory: Path) -> list[dict]:
-    state, warnings = load_manifests(directory)
+    objects, warnings = load_manifest_objects(directory)
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
-    out: list[dict] = []
-    for field in ("nodes", "cudns", "route_advertisements", "ipam_claims", "vmis", "pods"):
-        out.extend(getattr(state, field).values())
-    return out
+    return objects
 
 
 def _vm_prefixes(chain: BgpadvInLab) -> list[str]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from bgpadv.core import resources, yamlsafe
 from bgpadv.core.state import ClusterState
@@ -75,10 +76,18 @@ def load_manifests(directory: str | Path) -> tuple[ClusterState, list[str]]:
 
     Raises OSError only when the directory itself cannot be listed.
     """
+    objects, warnings = load_manifest_objects(directory)
+    state, _ignored = state_from_objects(objects)  # decoded once, as the store decodes events
+    return state, warnings
+
+
+def load_manifest_objects(directory: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The watched objects of every manifest file in `directory`, as written (the later of two with one key wins a
+    warning), with the warnings met. Raises OSError only when the directory itself cannot be listed."""
     root = Path(directory)
     files = sorted(p for p in root.iterdir() if p.is_file() and p.suffix in SUFFIXES)
     warnings: list[str] = []
-    objects: list[dict] = []
+    objects: list[dict[str, Any]] = []
     seen: dict[tuple[str, object], str] = {}
     for path in files:
         for n, doc in _documents(path, warnings):
@@ -99,5 +108,4 @@ def load_manifests(directory: str | Path) -> tuple[ClusterState, list[str]]:
                     warnings.append(f"{where}: {res.kind} {key[1]} also defined in {seen[key]}; the later one is used")
                 seen[key] = where
                 objects.append(obj)
-    state, _ignored = state_from_objects(objects)  # decoded once, as the store decodes events
-    return state, warnings
+    return objects, warnings
