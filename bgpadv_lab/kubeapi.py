@@ -26,13 +26,13 @@ import http.client
 import json
 import os
 import subprocess
-import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from bgpadv_lab.frr import FrrRouter
 from bgpadv_lab.netns import in_netns
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -341,15 +341,8 @@ class RealApiServer:
 
 
 def wait_until(predicate, timeout: float, what: str, every: float = 0.2):
-    """Poll `predicate` until it returns something truthy; TimeoutError naming `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(every)
+    """Poll `predicate` until it returns something truthy (the lab's one poll loop, `FrrRouter.wait_for`)."""
+    return FrrRouter.wait_for(predicate, timeout, what, every)
 
 
 def kube_possible() -> str | None:
