@@ -856,6 +856,8 @@ class FakeApiServer:
         t, ns = req.type, req.namespace
         rv_param = query.get("resourceVersion", "")
         with self._lock:
+            if t.group and not self.is_installed(t.group):  # uninstalled between routing and here: no stream
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
             generation = self._watch_generation
             if rv_param in ("", "0"):
                 cursor = self._rv
