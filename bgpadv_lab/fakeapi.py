@@ -843,6 +843,10 @@ class FakeApiServer:
         return None
 
     # -- watch ----------------------------------------------------------------------------------------------------
+    def _require_installed(self, t: ApiType) -> None:
+        if t.group and not self.is_installed(t.group):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+
     def _open_watch(self, req: _Request, query: dict[str, str]) -> Iterator[bytes]:
         """Validate a watch request (ApiError before any header is sent) and return the lines of its stream.
 
@@ -856,8 +860,7 @@ class FakeApiServer:
         t, ns = req.type, req.namespace
         rv_param = query.get("resourceVersion", "")
         with self._lock:
-            if t.group and not self.is_installed(t.group):  # uninstalled between routing and here: no stream
-                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            self._require_installed(t)  # uninstalled between routing and here: no stream
             generation = self._watch_generation
             if rv_param in ("", "0"):
                 cursor = self._rv
