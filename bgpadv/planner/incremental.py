@@ -277,8 +277,9 @@ class IncrementalPlanner:
                 and fresh.withdrawn == networks.withdrawn
             ):
                 rebuild_hosts = True
-                self._networks = fresh
-            networks = fresh  # equal to the cached index where the host caches are concerned
+            # kept even when equal where the host caches are concerned: its CUDN refusals (`refusals`) may differ
+            # (a CUDN moving from one invalid form to another), and a later node change reads them from here
+            networks = self._networks = fresh
         changed_nodes: set[str] = set()
         changed_keys: set[int] = set()
         if nodes_moved or networks_moved:  # a node address inside an advertised subnet is no next hop

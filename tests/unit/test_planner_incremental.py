@@ -1,13 +1,17 @@
 """IncrementalPlanner equals plan(): random sequences of realistic changes (hypothesis) and the tricky cases.
 
 After every step the incremental plan must equal `plan(state, config)` exactly: the same routes and refusals, in
-the same order. The changes are applied the way the store applies them (an object's dict replaced or removed, never
+the same order. Refusals are compared first as an operator sees them (`_refusal_facts`: object, value, reason,
+message and network of each, counted, order aside: what the Events and the refusal counter are made of), so a stale
+or missing refusal is named; CUDNs move between five invalid forms per network, RouteAdvertisements come and go.
+The changes are applied the way the store applies them (an object's dict replaced or removed, never
 mutated in place) and passed as the (field, key) pairs the controller would pass, sometimes batched, sometimes None.
 """
 
 from __future__ import annotations
 
 import os
+from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -43,7 +47,9 @@ NETWORKS = ("cluster_udn_net-a", "cluster_udn_net-b", "cluster_udn_l3", "cluster
 
 def _cudn(name: str, variant: int) -> dict:
     """Variants: 0 advertised, 1 not selected, 2 deleting, 3 not created, 4 other subnets (net-b: overlapping
-    net-a, younger), 5 older than the others (net-b: overlapping net-a, older), 6 an invalid definition."""
+    net-a, younger), 5 older than the others (net-b: overlapping net-a, older), 6-10 five invalid definitions
+    (a CUDN moving from one to another changes its refusals, not its routes; two of them share their first problem,
+    so their claims' refusals are the same and only the CUDN's own differ)."""
     labels = None if variant == 1 else k8s.ADVERTISED
     created_at = "2024-06-01T00:00:00Z" if variant == 5 else k8s.DEFAULT_CREATED
     if name == "l3":
@@ -52,13 +58,28 @@ def _cudn(name: str, variant: int) -> dict:
             subnets = [("10.132.0.0/16", None), ("fd10:132::/48", None)]  # OVN-K's defaults: the same 24 and 64
         elif variant == 6:
             subnets = [("10.132.0.0/16", "24")]
+        elif variant == 7:  # hostSubnet shorter than the cidr
+            subnets = [("10.132.0.0/16", 8), ("fd10:132::/48", 64)]
+        elif variant == 8:  # overlapping cidrs
+            subnets = [("10.132.0.0/16", 24), ("10.132.128.0/17", 24)]
+        elif variant == 9:  # a cidr that does not parse, and one over loopback
+            subnets = [("10.132.0.0/33", 24), ("127.0.0.0/16", 24)]
+        elif variant == 10:  # the same first problem as 9, alone
+            subnets = [("10.132.0.0/33", 24)]
         return k8s.cudn_layer3("l3", subnets, labels=labels, deleting=variant == 2, created_at=created_at)
     if name == "flat":  # IPAM-less secondary: addresses come from VMI interfaces (guest reports)
+        flat_subnets = {
+            4: None,  # no subnet: the configured allowed prefixes bound it
+            6: ["10.150.0.0/33"],
+            7: ["10.150.0.1/32"],
+            9: ["10.150.0.0/24", "10.151.0.0/24"],
+            10: ["10.150.0.0/33", "10.151.0.0/24"],
+        }.get(variant, ["10.150.0.0/24"])
         return k8s.cudn_layer2(
             "flat",
-            None if variant == 4 else ["10.150.0.0/24"],  # no subnet: the configured allowed prefixes bound it
+            flat_subnets,
             labels=labels,
-            role="Secondary",
+            role="Primary" if variant == 8 else "Secondary",  # 8: a primary network without IPAM
             ipam_mode="Disabled",
             created=variant != 3,
             namespace_selector={"matchLabels": {"guests": "flat"}},
@@ -68,7 +89,13 @@ def _cudn(name: str, variant: int) -> dict:
         subnets = ["10.100.0.0/16"]
     elif variant == 4:
         subnets = ["10.100.0.0/25"]
-    gateways = ["10.99.0.1", "fd10:100::1"] if variant == 6 else None
+    elif variant in (7, 8):  # a host route's size (7: and a gateway outside it; the same first problem)
+        subnets = ["10.100.0.10/32"]
+    elif variant == 9:  # does not parse
+        subnets = ["10.100.0.0/24", "fd10:100::/129"]
+    elif variant == 10:  # three subnets, two of one family
+        subnets = ["10.100.0.0/24", "10.101.0.0/24", "fd10:100::/64"]
+    gateways = {6: ["10.99.0.1", "fd10:100::1"], 7: ["10.100.0.1"]}.get(variant)
     return k8s.cudn_layer2(
         name,
         subnets,
@@ -169,8 +196,17 @@ pods = st.builds(
     st.sampled_from(("Running", "Running", "Running", "Failed")),
 )
 nodes = st.builds(_node, st.sampled_from(NODES), st.integers(0, 5), st.sampled_from(CREATED))
-cudns = st.builds(_cudn, st.sampled_from(("net-a", "net-b", "l3", "flat")), st.integers(0, 6))
-objects_ = st.one_of(claims, claims, vmis, vmis, pods, pods, nodes, cudns, namespaces)
+cudns = st.builds(_cudn, st.sampled_from(("net-a", "net-b", "l3", "flat")), st.integers(0, 10))
+ras = st.builds(
+    lambda name, selector, accepted, observed: k8s.route_advertisements(
+        name, selector, accepted=accepted, generation=2, observed_generation=observed
+    ),
+    st.sampled_from(("ra-all", "ra-net-a")),
+    st.sampled_from(({"matchLabels": dict(k8s.ADVERTISED)}, {"matchLabels": {"name": "net-a"}}, {}, None)),
+    st.sampled_from((True, True, False, None)),
+    st.sampled_from((2, 2, 1, None)),
+)
+objects_ = st.one_of(claims, claims, vmis, vmis, pods, pods, nodes, cudns, cudns, namespaces, ras)
 # (delete?, object); a delete removes whatever is stored under the object's key
 changes = st.tuples(st.sampled_from([False] * 4 + [True]), objects_)
 # a batch of changes planned together; None-hints are drawn per batch
@@ -182,7 +218,24 @@ CONFIGS = {
     "self": k8s.config(nextHop="self"),
     "per-node": k8s.config(nodeName="worker-2"),
     "no-subnets": k8s.config(networks={"subnets": False}),
+    "follow-ra": k8s.config(networks={**SECONDARY, "followRouteAdvertisements": True}),
 }
+
+
+def _refusal_facts(p) -> Counter:
+    """A plan's refusals as what an operator sees of them, order aside: one (object, value, reason, message, network)
+    per refusal, counted (the Event's object, reason and message; the metric's reason label). Two plans whose facts
+    differ would leave an Event or a counter stale; the ordered tuples are compared after these."""
+    return Counter((str(r.source), r.value, r.reason, r.message, r.network) for r in p.rejected)
+
+
+def _assert_same_plan(got, want) -> None:
+    """The incremental plan equals plan(): the routes, the refusals as facts (a readable difference), then both
+    exactly, in order."""
+    assert got.routes == want.routes
+    missing, stale = _refusal_facts(want) - _refusal_facts(got), _refusal_facts(got) - _refusal_facts(want)
+    assert not missing and not stale, f"refusals missing: {sorted(missing)}; stale: {sorted(stale)}"
+    assert got.rejected == want.rejected
 
 
 def _empty() -> ClusterState:
@@ -227,13 +280,10 @@ def test_incremental_plan_equals_plan_after_every_change(config_name, seeded, st
         for obj in _base():
             _apply(state, False, obj)
     inc = IncrementalPlanner(config)
-    assert inc.plan(state, None) == plan(state, config)
+    _assert_same_plan(inc.plan(state, None), plan(state, config))
     for batch, everything in steps:
         changed = {_apply(state, delete, obj) for delete, obj in batch}
-        got = inc.plan(state, None if everything else changed)
-        want = plan(state, config)
-        assert got.routes == want.routes
-        assert got.rejected == want.rejected
+        _assert_same_plan(inc.plan(state, None if everything else changed), plan(state, config))
 
 
 # --- the tricky cases, one by one --------------------------------------------------------------------------------
@@ -261,7 +311,9 @@ class _Cluster:
     def step(self, *objects: dict, delete: bool = False):
         changed = {_apply(self.state, delete, obj) for obj in objects}
         got = self.planner.plan(self.state, changed)
-        assert got == plan(self.state, self.config)
+        want = plan(self.state, self.config)
+        _assert_same_plan(got, want)
+        assert got == want
         self.plan = got
         return got
 
@@ -354,6 +406,54 @@ def test_cudn_deselected_withdraws_and_refuses_every_claim():
     assert len(c.hosts()) == 2
 
 
+@pytest.mark.parametrize(
+    ("network", "forms"),
+    [
+        pytest.param(
+            "net-a",
+            {
+                6: {("net-a", "10.99.0.1", "invalid-network-definition")},
+                7: {
+                    ("net-a", "10.100.0.1", "invalid-network-definition"),
+                    ("net-a", "10.100.0.10/32", "invalid-network-definition"),
+                },
+                8: {("net-a", "10.100.0.10/32", "invalid-network-definition")},
+                9: {("net-a", "fd10:100::/129", "malformed-address")},
+                10: {("net-a", "3 entries", "invalid-network-definition")},
+            },
+            id="layer2",
+        ),
+        pytest.param(
+            "l3",
+            {
+                6: {("l3", "24", "invalid-network-definition")},
+                7: {("l3", "8", "invalid-network-definition")},
+                8: {("l3", "10.132.128.0/17", "invalid-network-definition")},
+                9: {("l3", "10.132.0.0/33", "malformed-address"), ("l3", "127.0.0.0/16", "invalid-network-definition")},
+                10: {("l3", "10.132.0.0/33", "malformed-address")},
+            },
+            id="layer3",
+        ),
+    ],
+)
+def test_a_cudn_moving_between_invalid_forms_is_refused_for_what_it_is_now(network, forms):
+    """Routes stay the same (none) from one invalid form to the next; the CUDN's refusals must follow each form
+    (the Events and the refusal counter read them), and its claims stay refused. Forms 7 and 8 (9 and 10 on Layer3)
+    share their first problem, so the claims' refusals do not change between them; a node change after each form
+    makes the planner derive the CUDN refusals again (it once took them from the index of the form before)."""
+    claim = _claim("vm-a", "10.100.0.10/24", network=f"cluster_udn_{network}")
+    c = _Cluster(_cudn(network, 0), *(_node(n, 0) for n in NODES), claim, _running("vm-a"))
+    for i, variant in enumerate((6, 7, 8, 7, 9, 10, 9, 8, 6)):
+        for change in (_cudn(network, variant), _node("worker-3", i % 2)):
+            c.step(change)
+            on_cudn = {(r.source.name, r.value, r.reason) for r in c.plan.rejected if r.source.name == network}
+            assert on_cudn == forms[variant]
+            assert ("vm-a.default", "invalid-network-definition") in c.reasons()
+            assert all(r.network != network for r in c.plan.routes)
+    c.step(_cudn(network, 0))
+    assert not any(r.source.name == network for r in c.plan.rejected)
+
+
 def test_migration_target_ready_moves_the_route():
     ms = k8s.migration_state("worker-1", "worker-2", vmi="vm-a")
     c = _lab(
@@ -428,6 +528,26 @@ def test_a_failed_plan_drops_the_caches():
     assert "10.100.0.12/32" in c.hosts()
 
 
+# CUDN definitions and nodes only: a CUDN moving between invalid forms, with node changes between (which derive the
+# CUDN refusals again), so that a stale refusal of a previous form has its chance to show
+invalid_cudns = st.builds(_cudn, st.sampled_from(("net-a", "l3", "flat")), st.sampled_from((0, 6, 7, 8, 9, 10)))
+form_changes = st.tuples(st.just(False), st.one_of(invalid_cudns, invalid_cudns, nodes))
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(CONFIGS)), st.lists(st.lists(form_changes, min_size=1, max_size=2), max_size=25))
+def test_incremental_refusals_follow_cudn_definitions(config_name, steps):
+    config = CONFIGS[config_name]
+    state = _empty()
+    for obj in _base():
+        _apply(state, False, obj)
+    inc = IncrementalPlanner(config)
+    _assert_same_plan(inc.plan(state, None), plan(state, config))
+    for batch in steps:
+        changed = {_apply(state, delete, obj) for delete, obj in batch}
+        _assert_same_plan(inc.plan(state, changed), plan(state, config))
+
+
 # live migrations only: VMIs and launcher pods change under fixed claims, so pod-driven placement is hit often
 migrating_vmis = st.builds(
     lambda vm, variant, target, phase: k8s.vmi(
@@ -464,7 +584,4 @@ def test_incremental_plan_follows_migrations(steps):
     assert inc.plan(state, None) == plan(state, config)
     for batch, _ in steps:
         changed = {_apply(state, delete, obj) for delete, obj in batch}
-        got = inc.plan(state, changed)
-        want = plan(state, config)
-        assert got.routes == want.routes
-        assert got.rejected == want.rejected
+        _assert_same_plan(inc.plan(state, changed), plan(state, config))
