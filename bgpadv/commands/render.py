@@ -21,6 +21,7 @@ from bgpadv import config as bgpadv_config
 from bgpadv.core import yamlsafe
 from bgpadv.core.model import Plan, Refusal, Route
 from bgpadv.core.prefix import Address, Prefix
+from bgpadv.core.printable import printable
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import plan as make_plan
 from bgpadv.safety.guard import Guard
@@ -51,13 +52,6 @@ def refusal_json(refusal: Refusal) -> dict:
     }
 
 
-def _printable(text: str) -> str:
-    """Escape control characters so a hostile value cannot break the table's lines."""
-    if text.isprintable():
-        return text
-    return text.encode("unicode_escape").decode("ascii")
-
-
 def _widths(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
     return [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
 
@@ -72,13 +66,13 @@ def render_table(plan: Plan) -> str:
     header = ("PREFIX", "NEXT HOP", "KIND", "NODE", "SOURCE")
     rows = [
         (
-            r.network,
+            printable(r.network),
             (
                 str(r.prefix),
                 "self" if r.next_hop is None else str(r.next_hop),
-                str(r.kind),
-                r.node or "-",
-                _printable(str(r.source)),
+                printable(r.kind),
+                printable(r.node or "-"),
+                printable(r.source),
             ),
         )
         for r in plan.routes
@@ -95,7 +89,7 @@ def render_table(plan: Plan) -> str:
     if plan.rejected:
         refused_header = ("SOURCE", "VALUE", "REASON", "MESSAGE")
         refused = [
-            (_printable(str(x.source)), _printable(x.value), x.reason, _printable(x.message)) for x in plan.rejected
+            (printable(x.source), printable(x.value), printable(x.reason), printable(x.message)) for x in plan.rejected
         ]
         refused_widths = _widths(refused_header, refused)
         lines.append(f"refused ({len(refused)})")
@@ -203,12 +197,14 @@ def render_imports(rows: list[dict], output: str) -> str:
         return json.dumps({"imports": rows}, indent=2) + "\n"
     lines = []
     for row in rows:
-        where = f"table {row['table']}" if row["table"] is not None else f"VRF {row['vrf'] or '? (network ID unknown)'}"
+        vrf = printable(row["vrf"]) if row["vrf"] else "? (network ID unknown)"
+        where = f"table {row['table']}" if row["table"] is not None else f"VRF {vrf}"
+        name = printable(row["network"])
         if not row["selected"]:
-            lines.append(f"{row['network']}: not a selected network, nothing imported")
+            lines.append(f"{name}: not a selected network, nothing imported")
             continue
         refused = ", ".join(f"{n} {reason}" for reason, n in sorted(row["refused"].items())) or "none"
-        lines.append(f"{row['network']} ({where}, protocol 186): {len(row['routes'])} routes, refused: {refused}")
+        lines.append(f"{name} ({where}, protocol 186): {len(row['routes'])} routes, refused: {refused}")
         lines += [f"  {r['prefix']} via {', '.join(r['nextHops'])}" for r in row["routes"]]
     return "\n".join(lines) + "\n" if lines else "no importRoutes networks configured\n"
 
