@@ -122,6 +122,15 @@ def render_import(imported: dict[str, Any]) -> list[str]:
         if not installed and not desired:
             rows.append([name, where, "-", "-", "-"])
     lines += _table(["IMPORT NETWORK", "TABLE", "PREFIX", "NEXT HOPS", "STATE"], rows, "no network imports", "lllll")
+    refused = [
+        [name, str(r.get("prefix")), str(r.get("nextHop") or "-"), str(r.get("peer")), str(r.get("reason"))]
+        for name, net in sorted((imported.get("networks") or {}).items())
+        for r in net.get("refusals") or ()
+        if isinstance(r, dict)
+    ]
+    if refused:
+        lines.append("")
+        lines += _table(["REFUSED IMPORT", "PREFIX", "NEXT HOP", "FROM", "REASON"], refused, "none", "lllll")
     return lines
 
 

@@ -458,7 +458,7 @@ class PeerConfig(_Section):
 
 
 def _is_link_local6(address: IPAddress) -> bool:
-    return address.version == 6 and address.is_link_local()
+    return bool(address.version == 6 and address.is_link_local())
 
 
 def _session_problems(address: IPAddress, local: IPAddress | None) -> list[tuple[Loc, str]]:

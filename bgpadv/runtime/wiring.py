@@ -107,10 +107,15 @@ def controller_main(config_path: str) -> int:
 
     speaker = Speaker.from_config(config, write, observer)
     importer = None
+    import_events = None
     if config.import_routes.enabled:
         importer = Importer(config, Netlink(), metrics.metrics, time.monotonic())
         speaker.on_received = importer.handle
         metrics.import_status = importer.snapshot
+        # the import guard's refusals get Events on the CUDN, as the plan's do (their own recorder: each holds
+        # the complete current set of its refusals)
+        import_events = EventRecorder(api_client, metrics=metrics.metrics, verb="not importing")
+        importer.on_refusals = import_events.record
 
     def sources_factory(emit: Callable[[WatchEvent], None]) -> Sources:
         settings = ReflectorSettings(hold_seconds=config.safety.hold_seconds)
@@ -134,10 +139,14 @@ def controller_main(config_path: str) -> int:
     health = HealthServer(config.metrics.host_port, metrics)
     health.start()
     events.start()
+    if import_events is not None:
+        import_events.start()
     controller.feed_exabgp(sys.stdin)
     try:
         return controller.run()
     finally:
         watch.stop()
         events.stop()
+        if import_events is not None:
+            import_events.stop()
         health.stop()
