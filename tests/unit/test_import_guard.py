@@ -536,3 +536,47 @@ def test_for_any_learned_set_nothing_installed_breaks_a_rule(learned_paths, defa
             if taken and not _violations(peer, str(prefix), str(hop)):
                 assert hop in out.routes.get(prefix, ()), (peer, prefix, hop)
     assert sum(out.refused.values()) + sum(len(h) for h in out.routes.values()) >= len(out.routes)
+
+
+def test_a_refused_path_becomes_a_warning_event_on_the_cudn():
+    from kubernetes import client as k8s_client
+
+    from bgpadv.observe.events import EventRecorder
+    from bgpadv_lab.fakeapi import FakeApiServer
+
+    kernel = Kernel()
+    imp, _, _ = importer(kernel)
+    with FakeApiServer() as api, k8s_client.ApiClient(k8s_client.Configuration(host=api.url)) as client:
+        recorder = EventRecorder(client, verb="not importing").start()
+        try:
+            imp.on_refusals = recorder.record
+            imp.handle(received(TOR2, (DEFAULT4, W2)), 1.0)
+            assert recorder.flush()
+            (event,) = api.events()
+        finally:
+            recorder.stop()
+    assert event["reason"] == "NextHopNode"
+    assert event["involvedObject"]["kind"] == "ClusterUserDefinedNetwork"
+    assert event["involvedObject"]["name"] == "vmnet-a"
+    assert event["message"] == (
+        f"not importing 0.0.0.0/0 via {W2} from {TOR2}: the next hop {W2} is a cluster node's address (network vmnet-a)"
+    )
+
+
+def test_every_import_reason_is_kebab_case_unique_and_documented():
+    import ast
+    import itertools
+    from pathlib import Path
+
+    body = ast.parse(Path(reasons.__file__).read_text()).body
+    documented = {
+        getattr(reasons, stmt.targets[0].id)
+        for stmt, nxt in itertools.pairwise(body)
+        if isinstance(stmt, ast.Assign)
+        and isinstance(stmt.targets[0], ast.Name)
+        and isinstance(nxt, ast.Expr)
+        and isinstance(nxt.value, ast.Constant)
+    }
+    assert set(reasons.IMPORT_REASONS) <= documented
+    assert len(set(reasons.IMPORT_REASONS)) == len(reasons.IMPORT_REASONS)
+    assert all(code == code.lower() and "_" not in code and " " not in code for code in reasons.IMPORT_REASONS)
