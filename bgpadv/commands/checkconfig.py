@@ -10,7 +10,8 @@ A valid configuration can still be a trap in a pod; `warnings` names those (prin
 stderr, exit 0): the metrics listener on loopback (the kubelet probes /healthz and /readyz, and Prometheus scrapes,
 at the pod's address, which is the node's with hostNetwork) or on every interface; passive peers on a port below
 1024 (binding it needs UID 0 or CAP_NET_BIND_SERVICE, which the shipped non-root pod does not have); an MD5 password
-inline in the configuration (a ConfigMap) rather than in a Secret file (`md5PasswordFile`).
+inline in the configuration (a ConfigMap) rather than in a Secret file (`md5PasswordFile`); an AS number reserved
+for documentation (RFC 5398: 64496-64511, 65536-65551), valid but most likely copied from an example.
 
 The configuration path is kept as given, made absolute but never resolved through symlinks
 (`exabgp_config.controller_argv`):
@@ -32,6 +33,7 @@ from typing import TextIO
 from netaddr import AddrFormatError, IPAddress
 
 from bgpadv.config import Config, json_schema, load_or_report
+from bgpadv.config.schema import DOCUMENTATION_ASNS
 from bgpadv.speaker.exabgp_config import (
     controller_argv,
     exabgp_argv,
@@ -100,6 +102,7 @@ def warnings(config: Config) -> list[str]:
             "or CAP_NET_BIND_SERVICE, which the shipped non-root pod does not have; set exabgp.listenPort above 1023 "
             "and point the ToR at it (FRR: neighbor ADDRESS port N)"
         )
+    out += _documentation_asns(config)
     for i, peer in enumerate(config.peers):
         if peer.md5_password is not None and peer.md5_password_file is None:
             out.append(
@@ -107,6 +110,19 @@ def warnings(config: Config) -> list[str]:
                 "the namespace's ConfigMaps; put the password in a Secret and set md5PasswordFile"
             )
     return out
+
+
+def _documentation_asns(config: Config) -> list[str]:
+    def documentation(asn: int) -> bool:
+        return any(lo <= asn <= hi for lo, hi in DOCUMENTATION_ASNS)
+
+    where = [("localASN", config.local_asn)] + [(f"peers[{i}].asn", p.asn) for i, p in enumerate(config.peers)]
+    return [
+        f"{path} {asn} is an AS number reserved for documentation (RFC 5398): no real network uses it; "
+        "is this a copied example?"
+        for path, asn in where
+        if documentation(asn)
+    ]
 
 
 def schema_main(out: TextIO | None = None) -> int:

@@ -14,19 +14,25 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from bgpadv import config as bgpadv_config
 from bgpadv.core import yamlsafe
+from bgpadv.core.bounded import brief
 from bgpadv.core.model import Plan, Refusal, Route
 from bgpadv.core.prefix import Address, Prefix
+from bgpadv.core.printable import printable
+from bgpadv.core.reasons import IMPORT_MALFORMED as MALFORMED
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import plan as make_plan
 from bgpadv.safety.guard import Guard
-from bgpadv.sources.manifests import load_manifests
+from bgpadv.sources.decode import state_from_objects
+from bgpadv.sources.manifests import load_manifest_objects
 
 OUTPUTS = ("table", "json")
+T = TypeVar("T")
 
 
 def route_json(route: Route) -> dict:
@@ -51,13 +57,6 @@ def refusal_json(refusal: Refusal) -> dict:
     }
 
 
-def _printable(text: str) -> str:
-    """Escape control characters so a hostile value cannot break the table's lines."""
-    if text.isprintable():
-        return text
-    return text.encode("unicode_escape").decode("ascii")
-
-
 def _widths(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
     return [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
 
@@ -72,13 +71,13 @@ def render_table(plan: Plan) -> str:
     header = ("PREFIX", "NEXT HOP", "KIND", "NODE", "SOURCE")
     rows = [
         (
-            r.network,
+            printable(r.network),
             (
                 str(r.prefix),
                 "self" if r.next_hop is None else str(r.next_hop),
-                str(r.kind),
-                r.node or "-",
-                _printable(str(r.source)),
+                printable(r.kind),
+                printable(r.node or "-"),
+                printable(r.source),
             ),
         )
         for r in plan.routes
@@ -95,7 +94,7 @@ def render_table(plan: Plan) -> str:
     if plan.rejected:
         refused_header = ("SOURCE", "VALUE", "REASON", "MESSAGE")
         refused = [
-            (_printable(str(x.source)), _printable(x.value), x.reason, _printable(x.message)) for x in plan.rejected
+            (printable(x.source), printable(x.value), printable(x.reason), printable(x.message)) for x in plan.rejected
         ]
         refused_widths = _widths(refused_header, refused)
         lines.append(f"refused ({len(refused)})")
@@ -132,48 +131,124 @@ def main(config_path: str, manifests_dir: str, output: str, learned_path: str | 
     if cfg is None:
         return 2
     try:
-        state, warnings = load_manifests(manifests_dir)
+        objects, warnings = load_manifest_objects(manifests_dir)
     except OSError as e:
         print(f"{manifests_dir}: cannot read the manifests: {e}", file=sys.stderr)
         return 1
+    state, _ignored = state_from_objects(objects)  # decoded once, as the store decodes events
     for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(f"warning: {printable(warning)}", file=sys.stderr)
     if learned_path is not None:
         try:
-            learned = load_learned(learned_path)
+            learned, malformed = load_learned(learned_path, {str(p.address) for p in cfg.peers})
         except (OSError, ValueError) as e:
-            print(f"{learned_path}: {e}", file=sys.stderr)
+            print(f"{learned_path}: {printable(e)}", file=sys.stderr)
             return 1
-        sys.stdout.write(render_imports(imports(state, cfg, learned), output))
+        for problem in malformed:
+            print(f"{learned_path}: refused ({MALFORMED}): {printable(problem)}", file=sys.stderr)
+        interfaces = node_interfaces(objects, cfg.node_name)
+        rows = imports(state, cfg, learned, interfaces)
+        sys.stdout.write(render_imports(rows, output, malformed))
         return 0
     sys.stdout.write(render_plan(announced(state, cfg), output))
     return 0
 
 
-def load_learned(path: str) -> dict[str, dict[Prefix, Address | None]]:
-    """A learned-routes file: peer address → prefix → next hop (null: none)."""
-    documents = list(yamlsafe.load_documents(Path(path).read_text()))
+MAX_LEARNED_PROBLEMS = 100
+
+
+def load_learned(path: str, peers: set[str] | None = None) -> tuple[dict[str, dict[Prefix, Address | None]], list[str]]:
+    """A learned-routes file: peer address → prefix → next hop (null: none). Returns what can be read and one
+    problem per entry that cannot (a peer that is no address or, with `peers`, no configured peer; a prefix or next
+    hop that is no address; a value of the wrong type): each is refused (`malformed-learned-route`), the rest still
+    counts, as the live import treats ExaBGP's echo. ValueError only when the file is no mapping at all."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"not UTF-8 text: {e.reason}") from None
+    documents = list(yamlsafe.load_documents(text))
     raw = documents[0][1] if len(documents) == 1 else None
     if isinstance(raw, yamlsafe.Refused) or not isinstance(raw, dict):
         raise ValueError("must map peer addresses to {prefix: next hop}")
     out: dict[str, dict[Prefix, Address | None]] = {}
-    for peer, routes in raw.items():
+    problems: list[str] = []
+
+    def problem(text: str) -> None:
+        if len(problems) < MAX_LEARNED_PROBLEMS:
+            problems.append(text)
+        elif len(problems) == MAX_LEARNED_PROBLEMS:
+            problems.append("(more malformed entries not listed)")
+
+    for peer_key, routes in raw.items():
+        peer = _parsed(Address.parse, peer_key)
+        if peer is None:
+            problem(f"peer {brief(peer_key)}: not an IP address")
+            continue
+        if peers is not None and str(peer) not in peers:
+            problem(f"peer {peer}: not a configured peer")
+            continue
         if not isinstance(routes, dict):
-            raise ValueError(f"{peer}: must map prefixes to next hops")
-        out[str(Address.parse(str(peer)))] = {
-            Prefix.parse(str(prefix), strict=False): Address.parse(str(nh)) if nh is not None else None
-            for prefix, nh in routes.items()
-        }
-    return out
+            problem(f"peer {peer}: must map prefixes to next hops, got {brief(routes)}")
+            continue
+        table = out.setdefault(str(peer), {})
+        for prefix_key, next_hop in routes.items():
+            prefix = _parsed(lambda t: Prefix.parse(t, strict=False), prefix_key)
+            if prefix is None:
+                problem(f"peer {peer}: prefix {brief(prefix_key)}: not an IP prefix")
+                continue
+            hop = None if next_hop is None else _parsed(Address.parse, next_hop)
+            if next_hop is not None and hop is None:
+                problem(f"peer {peer}: {prefix}: next hop {brief(next_hop)}: not an IP address")
+                continue
+            table[prefix] = hop
+    return out, problems
 
 
-def imports(state: ClusterState, cfg: bgpadv_config.Config, learned: dict) -> list[dict]:
-    """Per `importRoutes` network: its VRF/table and the routes it would hold, from `learned` (bgpadv.importer)."""
+def _parsed(parse: Callable[[str], T], value: object) -> T | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse(value)
+    except ValueError:
+        return None
+
+
+def node_interfaces(objects: Sequence[dict], node_name: str | None) -> list[tuple[Address, int]] | None:
+    """What render knows of the node's connected subnets: the OVN-K address annotations (`node-primary-ifaddr`,
+    `host-cidrs`) of the instance's node (per-node mode), or of every node (cluster mode); None when none says."""
+    from bgpadv.importer.guard import interfaces_of_annotations
+
+    out: list[tuple[Address, int]] = []
+    for obj in objects:
+        meta = obj.get("metadata")
+        if obj.get("kind") != "Node" or not isinstance(meta, dict):
+            continue
+        if node_name is not None and meta.get("name") != node_name:
+            continue
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict):
+            out += interfaces_of_annotations(annotations)
+    return out or None
+
+
+def imports(
+    state: ClusterState,
+    cfg: bgpadv_config.Config,
+    learned: dict,
+    interfaces: list[tuple[Address, int]] | None = None,
+) -> list[dict]:
+    """Per `importRoutes` network: its VRF/table and the routes it would hold, from `learned` (bgpadv.importer),
+    through the import guard as the live import applies it (`interfaces`: the node's, None when unknown)."""
+    from bgpadv.importer.guard import context_of
     from bgpadv.importer.netlink import vrf_name
     from bgpadv.importer.policy import desired_routes
     from bgpadv.importer.reconciler import selected_networks
 
-    selected = selected_networks(make_plan(state, cfg).context.networks)
+    context = make_plan(state, cfg).context
+    selected = selected_networks(context.networks)
+    nodes = (a for addresses in context.node_addresses.values() for a in addresses)
+    subnets = tuple(dict.fromkeys(s for sel in selected.values() for s in sel.subnets))
+    guard = context_of(cfg, subnets, nodes, interfaces, local_interfaces=cfg.node_name is not None)
     out = []
     for net in cfg.import_routes.networks:
         sel = selected.get(net.name)
@@ -181,7 +256,7 @@ def imports(state: ClusterState, cfg: bgpadv_config.Config, learned: dict) -> li
             out.append({"network": net.name, "selected": False, "table": None, "vrf": None, "routes": []})
             continue
         network_id = net.network_id if net.network_id is not None else sel.network_id if sel else None
-        desired = desired_routes(learned, net, sel.subnets if sel else (), cfg.import_routes.max_routes)
+        desired = desired_routes(learned, net, sel.subnets if sel else (), cfg.import_routes.max_routes, guard)
         out.append(
             {
                 "network": net.name,
@@ -193,23 +268,42 @@ def imports(state: ClusterState, cfg: bgpadv_config.Config, learned: dict) -> li
                     for p, hops in sorted(desired.routes.items(), key=lambda i: i[0].key)
                 ],
                 "refused": desired.refused,
+                "refusals": [
+                    {
+                        "peer": r.peer,
+                        "prefix": str(r.prefix),
+                        "nextHop": str(r.next_hop) if r.next_hop is not None else None,
+                        "reason": r.reason,
+                        "message": r.message,
+                    }
+                    for r in desired.refusals
+                ],
             }
         )
     return out
 
 
-def render_imports(rows: list[dict], output: str) -> str:
+def render_imports(rows: list[dict], output: str, malformed: Sequence[str] = ()) -> str:
     if output == "json":
-        return json.dumps({"imports": rows}, indent=2) + "\n"
+        return json.dumps({"imports": rows, "malformed": list(malformed)}, indent=2) + "\n"
     lines = []
     for row in rows:
-        where = f"table {row['table']}" if row["table"] is not None else f"VRF {row['vrf'] or '? (network ID unknown)'}"
+        vrf = printable(row["vrf"]) if row["vrf"] else "? (network ID unknown)"
+        where = f"table {row['table']}" if row["table"] is not None else f"VRF {vrf}"
+        name = printable(row["network"])
         if not row["selected"]:
-            lines.append(f"{row['network']}: not a selected network, nothing imported")
+            lines.append(f"{name}: not a selected network, nothing imported")
             continue
         refused = ", ".join(f"{n} {reason}" for reason, n in sorted(row["refused"].items())) or "none"
-        lines.append(f"{row['network']} ({where}, protocol 186): {len(row['routes'])} routes, refused: {refused}")
+        lines.append(f"{name} ({where}, protocol 186): {len(row['routes'])} routes, refused: {refused}")
         lines += [f"  {r['prefix']} via {', '.join(r['nextHops'])}" for r in row["routes"]]
+        lines += [
+            f"  refused {r['prefix']} via {r['nextHop'] or '-'} from {r['peer']}: {r['reason']} "
+            f"({printable(r['message'])})"
+            for r in row.get("refusals", ())
+        ]
+    if malformed:
+        lines.append(f"{len(malformed)} learned entries refused ({MALFORMED}): see stderr")
     return "\n".join(lines) + "\n" if lines else "no importRoutes networks configured\n"
 
 

@@ -1,4 +1,8 @@
-"""`bgpadv status`: what a running instance reports on its /status endpoint, printed for people."""
+"""`bgpadv status`: what a running instance reports on its /status endpoint, printed for people.
+
+Every string of the document (network and peer names, reasons, resources: the cluster's or the remote instance's)
+is printed through `bgpadv.core.printable` in the tables, so no value can forge a line or steer the terminal;
+`--json` prints the document exactly."""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ import urllib.error
 import urllib.request
 from datetime import UTC, datetime
 from typing import IO, Any
+
+from bgpadv.core.printable import printable
 
 DEFAULT_URL = "http://127.0.0.1:9179"
 
@@ -36,9 +42,9 @@ def render(status: dict[str, Any]) -> str:
     ready = status.get("ready") or {}
     alive = status.get("alive") or {}
     lines.append(
-        f"bgpadv {status.get('version', '?')}  "
-        f"ready: {'yes' if ready.get('ok') else 'no (' + str(ready.get('reason', '?')) + ')'}  "
-        f"alive: {'yes' if alive.get('ok', True) else 'no (' + str(alive.get('reason', '?')) + ')'}"
+        f"bgpadv {printable(status.get('version', '?'))}  "
+        f"ready: {'yes' if ready.get('ok') else 'no (' + printable(ready.get('reason', '?')) + ')'}  "
+        f"alive: {'yes' if alive.get('ok', True) else 'no (' + printable(alive.get('reason', '?')) + ')'}"
     )
     now = status.get("time")
     lines.append(f"last sync: {_ago(status.get('last_sync'), now)}   last plan: {_ago(status.get('last_plan'), now)}")
@@ -63,14 +69,14 @@ def render(status: dict[str, Any]) -> str:
     rows = [[str(r.get("peer", "-")), r["network"], r["family"], r["kind"], str(r["count"])] for r in routes]
     lines += _table(["PEER", "NETWORK", "FAMILY", "KIND", "ROUTES"], rows, "no routes held by ExaBGP", "llllr")
     lines.append(
-        f"total {status.get('routes_total', 0)} routes held over all peers, {status.get('routes_planned', 0)} planned, "
-        f"{status.get('refusals', 0)} refused values"
+        f"total {printable(status.get('routes_total', 0))} routes held over all peers, "
+        f"{printable(status.get('routes_planned', 0))} planned, {printable(status.get('refusals', 0))} refused values"
     )
     held = status.get("held") or {}
     held_routes = {peer: n for peer, n in (held.get("routes") or {}).items() if n}
     if held_routes or held.get("resources"):
-        per_peer = ", ".join(f"{n} for {peer}" for peer, n in held_routes.items()) or "none"
-        resources = ", ".join(held.get("resources") or ()) or "none"
+        per_peer = ", ".join(f"{printable(n)} for {printable(peer)}" for peer, n in held_routes.items()) or "none"
+        resources = ", ".join(printable(r) for r in held.get("resources") or ()) or "none"
         lines.append(f"held (fail static): withdrawals {per_peer}; unreadable resources {resources}")
     lines.append("")
 
@@ -116,6 +122,15 @@ def render_import(imported: dict[str, Any]) -> list[str]:
         if not installed and not desired:
             rows.append([name, where, "-", "-", "-"])
     lines += _table(["IMPORT NETWORK", "TABLE", "PREFIX", "NEXT HOPS", "STATE"], rows, "no network imports", "lllll")
+    refused = [
+        [name, str(r.get("prefix")), str(r.get("nextHop") or "-"), str(r.get("peer")), str(r.get("reason"))]
+        for name, net in sorted((imported.get("networks") or {}).items())
+        for r in net.get("refusals") or ()
+        if isinstance(r, dict)
+    ]
+    if refused:
+        lines.append("")
+        lines += _table(["REFUSED IMPORT", "PREFIX", "NEXT HOP", "FROM", "REASON"], refused, "none", "lllll")
     return lines
 
 
@@ -127,9 +142,11 @@ def _stage_order(stage: str) -> tuple[int, str]:
 
 
 def _table(header: list[str], rows: list[list[str]], empty: str, align: str) -> list[str]:
-    """Columns padded to their widest cell; `align` has one l (left) or r (right) per column."""
+    """Columns padded to their widest cell; `align` has one l (left) or r (right) per column. Every cell is made
+    printable first."""
     if not rows:
         return [header[0], f"  ({empty})"]
+    rows = [[printable(cell) for cell in row] for row in rows]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     fmt = "  ".join(f"{{:<{w}}}" if a == "l" else f"{{:>{w}}}" for a, w in zip(align, widths, strict=True))
     return [fmt.format(*header).rstrip()] + [fmt.format(*r).rstrip() for r in rows]

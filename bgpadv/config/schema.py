@@ -162,6 +162,27 @@ def _text(value: object) -> str:
     return str(value)
 
 
+RESERVED_ASNS = {
+    23456: "AS_TRANS (RFC 6793), which stands in for a 4-byte AS in a 2-byte field",
+    65535: "reserved (RFC 7300)",
+    4294967295: "reserved (RFC 7300)",
+}
+"""AS numbers that are never a network's own (0 is out of range already: RFC 7607)."""
+DOCUMENTATION_ASNS = ((64496, 64511), (65536, 65551))
+"""AS numbers for documentation (RFC 5398): valid, but `check-config` warns (a copied example, not a real AS)."""
+
+
+def _asn(asn: int) -> int:
+    what = RESERVED_ASNS.get(asn)
+    if what is not None:
+        raise problem(f"{asn} is {what}: it cannot be a BGP speaker's AS")
+    return asn
+
+
+Asn = Annotated[int, Between(1, 4294967295), AfterValidator(_asn)]
+"""An AS number: 1-4294967295, not a reserved one (`RESERVED_ASNS`)."""
+
+
 _ADDRESS_JSON = {"type": "string", "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}]}
 Address = Annotated[
     IPAddress, PlainValidator(_address), PlainSerializer(_text, return_type=str), WithJsonSchema(_ADDRESS_JSON)
@@ -347,7 +368,7 @@ class PeerConfig(_Section):
     """A BGP neighbour (`peers[]`): a top-of-rack router."""
 
     address: Annotated[Unicast, Field(description="The peer's address.")]
-    asn: Annotated[Annotated[int, Between(1, 4294967295)], Field(description="The peer's AS number.")]
+    asn: Annotated[Asn, Field(description="The peer's AS number.")]
     local_address: Annotated[
         Unicast | None,
         Field(
@@ -420,6 +441,7 @@ class PeerConfig(_Section):
             )
         if self.passive and local is None:
             problems.append((("localAddress",), "is required when passive is true: bgpadv listens there for the peer"))
+        problems += _session_problems(address, local)
         if self.md5_password_file is not None and self.md5_password is not None:
             problems.append(
                 (("md5PasswordFile",), "must not be set together with md5Password (keep the password in a Secret)")
@@ -433,6 +455,39 @@ class PeerConfig(_Section):
         except ValueError as e:
             refuse(self, [(("md5PasswordFile",), str(e))])
         return dataclasses.replace(self, md5_password=password)
+
+
+def _is_link_local6(address: IPAddress) -> bool:
+    return bool(address.version == 6 and address.is_link_local())
+
+
+def _session_problems(address: IPAddress, local: IPAddress | None) -> list[tuple[Loc, str]]:
+    """A session bgpadv cannot hold (single-hop eBGP, no interface binding): to itself, from a loopback address to a
+    remote peer, or over an IPv6 link-local address (which needs the interface it is reached on)."""
+    problems: list[tuple[Loc, str]] = []
+    if _is_link_local6(address):
+        problems.append(
+            (
+                ("address",),
+                f"{address} is link-local: a link-local peer needs the interface it is reached on, which bgpadv "
+                "cannot configure; use the peer's global or unique-local address",
+            )
+        )
+    if local is None or local.version != address.version:
+        return problems
+    if local == address:
+        problems.append((("localAddress",), f"must not be the peer's own address {address} (a session to itself)"))
+    elif local.is_loopback() and not address.is_loopback():
+        problems.append(
+            (
+                ("localAddress",),
+                f"{local} is loopback: the peer {address} is remote and bgpadv speaks single-hop eBGP only (no "
+                "multihop); use the address of the interface toward the peer",
+            )
+        )
+    elif _is_link_local6(local):
+        problems.append((("localAddress",), f"{local} is link-local: it needs an interface bgpadv cannot configure"))
+    return problems
 
 
 DEFAULT_MAX_ADDRESSES_PER_INTERFACE = 4
@@ -737,6 +792,44 @@ class ImportNetwork(_Section):
         return self
 
 
+def _one_table_each(networks: tuple[ImportNetwork, ...]) -> tuple[ImportNetwork, ...]:
+    """Two import networks never share a kernel table: each reconcile would delete the other's routes (endless
+    churn). Compared: explicit tables, and the VRF names OVN-K gives (the name, or `mp<networkID>-udn-vrf` for a
+    name over 15 characters)."""
+    problems: list[tuple[Loc, str]] = []
+    tables: dict[int, int] = {}
+    vrfs: dict[str, int] = {}
+    for i, net in enumerate(networks):
+        if net.table is not None:
+            first = tables.setdefault(net.table, i)
+            if first != i:
+                problems.append(
+                    (
+                        (i, "table"),
+                        f"table {net.table} is also networks[{first}]'s ({networks[first].name!r}): two networks in "
+                        "one kernel table delete each other's routes on every reconcile",
+                    )
+                )
+            continue
+        if net.external:
+            continue
+        vrf = net.name if len(net.name) <= 15 else None if net.network_id is None else f"mp{net.network_id}-udn-vrf"
+        if vrf is None:
+            continue
+        first = vrfs.setdefault(vrf, i)
+        if first != i:
+            problems.append(
+                (
+                    (i, "networkID" if len(net.name) > 15 else "name"),
+                    f"its VRF {vrf!r} is also networks[{first}]'s ({networks[first].name!r}): two networks in one "
+                    "kernel table delete each other's routes on every reconcile",
+                )
+            )
+    if problems:
+        refuse(networks, problems)
+    return networks
+
+
 @dataclass(frozen=True, slots=True)
 class ImportConfig(_Section):
     """`importRoutes`: the ToR's routes into each listed network's routing table, protocol 186 (off by default)."""
@@ -745,7 +838,8 @@ class ImportConfig(_Section):
     networks: Annotated[
         tuple[ImportNetwork, ...],
         AfterValidator(_unique(lambda n: n.name, lambda i: (i, "name"), lambda name: f"{name!r} is listed twice")),
-        Field(description="The networks whose routing table receives the ToR's routes."),
+        AfterValidator(lambda networks: _one_table_each(networks)),
+        Field(description="The networks whose routing table receives the ToR's routes (one table each)."),
     ] = ()
     max_routes: Annotated[
         Annotated[int, Between(1, 1_000_000)],
@@ -811,7 +905,7 @@ def _node_name(value: str) -> str:
 class Config(_Section):
     """bgpadv's configuration (the whole file)."""
 
-    local_asn: Annotated[Annotated[int, Between(1, 4294967295)], Field(alias="localASN", description="Our AS number.")]
+    local_asn: Annotated[Asn, Field(alias="localASN", description="Our AS number.")]
     peers: Annotated[
         tuple[PeerConfig, ...],
         Field(min_length=1, description="BGP neighbours: the top-of-rack router(s)."),
@@ -874,6 +968,30 @@ class Config(_Section):
         _unique(lambda p: p.address, lambda i: (i, "address"), lambda a: f"peer {a} is listed twice")(peers)
         surroundings(info).peers = frozenset(p.address for p in peers)  # for importRoutes.networks[].accept[].peers
         return peers
+
+    @model_validator(mode="after")
+    def _self_addresses(self) -> Self:
+        """No address is both a peer's and ours: a `nextHopSelf` address or a session's `localAddress` that is a
+        peer's address would send the peer routes pointing at itself (RFC 4271 5.1.3) or peer bgpadv with itself."""
+        problems: list[tuple[Loc, str]] = []
+        peers = {p.address: i for i, p in enumerate(self.peers)}
+        for family in ("ipv4", "ipv6"):
+            address = self.self_address(4 if family == "ipv4" else 6)
+            if address is not None and address in peers:
+                i = peers[address]
+                problems.append(
+                    (("nextHopSelf", family), f"{address} is the address of peers[{i}]: a next hop must be ours")
+                )
+                problems.append((("peers", i, "address"), f"{address} is also nextHopSelf.{family}, our own address"))
+        for i, peer in enumerate(self.peers):
+            j = peers.get(peer.local_address) if peer.local_address is not None else None
+            if j is not None and j != i:
+                problems.append(
+                    (("peers", i, "localAddress"), f"{peer.local_address} is the address of peers[{j}], not ours")
+                )
+        if problems:
+            refuse(self, problems)
+        return self
 
     @model_validator(mode="after")
     def _node(self, info: ValidationInfo) -> Self:

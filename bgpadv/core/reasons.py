@@ -176,3 +176,74 @@ ALL_REASONS: tuple[str, ...] = (
     OUTSIDE_ALLOWED_PREFIXES,
     TOO_MANY_ADDRESSES,
 )
+
+
+# -- the egress import (bgpadv.importer): why a learned path is not installed -------------------------------------
+# Metric label of `bgpadv_import_refused{network, reason}`, log field, and the reason of the Event on the CUDN.
+
+IMPORT_POLICY = "policy"
+"""No accept rule of the network's import policy takes the learned prefix (the default policy takes only 0.0.0.0/0
+and ::/0)."""
+
+IMPORT_OWN_SUBNET = "own-subnet"
+"""The learned prefix lies inside one of the network's own subnets (or its `exclude` list): the VMs reach those
+inside the overlay."""
+
+IMPORT_NEXT_HOP = "next-hop"
+"""The learned path has no next hop, the unspecified one, or one of the other family than its prefix."""
+
+IMPORT_LIMIT = "limit"
+"""Over `importRoutes.maxRoutes` for the network and family: the longest prefixes are left out."""
+
+IMPORT_SPECIAL_DESTINATION = "special-destination"
+"""The learned prefix overlaps a range that is never a destination beyond the ToR: "this network" 0.0.0.0/8,
+loopback 127.0.0.0/8, link-local 169.254.0.0/16 (OVN-K's masquerade subnet 169.254.0.0/17 included), multicast
+224.0.0.0/4, reserved 240.0.0.0/4 and the limited broadcast; ::/128, ::1, IPv4-mapped ::ffff:0:0/96, fe80::/10,
+ff00::/8. The default routes themselves (0.0.0.0/0, ::/0) are not refused for it."""
+
+IMPORT_INSIDE_SELECTED_NETWORK = "inside-selected-network"
+"""The learned prefix lies inside a subnet of another selected (advertised) network: the fabric would steer one
+tenant's traffic for another tenant's addresses."""
+
+IMPORT_NEXT_HOP_SPECIAL = "next-hop-special"
+"""The next hop is no unicast host address: in a special range of `special-destination` (127.0.0.1, 224.0.0.9,
+0.0.0.5, ff02::1, ::1, a link-local address, ...), or the network or broadcast address of the subnet shared with
+the peer."""
+
+IMPORT_NEXT_HOP_LOCAL = "next-hop-local"
+"""The next hop is one of this speaker's own addresses: a session's `localAddress`, a `nextHopSelf` address, or an
+address of the node's own interfaces. Traffic would loop back into the node."""
+
+IMPORT_NEXT_HOP_NODE = "next-hop-node"
+"""The next hop is a cluster node's address (InternalIP, ExternalIP, node-primary-ifaddr, host-cidrs): the egress
+of one node's VMs would be sent to another node (or itself) instead of the fabric. A configured peer's address is
+never refused for this (a node claiming the ToR's address cannot cut the egress)."""
+
+IMPORT_NEXT_HOP_VM_NETWORK = "next-hop-vm-network"
+"""The next hop lies inside a selected network's subnets, where every VM address is: a default route through a VM
+would hand every tenant's egress to that VM. Refused under every policy, the default-only one included."""
+
+IMPORT_NEXT_HOP_OFF_LINK = "next-hop-off-link"
+"""Single-hop eBGP: the next hop is not on a subnet this node shares with the peer (the node's connected subnets
+holding the peer's address); when those are unknown, it is not a configured peer's own address."""
+
+IMPORT_MALFORMED = "malformed-learned-route"
+"""A learned route that cannot be read: a peer that is no address or no configured peer, a prefix or next hop that
+is no address, a value of the wrong type (in a `render --learned` file or in ExaBGP's echo). Refused and counted
+(`bgpadv_import_malformed_total`), never an error of the whole input."""
+
+IMPORT_REASONS: tuple[str, ...] = (
+    IMPORT_POLICY,
+    IMPORT_OWN_SUBNET,
+    IMPORT_NEXT_HOP,
+    IMPORT_LIMIT,
+    IMPORT_SPECIAL_DESTINATION,
+    IMPORT_INSIDE_SELECTED_NETWORK,
+    IMPORT_NEXT_HOP_SPECIAL,
+    IMPORT_NEXT_HOP_LOCAL,
+    IMPORT_NEXT_HOP_NODE,
+    IMPORT_NEXT_HOP_VM_NETWORK,
+    IMPORT_NEXT_HOP_OFF_LINK,
+    IMPORT_MALFORMED,
+)
+"""Every reason a learned path is not installed (`bgpadv.importer`), each a label of `bgpadv_import_refused`."""

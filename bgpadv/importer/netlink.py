@@ -90,6 +90,22 @@ class Netlink:
                 out[vrf[0]] = vrf[1]
         return out
 
+    def interfaces(self) -> list[tuple[Address, int]]:
+        """Every interface address of the namespace with its prefix length (the node's connected subnets, for the
+        import guard's on-link rule)."""
+        out = []
+        try:
+            messages = list(self._ipr.get_addr())
+        except NetlinkError as e:
+            raise OSError(e.code, f"address dump: {e}") from e
+        for msg in messages:
+            text = msg.get_attr("IFA_ADDRESS") or msg.get_attr("IFA_LOCAL")
+            try:
+                out.append((Address.parse(str(text)), int(msg["prefixlen"])))
+            except (ValueError, TypeError, KeyError):
+                continue  # a zone-indexed link-local address and the like: never a shared subnet
+        return out
+
     def installed(self, tables: Iterable[int]) -> dict[int, Routes]:
         """The protocol-186 routes of each of `tables` (IPv4 and IPv6)."""
         wanted = set(tables)

@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import errno
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from bgpadv.config import Config, ImportNetwork
-from bgpadv.core.model import PlannedNetwork
+from bgpadv.core import reasons
+from bgpadv.core.model import ObjectRef, PlannedNetwork, Refusal
 from bgpadv.core.prefix import Address, Prefix
+from bgpadv.importer.guard import ImportContext, context_of
 from bgpadv.importer.learned import LearnedRoutes
 from bgpadv.importer.netlink import Netlink, Routes, vrf_name
-from bgpadv.importer.policy import LIMIT, NEXT_HOP, OWN_SUBNET, POLICY, desired_routes
+from bgpadv.importer.policy import RefusedPath, desired_routes
 from bgpadv.speaker.protocol import NeighborList, PeerState, RibInDone, RibRoute, UpdateEvent
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,7 @@ class NetworkStatus:
     desired: Routes = field(default_factory=dict)
     installed: Routes = field(default_factory=dict)
     refused: dict[str, int] = field(default_factory=dict)
+    refusals: list[RefusedPath] = field(default_factory=list)
 
 
 class Importer:
@@ -62,12 +65,20 @@ class Importer:
         self._applied_version = -1
         self._was_complete = False
         self._snapshot: dict = {}
+        self._nodes: frozenset[Address] = frozenset()
+        self._interfaces: list[tuple[Address, int]] | None = None
+        self._context = context_of(config)
+        self._events: tuple[Refusal, ...] = ()
+        self.on_refusals: Callable[[list[Refusal]], None] | None = None  # Events for the guard's refusals
 
     # -- inputs ----------------------------------------------------------------------------------------------------
     def handle(self, reply: object, at: float) -> None:
         """One parsed ExaBGP line the speaker hands on."""
         if isinstance(reply, UpdateEvent):
             if reply.direction == "receive":
+                if reply.peer not in self.learned.routes:
+                    self.handle_malformed(1, "peer")  # no address, or no configured peer: nothing is learned
+                self.handle_malformed(reply.malformed)
                 self.learned.update(reply.peer, reply.announced, reply.withdrawn, reply.eor, at)
         elif isinstance(reply, PeerState):
             self.learned.peer_state(reply.peer, reply.state, at)
@@ -80,10 +91,38 @@ class Importer:
             self.learned.end_dump(at)
         self.tick(at)
 
-    def set_networks(self, selected: Mapping[str, SelectedNetwork], at: float) -> None:
+    def set_networks(
+        self, selected: Mapping[str, SelectedNetwork], at: float, node_addresses: Iterable[Address] | None = None
+    ) -> None:
+        """The selected networks (and, when given, every node's addresses: next hops the guard refuses)."""
+        nodes = self._nodes if node_addresses is None else frozenset(node_addresses)
         if dict(selected) != self._selected:
             self._selected = dict(selected)
+            self._nodes = nodes
+            self._refresh_context()
             self.tick(at, full=True)  # new tables: read what they hold first
+        elif nodes != self._nodes:
+            self._nodes = nodes
+            self._refresh_context()
+            self._applied_version = -1
+            self.tick(at)
+
+    def handle_malformed(self, count: int, what: str = "update") -> None:
+        """ExaBGP's echo carried `count` parts that cannot be read (`what`: peer, prefix, next-hop, update):
+        dropped by the parser, counted here (`bgpadv_import_malformed_total`)."""
+        if count <= 0:
+            return
+        log.warning("import: a learned route cannot be read: refused", extra={"count": count, "part": what})
+        if self.metrics is not None:
+            self.metrics.import_malformed.labels(part=what).inc(count)  # type: ignore[attr-defined]
+
+    def _refresh_context(self) -> None:
+        subnets = tuple(dict.fromkeys(s for sel in self._selected.values() for s in sel.subnets))
+        self._context = context_of(self.config, subnets, self._nodes, self._interfaces)
+
+    @property
+    def context(self) -> ImportContext:
+        return self._context
 
     def tick(self, now: float, *, full: bool = False) -> None:
         self.learned.expire(now)
@@ -123,14 +162,22 @@ class Importer:
             self._installed = self.netlink.installed(tables)
         except OSError as e:
             self._error("dump", e)
+        try:
+            interfaces: list[tuple[Address, int]] | None = self.netlink.interfaces()
+        except OSError as e:
+            interfaces = None  # unknown: only a configured peer's own address is on the link
+            self._error("address-dump", e)
+        if interfaces != self._interfaces:
+            self._interfaces = interfaces
+            self._refresh_context()
 
     def _apply(self) -> None:
         status: dict[str, NetworkStatus] = {}
         learned = self.learned.routes
         complete = self.learned.complete
         for name, (net, table, vrf, subnets) in self._targets().items():
-            desired = desired_routes(learned, net, subnets, self.settings.max_routes)
-            st = NetworkStatus(table, vrf, desired.routes, refused=desired.refused)
+            desired = desired_routes(learned, net, subnets, self.settings.max_routes, self._context)
+            st = NetworkStatus(table, vrf, desired.routes, refused=desired.refused, refusals=desired.refusals)
             status[name] = st
             if table is None:
                 continue
@@ -145,6 +192,32 @@ class Importer:
         self._status = status
         self._snapshot = self.status()  # read by the HTTP thread: a new dict each time, swapped whole
         self._export_metrics()
+        self._report_refusals()
+
+    def refusals(self) -> list[Refusal]:
+        """The guard's refusals of the selected CUDNs' imports, as the planner's refusals are (an Event on the CUDN
+        each, reason the import code); external networks have no object to carry them."""
+        external = {n.name for n in self.settings.networks if n.external}
+        out = []
+        for name, st in self._status.items():
+            if name in external:
+                continue
+            ref = ObjectRef("ClusterUserDefinedNetwork", name)
+            for r in st.refusals:
+                value = f"{r.prefix} via {r.next_hop if r.next_hop is not None else '-'} from {r.peer}"
+                out.append(Refusal(ref, value, r.reason, r.message, name))
+        return out
+
+    def _report_refusals(self) -> None:
+        if self.on_refusals is None:
+            return
+        current = tuple(self.refusals())
+        if current != self._events:
+            self._events = current
+            try:
+                self.on_refusals(list(current))
+            except Exception:
+                log.exception("import: reporting refusals failed")
 
     def _install(self, table: int, prefix: Prefix, hops: frozenset[Address], installed: Routes) -> None:
         try:
@@ -173,7 +246,7 @@ class Importer:
         if self.metrics is None:
             return
         for name, st in self._status.items():
-            for reason in (POLICY, OWN_SUBNET, NEXT_HOP, LIMIT):
+            for reason in reasons.IMPORT_REASONS:
                 self.metrics.import_refused.labels(network=name, reason=reason).set(st.refused.get(reason, 0))  # type: ignore[attr-defined]
             for version, family in ((4, "ipv4"), (6, "ipv6")):
                 count = sum(1 for p in st.installed if p.version == version)
@@ -203,6 +276,16 @@ class Importer:
                     "desired": routes(st.desired),
                     "installed": routes(st.installed),
                     "refused": dict(st.refused),
+                    "refusals": [
+                        {
+                            "peer": r.peer,
+                            "prefix": str(r.prefix),
+                            "nextHop": str(r.next_hop) if r.next_hop is not None else None,
+                            "reason": r.reason,
+                            "message": r.message,
+                        }
+                        for r in st.refusals
+                    ],
                 }
                 for name, st in self._status.items()
             },

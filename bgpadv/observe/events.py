@@ -117,9 +117,11 @@ class EventRecorder(NullObserver):
         metrics: Any = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
+        verb: str = "not announcing",
     ):
         from kubernetes import client as k8s
 
+        self.verb = verb  # the message's start: "not announcing" (the plan), "not importing" (the egress import)
         self._api = k8s.CoreV1Api(api_client)
         self._exc = k8s.ApiException
         self.component = component
@@ -221,7 +223,7 @@ class EventRecorder(NullObserver):
         if ref.uid:
             involved["uid"] = ref.uid
         text = _clip(refusal.message or refusal.reason, MAX_MESSAGE)
-        message = f"not announcing {_clip(refusal.value, 300)}: {text}"
+        message = f"{self.verb} {_clip(refusal.value, 300)}: {text}"
         if refusal.network:
             message += f" (network {_clip(refusal.network, 253)})"
         stamp = rfc3339(self._wall())

@@ -173,8 +173,16 @@ class Metrics:
         )
         self.import_refused = Gauge(
             "bgpadv_import_refused",
-            "Learned routes not imported now: outside the policy, inside the network's own subnets, over the limit.",
+            "Learned paths not imported now, by reason (bgpadv.core.reasons IMPORT_*): outside the policy, inside the "
+            "network's own subnets, refused by the import guard (special destination or next hop, a node's, a VM "
+            "network's, off the peer's link), over the limit.",
             ["network", "reason"],
+            registry=r,
+        )
+        self.import_malformed = Counter(
+            "bgpadv_import_malformed_total",
+            "Parts of learned routes that could not be read (ExaBGP's echo: peer, prefix, next hop, update), refused.",
+            ["part"],
             registry=r,
         )
         self.netlink_errors = Counter(

@@ -49,12 +49,12 @@ from typing import TextIO
 from bgpadv.config import Config
 from bgpadv.core import resources
 from bgpadv.core.model import Cause, Plan
-from bgpadv.core.resources import CUDN, ROUTE_ADVERTISEMENTS
+from bgpadv.core.resources import CUDN, NODE, ROUTE_ADVERTISEMENTS
 from bgpadv.core.state import ClusterState
 from bgpadv.importer.reconciler import Importer
 from bgpadv.observe.observers import NullObserver, Observer
 from bgpadv.planner.incremental import IncrementalPlanner
-from bgpadv.runtime.derive import handovers_of, import_networks
+from bgpadv.runtime.derive import handovers_of, import_networks, node_addresses
 from bgpadv.runtime.reload import ConfigFileChanged, Reloader
 from bgpadv.runtime.seams import ControllerSources, ControllerSpeaker
 from bgpadv.safety.failstatic import FailStatic
@@ -350,12 +350,13 @@ class Controller:
 
     def _plan_and_send(self, received_at: float | None, *, full: bool) -> None:
         started = time.monotonic()
-        # the selected networks may have moved: a CUDN/RA event, a (re)list or a live configuration change
+        # the selected networks (or the nodes, whose addresses the import refuses as next hops) may have moved: a
+        # CUDN/RA/Node event, a (re)list or a live configuration change
         networks_moved = (
             full
             or self.plan is None
             or self._changed is None
-            or bool({CUDN.kind, ROUTE_ADVERTISEMENTS.kind} & self._kinds)
+            or bool({CUDN.kind, ROUTE_ADVERTISEMENTS.kind, NODE.kind} & self._kinds)
         )
         changed, self._changed = (None if full else self._changed), set()
         state = self.store.state
@@ -379,7 +380,7 @@ class Controller:
         self.observer.routes_held(decision.held)
         self.speaker.set_desired(decision.desired, cause)
         if self.importer is not None and networks_moved:
-            self.importer.set_networks(import_networks(plan), self.clock())
+            self.importer.set_networks(import_networks(plan), self.clock(), node_addresses(plan))
         # Observation after the commands are written: metrics never delay an UPDATE. ExaBGP's echo of what it sent
         # is read by this same loop later, so the handover start is recorded before its end can arrive.
         for prefix, ready_wall in handovers_of(previous, plan, changed, self.config):

@@ -12,6 +12,7 @@ from collections.abc import Collection
 
 from bgpadv.config import Config
 from bgpadv.core.model import Plan, RouteKind
+from bgpadv.core.prefix import Address
 from bgpadv.importer.reconciler import SelectedNetwork, selected_networks
 
 Changed = Collection[tuple[str, object]]
@@ -50,3 +51,8 @@ def handovers_of(old: Plan | None, new: Plan, changed: Changed | None, config: C
 def import_networks(plan: Plan) -> dict[str, SelectedNetwork]:
     """The selected networks whose routing tables the egress importer fills (`bgpadv.importer`): the plan's."""
     return selected_networks(plan.context.networks)
+
+
+def node_addresses(plan: Plan) -> frozenset[Address]:
+    """Every address of every node (the plan's context): next hops the egress importer refuses."""
+    return frozenset(a for addresses in plan.context.node_addresses.values() for a in addresses)

@@ -15,15 +15,25 @@ through which a drain request reaches a controller, and the parent-death signal.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
+import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
+
+from bgpadv.speaker.exabgp_config import PID_FILE
 
 RUNTIME_DIR_ENV = "BGPADV_RUNTIME_DIR"  # set by the supervisor; ExaBGP passes its environment to the shim
 DRAINING_ENV = "BGPADV_DRAINING"  # "1": the controller starts draining (read by bgpadv.runtime.wiring)
 DRAIN_FILE = "draining"
 SHIM_PID_FILE = "api-shim.pid"
+EXABGP_CONF = "exabgp.conf"  # the rendered ExaBGP configuration: it holds the MD5 passwords
+CANDIDATE = "config.candidate.yaml"  # a changed configuration file being validated (bgpadv.runtime.reload)
+LAST_GOOD = "config.last-good.yaml"  # the last configuration applied: what a restarted controller falls back on
+# What a stop leaves in a configured runtime directory: only the last good configuration, which the next start
+# needs while the file is broken (bgpadv.runtime.reload.Reloader.start_config). Everything else is rewritten at start.
+EPHEMERAL_FILES = (EXABGP_CONF, CANDIDATE, DRAIN_FILE, SHIM_PID_FILE, PID_FILE)
 
 _PR_SET_PDEATHSIG = 1
 
@@ -47,3 +57,18 @@ def drain_requested(environ: Mapping[str, str] | None = None) -> bool:
         return True
     runtime = env.get(RUNTIME_DIR_ENV)
     return runtime is not None and runtime != "" and (Path(runtime) / DRAIN_FILE).exists()
+
+
+def clean_runtime_dir(runtime_dir: Path, *, owned: bool) -> None:
+    """After `bgpadv run` stopped: leave no secret behind.
+
+    `owned`: the directory is the private temporary one `bgpadv run` made for itself (no `--runtime-dir`), which no
+    later run reuses: it goes whole, with the rendered `exabgp.conf` (MD5 passwords) and the last good
+    configuration. A configured runtime directory (the pod's emptyDir, which outlives a container restart) keeps
+    only what a restart needs, the last good configuration; the rest (`EPHEMERAL_FILES`) goes. Never raises."""
+    if owned:
+        shutil.rmtree(runtime_dir, ignore_errors=True)
+        return
+    for name in EPHEMERAL_FILES:
+        with contextlib.suppress(OSError):
+            (runtime_dir / name).unlink(missing_ok=True)

@@ -46,11 +46,11 @@ from pathlib import Path
 from typing import Literal
 
 from bgpadv.config import Config, ConfigError, load, with_test_hold
+from bgpadv.runtime.lifecycle import CANDIDATE, EXABGP_CONF, LAST_GOOD
 from bgpadv.speaker.exabgp_config import PID_FILE, render_exabgp_config, write_private
 
 log = logging.getLogger("bgpadv.reload")
 
-LAST_GOOD = "config.last-good.yaml"
 """In the runtime directory: the bytes of the last configuration file this pod validated."""
 
 LIVE_FIELDS = ("networks", "next_hop", "attributes", "safety")
@@ -147,6 +147,16 @@ class ReloadDecision:
 KEEP = ReloadDecision("keep")
 
 
+def _write_private_bytes(path: Path, data: bytes) -> None:
+    """`data` into `path`, created 0600 (an existing file is made 0600 before it is filled)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
 @dataclass
 class Reloader:
     """The controller's side of a reload: where the file and ExaBGP's runtime files are, and how to count."""
@@ -168,8 +178,8 @@ class Reloader:
             return None
         staged = None
         if self.runtime_dir is not None:
-            staged = self.runtime_dir / "config.candidate.yaml"
-            staged.write_bytes(data)
+            staged = self.runtime_dir / CANDIDATE
+            _write_private_bytes(staged, data)  # 0600: it may hold an inline md5Password
         try:
             config = with_test_hold(load(staged or self.config_path))
         except (ConfigError, OSError) as e:
@@ -236,7 +246,7 @@ class Reloader:
         if text is None or self.runtime_dir is None:
             log.error("peers changed but ExaBGP's runtime directory is unknown: restart bgpadv to apply them")
             return False
-        write_private(self.runtime_dir / "exabgp.conf", text)  # 0600: it holds the MD5 passwords
+        write_private(self.runtime_dir / EXABGP_CONF, text)  # 0600: it holds the MD5 passwords
         try:
             pid = int((self.runtime_dir / PID_FILE).read_text().strip())
             os.kill(pid, signal.SIGUSR1)

@@ -20,7 +20,7 @@ from pathlib import Path
 from bgpadv.config import load_or_report
 from bgpadv.observe.logs import setup_logging
 from bgpadv.observe.observers import Fanout
-from bgpadv.runtime.lifecycle import RUNTIME_DIR_ENV, drain_requested
+from bgpadv.runtime.lifecycle import EXABGP_CONF, RUNTIME_DIR_ENV, clean_runtime_dir, drain_requested
 from bgpadv.runtime.reload import ConfigFileWatch, Reloader, fingerprint
 from bgpadv.runtime.supervisor import supervise
 from bgpadv.speaker.exabgp_config import (
@@ -37,19 +37,26 @@ log = logging.getLogger("bgpadv.service")
 
 def run(config_path: str, runtime_dir: str | None = None) -> int:
     """`bgpadv run`: render ExaBGP's configuration, then run ExaBGP under the supervisor (`bgpadv.runtime.supervisor`:
-    graceful shutdown on SIGTERM; ExaBGP's API process is the shim that restarts the controller)."""
+    graceful shutdown on SIGTERM; ExaBGP's API process is the shim that restarts the controller).
+
+    Without `runtime_dir` the runtime files go to a private temporary directory (0700) that is removed when the run
+    ends; a configured one keeps only the last good configuration (`lifecycle.clean_runtime_dir`)."""
     config = load_or_report(config_path)
     if config is None:
         return 2
-    rdir = Path(runtime_dir or tempfile.mkdtemp(prefix="bgpadv-"))
-    rdir.mkdir(parents=True, exist_ok=True)
-    api_argv = controller_argv(config_path)  # the path as given: a ConfigMap update must not make it vanish
-    conf = rdir / "exabgp.conf"
-    write_private(conf, render_exabgp_config(config, api_argv))  # 0600: it holds the MD5 passwords
-    env = {**os.environ, **exabgp_environment(config, str(rdir))}
-    argv = exabgp_argv(str(conf))
-    setup_logging(os.environ.get("BGPADV_LOG_LEVEL", "INFO"))
-    return supervise(argv, env, rdir, config.safety.drain_seconds)
+    owned = not runtime_dir
+    rdir = Path(tempfile.mkdtemp(prefix="bgpadv-")) if owned else Path(str(runtime_dir))
+    try:
+        rdir.mkdir(parents=True, exist_ok=True)
+        api_argv = controller_argv(config_path)  # the path as given: a ConfigMap update must not make it vanish
+        conf = rdir / EXABGP_CONF
+        write_private(conf, render_exabgp_config(config, api_argv))  # 0600: it holds the MD5 passwords
+        env = {**os.environ, **exabgp_environment(config, str(rdir))}
+        argv = exabgp_argv(str(conf))
+        setup_logging(os.environ.get("BGPADV_LOG_LEVEL", "INFO"))
+        return supervise(argv, env, rdir, config.safety.drain_seconds)
+    finally:
+        clean_runtime_dir(rdir, owned=owned)
 
 
 def controller_main(config_path: str) -> int:
@@ -100,10 +107,15 @@ def controller_main(config_path: str) -> int:
 
     speaker = Speaker.from_config(config, write, observer)
     importer = None
+    import_events = None
     if config.import_routes.enabled:
         importer = Importer(config, Netlink(), metrics.metrics, time.monotonic())
         speaker.on_received = importer.handle
         metrics.import_status = importer.snapshot
+        # the import guard's refusals get Events on the CUDN, as the plan's do (their own recorder: each holds
+        # the complete current set of its refusals)
+        import_events = EventRecorder(api_client, metrics=metrics.metrics, verb="not importing")
+        importer.on_refusals = import_events.record
 
     def sources_factory(emit: Callable[[WatchEvent], None]) -> Sources:
         settings = ReflectorSettings(hold_seconds=config.safety.hold_seconds)
@@ -127,10 +139,14 @@ def controller_main(config_path: str) -> int:
     health = HealthServer(config.metrics.host_port, metrics)
     health.start()
     events.start()
+    if import_events is not None:
+        import_events.start()
     controller.feed_exabgp(sys.stdin)
     try:
         return controller.run()
     finally:
         watch.stop()
         events.stop()
+        if import_events is not None:
+            import_events.stop()
         health.stop()

@@ -230,6 +230,7 @@ class UpdateEvent:
     announced: tuple[tuple[Prefix, Address | None], ...]  # (prefix, next hop)
     withdrawn: tuple[Prefix, ...]
     eor: tuple[str, ...] = ()  # families of an End-of-RIB marker
+    malformed: int = 0  # parts that could not be read (a prefix or next hop that is no address, a wrong type): dropped
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,17 +280,25 @@ def _net(value: object) -> Prefix | None:
     """A prefix of ExaBGP's JSON (a string, or a `{"nlri": ...}` / `{"prefix": ...}` object), host bits masked."""
     if isinstance(value, dict):
         value = value.get("nlri", value.get("prefix"))
+    if not isinstance(value, str):
+        return None
     try:
-        return Prefix.parse(value, strict=False)  # type: ignore[arg-type]
+        return Prefix.parse(value, strict=False)
     except ValueError:
         return None
 
 
 def _addr(value: object) -> Address | None:
+    if not isinstance(value, str):
+        return None
     try:
-        return Address.parse(value)  # type: ignore[arg-type]
+        return Address.parse(value)
     except ValueError:
         return None
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _dict(value: object) -> dict[str, Any]:
@@ -301,21 +310,53 @@ def _peer_of(event: dict[str, Any]) -> str:
     return str(peer) if peer is not None else ""
 
 
-def _announced(update: dict[str, Any]) -> list[tuple[Prefix, Address | None]]:
+def _items(value: object) -> list[object]:
+    """The NLRI list of one family / next hop: a list (anything else is one malformed item)."""
+    return value if isinstance(value, list) else [] if value is None else [_MALFORMED]
+
+
+_MALFORMED = object()
+
+
+def _announced(update: dict[str, Any]) -> tuple[list[tuple[Prefix, Address | None]], int]:
+    """(prefix, next hop) of every announced NLRI, and how many parts could not be read. A next hop that is no
+    address keeps its prefixes with no next hop (the import refuses them, counted); a prefix that is none is
+    dropped."""
     announced: list[tuple[Prefix, Address | None]] = []
-    for by_next_hop in _dict(update.get("announce")).values():
+    malformed = 0
+    families = update.get("announce")
+    if families is not None and not isinstance(families, dict):
+        return [], 1
+    for by_next_hop in _dict(families).values():
         if not isinstance(by_next_hop, dict):
+            malformed += 1
             continue
         for nh, nlris in by_next_hop.items():
             hop = _addr(nh)
-            announced.extend((net, hop) for item in nlris or () if (net := _net(item)) is not None)
-    return announced
+            malformed += hop is None
+            for item in _items(nlris):
+                net = _net(item)
+                if net is None:
+                    malformed += 1
+                else:
+                    announced.append((net, hop))
+    return announced, malformed
 
 
-def _withdrawn(update: dict[str, Any]) -> list[Prefix]:
-    return [
-        n for nlris in _dict(update.get("withdraw")).values() for item in nlris or () if (n := _net(item)) is not None
-    ]
+def _withdrawn(update: dict[str, Any]) -> tuple[list[Prefix], int]:
+    withdrawn: list[Prefix] = []
+    malformed = 0
+    families = update.get("withdraw")
+    if families is not None and not isinstance(families, dict):
+        return [], 1
+    for nlris in _dict(families).values():
+        for item in _items(nlris):
+            net = _net(item)
+            if net is None:
+                malformed += 1
+            else:
+                withdrawn.append(net)
+    return withdrawn, malformed
 
 
 def _update(event: dict[str, Any]) -> UpdateEvent:
@@ -324,12 +365,15 @@ def _update(event: dict[str, Any]) -> UpdateEvent:
     update = _dict(message.get("update"))
     marker = message.get("eor")
     eor = (f"{marker.get('afi')} {marker.get('safi')}",) if isinstance(marker, dict) else ()
+    announced, bad_announced = _announced(update)
+    withdrawn, bad_withdrawn = _withdrawn(update)
     return UpdateEvent(
         peer=_peer_of(event),
         direction=str(neighbor.get("direction", "")),
-        announced=tuple(_announced(update)),
-        withdrawn=tuple(_withdrawn(update)),
+        announced=tuple(announced),
+        withdrawn=tuple(withdrawn),
         eor=eor,
+        malformed=bad_announced + bad_withdrawn,
     )
 
 
@@ -362,8 +406,8 @@ def _event(data: dict[str, Any], text: str) -> Reply:
         return Notification(
             peer=_peer_of(data),
             direction=str(neighbor.get("direction", "")),
-            code=int(note.get("code", 0) or 0),
-            subcode=int(note.get("subcode", 0) or 0),
+            code=_int(note.get("code")),
+            subcode=_int(note.get("subcode")),
             message=str(note.get("message", "")),
         )
     return Other(text)
@@ -380,7 +424,14 @@ def _rib_route(data: dict[str, Any], text: str) -> Reply:
 
 
 def parse_reply(line: str) -> Reply:
-    """Classify one line ExaBGP wrote to the API process's stdin."""
+    """Classify one line ExaBGP wrote to the API process's stdin. Never raises: anything unreadable is `Other`."""
+    try:
+        return _parse_reply(line)
+    except Exception:  # a shape no rule above foresaw: never a traceback for a line
+        return Other(line.strip() if isinstance(line, str) else repr(line))
+
+
+def _parse_reply(line: str) -> Reply:
     text = line.strip()
     if text in _DONE:
         return Ack(True)

@@ -136,7 +136,14 @@ def test_run_hands_the_controller_the_path_as_given_so_a_configmap_update_keeps_
     volume.mkdir()
     _configmap_volume(volume, "..2025_01_01_00_00_00.1", GOOD)
     exabgp_runs: list[list[str]] = []
-    monkeypatch.setattr(wiring, "supervise", lambda argv, env, rdir, drain: exabgp_runs.append(argv) or 0)
+    rendered: list[str] = []  # read while ExaBGP would run: a stop removes it (no MD5 password left behind)
+
+    def supervise(argv, env, rdir, drain):
+        exabgp_runs.append(argv)
+        rendered.append((rdir / "exabgp.conf").read_text())
+        return 0
+
+    monkeypatch.setattr(wiring, "supervise", supervise)
     monkeypatch.setattr(wiring, "setup_logging", lambda level: None)
     monkeypatch.chdir(tmp_path)
     runtime = tmp_path / "runtime"
@@ -144,7 +151,7 @@ def test_run_hands_the_controller_the_path_as_given_so_a_configmap_update_keeps_
     assert wiring.run("config/bgpadv.yaml", str(runtime)) == 0  # a relative path through the symlinks
 
     assert len(exabgp_runs) == 1
-    run_line = next(line for line in (runtime / "exabgp.conf").read_text().splitlines() if "run " in line)
+    run_line = next(line for line in rendered[0].splitlines() if "run " in line)
     config_arg = run_line.rstrip(";").split()[-1]
     assert config_arg == str(volume / "bgpadv.yaml")  # absolute, symlinks not resolved
 

@@ -36,6 +36,9 @@ class FakeKernel:
     def vrf_tables(self):
         return dict(self.vrfs)
 
+    def interfaces(self):
+        return [(Address.parse("10.0.0.11"), 24)]  # the node's address on the ToR's subnet
+
     def installed(self, tables):
         return {t: dict(self.tables.get(t, {})) for t in tables}
 

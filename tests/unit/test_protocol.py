@@ -219,6 +219,7 @@ def test_replies_are_classified(line, expected):
                     (Prefix.parse("fd00::/64"), Address.parse("10.0.0.1")),
                 ),
                 (Prefix.parse("10.9.0.0/16"),),
+                malformed=2,
             ),
             id="host-bits-masked-and-what-is-no-prefix-skipped",
         ),

@@ -261,7 +261,7 @@ class RecordingImporter:
     def tick(self, now: float) -> None:
         pass
 
-    def set_networks(self, networks: dict, now: float) -> None:
+    def set_networks(self, networks: dict, now: float, node_addresses=None) -> None:
         self.selected.append(set(networks))
 
 
