@@ -96,6 +96,33 @@ never be next hops: loopback, link-local, multicast, limited broadcast, unspecif
 IPv4-mapped IPv6, or inside an advertised network's subnets. (A node with no address of the family at all gives
 `no-node-address`.) Refused, for VM host routes and Layer3 host subnets alike."""
 
+# -- node and infrastructure space (bgpadv.planner.space; the guard applies the same rule) -------------------------
+
+CONTAINS_PEER_ADDRESS = "contains-peer-address"
+"""A selected network (any topology) one of whose subnets contains an address of bgpadv's own BGP sessions (a
+peer's address, a session's local address, a `nextHopSelf` address) or overlaps a session's connected subnet (the
+node connected network, `k8s.ovn.org/host-cidrs`, that holds one of those addresses). Refused whole, with every claim
+on it: announcing it would pull the ToR's own session network into the cluster."""
+
+OVERLAPS_NODE_NETWORK = "overlaps-node-network"
+"""A selected network one of whose subnets contains a node address (InternalIP, ExternalIP,
+`k8s.ovn.org/node-primary-ifaddr`, a `k8s.ovn.org/host-cidrs` address) or overlaps a node's connected network (a
+`k8s.ovn.org/host-cidrs` prefix); a Layer3 network whose host subnets would contain one likewise (they lie in its
+cidrs). Refused whole, with every claim on it; no other network is affected (its node next hops stay valid)."""
+
+OVERLAPS_CLUSTER_NETWORK = "overlaps-cluster-network"
+"""A selected network one of whose subnets overlaps the default pod network (a node's `k8s.ovn.org/node-subnets`
+"default" entries). Refused whole, with every claim on it."""
+
+OVERLAPS_OVN_INTERNAL = "overlaps-ovn-internal"
+"""A selected network one of whose subnets overlaps an OVN-Kubernetes internal range (`ovnKubernetes` in the
+configuration; defaults: join 100.64.0.0/16 and fd98::/64, transit 100.88.0.0/16 and fd97::/64, masquerade
+169.254.0.0/17 and fd69::/112). Refused whole, with every claim on it."""
+
+DUPLICATE_NODE_ADDRESS = "duplicate-node-address"
+"""Two nodes report the same address (InternalIP, ExternalIP, `node-primary-ifaddr`, `host-cidrs`): it is no node's
+next hop, so a route that needs it on either node is refused (never routed to the older node)."""
+
 # -- the last guard before the speaker (bgpadv.safety.guard) -----------------------------------------------------------
 
 DEFAULT_ROUTE = "default-route"
@@ -175,6 +202,11 @@ ALL_REASONS: tuple[str, ...] = (
     MAX_ROUTES_EXCEEDED,
     OUTSIDE_ALLOWED_PREFIXES,
     TOO_MANY_ADDRESSES,
+    CONTAINS_PEER_ADDRESS,
+    OVERLAPS_NODE_NETWORK,
+    OVERLAPS_CLUSTER_NETWORK,
+    OVERLAPS_OVN_INTERNAL,
+    DUPLICATE_NODE_ADDRESS,
 )
 
 

@@ -143,8 +143,7 @@ def no_next_hop_refusal(version: int, candidate: Candidate, node_name: str, node
     if info is None:
         message = f"VM runs on unknown node {node_name}" if node_name else "VMI status names no node"
         return Refusal(candidate.ref, candidate.text, checks.NO_NODE_ADDRESS, message, network.name)
-    invalid, message = info.no_address(version)
-    reason = checks.INVALID_NODE_ADDRESS if invalid else checks.NO_NODE_ADDRESS
+    reason, message = info.no_address(version)
     return Refusal(candidate.ref, candidate.text, reason, message, network.name)
 
 

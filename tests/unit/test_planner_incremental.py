@@ -363,12 +363,12 @@ def test_node_address_change_moves_every_next_hop():
     }
 
 
-def test_node_taking_a_vms_address_refuses_the_vm_route_and_giving_it_back_restores_it():
+def test_node_taking_an_address_of_a_network_refuses_the_network_and_giving_it_back_restores_it():
     c = _lab(_claim("vm-a", "10.100.0.10/24"), _running("vm-a", "worker-2"))
     assert c.hosts()["10.100.0.10/32"] == ("vm-a.default", "worker-2")
-    c.step(_node("worker-3", 5))  # worker-3's InternalIP becomes 10.100.0.10 (inside net-a: no next hop either)
+    c.step(_node("worker-3", 5))  # worker-3's InternalIP becomes 10.100.0.10: net-a is node space now, refused whole
     assert "10.100.0.10/32" not in c.hosts()
-    assert c.reasons() == {("vm-a.default", "covers-infrastructure")}
+    assert c.reasons() == {("net-a", "overlaps-node-network"), ("vm-a.default", "overlaps-node-network")}
     c.step(_node("worker-3", 0))
     assert c.hosts()["10.100.0.10/32"] == ("vm-a.default", "worker-2")
 
