@@ -41,12 +41,13 @@ def infrastructure_space(nodes: Mapping[str, views.Node], config: Config) -> Inf
     sessions = session_addresses(config)
     peer: list[Entry] = [(v, value, value, what) for v, value, what in sessions]
     node: list[Entry] = []
+    connected: list[Entry] = []
     pods: list[Entry] = []
     for n in sorted(nodes.values(), key=lambda n: n.name):
         for a in n.addresses:
             node.append((a.version, a.value, a.value, f"the address {a} of node {n.name}"))
         for p in n.connected:
-            node.append((p.version, p.first, p.last, f"the network {p} node {n.name} is connected to"))
+            connected.append((p.version, p.first, p.last, f"the network {p} node {n.name} is connected to"))
             held = next((what for v, value, what in sessions if v == p.version and p.first <= value <= p.last), None)
             if held is not None:
                 peer.append((p.version, p.first, p.last, f"the session subnet {p} of {held}"))
@@ -58,7 +59,8 @@ def infrastructure_space(nodes: Mapping[str, views.Node], config: Config) -> Inf
     return InfrastructureSpace.of(
         (
             (reasons.CONTAINS_PEER_ADDRESS, peer),
-            (reasons.OVERLAPS_NODE_NETWORK, node),
+            (reasons.OVERLAPS_NODE_NETWORK, node),  # an address names what is hit best: looked at first
+            (reasons.OVERLAPS_NODE_NETWORK, connected),
             (reasons.OVERLAPS_CLUSTER_NETWORK, pods),
             (reasons.OVERLAPS_OVN_INTERNAL, internal),
         )
