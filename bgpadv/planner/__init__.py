@@ -21,7 +21,7 @@ from bgpadv.core.space import EMPTY_SPACE, InfrastructureSpace
 from bgpadv.core.state import ClusterState
 from bgpadv.planner.networks import Networks, advertised_subnets, index_networks, planned_networks, subnet_routes
 from bgpadv.planner.nodes import NodeInfo, index_nodes
-from bgpadv.planner.space import infrastructure_space, session_addresses
+from bgpadv.planner.space import infrastructure_space, next_hop_exclusions
 from bgpadv.planner.vms import host_routes
 
 __all__ = ["plan"]
@@ -76,7 +76,7 @@ def plan(state: ClusterState, config: Config, node: str | None = None) -> Plan:
     with cyclic_gc_paused():
         space = infrastructure_space(state.nodes, config)
         networks = index_networks(state, config, space)
-        nodes = index_nodes(state.nodes, advertised_subnets(networks), session_addresses(config))
+        nodes = index_nodes(state.nodes, advertised_subnets(networks), *next_hop_exclusions(config), config.node_name)
         routes, refusals = subnet_routes(state, config, networks, nodes)
         hosts, host_refusals = host_routes(state, config, networks, nodes)
         context = plan_context(state, networks, nodes, space=space)

@@ -56,7 +56,7 @@ from bgpadv.planner.guest_reports import namespace_networks, read_vmi_interfaces
 from bgpadv.planner.networks import Networks, advertised_subnets, index_networks, subnet_routes
 from bgpadv.planner.nodes import NodeInfo, index_nodes, node_address_keys
 from bgpadv.planner.placement import needs_pods, placements
-from bgpadv.planner.space import infrastructure_space, session_addresses
+from bgpadv.planner.space import infrastructure_space, next_hop_exclusions
 from bgpadv.planner.vms import host_route
 
 __all__ = ["IncrementalPlanner"]
@@ -200,7 +200,7 @@ class IncrementalPlanner:
         self._subnet_routes: list[Route] = []
         self._context = PlanContext()
         self._space: InfrastructureSpace = EMPTY_SPACE
-        self._sessions = session_addresses(self.config)
+        self._exclusions = next_hop_exclusions(self.config)
         self._reset_hosts()
 
     def _reset_hosts(self) -> None:
@@ -293,7 +293,7 @@ class IncrementalPlanner:
         changed_nodes: set[str] = set()
         changed_keys: set[int] = set()
         if nodes_moved or networks_moved:  # a node address inside an advertised subnet is no next hop
-            nodes = index_nodes(state.nodes, advertised_subnets(networks), self._sessions)
+            nodes = index_nodes(state.nodes, advertised_subnets(networks), *self._exclusions, config.node_name)
             old_nodes = self._nodes
             changed_nodes = {n for n in old_nodes.keys() | nodes.keys() if old_nodes.get(n) != nodes.get(n)}
             for n in changed_nodes:

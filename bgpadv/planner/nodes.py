@@ -13,8 +13,8 @@ A candidate is invalid, and skipped in favour of the next source of its family, 
 - inside a subnet of an advertised network (a CUDN's subnet or Layer3 cidr, e.g. the VM's own address): traffic for
   the network would be sent into itself (a network over node space is refused, `space`, so this holds only for an
   address no node-space rule saw);
-- an address of bgpadv's own sessions: a peer's address (RFC 4271 §5.1.3: a next hop that is the receiving router's
-  own address), a session's local address or a `nextHopSelf` address;
+- a BGP peer's address (RFC 4271 §5.1.3: a next hop that is the receiving router's own address); in per-node mode, a
+  session's local address or a `nextHopSelf` address on any node but bgpadv's own (`space.next_hop_exclusions`);
 - an address another node reports too (InternalIP, ExternalIP, primary-ifaddr, host-cidrs of two nodes): it is
   nobody's provably, so it is the next hop of neither (`duplicate-node-address`, never the older node's).
 
@@ -75,7 +75,7 @@ class NodeInfo:
 
 
 Sessions = Iterable[tuple[int, int, str]]
-"""(version, value, what) of bgpadv's own session addresses (`space.session_addresses`)."""
+"""(version, value, what) of session addresses (`space.next_hop_exclusions`)."""
 
 
 def node_addresses(
@@ -130,21 +130,28 @@ def shared_addresses(nodes: Mapping[str, Node]) -> dict[str, dict[tuple[int, int
 
 
 def index_nodes(
-    nodes: Mapping[str, Node], advertised: Iterable[SubnetRange] = (), sessions: Sessions = ()
+    nodes: Mapping[str, Node],
+    advertised: Iterable[SubnetRange] = (),
+    peers: Sessions = (),
+    own: Sessions = (),
+    node_name: str | None = None,
 ) -> dict[str, NodeInfo]:
     """Every node by name, with its addresses. Nodes without a name are skipped.
 
     `advertised`: the subnets of every advertised network (a node address inside one is never a next hop).
-    `sessions`: bgpadv's own session addresses (a peer's, a local or a nextHopSelf address is never a next hop).
-    An address two nodes report is the next hop of neither (`duplicate-node-address`).
+    `peers`: the BGP peers' addresses, never a next hop. `own`: bgpadv's local and nextHopSelf addresses, a next hop
+    only of the node bgpadv runs on: in per-node mode (`node_name`) of that node only (see
+    `space.next_hop_exclusions`). An address two nodes report is the next hop of neither (`duplicate-node-address`).
     """
     subnets = tuple(advertised)
-    own = tuple(sessions)
+    theirs = tuple(peers)
+    mine = tuple(own)
     shared = shared_addresses(nodes)
     out: dict[str, NodeInfo] = {}
     for node in nodes.values():
         if node.name:
-            chosen, rejected, keys = node_addresses(node, subnets, own, shared.get(node.name))
+            refused = theirs if node_name is None or node.name == node_name else (*theirs, *mine)
+            chosen, rejected, keys = node_addresses(node, subnets, refused, shared.get(node.name))
             out[node.name] = NodeInfo(node.name, node.ref, chosen, rejected, keys)
     return out
 

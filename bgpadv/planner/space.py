@@ -21,7 +21,7 @@ from bgpadv.config import Config
 from bgpadv.core import reasons, views
 from bgpadv.core.space import Entry, InfrastructureSpace
 
-__all__ = ["infrastructure_space", "session_addresses"]
+__all__ = ["infrastructure_space", "next_hop_exclusions", "session_addresses"]
 
 
 def session_addresses(config: Config) -> list[tuple[int, int, str]]:
@@ -34,6 +34,25 @@ def session_addresses(config: Config) -> list[tuple[int, int, str]]:
             out.append((a.version, a.value, f"the local address {a} of the session with {peer.address}"))
     out.extend((a.version, a.value, f"the nextHopSelf address {a}") for a in config.next_hop_self)
     return out
+
+
+def next_hop_exclusions(config: Config) -> tuple[list[tuple[int, int, str]], list[tuple[int, int, str]]]:
+    """(peer addresses, the local and nextHopSelf addresses) as (version, value, what), for `nodes.index_nodes`.
+
+    A peer's address is never a next hop (RFC 4271 §5.1.3: the receiving router's own address). A local or
+    nextHopSelf address is the address of the host bgpadv runs on: a valid next hop as the address of that node only
+    (bgpadv on a node peering from the node's address is the usual set-up, and per-node mode always is). Cluster mode
+    cannot tell which node that is, so the one node that reports it keeps it (two nodes: `duplicate-node-address`);
+    per-node mode accepts it only on its own node (`nodeName`)."""
+    peers: list[tuple[int, int, str]] = []
+    own: list[tuple[int, int, str]] = []
+    for peer in config.peers:
+        peers.append((peer.address.version, peer.address.value, f"BGP peer {peer.address}"))
+        if peer.local_address is not None:
+            a = peer.local_address
+            own.append((a.version, a.value, f"the local address {a} of the session with {peer.address}"))
+    own.extend((a.version, a.value, f"the nextHopSelf address {a}") for a in config.next_hop_self)
+    return peers, own
 
 
 def infrastructure_space(nodes: Mapping[str, views.Node], config: Config) -> InfrastructureSpace:

@@ -23,9 +23,9 @@ see `bgpadv.planner.checks`):
    `overlaps-node-network`, `overlaps-cluster-network`, `overlaps-ovn-internal`). Never fires in normal operation
    (the planner refused the network first); if it does, only that network's routes go.
 6. `invalid-next-hop`: an explicit next hop of another family than the prefix, in a range the special-purpose table
-   refuses for next hops (`NEXT_HOP_RANGES`), a BGP peer's, local or `nextHopSelf` address, an address two nodes
-   report, or inside an advertised network's subnet (subnets that meet rule 5b's space excepted: a bad network
-   must not take the next hops of every other network with it).
+   refuses for next hops (`NEXT_HOP_RANGES`), a BGP peer's address, an address two nodes report, or inside an
+   advertised network's subnet (subnets that meet rule 5b's space excepted: a bad network must not take the next
+   hops of every other network with it).
 7. `family-not-carried` (per peer): the peer's `families` include the route's family but its next hop is `self`
    and ExaBGP cannot express it on the session (an IPv6 `self` over an IPv4 session, without `nextHopSelf`); or no
    configured peer carries the route's family at all. A peer whose `families` lack a family that another peer
@@ -131,6 +131,7 @@ class GuardContext:
     sessions: tuple[tuple[int, int, str], ...] = ()  # (version, value, what) of peer, local and nextHopSelf addresses
     space: InfrastructureSpace = EMPTY_SPACE  # node and infrastructure space (rule 5b)
     shared: frozenset[tuple[int, int]] = frozenset()  # (version, value) of addresses two nodes report
+    peer_addresses: tuple[tuple[int, int, str], ...] = ()  # (version, value, what) of the peers: never a next hop
 
     @staticmethod
     def of(
@@ -149,7 +150,9 @@ class GuardContext:
                     shared.add((a.version, a.value))
                 infra.setdefault((a.version, a.value), f"an address of node {name}")
         sessions: list[tuple[int, int, str]] = []
+        peer_rows: set[int] = set()
         for peer in config.peers:
+            peer_rows.add(len(sessions))
             sessions.append((peer.address.version, peer.address.value, f"the address of BGP peer {peer.name}"))
             if peer.local_address is not None:
                 a = peer.local_address
@@ -168,6 +171,7 @@ class GuardContext:
             sessions=tuple(sessions),
             space=space,
             shared=frozenset(shared),
+            peer_addresses=tuple(row for i, row in enumerate(sessions) if i in peer_rows),
         )
 
     def subnet_networks(self) -> list[Prefix]:
@@ -222,7 +226,7 @@ class _Evaluator:
             self.subnets[version].append((lo, hi, _special(version, lo, hi) is None, spaced))
             if spaced is None:
                 self.inner[version].append((lo, hi))
-        self.sessions = {(v, value): what for v, value, what in ctx.sessions}
+        self.peers = {(v, value): what for v, value, what in ctx.peer_addresses}
         self.hops: dict[tuple[int, int, int], str | None] = {}
 
     def __call__(self, route: Route) -> _Verdict:
@@ -287,9 +291,9 @@ class _Evaluator:
         what = _hop_special(nv, value)
         if what is not None:
             return f"is not a unicast address ({what})"
-        own = self.sessions.get((nv, value))
-        if own is not None:
-            return f"is {own}"
+        peer = self.peers.get((nv, value))
+        if peer is not None:
+            return f"is {peer}"
         if (nv, value) in self.ctx.shared:
             return "is reported by two nodes"
         if any(lo <= value <= hi for lo, hi in self.inner[nv]):
