@@ -29,7 +29,8 @@ Every address a node has (`views.Node.addresses`: `InternalIP`, `ExternalIP`, `n
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from bgpadv.core.addressing import SPECIAL_RANGES, special_address_reason, special_range_reason
@@ -87,7 +88,7 @@ def node_addresses(
     """One node's next hop per family, why a family with only refused candidates has none ((reason code, phrase)),
     and the keys of every address it has (see the module docstring). `shared`: (version, value) → the other node
     that reports the same address."""
-    advertised = tuple(advertised)
+    inside = _Subnets(advertised)
     own = {(v, value): what for v, value, what in sessions}
     chosen: dict[int, Address] = {}
     rejected: dict[int, tuple[str, str]] = {}
@@ -99,9 +100,9 @@ def node_addresses(
         if why is None:
             why = own.get((version, value))
         if why is None:
-            inside = next((s for s in advertised if s.contains(version, value)), None)
-            if inside is not None:
-                why = f"inside the advertised subnet {inside.network}"
+            holder = inside.holder(version, value)
+            if holder is not None:
+                why = f"inside the advertised subnet {holder.network}"
         if why is None and shared is not None and (version, value) in shared:
             reason, why = DUPLICATE_NODE_ADDRESS, f"also an address of node {shared[version, value]}"
         if why is None:
@@ -112,6 +113,31 @@ def node_addresses(
         rejected.pop(version, None)
     keys = frozenset(address_key(a.version, a.value) for a in (*node.next_hop_candidates, *node.addresses))
     return chosen, rejected, keys
+
+
+class _Subnets:
+    """The advertised subnets (which never overlap) sorted per family, for a bisection per address."""
+
+    firsts: dict[int, list[int]]
+    ranges: dict[int, list[SubnetRange]]
+
+    def __init__(self, subnets: Iterable[SubnetRange]) -> None:
+        if isinstance(subnets, _Subnets):
+            self.firsts, self.ranges = subnets.firsts, subnets.ranges
+            return
+        ordered = sorted(subnets, key=lambda s: (s.version, s.first))
+        self.ranges = {v: [s for s in ordered if s.version == v] for v in (4, 6)}
+        self.firsts = {v: [s.first for s in r] for v, r in self.ranges.items()}
+
+    def __iter__(self) -> Iterator[SubnetRange]:
+        return iter((*self.ranges[4], *self.ranges[6]))
+
+    def holder(self, version: int, value: int) -> SubnetRange | None:
+        i = bisect_right(self.firsts[version], value)
+        if i == 0:
+            return None
+        subnet = self.ranges[version][i - 1]
+        return subnet if value <= subnet.last else None
 
 
 def shared_addresses(nodes: Mapping[str, Node]) -> dict[str, dict[tuple[int, int], str]]:
@@ -143,7 +169,7 @@ def index_nodes(
     only of the node bgpadv runs on: in per-node mode (`node_name`) of that node only (see
     `space.next_hop_exclusions`). An address two nodes report is the next hop of neither (`duplicate-node-address`).
     """
-    subnets = tuple(advertised)
+    subnets = _Subnets(advertised)
     theirs = tuple(peers)
     mine = tuple(own)
     shared = shared_addresses(nodes)
