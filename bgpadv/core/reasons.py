@@ -92,8 +92,10 @@ nothing in the claim is announced."""
 
 INVALID_NODE_ADDRESS = "invalid-node-address"
 """A route must point at a node whose only addresses of the route's family (InternalIP, `node-primary-ifaddr`) can
-never be next hops: loopback, link-local, multicast, limited broadcast, unspecified or "this network" (0.0.0.0/8),
-IPv4-mapped IPv6, or inside an advertised network's subnets. (A node with no address of the family at all gives
+never be next hops: a special-purpose range refused for next hops (loopback, link-local, multicast, limited
+broadcast, unspecified, "this network", IPv4-mapped, NAT64, 6to4, Teredo, documentation, benchmarking, ...: the
+`next_hop` column of `bgpadv.core.addressing.SPECIAL_PURPOSE`), a BGP peer's address, in per-node mode another
+speaker's local or nextHopSelf address, or inside an advertised network's subnets. (A node with no address of the family at all gives
 `no-node-address`.) Refused, for VM host routes and Layer3 host subnets alike."""
 
 # -- node and infrastructure space (bgpadv.planner.space; the guard applies the same rule) -------------------------
@@ -142,7 +144,7 @@ COVERS_INFRASTRUCTURE = "covers-infrastructure"
 """A route that would hijack the fabric's own infrastructure: a host route that covers a node address, a BGP peer
 address, a session's local or nextHopSelf address, or its own next hop; any route that covers a peer, local or
 nextHopSelf address. The planner already refuses with this code a running VM's address that is a node's address
-(see `vms`, rule 8) and a network whose subnets contain a session address (see `networks`)."""
+(see `vms`, rule 8); a network over a session address is `contains-peer-address`."""
 
 INVALID_NEXT_HOP = "invalid-next-hop"
 """A next hop that is not a unicast, non-link-local address of the prefix's family, or that lies inside an

@@ -23,6 +23,8 @@ What is cached, and what invalidates it:
   `covers-infrastructure`: `vms.host_route`, the function the cold planner calls per address). Recomputed when the
   winner, its VMI's placement, or the node it is placed on changes, and when a node address equal to it appears,
   disappears or changes node.
+- Node and infrastructure space (`space.infrastructure_space`): rebuilt when a Node changes; when it comes out
+  different, the network index is recomputed too (a network over node space is refused).
 - The node index (`nodes.index_nodes`, whose next hops depend on the advertised subnets), subnet routes and the CUDN
   refusals: recomputed whenever a CUDN, RouteAdvertisements or Node object changes; so is the plan's context
   (`Plan.context`), whose mappings are kept (the same objects) when they come out equal, so the guard keeps its
