@@ -91,11 +91,11 @@ PERSISTENT_IPS_NOT_SUPPORTED = "persistent-ips-not-supported"
 nothing in the claim is announced."""
 
 INVALID_NODE_ADDRESS = "invalid-node-address"
-"""A route must point at a node whose only addresses of the route's family (InternalIP, `node-primary-ifaddr`) can
-never be next hops: a special-purpose range refused for next hops (loopback, link-local, multicast, limited
-broadcast, unspecified, "this network", IPv4-mapped, NAT64, 6to4, Teredo, documentation, benchmarking, ...: the
-`next_hop` column of `bgpadv.core.addressing.SPECIAL_PURPOSE`), a BGP peer's address, in per-node mode another
-speaker's local or nextHopSelf address, or inside an advertised network's subnets. (A node with no address of the family at all gives
+"""A route must point at a node whose only addresses of the route's family (InternalIP, `node-primary-ifaddr`) can never
+be next hops: a special-purpose range refused for next hops (loopback, link-local, multicast, limited broadcast,
+unspecified, "this network", IPv4-mapped, NAT64, 6to4, Teredo, documentation, benchmarking, ...: the `next_hop` column
+of `bgpadv.core.addressing.SPECIAL_PURPOSE`), a BGP peer's address, in per-node mode another speaker's local or
+nextHopSelf address, or inside an advertised network's subnets. (A node with no address of the family at all gives
 `no-node-address`.) Refused, for VM host routes and Layer3 host subnets alike."""
 
 # -- node and infrastructure space (bgpadv.planner.space; the guard applies the same rule) -------------------------
