@@ -55,10 +55,19 @@ def node(
     prefix4: int = 24,
     prefix6: int = 64,
     created: str = DEFAULT_CREATED,
+    pod_subnets: Sequence[str] | None = None,
+    host_cidrs: Sequence[str] = (),
+    external_ips: Sequence[str] = (),
+    ovn_internal: bool = False,
 ) -> dict:
     """A Node with InternalIP addresses and the OVN-K annotations `node-primary-ifaddr` and `node-subnets`.
 
     `internal_ip=False` leaves only the annotation (the planner's fallback); `primary_ifaddr=False` drops it.
+    As OVN-K writes them (`go-controller/pkg/util/node_annotations.go`): `pod_subnets` is the node's share of the
+    default pod network (`node-subnets` "default", a list); `host_cidrs` are more host addresses with their masks
+    beside the primary interface's (a secondary NIC, a VIP), `external_ips` ExternalIP entries of the status;
+    `ovn_internal` adds the per-node join (`node-gateway-router-lrp-ifaddrs`), transit
+    (`node-transit-switch-port-ifaddr`) and `node-masquerade-subnet` annotations with OVN-K's default ranges.
     """
     annotations: dict[str, str] = {
         "k8s.ovn.org/node-chassis-id": uid("chassis", name),
@@ -71,12 +80,25 @@ def node(
         if ipv6:
             ifaddr["ipv6"] = f"{ipv6}/{prefix6}"
         annotations["k8s.ovn.org/node-primary-ifaddr"] = json.dumps(ifaddr)
-        annotations["k8s.ovn.org/host-cidrs"] = json.dumps(sorted(ifaddr.values()))
-    if node_subnets is not None:
-        annotations["k8s.ovn.org/node-subnets"] = json.dumps(node_subnets)
+        annotations["k8s.ovn.org/host-cidrs"] = json.dumps(sorted({*ifaddr.values(), *host_cidrs}))
+    elif host_cidrs:
+        annotations["k8s.ovn.org/host-cidrs"] = json.dumps(sorted(host_cidrs))
+    if node_subnets is not None or pod_subnets is not None:
+        subnets: dict[str, str | list[str]] = {"default": list(pod_subnets)} if pod_subnets is not None else {}
+        annotations["k8s.ovn.org/node-subnets"] = json.dumps({**subnets, **(node_subnets or {})})
+    if ovn_internal:
+        index = 2 + sum(map(ord, name)) % 200
+        annotations["k8s.ovn.org/node-gateway-router-lrp-ifaddrs"] = json.dumps(
+            {"default": {"ipv4": f"100.64.0.{index}/16", "ipv6": f"fd98::{index:x}/64"}}
+        )
+        annotations["k8s.ovn.org/node-transit-switch-port-ifaddr"] = json.dumps(
+            {"ipv4": f"100.88.0.{index}/16", "ipv6": f"fd97::{index:x}/64"}
+        )
+        annotations["k8s.ovn.org/node-masquerade-subnet"] = json.dumps({"ipv4": "169.254.0.0/17", "ipv6": "fd69::/112"})
     addresses = []
     if internal_ip:
         addresses += [{"type": "InternalIP", "address": a} for a in (ipv4, ipv6) if a]
+    addresses += [{"type": "ExternalIP", "address": a} for a in external_ips]
     addresses.append({"type": "Hostname", "address": name})
     return {
         "apiVersion": "v1",

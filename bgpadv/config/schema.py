@@ -707,6 +707,56 @@ class SafetyConfig(_Section):
         return self.min_prefix_length.ipv6
 
 
+# OVN-Kubernetes' internal ranges, as its defaults set them: join `Gateway.V4JoinSubnet`/`V6JoinSubnet` and transit
+# `ClusterManager.V4TransitSubnet`/`V6TransitSubnet` in go-controller/pkg/config/config.go; masquerade as deployed
+# with UDNs (`--v4-masquerade-subnet=169.254.0.0/17`, `--v6-masquerade-subnet=fd69::/112` in OVN-K's daemonset and
+# Helm values, and `defaultV4MasqueradeSubnet`/`defaultV6MasqueradeSubnet` of the cluster-network-operator; the
+# /29 and /125 of config.go's own defaults leave no room for UDN masquerade addresses and lie inside these).
+OVN_JOIN_SUBNETS = (IPNetwork("100.64.0.0/16"), IPNetwork("fd98::/64"))
+OVN_TRANSIT_SUBNETS = (IPNetwork("100.88.0.0/16"), IPNetwork("fd97::/64"))
+OVN_MASQUERADE_SUBNETS = (IPNetwork("169.254.0.0/17"), IPNetwork("fd69::/112"))
+
+
+@dataclass(frozen=True, slots=True)
+class OvnKubernetesConfig(_Section):
+    """OVN-Kubernetes' internal ranges (`ovnKubernetes`): no selected network may overlap one
+    (`overlaps-ovn-internal`). The defaults are OVN-K's; set them as the cluster sets `--v4-join-subnet`,
+    `--v4-transit-subnet`, `--v4-masquerade-subnet` and their IPv6 twins (an empty list checks nothing)."""
+
+    join_subnets: Annotated[
+        tuple[Cidr, ...],
+        Field(
+            alias="joinSubnets",
+            description="OVN-K's join subnets (--v4/v6-join-subnet).",
+            json_schema_extra={"default": [str(p) for p in OVN_JOIN_SUBNETS]},
+        ),
+    ] = field(default_factory=lambda: OVN_JOIN_SUBNETS)
+    transit_subnets: Annotated[
+        tuple[Cidr, ...],
+        Field(
+            alias="transitSubnets",
+            description="OVN-K's transit subnets (--v4/v6-transit-subnet).",
+            json_schema_extra={"default": [str(p) for p in OVN_TRANSIT_SUBNETS]},
+        ),
+    ] = field(default_factory=lambda: OVN_TRANSIT_SUBNETS)
+    masquerade_subnets: Annotated[
+        tuple[Cidr, ...],
+        Field(
+            alias="masqueradeSubnets",
+            description="OVN-K's masquerade subnets (--v4/v6-masquerade-subnet).",
+            json_schema_extra={"default": [str(p) for p in OVN_MASQUERADE_SUBNETS]},
+        ),
+    ] = field(default_factory=lambda: OVN_MASQUERADE_SUBNETS)
+
+    def internal(self) -> tuple[tuple[IPNetwork, str], ...]:
+        """Every internal range with what it is, for refusals."""
+        return (
+            *((n, "OVN-K's join subnet") for n in self.join_subnets),
+            *((n, "OVN-K's transit subnet") for n in self.transit_subnets),
+            *((n, "OVN-K's masquerade subnet") for n in self.masquerade_subnets),
+        )
+
+
 ACCEPT_DEFAULT_ROUTE = (IPNetwork("0.0.0.0/0"), IPNetwork("::/0"))
 
 
@@ -949,6 +999,9 @@ class Config(_Section):
         ),
     ] = field(default_factory=tuple)  # what `self` stands for, per family; () = the session's address
     safety: SafetyConfig = field(default_factory=SafetyConfig)
+    ovn_kubernetes: Annotated[OvnKubernetesConfig, Field(alias="ovnKubernetes")] = field(
+        default_factory=OvnKubernetesConfig
+    )
     import_routes: Annotated[ImportConfig, Field(alias="importRoutes")] = field(default_factory=ImportConfig)
     mode: Annotated[
         Literal["cluster", "per-node"] | None,

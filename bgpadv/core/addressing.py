@@ -5,13 +5,15 @@
   length of plain ASCII digits within the family's range; at most 64 characters. Returns plain integers (parsing with
   `inet_pton` is an order of magnitude cheaper than building an object per check, and a cluster has an address per
   VM); the decoder turns them into `bgpadv.core.prefix` values.
-- `SPECIAL_RANGES`: every range that never holds a unicast host address (no network subnet may overlap one, no next
-  hop may lie in one, no announced prefix may overlap one).
+- `SPECIAL_PURPOSE`: the IANA special-purpose ranges (RFC 6890 and successors) with bgpadv's decision for a network
+  subnet, a VM address and a next hop in each; `SPECIAL_RANGES` (no network subnet and no announced prefix may
+  overlap one) and `NEXT_HOP_RANGES` (no next hop may lie in one) are its columns.
 """
 
 from __future__ import annotations
 
 import socket
+from dataclasses import dataclass, field
 
 from bgpadv.core.prefix import BITS, Prefix
 
@@ -19,23 +21,104 @@ _BITS = {4: 32, 6: 128}
 _FAMILY = {4: socket.AF_INET, 6: socket.AF_INET6}
 MAX_ADDRESS_CHARS = 64
 
-# (first, last, what) of every range that never holds a unicast host address, per family
-SPECIAL_RANGES: dict[int, tuple[tuple[int, int, str], ...]] = {
-    4: (
-        (0x00000000, 0x00FFFFFF, "unspecified or 'this network' (0.0.0.0/8)"),
-        (0x7F000000, 0x7FFFFFFF, "loopback (127.0.0.0/8)"),
-        (0xA9FE0000, 0xA9FEFFFF, "link-local (169.254.0.0/16)"),
-        (0xE0000000, 0xEFFFFFFF, "multicast (224.0.0.0/4)"),
-        (0xFFFFFFFF, 0xFFFFFFFF, "the limited broadcast address (255.255.255.255)"),
-    ),
-    6: (
-        (0, 0, "the unspecified address (::)"),
-        (1, 1, "loopback (::1)"),
-        (0xFFFF << 32, (0xFFFF << 32) | 0xFFFFFFFF, "IPv4-mapped IPv6 (::ffff:0:0/96)"),
-        (0xFE80 << 112, (0xFEBF << 112) | ((1 << 112) - 1), "link-local (fe80::/10)"),
-        (0xFF << 120, (1 << 128) - 1, "multicast (ff00::/8)"),
-    ),
-}
+
+@dataclass(frozen=True, slots=True)
+class SpecialPurpose:
+    """One entry of the IANA special-purpose address registries (RFC 6890 and successors), or of the ranges those
+    registries leave to private use, with what bgpadv does when the range meets (a) a network subnet (the subnet
+    overlaps it), (b) a VM address or (c) a next hop (the address lies in it): `REFUSE` or `ALLOW`.
+
+    There is no "warn": a warning nobody reads while the fabric carries the route is a wrong route. Each range is
+    either harmless on a private fabric (allowed) or never a VM's or a node's unicast space (refused, with a reason
+    code and the entry's `what` in the refusal's message). `vm` always equals `subnet`: a VM address lies inside
+    its network's subnets, and a subnet that may not overlap a range holds no VM address in it.
+    """
+
+    prefix: str
+    what: str
+    rfc: str
+    subnet: str
+    vm: str
+    next_hop: str
+    version: int = field(init=False)
+    first: int = field(init=False)
+    last: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        net = Prefix.parse(self.prefix)  # strict: no host bits
+        object.__setattr__(self, "version", net.version)
+        object.__setattr__(self, "first", net.first)
+        object.__setattr__(self, "last", net.last)
+
+
+REFUSE, ALLOW = "refuse", "allow"
+
+
+def _refused(prefix: str, what: str, rfc: str) -> SpecialPurpose:
+    return SpecialPurpose(prefix, what, rfc, REFUSE, REFUSE, REFUSE)
+
+
+def _allowed(prefix: str, what: str, rfc: str) -> SpecialPurpose:
+    return SpecialPurpose(prefix, what, rfc, ALLOW, ALLOW, ALLOW)
+
+
+SPECIAL_PURPOSE: tuple[SpecialPurpose, ...] = (
+    _refused("0.0.0.0/8", "unspecified or 'this network' (0.0.0.0/8)", "RFC 791, 1122"),
+    _allowed("10.0.0.0/8", "private use (10.0.0.0/8)", "RFC 1918"),
+    # OVN-K's join (100.64.0.0/16) and transit (100.88.0.0/16) ranges lie here: refused by `ovnKubernetes` instead
+    _allowed("100.64.0.0/10", "shared address space (100.64.0.0/10)", "RFC 6598"),
+    _refused("127.0.0.0/8", "loopback (127.0.0.0/8)", "RFC 1122"),
+    _refused("169.254.0.0/16", "link-local (169.254.0.0/16)", "RFC 3927"),
+    _allowed("172.16.0.0/12", "private use (172.16.0.0/12)", "RFC 1918"),
+    _refused("192.0.0.0/24", "IETF protocol assignments (192.0.0.0/24)", "RFC 6890"),
+    _refused("192.0.2.0/24", "documentation (TEST-NET-1, 192.0.2.0/24)", "RFC 5737"),
+    _refused("192.88.99.0/24", "the deprecated 6to4 relay anycast (192.88.99.0/24)", "RFC 7526"),
+    _allowed("192.168.0.0/16", "private use (192.168.0.0/16)", "RFC 1918"),
+    _refused("198.18.0.0/15", "benchmarking (198.18.0.0/15)", "RFC 2544"),
+    _refused("198.51.100.0/24", "documentation (TEST-NET-2, 198.51.100.0/24)", "RFC 5737"),
+    _refused("203.0.113.0/24", "documentation (TEST-NET-3, 203.0.113.0/24)", "RFC 5737"),
+    _refused("224.0.0.0/4", "multicast (224.0.0.0/4)", "RFC 5771"),
+    _refused("255.255.255.255/32", "the limited broadcast address (255.255.255.255)", "RFC 919"),
+    _refused("240.0.0.0/4", "reserved (240.0.0.0/4)", "RFC 1112"),
+    _refused("::/128", "the unspecified address (::)", "RFC 4291"),
+    _refused("::1/128", "loopback (::1)", "RFC 4291"),
+    _refused("::/96", "IPv4-compatible IPv6, deprecated (::/96)", "RFC 4291"),
+    _refused("::ffff:0:0/96", "IPv4-mapped IPv6 (::ffff:0:0/96)", "RFC 4291"),
+    _refused("64:ff9b::/96", "the NAT64 well-known prefix (64:ff9b::/96)", "RFC 6052"),
+    _refused("64:ff9b:1::/48", "local-use NAT64 (64:ff9b:1::/48)", "RFC 8215"),
+    _refused("100::/64", "discard-only (100::/64)", "RFC 6666"),
+    _refused("2001::/32", "Teredo (2001::/32)", "RFC 4380"),
+    _refused("2001:2::/48", "benchmarking (2001:2::/48)", "RFC 5180"),
+    _refused("2001:10::/28", "ORCHID, deprecated (2001:10::/28)", "RFC 4843"),
+    _refused("2001:20::/28", "ORCHIDv2 (2001:20::/28)", "RFC 7343"),
+    _refused("2001::/23", "IETF protocol assignments (2001::/23)", "RFC 2928"),
+    _refused("2001:db8::/32", "documentation (2001:db8::/32)", "RFC 3849"),
+    _refused("2002::/16", "6to4 (2002::/16)", "RFC 3056"),
+    _refused("3fff::/20", "documentation (3fff::/20)", "RFC 9637"),
+    _refused("5f00::/16", "SRv6 SIDs (5f00::/16)", "RFC 9602"),
+    _allowed("fc00::/7", "unique local (fc00::/7)", "RFC 4193"),
+    _refused("fe80::/10", "link-local (fe80::/10)", "RFC 4291"),
+    _refused("fec0::/10", "site-local, deprecated (fec0::/10)", "RFC 3879"),
+    _refused("ff00::/8", "multicast (ff00::/8)", "RFC 4291"),
+)
+"""The special-purpose table (see `SpecialPurpose`), most specific entries first within a family where they nest
+(the first entry that matches names the range). The README's "Special-purpose addresses" table is this one."""
+
+
+def _table(use: str) -> dict[int, tuple[tuple[int, int, str], ...]]:
+    out: dict[int, list[tuple[int, int, str]]] = {4: [], 6: []}
+    for e in SPECIAL_PURPOSE:
+        if getattr(e, use) == REFUSE:
+            out[e.version].append((e.first, e.last, e.what))
+    return {v: tuple(entries) for v, entries in out.items()}
+
+
+SPECIAL_RANGES: dict[int, tuple[tuple[int, int, str], ...]] = _table("subnet")
+"""(first, last, what) per family of every range no network subnet may overlap and no announced prefix may overlap
+(the `subnet` column of `SPECIAL_PURPOSE`)."""
+
+NEXT_HOP_RANGES: dict[int, tuple[tuple[int, int, str], ...]] = _table("next_hop")
+"""(first, last, what) per family of every range no next hop may lie in (the `next_hop` column)."""
 
 
 def special_range_reason(version: int, first: int, last: int) -> str | None:
@@ -47,8 +130,12 @@ def special_range_reason(version: int, first: int, last: int) -> str | None:
 
 
 def special_address_reason(version: int, value: int) -> str | None:
-    """Why an address is never a unicast host address (a phrase for people), or None when it may be one."""
-    return special_range_reason(version, value, value)
+    """Why an address is never a next hop (a phrase for people: the `NEXT_HOP_RANGES` entry it lies in), or None
+    when it may be one."""
+    for lo, hi, what in NEXT_HOP_RANGES[version]:
+        if lo <= value <= hi:
+            return what
+    return None
 
 
 def parse_address(value: object) -> tuple[int, int, int | None] | None:

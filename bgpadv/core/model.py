@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from bgpadv.core.prefix import Address, Prefix
+from bgpadv.core.space import EMPTY_SPACE, InfrastructureSpace
 
 COMMUNITY = re.compile(r"([0-9]{1,5}):([0-9]{1,5})")  # use fullmatch
 LARGE_COMMUNITY = re.compile(r"([0-9]{1,10}):([0-9]{1,10}):([0-9]{1,10})")  # use fullmatch
@@ -143,15 +144,17 @@ class PlanContext:
     `networks`: the advertised networks by name (the guard's rule 4, the importer's selection). `next_hops`: the
     node index, each node's next hop per family. `node_addresses`: every address of every node
     (`bgpadv.core.views.Node.addresses`: no host route may cover one, the guard's rule 5). `handovers`: see
-    `Handover` (the incremental planner's; a cold plan has none). The planner hands over the same `networks`,
-    `next_hops` and `node_addresses` objects as long as no CUDN, RouteAdvertisements, Namespace or Node changed, so
-    consumers may cache by identity.
+    `Handover` (the incremental planner's; a cold plan has none). `space`: node and infrastructure space
+    (`bgpadv.core.space`), the rule by which the planner refused networks and the guard refuses routes. The planner
+    hands over the same `networks`, `next_hops` and `node_addresses` objects as long as no CUDN,
+    RouteAdvertisements, Namespace or Node changed, so consumers may cache by identity.
     """
 
     networks: Mapping[str, PlannedNetwork] = field(default_factory=dict)
     next_hops: Mapping[str, Mapping[int, Address]] = field(default_factory=dict)
     node_addresses: Mapping[str, tuple[Address, ...]] = field(default_factory=dict)
     handovers: tuple[Handover, ...] = ()
+    space: InfrastructureSpace = EMPTY_SPACE
 
 
 EMPTY_CONTEXT = PlanContext()

@@ -91,10 +91,39 @@ PERSISTENT_IPS_NOT_SUPPORTED = "persistent-ips-not-supported"
 nothing in the claim is announced."""
 
 INVALID_NODE_ADDRESS = "invalid-node-address"
-"""A route must point at a node whose only addresses of the route's family (InternalIP, `node-primary-ifaddr`) can
-never be next hops: loopback, link-local, multicast, limited broadcast, unspecified or "this network" (0.0.0.0/8),
-IPv4-mapped IPv6, or inside an advertised network's subnets. (A node with no address of the family at all gives
+"""A route must point at a node whose only addresses of the route's family (InternalIP, `node-primary-ifaddr`) can never
+be next hops: a special-purpose range refused for next hops (loopback, link-local, multicast, limited broadcast,
+unspecified, "this network", IPv4-mapped, NAT64, 6to4, Teredo, documentation, benchmarking, ...: the `next_hop` column
+of `bgpadv.core.addressing.SPECIAL_PURPOSE`), a BGP peer's address, in per-node mode another speaker's local or
+nextHopSelf address, or inside an advertised network's subnets. (A node with no address of the family at all gives
 `no-node-address`.) Refused, for VM host routes and Layer3 host subnets alike."""
+
+# -- node and infrastructure space (bgpadv.planner.space; the guard applies the same rule) -------------------------
+
+CONTAINS_PEER_ADDRESS = "contains-peer-address"
+"""A selected network (any topology) one of whose subnets contains an address of bgpadv's own BGP sessions (a
+peer's address, a session's local address, a `nextHopSelf` address) or overlaps a session's connected subnet (the
+node connected network, `k8s.ovn.org/host-cidrs`, that holds one of those addresses). Refused whole, with every claim
+on it: announcing it would pull the ToR's own session network into the cluster."""
+
+OVERLAPS_NODE_NETWORK = "overlaps-node-network"
+"""A selected network one of whose subnets contains a node address (InternalIP, ExternalIP,
+`k8s.ovn.org/node-primary-ifaddr`, a `k8s.ovn.org/host-cidrs` address) or overlaps a node's connected network (a
+`k8s.ovn.org/host-cidrs` prefix); a Layer3 network whose host subnets would contain one likewise (they lie in its
+cidrs). Refused whole, with every claim on it; no other network is affected (its node next hops stay valid)."""
+
+OVERLAPS_CLUSTER_NETWORK = "overlaps-cluster-network"
+"""A selected network one of whose subnets overlaps the default pod network (a node's `k8s.ovn.org/node-subnets`
+"default" entries). Refused whole, with every claim on it."""
+
+OVERLAPS_OVN_INTERNAL = "overlaps-ovn-internal"
+"""A selected network one of whose subnets overlaps an OVN-Kubernetes internal range (`ovnKubernetes` in the
+configuration; defaults: join 100.64.0.0/16 and fd98::/64, transit 100.88.0.0/16 and fd97::/64, masquerade
+169.254.0.0/17 and fd69::/112). Refused whole, with every claim on it."""
+
+DUPLICATE_NODE_ADDRESS = "duplicate-node-address"
+"""Two nodes report the same address (InternalIP, ExternalIP, `node-primary-ifaddr`, `host-cidrs`): it is no node's
+next hop, so a route that needs it on either node is refused (never routed to the older node)."""
 
 # -- the last guard before the speaker (bgpadv.safety.guard) -----------------------------------------------------------
 
@@ -115,7 +144,7 @@ COVERS_INFRASTRUCTURE = "covers-infrastructure"
 """A route that would hijack the fabric's own infrastructure: a host route that covers a node address, a BGP peer
 address, a session's local or nextHopSelf address, or its own next hop; any route that covers a peer, local or
 nextHopSelf address. The planner already refuses with this code a running VM's address that is a node's address
-(see `vms`, rule 8) and a network whose subnets contain a session address (see `networks`)."""
+(see `vms`, rule 8); a network over a session address is `contains-peer-address`."""
 
 INVALID_NEXT_HOP = "invalid-next-hop"
 """A next hop that is not a unicast, non-link-local address of the prefix's family, or that lies inside an
@@ -175,6 +204,11 @@ ALL_REASONS: tuple[str, ...] = (
     MAX_ROUTES_EXCEEDED,
     OUTSIDE_ALLOWED_PREFIXES,
     TOO_MANY_ADDRESSES,
+    CONTAINS_PEER_ADDRESS,
+    OVERLAPS_NODE_NETWORK,
+    OVERLAPS_CLUSTER_NETWORK,
+    OVERLAPS_OVN_INTERNAL,
+    DUPLICATE_NODE_ADDRESS,
 )
 
 

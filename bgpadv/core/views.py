@@ -15,7 +15,10 @@ One rule per fact:
   advertised network). Every address the node has is the union of what the planner and the guard read before:
   `InternalIP` and `ExternalIP` entries, both `node-primary-ifaddr` entries, every `k8s.ovn.org/host-cidrs` entry;
   no VM address may be one of them (planner rule 8) and no host route may cover one (guard rule 5): both read
-  `Node.addresses`, so `covers-infrastructure` means one thing.
+  `Node.addresses`, so `covers-infrastructure` means one thing. A node's connected networks (`Node.connected`: each
+  `k8s.ovn.org/host-cidrs` entry with its length, host bits cleared) and its share of the default pod network
+  (`Node.pod_subnets`: the `default` entry of `k8s.ovn.org/node-subnets`, a string or a list) are node space no
+  network may overlap (`bgpadv.planner.space`).
 - The claim → VM link (`Claim.vm`): the label `kubevirt.io/vm`, else an ownerReference of kind VirtualMachine or
   VirtualMachineInstance; a label and an ownerReference naming different VMs is a problem.
 - A live migration (`Migration`), read once for the planner's placement, the controller's handover metric and the
@@ -163,6 +166,8 @@ class Node:
     addresses: tuple[Address, ...] = ()
     host_subnets: Mapping[str, tuple[HostSubnet, ...]] = field(default_factory=lambda: _EMPTY_SUBNETS)
     host_subnets_problem: Problem | None = None
+    connected: tuple[Prefix, ...] = ()  # `k8s.ovn.org/host-cidrs` entries as networks (host bits cleared)
+    pod_subnets: tuple[Prefix, ...] = ()  # `k8s.ovn.org/node-subnets` "default": the default pod network's share
 
 
 # -- claims, VMs, pods ----------------------------------------------------------------------------------------------

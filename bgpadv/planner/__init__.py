@@ -17,9 +17,11 @@ from contextlib import contextmanager
 
 from bgpadv.config import Config
 from bgpadv.core.model import Handover, Plan, PlanContext
+from bgpadv.core.space import EMPTY_SPACE, InfrastructureSpace
 from bgpadv.core.state import ClusterState
 from bgpadv.planner.networks import Networks, advertised_subnets, index_networks, planned_networks, subnet_routes
 from bgpadv.planner.nodes import NodeInfo, index_nodes
+from bgpadv.planner.space import infrastructure_space, next_hop_exclusions
 from bgpadv.planner.vms import host_routes
 
 __all__ = ["plan"]
@@ -45,7 +47,11 @@ def cyclic_gc_paused() -> Iterator[None]:
 
 
 def plan_context(
-    state: ClusterState, networks: Networks, nodes: dict[str, NodeInfo], handovers: tuple[Handover, ...] = ()
+    state: ClusterState,
+    networks: Networks,
+    nodes: dict[str, NodeInfo],
+    handovers: tuple[Handover, ...] = (),
+    space: InfrastructureSpace = EMPTY_SPACE,
 ) -> PlanContext:
     """What a plan carries for its consumers (`PlanContext`): the network index, the node index and every node
     address (the decoder's `Node.addresses`, the guard's rule 5)."""
@@ -54,6 +60,7 @@ def plan_context(
         next_hops={name: info.addresses for name, info in nodes.items()},
         node_addresses={node.name: node.addresses for node in state.nodes.values() if node.name},
         handovers=handovers,
+        space=space,
     )
 
 
@@ -67,10 +74,11 @@ def plan(state: ClusterState, config: Config, node: str | None = None) -> Plan:
     if node is not None and node != config.node_name:
         config = dataclasses.replace(config, node_name=node)
     with cyclic_gc_paused():
-        networks = index_networks(state, config)
-        nodes = index_nodes(state.nodes, advertised_subnets(networks))
+        space = infrastructure_space(state.nodes, config)
+        networks = index_networks(state, config, space)
+        nodes = index_nodes(state.nodes, advertised_subnets(networks), *next_hop_exclusions(config), config.node_name)
         routes, refusals = subnet_routes(state, config, networks, nodes)
         hosts, host_refusals = host_routes(state, config, networks, nodes)
-        context = plan_context(state, networks, nodes)
+        context = plan_context(state, networks, nodes, space=space)
         result = Plan.build([*routes, *hosts], [*networks.refusals, *refusals, *host_refusals], context)
     return result.for_node(config.node_name) if config.node_name else result

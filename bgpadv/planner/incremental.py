@@ -23,6 +23,8 @@ What is cached, and what invalidates it:
   `covers-infrastructure`: `vms.host_route`, the function the cold planner calls per address). Recomputed when the
   winner, its VMI's placement, or the node it is placed on changes, and when a node address equal to it appears,
   disappears or changes node.
+- Node and infrastructure space (`space.infrastructure_space`): rebuilt when a Node changes; when it comes out
+  different, the network index is recomputed too (a network over node space is refused).
 - The node index (`nodes.index_nodes`, whose next hops depend on the advertised subnets), subnet routes and the CUDN
   refusals: recomputed whenever a CUDN, RouteAdvertisements or Node object changes; so is the plan's context
   (`Plan.context`), whose mappings are kept (the same objects) when they come out equal, so the guard keeps its
@@ -37,6 +39,7 @@ itself (its caches stay valid), so the result is always exact.
 
 from __future__ import annotations
 
+import dataclasses
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
@@ -44,6 +47,7 @@ from typing import Any, NamedTuple
 from bgpadv.config import Config
 from bgpadv.core.model import Handover, Plan, PlanContext, PlannedNetwork, Refusal, Route, route_order
 from bgpadv.core.prefix import Address, Prefix
+from bgpadv.core.space import EMPTY_SPACE, InfrastructureSpace
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import cyclic_gc_paused, plan_context
 from bgpadv.planner import plan as cold_plan
@@ -54,6 +58,7 @@ from bgpadv.planner.guest_reports import namespace_networks, read_vmi_interfaces
 from bgpadv.planner.networks import Networks, advertised_subnets, index_networks, subnet_routes
 from bgpadv.planner.nodes import NodeInfo, index_nodes, node_address_keys
 from bgpadv.planner.placement import needs_pods, placements
+from bgpadv.planner.space import infrastructure_space, next_hop_exclusions
 from bgpadv.planner.vms import host_route
 
 __all__ = ["IncrementalPlanner"]
@@ -196,6 +201,8 @@ class IncrementalPlanner:
         self._global: list[Refusal] = []  # CUDN refusals and subnet refusals
         self._subnet_routes: list[Route] = []
         self._context = PlanContext()
+        self._space: InfrastructureSpace = EMPTY_SPACE
+        self._exclusions = next_hop_exclusions(self.config)
         self._reset_hosts()
 
     def _reset_hosts(self) -> None:
@@ -253,7 +260,7 @@ class IncrementalPlanner:
             self._hosts(state, hinted if not rebuild_hosts else None, rebuild_hosts, changed_nodes, changed_keys)
         ctx = self._context
         if self._handovers or ctx.handovers:
-            ctx = self._context = PlanContext(ctx.networks, ctx.next_hops, ctx.node_addresses, tuple(self._handovers))
+            ctx = self._context = dataclasses.replace(ctx, handovers=tuple(self._handovers))
         return self._assemble()
 
     def _networks_and_nodes(self, state: ClusterState) -> tuple[bool, set[str], set[int]]:
@@ -269,8 +276,13 @@ class IncrementalPlanner:
         nodes_moved = not _same_items(self._seen["nodes"], state.nodes)
         rebuild_hosts = self._networks is None
         networks = self._networks
+        space = self._space
+        if nodes_moved or networks is None:  # the networks over node space are refused: they depend on the nodes
+            space = infrastructure_space(state.nodes, config)
+            networks_moved = networks_moved or space != self._space
+            self._space = space
         if networks_moved or networks is None:
-            fresh = index_networks(state, config)
+            fresh = index_networks(state, config, space)
             if networks is None or not (
                 fresh.advertised == networks.advertised
                 and fresh.claim_refusals == networks.claim_refusals
@@ -283,7 +295,7 @@ class IncrementalPlanner:
         changed_nodes: set[str] = set()
         changed_keys: set[int] = set()
         if nodes_moved or networks_moved:  # a node address inside an advertised subnet is no next hop
-            nodes = index_nodes(state.nodes, advertised_subnets(networks))
+            nodes = index_nodes(state.nodes, advertised_subnets(networks), *self._exclusions, config.node_name)
             old_nodes = self._nodes
             changed_nodes = {n for n in old_nodes.keys() | nodes.keys() if old_nodes.get(n) != nodes.get(n)}
             for n in changed_nodes:
@@ -311,14 +323,15 @@ class IncrementalPlanner:
     def _new_context(self, state: ClusterState, networks: Networks, nodes: dict[str, NodeInfo]) -> PlanContext:
         """The plan's context, keeping the previous one's mappings where they are equal (consumers cache by
         identity)."""
-        fresh = plan_context(state, networks, nodes)
+        fresh = plan_context(state, networks, nodes, space=self._space)
         old = self._context
         keep_networks: Mapping[str, PlannedNetwork] = old.networks if old.networks == fresh.networks else fresh.networks
         keep_hops: Mapping[str, Mapping[int, Address]] = (
             old.next_hops if old.next_hops == fresh.next_hops else fresh.next_hops
         )
         keep_addresses = old.node_addresses if old.node_addresses == fresh.node_addresses else fresh.node_addresses
-        return PlanContext(keep_networks, keep_hops, keep_addresses)
+        keep_space = old.space if old.space == fresh.space else fresh.space
+        return PlanContext(keep_networks, keep_hops, keep_addresses, space=keep_space)
 
     def _refresh(
         self,

@@ -50,10 +50,14 @@ network (`metadata.creationTimestamp`, then name; no timestamp is the youngest) 
 younger is refused whole as `network-overlap` (naming the older network) with every claim on it. So advertised
 networks never overlap: one address belongs to at most one of them.
 
-Session addresses: a valid, selected network one of whose subnets contains an address of bgpadv's own BGP sessions
-(a peer's address, a session's local address, a nextHopSelf address: the fabric's own network) is refused whole as
-`covers-infrastructure`, with every claim on it, before overlaps are resolved. Announcing it would pull the ToR's
-own connected network into the cluster; and the nodes on that network keep their addresses as next hops.
+Node and infrastructure space (`space`): a valid, selected network (any topology) one of whose subnets contains a
+node address, overlaps a node's connected network, the default pod network or an OVN-K internal range, contains a
+BGP session's address or overlaps a session's connected subnet is refused whole, before overlaps are resolved, with
+the reason of what it meets (`contains-peer-address`, `overlaps-node-network`, `overlaps-cluster-network`,
+`overlaps-ovn-internal`), with every claim on it; so is one whose configured allowed prefixes overlap a special range
+(`special-prefix`). A Layer3 network's host subnets lie in its cidrs, so one containing a node address is refused
+by the same rule. A refused network takes no address space, so it never refuses another network's routes: node
+addresses inside it stay next hops (they are inside no advertised network).
 
 Routes: a Layer2 CUDN announces each of its `subnets` with next hop self (`node` None). A Layer3 CUDN announces each
 node's host subnet, read from the node annotation `k8s.ovn.org/node-subnets` under the key `cluster_udn_<name>`
@@ -74,13 +78,16 @@ from dataclasses import dataclass, field, replace
 
 from bgpadv.config import DEFAULT_MAX_ADDRESSES_PER_INTERFACE, Config, SecondaryNetworkConfig
 from bgpadv.core import selectors, views
+from bgpadv.core.addressing import special_range_reason
 from bgpadv.core.model import ObjectRef, PlannedNetwork, Refusal, Route, RouteKind
 from bgpadv.core.prefix import Prefix
 from bgpadv.core.selectors import LabelSelector
+from bgpadv.core.space import InfrastructureSpace
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import checks
 from bgpadv.planner.checks import Address, SubnetRange
 from bgpadv.planner.nodes import NodeInfo
+from bgpadv.planner.space import infrastructure_space
 
 CUDN_PREFIX = "cluster_udn_"
 
@@ -257,25 +264,26 @@ def _refuse_network(result: Networks, network: Network, value: str, reason: str,
     result.claim_refusals[network.name] = (reason, f"CUDN {network.name}: {message}")
 
 
-def index_networks(state: ClusterState, config: Config) -> Networks:
-    """Classify every CUDN (advertised, refused for claims, withdrawn), take the valid ones, and resolve session
-    addresses and overlaps between them (the older keeps the space)."""
+def index_networks(state: ClusterState, config: Config, space: InfrastructureSpace | None = None) -> Networks:
+    """Classify every CUDN (advertised, refused for claims, withdrawn), take the valid ones, refuse those over node
+    and infrastructure space (`space`, by default built from the state and the configuration), and resolve
+    overlaps between the others (the older keeps the space)."""
     result = Networks()
     valid = _classify(state, config, result)
-    sessions = _session_addresses(config)
-    space = _Space()
+    if space is None:
+        space = infrastructure_space(state.nodes, config)
+    held = _Space()
     losers: set[str] = set()
     for _age, network in sorted(valid, key=lambda v: v[0]):
-        covered = next(((s, a, what) for s in network.subnets for a, what in sessions if s.contains(*a)), None)
-        if covered is not None:
-            subnet, _, what = covered
+        bad = infrastructure_refusal(network, space)
+        if bad is not None:
+            subnet, reason, message = bad
             losers.add(network.name)
-            message = f"{subnet.network} covers {what}: announcing it would hijack the BGP session's own network"
-            _refuse_network(result, network, str(subnet.network), checks.COVERS_INFRASTRUCTURE, message)
+            _refuse_network(result, network, str(subnet.network), reason, message)
             continue
-        clash = next(((ours, held) for ours in network.subnets if (held := space.holder(ours)) is not None), None)
+        clash = next(((ours, h) for ours in network.subnets if (h := held.holder(ours)) is not None), None)
         if clash is None:
-            space.take(network)
+            held.take(network)
             continue
         ours, (theirs, older) = clash
         losers.add(network.name)
@@ -285,6 +293,23 @@ def index_networks(state: ClusterState, config: Config) -> Networks:
         if network.name not in losers:
             result.advertised[network.name] = network
     return result
+
+
+def infrastructure_refusal(network: Network, space: InfrastructureSpace) -> tuple[SubnetRange, str, str] | None:
+    """(the offending subnet, reason code, message) when a subnet of the network overlaps a special range (a
+    configured allowed prefix may; a CUDN subnet never reaches here, the decoder refuses it) or meets node and
+    infrastructure space (`bgpadv.planner.space`); None when the network may be advertised."""
+    for subnet in network.subnets:
+        what = special_range_reason(subnet.version, subnet.first, subnet.last)
+        if what is not None:
+            message = f"{subnet.network} overlaps {what}, never a VM network"
+            return subnet, checks.SPECIAL_PREFIX, message
+        found = space.conflict(subnet.version, subnet.first, subnet.last)
+        if found is not None:
+            reason, what = found
+            message = f"{subnet.network} meets {what}: node and infrastructure space is never a VM network"
+            return subnet, reason, message
+    return None
 
 
 def selected_namespaces(selector: LabelSelector | None, namespaces: Mapping[str, views.Namespace]) -> frozenset[str]:
@@ -319,18 +344,6 @@ def _secondary(
     if network.subnets:
         return replace(network, namespaces=selected, allowed=allowed, max_addresses=limit)
     return replace(network, namespaces=selected, subnets=allowed, max_addresses=limit, announce_subnets=False)
-
-
-def _session_addresses(config: Config) -> list[tuple[Address, str]]:
-    """The addresses of bgpadv's own BGP sessions (peers, local addresses, nextHopSelf), from the configuration."""
-    out: list[tuple[Address, str]] = []
-    for peer in config.peers:
-        out.append(((peer.address.version, peer.address.value), f"BGP peer {peer.address}"))
-        if peer.local_address is not None:
-            a = peer.local_address
-            out.append(((a.version, a.value), f"the local address {a} of the session with {peer.address}"))
-    out.extend(((a.version, a.value), f"the nextHopSelf address {a}") for a in config.next_hop_self)
-    return out
 
 
 def _layer3_wanted(
@@ -391,8 +404,7 @@ def subnet_routes(
         holder[net] = info
         next_hop = info.address(net.version)
         if next_hop is None:
-            invalid, message = info.no_address(net.version)
-            reason = checks.INVALID_NODE_ADDRESS if invalid else checks.NO_NODE_ADDRESS
+            reason, message = info.no_address(net.version)
             refusals.append(Refusal(info.ref, value, reason, message, network.name))
             continue
         routes.append(Route(net, next_hop, network.name, RouteKind.SUBNET, info.ref, info.name, attrs))

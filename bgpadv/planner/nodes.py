@@ -7,14 +7,20 @@ RouteAdvertisements controller uses. The first *valid* one is the next hop.
 
 A candidate is invalid, and skipped in favour of the next source of its family, when it can never be a next hop:
 
-- not a unicast address (`special_address_reason`): unspecified (0.0.0.0, ::), "this network" 0.0.0.0/8, loopback
-  (127.0.0.0/8, ::1), link-local (169.254.0.0/16, fe80::/10), multicast (224.0.0.0/4, ff00::/8), the limited
-  broadcast 255.255.255.255, or IPv4-mapped IPv6 (::ffff:0:0/96);
+- in a special-purpose range refused for next hops (`special_address_reason`, the `next_hop` column of
+  `bgpadv.core.addressing.SPECIAL_PURPOSE`): unspecified, "this network", loopback, link-local, multicast, limited
+  broadcast, IPv4-mapped, NAT64, 6to4, Teredo, ORCHID, documentation, benchmarking, reserved 240.0.0.0/4 ...;
 - inside a subnet of an advertised network (a CUDN's subnet or Layer3 cidr, e.g. the VM's own address): traffic for
-  the network would be sent into itself.
+  the network would be sent into itself (a network over node space is refused, `space`, so this holds only for an
+  address no node-space rule saw);
+- a BGP peer's address (RFC 4271 §5.1.3: a next hop that is the receiving router's own address); in per-node mode, a
+  session's local address or a `nextHopSelf` address on any node but bgpadv's own (`space.next_hop_exclusions`);
+- an address another node reports too (InternalIP, ExternalIP, primary-ifaddr, host-cidrs of two nodes): it is
+  nobody's provably, so it is the next hop of neither (`duplicate-node-address`, never the older node's).
 
 When a family had candidates but none is valid, a route that needs that family's next hop is refused
-`invalid-node-address` (naming the first rejected candidate and why) instead of `no-node-address`.
+`invalid-node-address` (or `duplicate-node-address` when the first rejected candidate is shared; the message names it
+and why) instead of `no-node-address`.
 
 Every address a node has (`views.Node.addresses`: `InternalIP`, `ExternalIP`, `node-primary-ifaddr`, each entry of
 `k8s.ovn.org/host-cidrs`, valid or not) is also a node address no VM may take (see `node_address_keys` and rule 8 of
@@ -23,12 +29,14 @@ Every address a node has (`views.Node.addresses`: `InternalIP`, `ExternalIP`, `n
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from bgpadv.core.addressing import SPECIAL_RANGES, special_address_reason, special_range_reason
 from bgpadv.core.model import ObjectRef
 from bgpadv.core.prefix import Address
+from bgpadv.core.reasons import DUPLICATE_NODE_ADDRESS, INVALID_NODE_ADDRESS, NO_NODE_ADDRESS
 from bgpadv.core.views import Node, address_key
 from bgpadv.planner.checks import SubnetRange
 
@@ -38,6 +46,7 @@ __all__ = [
     "index_nodes",
     "node_address_keys",
     "node_addresses",
+    "shared_addresses",
     "special_address_reason",
     "special_range_reason",
 ]
@@ -46,63 +55,129 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class NodeInfo:
     """One node: its reference (for route sources), its next-hop address per family (4, 6), and, per family whose
-    candidates were all invalid, why the first of them was refused (`rejected`)."""
+    candidates were all invalid, why the first of them was refused (`rejected`: (reason code, phrase))."""
 
     name: str
     ref: ObjectRef
     addresses: Mapping[int, Address] = field(default_factory=dict)
-    rejected: Mapping[int, str] = field(default_factory=dict)
+    rejected: Mapping[int, tuple[str, str]] = field(default_factory=dict)
     keys: frozenset[int] = frozenset()  # every address the node has, as vms.address_key integers
 
     def address(self, version: int) -> Address | None:
         return self.addresses.get(version)
 
-    def no_address(self, version: int) -> tuple[bool, str]:
-        """Why the node has no next hop of the family: (True, message) when it had only invalid candidates
-        (`invalid-node-address`), (False, message) when it had none (`no-node-address`)."""
+    def no_address(self, version: int) -> tuple[str, str]:
+        """Why the node has no next hop of the family, as (reason code, message): `invalid-node-address` or
+        `duplicate-node-address` when it had only refused candidates, `no-node-address` when it had none."""
         why = self.rejected.get(version)
         if why is not None:
-            return True, f"node {self.name} has no valid IPv{version} address: {why}"
-        return False, f"node {self.name} has no IPv{version} address"
+            return why[0], f"node {self.name} has no valid IPv{version} address: {why[1]}"
+        return NO_NODE_ADDRESS, f"node {self.name} has no IPv{version} address"
+
+
+Sessions = Iterable[tuple[int, int, str]]
+"""(version, value, what) of session addresses (`space.next_hop_exclusions`)."""
 
 
 def node_addresses(
-    node: Node, advertised: Iterable[SubnetRange] = ()
-) -> tuple[dict[int, Address], dict[int, str], frozenset[int]]:
-    """One node's next hop per family, why a family with only invalid candidates has none, and the keys of every
-    address it has (see the module docstring)."""
-    advertised = tuple(advertised)
+    node: Node,
+    advertised: Iterable[SubnetRange] = (),
+    sessions: Sessions = (),
+    shared: Mapping[tuple[int, int], str] | None = None,
+) -> tuple[dict[int, Address], dict[int, tuple[str, str]], frozenset[int]]:
+    """One node's next hop per family, why a family with only refused candidates has none ((reason code, phrase)),
+    and the keys of every address it has (see the module docstring). `shared`: (version, value) → the other node
+    that reports the same address."""
+    inside = _Subnets(advertised)
+    own = {(v, value): what for v, value, what in sessions}
     chosen: dict[int, Address] = {}
-    rejected: dict[int, str] = {}
+    rejected: dict[int, tuple[str, str]] = {}
     for candidate in node.next_hop_candidates:
         version, value = candidate.version, candidate.value
         if version in chosen:
             continue
-        why = special_address_reason(version, value)
+        reason, why = INVALID_NODE_ADDRESS, special_address_reason(version, value)
         if why is None:
-            inside = next((s for s in advertised if s.contains(version, value)), None)
-            if inside is not None:
-                why = f"inside the advertised subnet {inside.network}"
+            why = own.get((version, value))
+        if why is None:
+            holder = inside.holder(version, value)
+            if holder is not None:
+                why = f"inside the advertised subnet {holder.network}"
+        if why is None and shared is not None and (version, value) in shared:
+            reason, why = DUPLICATE_NODE_ADDRESS, f"also an address of node {shared[version, value]}"
         if why is None:
             chosen[version] = candidate
         else:
-            rejected.setdefault(version, f"{candidate} is {why}, never a next hop")
+            rejected.setdefault(version, (reason, f"{candidate} is {why}, never a next hop"))
     for version in chosen:
         rejected.pop(version, None)
     keys = frozenset(address_key(a.version, a.value) for a in (*node.next_hop_candidates, *node.addresses))
     return chosen, rejected, keys
 
 
-def index_nodes(nodes: Mapping[str, Node], advertised: Iterable[SubnetRange] = ()) -> dict[str, NodeInfo]:
+class _Subnets:
+    """The advertised subnets (which never overlap) sorted per family, for a bisection per address."""
+
+    firsts: dict[int, list[int]]
+    ranges: dict[int, list[SubnetRange]]
+
+    def __init__(self, subnets: Iterable[SubnetRange]) -> None:
+        if isinstance(subnets, _Subnets):
+            self.firsts, self.ranges = subnets.firsts, subnets.ranges
+            return
+        ordered = sorted(subnets, key=lambda s: (s.version, s.first))
+        self.ranges = {v: [s for s in ordered if s.version == v] for v in (4, 6)}
+        self.firsts = {v: [s.first for s in r] for v, r in self.ranges.items()}
+
+    def __iter__(self) -> Iterator[SubnetRange]:
+        return iter((*self.ranges[4], *self.ranges[6]))
+
+    def holder(self, version: int, value: int) -> SubnetRange | None:
+        i = bisect_right(self.firsts[version], value)
+        if i == 0:
+            return None
+        subnet = self.ranges[version][i - 1]
+        return subnet if value <= subnet.last else None
+
+
+def shared_addresses(nodes: Mapping[str, Node]) -> dict[str, dict[tuple[int, int], str]]:
+    """Per node name, the addresses it has that another node also reports, each with (one of) those other nodes."""
+    holders: dict[tuple[int, int], list[str]] = {}
+    for node in nodes.values():
+        if node.name:
+            for a in dict.fromkeys((*node.next_hop_candidates, *node.addresses)):
+                holders.setdefault((a.version, a.value), []).append(node.name)
+    out: dict[str, dict[tuple[int, int], str]] = {}
+    for key, names in holders.items():
+        if len(set(names)) > 1:
+            for name in names:
+                out.setdefault(name, {})[key] = min(n for n in names if n != name)
+    return out
+
+
+def index_nodes(
+    nodes: Mapping[str, Node],
+    advertised: Iterable[SubnetRange] = (),
+    peers: Sessions = (),
+    own: Sessions = (),
+    node_name: str | None = None,
+) -> dict[str, NodeInfo]:
     """Every node by name, with its addresses. Nodes without a name are skipped.
 
     `advertised`: the subnets of every advertised network (a node address inside one is never a next hop).
+    `peers`: the BGP peers' addresses, never a next hop. `own`: bgpadv's local and nextHopSelf addresses, a next hop
+    only of the node bgpadv runs on: in per-node mode (`node_name`) of that node only (see
+    `space.next_hop_exclusions`). An address two nodes report is the next hop of neither (`duplicate-node-address`).
     """
-    subnets = tuple(advertised)
+    subnets = _Subnets(advertised)
+    theirs = tuple(peers)
+    mine = tuple(own)
+    shared = shared_addresses(nodes)
     out: dict[str, NodeInfo] = {}
     for node in nodes.values():
         if node.name:
-            chosen, rejected, keys = node_addresses(node, subnets)
+            refused = theirs if node_name is None or node.name == node_name else (*theirs, *mine)
+            chosen, rejected, keys = node_addresses(node, subnets, refused, shared.get(node.name))
             out[node.name] = NodeInfo(node.name, node.ref, chosen, rejected, keys)
     return out
 

@@ -43,11 +43,11 @@ Rules, in the order the planner applies them to each IPAMClaim:
    family (`nodes`), or the refusal `no-node-address` when the node is unknown or has none, `invalid-node-address`
    when its only addresses of that family can never be next hops (loopback, link-local, inside an advertised
    network, ...).
-8. Node addresses: the address of a running VM that is also an address of any node (`views.Node.addresses`:
-   InternalIP, ExternalIP, `node-primary-ifaddr`, `host-cidrs`, the set the guard's rule 5 reads too; e.g. a CUDN
-   covering the node network) is refused `covers-infrastructure`:
-   its host route would steal the node's traffic. Checked after rules 4-5 (the claim still holds the address against
-   younger claims), with either next-hop setting.
+8. Node addresses: the address of a running VM that is also an address of any node (`views.Node.addresses`: InternalIP,
+   ExternalIP, `node-primary-ifaddr`, `host-cidrs`, the set the guard's rule 5 reads too) is refused
+   `covers-infrastructure`: its host route would steal the node's traffic. A network holding a node address is refused
+   whole before (`networks`, `space`: `overlaps-node-network`), so this is a last line for VM addresses. Checked after
+   rules 4-5 (the claim still holds the address against younger claims), with either next-hop setting.
 
 Advertised networks never overlap (`networks` refuses the younger of two overlapping ones), so an address lies in
 at most one of them; the same address claimed on two networks can only be a claim on a network that is not
@@ -143,8 +143,7 @@ def no_next_hop_refusal(version: int, candidate: Candidate, node_name: str, node
     if info is None:
         message = f"VM runs on unknown node {node_name}" if node_name else "VMI status names no node"
         return Refusal(candidate.ref, candidate.text, checks.NO_NODE_ADDRESS, message, network.name)
-    invalid, message = info.no_address(version)
-    reason = checks.INVALID_NODE_ADDRESS if invalid else checks.NO_NODE_ADDRESS
+    reason, message = info.no_address(version)
     return Refusal(candidate.ref, candidate.text, reason, message, network.name)
 
 

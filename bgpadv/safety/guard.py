@@ -7,9 +7,9 @@ see `bgpadv.planner.checks`):
 
 1. `default-route`: 0.0.0.0/0 or ::/0.
 2. `prefix-too-short`: shorter than `safety.minPrefixLength` of its family (defaults /16 and /48).
-3. `special-prefix`: overlaps unspecified/"this network" (0.0.0.0/8, ::/128), loopback (127.0.0.0/8, ::1/128),
-   link-local (169.254.0.0/16, fe80::/10), multicast (224.0.0.0/4, ff00::/8), limited broadcast
-   (255.255.255.255/32) or IPv4-mapped IPv6 (::ffff:0:0/96).
+3. `special-prefix`: overlaps a range the special-purpose table refuses for subnets (`SPECIAL_RANGES`, the
+   `subnet` column of `bgpadv.core.addressing.SPECIAL_PURPOSE`): unspecified/"this network", loopback,
+   link-local, multicast, limited broadcast, IPv4-mapped, NAT64, 6to4, Teredo, documentation, benchmarking ...
 4. `outside-selected-networks`: the prefix lies inside no subnet of a selected, advertised network (the networks the
    planner's own index advertises: `Plan.context.networks`).
 5. `covers-infrastructure`: a host-length prefix (/32, /128) that is a node address (`Plan.context.node_addresses`:
@@ -17,8 +17,15 @@ see `bgpadv.planner.checks`):
    node, valid or not, the same set as the planner's rule 8, `bgpadv.core.views.Node`), a BGP peer's
    address, a configured local or `nextHopSelf` address, or the route's own next hop; a shorter prefix that
    contains a BGP peer's, a local or a `nextHopSelf` address (the fabric's own network).
-6. `invalid-next-hop`: an explicit next hop of another family than the prefix, in a special range of rule 3, or
-   inside an advertised network's subnet.
+5b. node and infrastructure space (`Plan.context.space`, the very rule by which the planner refuses networks,
+   `bgpadv.planner.space`): a prefix inside an advertised subnet that meets it (the whole network, as the planner
+   refuses it) is refused with the planner's code (`contains-peer-address`,
+   `overlaps-node-network`, `overlaps-cluster-network`, `overlaps-ovn-internal`). Never fires in normal operation
+   (the planner refused the network first); if it does, only that network's routes go.
+6. `invalid-next-hop`: an explicit next hop of another family than the prefix, in a range the special-purpose table
+   refuses for next hops (`NEXT_HOP_RANGES`), a BGP peer's address, an address two nodes report, or inside an
+   advertised network's subnet (subnets that meet rule 5b's space excepted: a bad network must not take the next
+   hops of every other network with it).
 7. `family-not-carried` (per peer): the peer's `families` include the route's family but its next hop is `self`
    and ExaBGP cannot express it on the session (an IPv6 `self` over an IPv4 session, without `nextHopSelf`); or no
    configured peer carries the route's family at all. A peer whose `families` lack a family that another peer
@@ -45,9 +52,10 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from bgpadv.config import Config, PeerConfig
-from bgpadv.core.addressing import SPECIAL_RANGES
+from bgpadv.core.addressing import NEXT_HOP_RANGES, SPECIAL_RANGES
 from bgpadv.core.model import Plan, PlanContext, Refusal, Route
 from bgpadv.core.prefix import Address, Prefix
+from bgpadv.core.space import EMPTY_SPACE, InfrastructureSpace
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import checks
 from bgpadv.planner import plan as make_plan
@@ -68,6 +76,13 @@ _NEWEST = "\uffff"  # sorts after every timestamp: an origin without creationTim
 def _special(version: int, first: int, last: int) -> str | None:
     for lo, hi, what in SPECIAL_RANGES[version]:
         if first <= hi and lo <= last:
+            return what
+    return None
+
+
+def _hop_special(version: int, value: int) -> str | None:
+    for lo, hi, what in NEXT_HOP_RANGES[version]:
+        if lo <= value <= hi:
             return what
     return None
 
@@ -114,20 +129,30 @@ class GuardContext:
     min_prefix_length: tuple[int, int] = (16, 48)  # (IPv4, IPv6)
     max_routes: int = 200_000
     sessions: tuple[tuple[int, int, str], ...] = ()  # (version, value, what) of peer, local and nextHopSelf addresses
+    space: InfrastructureSpace = EMPTY_SPACE  # node and infrastructure space (rule 5b)
+    shared: frozenset[tuple[int, int]] = frozenset()  # (version, value) of addresses two nodes report
+    peer_addresses: tuple[tuple[int, int, str], ...] = ()  # (version, value, what) of the peers: never a next hop
 
     @staticmethod
     def of(
         subnets: Iterable[Prefix],
         node_addresses: Mapping[str, Iterable[Address]],
         config: Config,
+        space: InfrastructureSpace = EMPTY_SPACE,
     ) -> GuardContext:
-        """A context from the advertised networks' subnets, every node's addresses (by node name) and the config."""
+        """A context from the advertised networks' subnets, every node's addresses (by node name), the config and
+        the node and infrastructure space the planner refused networks by (`PlanContext.space`)."""
         infra: dict[tuple[int, int], str] = {}
+        shared: set[tuple[int, int]] = set()
         for name in sorted(node_addresses):
-            for a in node_addresses[name]:
+            for a in dict.fromkeys(node_addresses[name]):
+                if (a.version, a.value) in infra:
+                    shared.add((a.version, a.value))
                 infra.setdefault((a.version, a.value), f"an address of node {name}")
         sessions: list[tuple[int, int, str]] = []
+        peer_rows: set[int] = set()
         for peer in config.peers:
+            peer_rows.add(len(sessions))
             sessions.append((peer.address.version, peer.address.value, f"the address of BGP peer {peer.name}"))
             if peer.local_address is not None:
                 a = peer.local_address
@@ -144,6 +169,9 @@ class GuardContext:
             min_prefix_length=(config.safety.min_prefix_length_v4, config.safety.min_prefix_length_v6),
             max_routes=config.safety.max_routes,
             sessions=tuple(sessions),
+            space=space,
+            shared=frozenset(shared),
+            peer_addresses=tuple(row for i, row in enumerate(sessions) if i in peer_rows),
         )
 
     def subnet_networks(self) -> list[Prefix]:
@@ -162,7 +190,7 @@ class GuardContext:
     @staticmethod
     def from_plan_context(context: PlanContext, config: Config) -> GuardContext:
         subnets = [s for n in context.networks.values() for s in n.subnets]
-        return GuardContext.of(subnets, context.node_addresses, config)
+        return GuardContext.of(subnets, context.node_addresses, config, context.space)
 
     @staticmethod
     def from_state(state: ClusterState, config: Config) -> GuardContext:
@@ -187,10 +215,18 @@ class _Evaluator:
     def __init__(self, ctx: GuardContext) -> None:
         self.ctx = ctx
         self.minimum = {4: ctx.min_prefix_length[0], 6: ctx.min_prefix_length[1]}
-        # per version: (first, last, overlaps no special range) of every advertised subnet
-        self.subnets: dict[int, list[tuple[int, int, bool]]] = {4: [], 6: []}
+        # per version: (first, last, overlaps no special range, the node space it meets or None) of every
+        # advertised subnet
+        self.subnets: dict[int, list[tuple[int, int, bool, tuple[str, str] | None]]] = {4: [], 6: []}
+        # the advertised subnets a next hop may not lie in: those over node space are refused (rule 5b), so node
+        # addresses inside one stay next hops and one bad network never withdraws another network's routes
+        self.inner: dict[int, list[tuple[int, int]]] = {4: [], 6: []}
         for version, lo, hi in ctx.subnets:
-            self.subnets[version].append((lo, hi, _special(version, lo, hi) is None))
+            spaced = ctx.space.conflict(version, lo, hi)
+            self.subnets[version].append((lo, hi, _special(version, lo, hi) is None, spaced))
+            if spaced is None:
+                self.inner[version].append((lo, hi))
+        self.peers = {(v, value): what for v, value, what in ctx.peer_addresses}
         self.hops: dict[tuple[int, int, int], str | None] = {}
 
     def __call__(self, route: Route) -> _Verdict:
@@ -208,7 +244,7 @@ class _Evaluator:
         if length < minimum:
             message = f"/{length} is shorter than safety.minPrefixLength.ipv{version} (/{minimum})"
             return _refuse(route, checks.PREFIX_TOO_SHORT, message)
-        inside = next(((lo, hi, c) for lo, hi, c in self.subnets[version] if lo <= first and last <= hi), None)
+        inside = next((s for s in self.subnets[version] if s[0] <= first and last <= s[1]), None)
         if inside is None or not inside[2]:  # inside a subnet that overlaps no special range: cannot overlap one
             what = _special(version, first, last)
             if what is not None:
@@ -217,16 +253,9 @@ class _Evaluator:
             message = "the prefix lies in no subnet of an advertised network"
             return _refuse(route, checks.OUTSIDE_SELECTED_NETWORKS, message)
         nh = route.next_hop
-        if length < _WIDTH[version]:
-            for sv, value, what in self.ctx.sessions:
-                if sv == version and first <= value <= last:
-                    return _refuse(route, checks.COVERS_INFRASTRUCTURE, f"the prefix covers {what}")
-        if length == _WIDTH[version]:
-            infra = self.ctx.infrastructure.get((version, first))
-            if infra is not None:
-                return _refuse(route, checks.COVERS_INFRASTRUCTURE, f"the host route covers {infra}")
-            if nh is not None and nh.version == version and nh.value == first:
-                return _refuse(route, checks.COVERS_INFRASTRUCTURE, "the host route covers its own next hop")
+        refusal = self._infrastructure(route, version, length, first, last, inside[3])
+        if refusal is not None:
+            return refusal
         if nh is not None:
             key = (nh.version, nh.value, version)
             problem = self.hops.get(key, _UNSEEN)
@@ -236,13 +265,38 @@ class _Evaluator:
                 return _refuse(route, checks.INVALID_NEXT_HOP, f"next hop {nh} {problem}")
         return None
 
+    def _infrastructure(
+        self, route: Route, version: int, length: int, first: int, last: int, spaced: tuple[str, str] | None
+    ) -> Refusal | None:
+        """Rules 5 and 5b. `spaced`: (reason, what) of the node space the advertised subnet the prefix lies in
+        meets, or None."""
+        nh = route.next_hop
+        if length < _WIDTH[version]:
+            for sv, value, what in self.ctx.sessions:
+                if sv == version and first <= value <= last:
+                    return _refuse(route, checks.COVERS_INFRASTRUCTURE, f"the prefix covers {what}")
+        else:
+            infra = self.ctx.infrastructure.get((version, first))
+            if infra is not None:
+                return _refuse(route, checks.COVERS_INFRASTRUCTURE, f"the host route covers {infra}")
+            if nh is not None and nh.version == version and nh.value == first:
+                return _refuse(route, checks.COVERS_INFRASTRUCTURE, "the host route covers its own next hop")
+        if spaced is not None:
+            return _refuse(route, spaced[0], f"the prefix lies in a network subnet that meets {spaced[1]}")
+        return None
+
     def _next_hop_problem(self, nv: int, value: int, version: int) -> str | None:
         if nv != version:
             return f"is IPv{nv}, the prefix IPv{version}"
-        what = _special(nv, value, value)
+        what = _hop_special(nv, value)
         if what is not None:
             return f"is not a unicast address ({what})"
-        if any(lo <= value <= hi for lo, hi, _ in self.subnets[nv]):
+        peer = self.peers.get((nv, value))
+        if peer is not None:
+            return f"is {peer}"
+        if (nv, value) in self.ctx.shared:
+            return "is reported by two nodes"
+        if any(lo <= value <= hi for lo, hi in self.inner[nv]):
             return "lies inside an advertised network"
         return None
 

@@ -537,6 +537,26 @@ def _node_addresses(raw: Mapping, annotations: Mapping) -> tuple[tuple[Address, 
     return tuple(candidates), tuple(dict.fromkeys(every))
 
 
+def _node_space(annotations: Mapping) -> tuple[tuple[Prefix, ...], tuple[Prefix, ...]]:
+    """(the node's connected networks from `k8s.ovn.org/host-cidrs`, its default pod subnets from
+    `k8s.ovn.org/node-subnets` "default"): see `bgpadv.core.views`. Entries that do not parse are left out (the
+    addresses of host-cidrs are node addresses anyway, `_node_addresses`)."""
+    connected: list[Prefix] = []
+    host_cidrs, _ok = _json(annotations, HOST_CIDRS_ANNOTATION)
+    for value in host_cidrs if isinstance(host_cidrs, list) else ():
+        found = parse_cidr(value)
+        if found is not None:
+            connected.append(found[0])
+    pods: list[Prefix] = []
+    subnets, _ok = _json(annotations, NODE_SUBNETS_ANNOTATION)
+    default = subnets.get("default") if isinstance(subnets, dict) else None
+    for value in default if isinstance(default, list) else [default]:
+        found = parse_cidr(value)
+        if found is not None:
+            pods.append(found[0])
+    return tuple(dict.fromkeys(connected)), tuple(dict.fromkeys(pods))
+
+
 def _host_subnets(annotations: Mapping) -> tuple[Mapping[str, tuple[HostSubnet, ...]], Problem | None]:
     """The Layer3 host subnets of `k8s.ovn.org/node-subnets` per CUDN name, or the problem of the annotation."""
     raw = annotations.get(NODE_SUBNETS_ANNOTATION)
@@ -569,6 +589,7 @@ def decode_node(obj: object, key: object = None) -> Node:
     annotations = _map(meta.get("annotations"))
     candidates, every = _node_addresses(raw, annotations)
     subnets, problem = _host_subnets(annotations)
+    connected, pods = _node_space(annotations)
     return Node(
         name=name,
         ref=ObjectRef("Node", name, "", _str(meta.get("uid")), created),
@@ -579,6 +600,8 @@ def decode_node(obj: object, key: object = None) -> Node:
         addresses=every,
         host_subnets=subnets,
         host_subnets_problem=problem,
+        connected=connected,
+        pod_subnets=pods,
     )
 
 

@@ -1,8 +1,9 @@
 """The plan carries its context (`Plan.context`): what the guard, the importer hand-off and the handover metric read
 instead of deriving it again.
 
-Scope: the advertised networks (subnets, OVN-K network ID), each node's next hops and every node address (one rule
-for the planner's rule 8 and the guard's rule 5: an ExternalIP is a node address for both); the incremental planner
+Scope: the advertised networks (subnets, OVN-K network ID), each node's next hops and every node address, and node
+space (one rule for the planner's network refusal and the guard's rule 5b: an ExternalIP is node space for both, and
+the guard refuses only the bad network's routes); the incremental planner
 keeps the same mappings while nothing moved (the guard caches by identity) and names the host routes that moved to
 another node (handovers, with the VM and its migration's target-ready time); context is no part of plan equality.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from bgpadv.core import resources
+from bgpadv.core.model import Plan, PlannedNetwork
 from bgpadv.core.prefix import Address, Prefix
 from bgpadv.planner import checks, plan
 from bgpadv.planner.incremental import IncrementalPlanner
@@ -21,11 +23,12 @@ from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
 
 CONFIG = k8s.config()
+EDGE = Prefix.parse("172.20.0.96/28")
 
 
 def _cluster(*extra: dict):
     node1 = k8s.node("worker-1", "10.0.0.11", "fd00::11")
-    node1["status"]["addresses"].append({"type": "ExternalIP", "address": "192.168.100.99"})
+    node1["status"]["addresses"].append({"type": "ExternalIP", "address": "172.20.0.99"})
     cudn = k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24"], labels=k8s.ADVERTISED)
     cudn["metadata"]["annotations"] = {"k8s.ovn.org/network-id": "7"}
     return k8s.state(
@@ -43,23 +46,37 @@ def test_the_plan_carries_networks_next_hops_and_every_node_address():
     assert ctx.networks["vmnet-a"].subnets == (Prefix.parse("192.168.100.0/24"),)
     assert ctx.networks["vmnet-a"].network_id == 7
     assert ctx.next_hops["worker-1"][4] == Address.parse("10.0.0.11")
-    assert Address.parse("192.168.100.99") in ctx.node_addresses["worker-1"]
+    assert Address.parse("172.20.0.99") in ctx.node_addresses["worker-1"]
     assert ctx.handovers == ()
 
 
-def test_a_vm_on_a_nodes_external_ip_is_refused_by_the_planner_and_the_guard_alike():
+def test_a_network_over_a_nodes_external_ip_is_refused_by_the_planner_and_the_guard_alike():
+    # a CUDN laid over worker-1's ExternalIP 172.20.0.99 (no InternalIP inside it, no host-cidrs entry)
+    bad = k8s.cudn_layer2("edge", ["172.20.0.96/28"], labels=k8s.ADVERTISED)
     state = _cluster(
-        k8s.ipam_claim(NS, "vm-x.default", "vm-x", "cluster_udn_vmnet-a", ["192.168.100.99/24"]),
+        bad,
+        k8s.ipam_claim(NS, "vm-x.default", "vm-x", "cluster_udn_edge", ["172.20.0.100/28"]),
         k8s.vmi(NS, "vm-x", "worker-2"),
     )
     p = plan(state, CONFIG)
-    refused = [(r.value, r.reason) for r in p.rejected if r.source.name == "vm-x.default"]
-    assert refused == [("192.168.100.99/24", checks.COVERS_INFRASTRUCTURE)]
-    guard = Guard(CONFIG)  # a (buggy) planner's host route for the same address: the guard holds the line
+    assert {(r.source.name, r.reason) for r in p.rejected} == {
+        ("edge", checks.OVERLAPS_NODE_NETWORK),
+        ("vm-x.default", checks.OVERLAPS_NODE_NETWORK),
+    }
+    assert "edge" not in p.context.networks
+    # a (buggy) planner that advertised it anyway: the guard refuses the network's routes with the planner's reason
+    # and keeps every other network's routes, their next hops included
+    buggy = dataclasses.replace(p.context, networks={**p.context.networks, "edge": PlannedNetwork("edge", (EDGE,))})
     good = next(r for r in p.routes if r.prefix == Prefix.parse("192.168.100.10/32"))
-    hijack = dataclasses.replace(good, prefix=Prefix.parse("192.168.100.99/32"))
-    guarded = guard.check([hijack], guard.context(p))
-    assert [r.reason for r in guarded.rejected] == [checks.COVERS_INFRASTRUCTURE]
+    subnet = dataclasses.replace(p.routes[0], prefix=EDGE, network="edge")
+    vm = dataclasses.replace(good, prefix=Prefix.parse("172.20.0.100/32"), network="edge")
+    guard = Guard(CONFIG)
+    guarded = guard.check([subnet, vm, good], guard.context(Plan(p.routes, p.rejected, buggy)))
+    assert [(r.value, r.reason) for r in guarded.rejected] == [
+        ("172.20.0.96/28", checks.OVERLAPS_NODE_NETWORK),
+        ("172.20.0.100/32", checks.OVERLAPS_NODE_NETWORK),
+    ]
+    assert guarded.per_peer["10.0.0.1"] == (good,)
 
 
 def test_the_incremental_planner_names_the_routes_that_moved_and_keeps_unmoved_mappings():

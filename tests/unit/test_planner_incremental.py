@@ -49,7 +49,8 @@ def _cudn(name: str, variant: int) -> dict:
     """Variants: 0 advertised, 1 not selected, 2 deleting, 3 not created, 4 other subnets (net-b: overlapping
     net-a, younger), 5 older than the others (net-b: overlapping net-a, older), 6-10 five invalid definitions
     (a CUDN moving from one to another changes its refusals, not its routes; two of them share their first problem,
-    so their claims' refusals are the same and only the CUDN's own differ)."""
+    so their claims' refusals are the same and only the CUDN's own differ), 11 over node and infrastructure space
+    (net-a: the node network, the session's subnet; net-b: OVN-K's join subnet)."""
     labels = None if variant == 1 else k8s.ADVERTISED
     created_at = "2024-06-01T00:00:00Z" if variant == 5 else k8s.DEFAULT_CREATED
     if name == "l3":
@@ -85,7 +86,9 @@ def _cudn(name: str, variant: int) -> dict:
             namespace_selector={"matchLabels": {"guests": "flat"}},
         )
     subnets = {"net-a": ["10.100.0.0/24", "fd10:100::/64"], "net-b": ["10.200.0.0/24", "fd10:200::/64"]}[name]
-    if variant in (4, 5) and name == "net-b":
+    if variant == 11:  # over the node network (net-a: the session's subnet) or OVN-K's join subnet (net-b)
+        subnets = ["10.0.0.0/26"] if name == "net-a" else ["100.64.0.0/24", "fd98::/64"]
+    elif variant in (4, 5) and name == "net-b":
         subnets = ["10.100.0.0/16"]
     elif variant == 4:
         subnets = ["10.100.0.0/25"]
@@ -125,6 +128,20 @@ def _node(name: str, variant: int, created: str = k8s.DEFAULT_CREATED) -> dict:
     if variant == 5:  # an InternalIP inside net-a that is also a VM's address (a CUDN covering the node network)
         return k8s.node(
             name, "10.100.0.10", "fd10:100::11", node_subnets=subnets, created=created, primary_ifaddr=False
+        )
+    if variant == 6:  # every node in this variant reports 10.0.0.11: duplicate-node-address on all of them
+        return k8s.node(name, "10.0.0.11", f"fd00::{10 + n}", node_subnets=subnets, created=created)
+    if variant == 7:  # its InternalIP is the ToR's own address: never a next hop
+        return k8s.node(
+            name, "10.0.0.1", f"fd00::{10 + n}", node_subnets=subnets, created=created, primary_ifaddr=False
+        )
+    if variant == 8:  # its default pod subnet lies in net-b: net-b is refused (overlaps-cluster-network)
+        return k8s.node(
+            name,
+            f"10.0.0.{10 + n}",
+            f"fd00::{10 + n}",
+            node_subnets=subnets,
+            pod_subnets=[f"10.200.0.{64 * (n - 1)}/26"],
         )
     return k8s.node(
         name, None, None, node_subnets={"cluster_udn_l3": "10.133.0.0/24"}, primary_ifaddr=False, created=created
@@ -195,8 +212,8 @@ pods = st.builds(
     st.sampled_from((True, True, False)),
     st.sampled_from(("Running", "Running", "Running", "Failed")),
 )
-nodes = st.builds(_node, st.sampled_from(NODES), st.integers(0, 5), st.sampled_from(CREATED))
-cudns = st.builds(_cudn, st.sampled_from(("net-a", "net-b", "l3", "flat")), st.integers(0, 10))
+nodes = st.builds(_node, st.sampled_from(NODES), st.integers(0, 8), st.sampled_from(CREATED))
+cudns = st.builds(_cudn, st.sampled_from(("net-a", "net-b", "l3", "flat")), st.integers(0, 11))
 ras = st.builds(
     lambda name, selector, accepted, observed: k8s.route_advertisements(
         name, selector, accepted=accepted, generation=2, observed_generation=observed
@@ -363,12 +380,12 @@ def test_node_address_change_moves_every_next_hop():
     }
 
 
-def test_node_taking_a_vms_address_refuses_the_vm_route_and_giving_it_back_restores_it():
+def test_node_taking_an_address_of_a_network_refuses_the_network_and_giving_it_back_restores_it():
     c = _lab(_claim("vm-a", "10.100.0.10/24"), _running("vm-a", "worker-2"))
     assert c.hosts()["10.100.0.10/32"] == ("vm-a.default", "worker-2")
-    c.step(_node("worker-3", 5))  # worker-3's InternalIP becomes 10.100.0.10 (inside net-a: no next hop either)
+    c.step(_node("worker-3", 5))  # worker-3's InternalIP becomes 10.100.0.10: net-a is node space now, refused whole
     assert "10.100.0.10/32" not in c.hosts()
-    assert c.reasons() == {("vm-a.default", "covers-infrastructure")}
+    assert c.reasons() == {("net-a", "overlaps-node-network"), ("vm-a.default", "overlaps-node-network")}
     c.step(_node("worker-3", 0))
     assert c.hosts()["10.100.0.10/32"] == ("vm-a.default", "worker-2")
 

@@ -574,7 +574,7 @@ def test_a_network_covering_a_bgp_session_address_is_refused_whole_and_the_nodes
         k8s.state(NODES, fabric, k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24"], labels=ADV), CLAIM_A, VMI_A),
         k8s.config(**config_overrides),
     )
-    assert ("ClusterUserDefinedNetwork fabric", subnets[0], "covers-infrastructure") in refused(p)
+    assert ("ClusterUserDefinedNetwork fabric", subnets[0], "contains-peer-address") in refused(p)
     assert not any(r.network == "fabric" for r in p.routes)
     assert {(str(r.prefix), str(r.next_hop)) for r in p.routes if r.kind == "host"} == {
         ("192.168.100.5/32", "10.0.0.11")
