@@ -172,6 +172,12 @@ TOO_MANY_ADDRESSES = "too-many-addresses"
 `networks.secondary[].maxAddressesPerInterface`: the first ones (in the order reported) are taken, the rest refused
 in one refusal (a guest reports anything; 1,000 addresses must not become 1,000 routes)."""
 
+NAMESPACE_NOT_SELECTED = "namespace-not-selected"
+"""An IPAMClaim, or a VMI interface reporting guest addresses, in a namespace the CUDN's `namespaceSelector` does not
+select (OVN-K renders the network's NetworkAttachmentDefinition only in the selected namespaces, so no VM there is on
+the network). Refused, and never a party to the duplicate rule: an older claim there cannot take a real VM's address.
+A namespace bgpadv has not listed is judged by its name label alone (`planner.networks.selects_unlisted`)."""
+
 ALL_REASONS: tuple[str, ...] = (
     OUTSIDE_NETWORK_SUBNETS,
     DEFAULT_GATEWAY_ADDRESS,
@@ -209,6 +215,7 @@ ALL_REASONS: tuple[str, ...] = (
     OVERLAPS_CLUSTER_NETWORK,
     OVERLAPS_OVN_INTERNAL,
     DUPLICATE_NODE_ADDRESS,
+    NAMESPACE_NOT_SELECTED,
 )
 
 

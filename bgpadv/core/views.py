@@ -108,7 +108,7 @@ class Network:
     infrastructure_addresses: frozenset[Address] = frozenset()
     reserved: tuple[Prefix, ...] = ()
     host_subnet_lengths: tuple[tuple[Prefix, int], ...] = ()
-    namespace_selector: LabelSelector | None = None  # None: absent or malformed (selects no namespace)
+    namespace_selector: LabelSelector | None = None  # None: absent or malformed (selects no namespace); valid ones only
 
     @property
     def valid(self) -> bool:

@@ -14,8 +14,13 @@ or Layer3 network nor an IPAM-less secondary Layer2 one (Localnet, other Seconda
 `network-not-advertisable`, and so is every claim on it.
 
 IPAM-less secondary Layer2 networks (`role: Secondary`, `ipam.mode: Disabled`): OVN-K assigns no address, the guests
-configure their own, and `vms` reads them from the VMIs (rule 9 there). The CUDN's `namespaceSelector` is evaluated
-on the real Namespace labels (`Network.namespaces`). What may be announced is bounded by the CUDN's `subnets` when
+configure their own, and `vms` reads them from the VMIs (rule 9 there).
+
+Namespaces: on every network, claims and guest reports count only from the namespaces the CUDN's
+`namespaceSelector` selects (`Network.selects_namespace`, `namespace-not-selected` otherwise), evaluated on the
+real Namespace labels; a namespace bgpadv has not listed (a dump without Namespaces, an event racing its
+Namespace's) only by its `kubernetes.io/metadata.name` label and only when the selector reads no other label. A
+Namespace appearing, going or relabelled changes the networks (the incremental planner rebuilds its host caches). What may be announced is bounded by the CUDN's `subnets` when
 it has one (as the epic describes; then the subnet is announced as for any Layer2 network, its network/broadcast and
 gateway addresses are refused) and by `networks.secondary[].allowedPrefixes` of bgpadv's configuration when set
 (`outside-allowed-prefixes`). Without a subnet (the CRD today), the allowed prefixes are the network's ranges (the
@@ -105,8 +110,12 @@ class Network:
     infrastructure_addresses: frozenset[Address] = frozenset()  # implied management-port addresses
     ipam_disabled: bool = False
     host_subnet_lengths: tuple[tuple[SubnetRange, int], ...] = ()  # Layer3: (cidr, hostSubnet) when set
-    # IPAM-less secondary Layer2 networks (guest-reported addresses, see `vms`); None on every other network:
-    namespaces: frozenset[str] | None = None  # the namespaces its namespaceSelector selects (real labels)
+    # the namespaces its namespaceSelector selects among those listed (real labels), and those it does not select:
+    namespaces: frozenset[str] = frozenset()
+    unselected: frozenset[str] = frozenset()
+    namespace_selector: LabelSelector | None = None  # for namespaces not listed (see `selects_namespace`)
+    # IPAM-less secondary Layer2 networks (guest-reported addresses, see `vms`):
+    guest_reports: bool = False
     allowed: tuple[SubnetRange, ...] = ()  # networks.secondary[].allowedPrefixes, beside a CUDN subnet
     max_addresses: int = 0  # networks.secondary[].maxAddressesPerInterface
     announce_subnets: bool = True  # False: `subnets` are the configured allowed prefixes (no CUDN subnet)
@@ -128,6 +137,34 @@ class Network:
         `check` is the same function, precompiled; `checks.host_address_reason` is the reference it must equal.
         """
         return self.check(version, value)
+
+    def selects_namespace(self, namespace: str) -> bool:
+        """True when the CUDN's `namespaceSelector` selects `namespace` (where OVN-K renders its NAD): by the
+        Namespace's real labels when it is listed; otherwise by the one label the API server gives every namespace
+        (`kubernetes.io/metadata.name`), and only when the selector reads no other label (see `selects_unlisted`)."""
+        if namespace in self.namespaces:
+            return True
+        if namespace in self.unselected:
+            return False
+        return selects_unlisted(self.namespace_selector, namespace)
+
+
+NAME_LABEL = "kubernetes.io/metadata.name"
+"""The label the API server sets on every Namespace: its name."""
+
+
+def selects_unlisted(selector: LabelSelector | None, namespace: str) -> bool:
+    """Whether `selector` selects a namespace bgpadv has not listed (a dump without Namespace objects, or a claim
+    whose Namespace event has not arrived yet): only its name label is known, so the selector selects it only when
+    every requirement is on that label and holds (`{}` selects it; a requirement on any other label, even `NotIn`
+    or `DoesNotExist`, does not: what is unknown never selects)."""
+    if selector is None:
+        return False
+    if any(k != NAME_LABEL for k, _ in selector.match_labels) or any(
+        k != NAME_LABEL for k, _, _ in selector.match_expressions
+    ):
+        return False
+    return selector.matches({NAME_LABEL: namespace})
 
 
 def _bounded(
@@ -252,9 +289,9 @@ def _classify(state: ClusterState, config: Config, result: Networks) -> list[tup
             result.refusals.extend(Refusal(view.ref, p.value, p.reason, p.message, name) for p in view.problems)
             result.claim_refusals[name] = view.claim_problem or (checks.INVALID_NETWORK_DEFINITION, f"CUDN {name}")
             continue
-        network = _from_view(view)
+        network = _with_namespaces(_from_view(view), view.namespace_selector, state.namespaces)
         if view.secondary:
-            network = _secondary(network, view.namespace_selector, state.namespaces, secondaries.get(name))
+            network = _secondary(network, secondaries.get(name))
         valid.append((view.age, network))
     return valid
 
@@ -320,12 +357,16 @@ def selected_namespaces(selector: LabelSelector | None, namespaces: Mapping[str,
     return frozenset(name for name, ns in namespaces.items() if selector.matches(ns.labels))
 
 
-def _secondary(
-    network: Network,
-    selector: LabelSelector | None,
-    namespaces: Mapping[str, views.Namespace],
-    conf: SecondaryNetworkConfig | None,
+def _with_namespaces(
+    network: Network, selector: LabelSelector | None, namespaces: Mapping[str, views.Namespace]
 ) -> Network:
+    """The network with the listed namespaces its `namespaceSelector` selects and those it does not."""
+    selected = selected_namespaces(selector, namespaces)
+    unselected = frozenset(namespaces) - selected
+    return replace(network, namespaces=selected, unselected=unselected, namespace_selector=selector)
+
+
+def _secondary(network: Network, conf: SecondaryNetworkConfig | None) -> Network:
     """An IPAM-less secondary Layer2 network: its selected namespaces and the ranges guest addresses may lie in.
 
     With a CUDN subnet, the subnet (its network/broadcast and gateway addresses excluded) and, when configured, the
@@ -340,10 +381,9 @@ def _secondary(
         else ()
     )
     limit = conf.max_addresses_per_interface if conf is not None else DEFAULT_MAX_ADDRESSES_PER_INTERFACE
-    selected = selected_namespaces(selector, namespaces)
     if network.subnets:
-        return replace(network, namespaces=selected, allowed=allowed, max_addresses=limit)
-    return replace(network, namespaces=selected, subnets=allowed, max_addresses=limit, announce_subnets=False)
+        return replace(network, guest_reports=True, allowed=allowed, max_addresses=limit)
+    return replace(network, guest_reports=True, subnets=allowed, max_addresses=limit, announce_subnets=False)
 
 
 def _layer3_wanted(

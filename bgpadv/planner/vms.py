@@ -10,6 +10,9 @@ Rules, in the order the planner applies them to each IPAMClaim:
    (`network-not-selected`, `network-not-advertisable`, `invalid-network-definition`, `network-overlap`); a CUDN being
    deleted skips it silently; a missing CUDN gives `unknown-network`. `<ns>_<name>` is a namespaced UDN
    (`namespaced-udn-not-advertisable`); anything else is `unknown-network`. A claim being deleted is skipped.
+   1b. Namespace: the claim's namespace must be one the CUDN's `namespaceSelector` selects (OVN-K renders the NAD
+   only there; `Network.selects_namespace`); otherwise it is refused `namespace-not-selected` and takes no part in
+   rule 4, so an older claim elsewhere never takes a real VM's address.
 2. VM: same namespace, VMI name = the claim's label `kubevirt.io/vm`, else the name of its ownerReference of kind
    VirtualMachine or VirtualMachineInstance. The claim name is never parsed. No link at all, or a label and an
    ownerReference that name different VMs: `malformed-object`.
@@ -56,7 +59,8 @@ advertised, refused by rule 1 before any conflict.
 9. Guest-reported addresses: an IPAM-less secondary Layer2 network (`role: Secondary`, `ipam.mode: Disabled`;
    see `networks`) has no claims. A Running VMI attaches to it through `spec.networks[].multus.networkName` =
    `<cudn>` or `<namespace>/<cudn>` (the NetworkAttachmentDefinition the CUDN generates is named after it), where the
-   NAD's namespace (the VMI's when not written) is one the CUDN's `namespaceSelector` selects by its real labels.
+   NAD's namespace (the VMI's when not written) and the VMI's own are namespaces the CUDN's `namespaceSelector`
+   selects by their real labels (else the attachment is refused `namespace-not-selected`, rule 1b).
    The addresses are the `status.interfaces[]` entry of the same `name`: `ipAddresses` (else `ipAddress`), bare IPs,
    taken only when `infoSource` names `guest-agent` (or is absent, older KubeVirt). A guest reports anything: at most
    `maxAddressesPerInterface` entries are taken per interface (the rest refused `too-many-addresses`), each

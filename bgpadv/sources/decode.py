@@ -455,7 +455,7 @@ def decode_network(obj: object, key: object = None) -> Network:
         return Network(**common, problems=tuple(problems.items), claim_problem=claim)
     secondary = topology == "Layer2" and role == "Secondary" and ipam_disabled
     raw_selector = spec.get("namespaceSelector")
-    selector = selectors.parse(raw_selector)[0] if secondary and isinstance(raw_selector, dict) else None
+    selector = selectors.parse(raw_selector)[0] if isinstance(raw_selector, dict) else None
     return Network(**common, **definition, secondary=secondary, namespace_selector=selector)
 
 
