@@ -178,6 +178,26 @@ select (OVN-K renders the network's NetworkAttachmentDefinition only in the sele
 the network). Refused, and never a party to the duplicate rule: an older claim there cannot take a real VM's address.
 A namespace bgpadv has not listed is judged by its name label alone (`planner.networks.selects_unlisted`)."""
 
+VRF_NOT_SERVED = "vrf-not-served"
+"""A selected CUDN bound to a VRF other than the default one, which bgpadv's sessions (default VRF only; peers have
+no VRF) do not serve: `spec.network.transport: EVPN` (its MAC-VRF/IP-VRF), or, with
+`networks.followRouteAdvertisements`, only RouteAdvertisements whose `targetVRF` is not `default` (`auto`: the
+network's own VRF, VRF-Lite; or a VRF name) select it. Announcing it on the default-VRF sessions would leak a
+VRF-isolated network: the CUDN is refused whole, and so is every claim on it. A network also selected by a
+default-VRF RouteAdvertisements is served (OVN-K advertises it in the default VRF too)."""
+
+NODE_NOT_SELECTED = "node-not-selected"
+"""The route points at a node that no default-VRF RouteAdvertisements advertising the network selects
+(`spec.nodeSelector`; OVN-K's CRD allows a non-empty one only without PodNetwork, so only a hand-written dump or an
+older CRD holds this): OVN-K treats the network as advertised on the selected nodes only, so traffic for a VM (or a
+Layer3 host subnet) on another node would meet SNAT and no ingress path. Refused, for host routes and Layer3 host
+subnets alike; the VM's route comes back when it runs on a selected node."""
+
+ADVERTISEMENT_NOT_IMPLEMENTED = "advertisement-not-implemented"
+"""A RouteAdvertisements that selects a network bgpadv serves asks for an advertisement type bgpadv does not
+implement (`EgressIP`, or any value but `PodNetwork`): bgpadv announces pod networks (subnets and VM host routes)
+only, so the refusal, on the RouteAdvertisements, says that part is left to OVN-K's own FRR integration."""
+
 ALL_REASONS: tuple[str, ...] = (
     OUTSIDE_NETWORK_SUBNETS,
     DEFAULT_GATEWAY_ADDRESS,
@@ -216,6 +236,9 @@ ALL_REASONS: tuple[str, ...] = (
     OVERLAPS_OVN_INTERNAL,
     DUPLICATE_NODE_ADDRESS,
     NAMESPACE_NOT_SELECTED,
+    VRF_NOT_SERVED,
+    NODE_NOT_SELECTED,
+    ADVERTISEMENT_NOT_IMPLEMENTED,
 )
 
 

@@ -214,6 +214,15 @@ pods = st.builds(
     st.sampled_from((True, True, False)),
     st.sampled_from(("Running", "Running", "Running", "Failed")),
 )
+ras_vrf = st.builds(  # RouteAdvertisements (read with followRouteAdvertisements): VRF, node selector, advert. types
+    lambda name, vrf, node_selector, kinds: k8s.route_advertisements(
+        name, {"matchLabels": dict(k8s.ADVERTISED)}, target_vrf=vrf, node_selector=node_selector, advertisements=kinds
+    ),
+    st.sampled_from(("ra-a", "ra-b")),
+    st.sampled_from(("default", "default", None, "auto", "tenant-blue")),
+    st.sampled_from(({}, {}, {"matchLabels": {"kubernetes.io/hostname": "worker-1"}})),
+    st.sampled_from((["PodNetwork"], ["PodNetwork"], ["PodNetwork", "EgressIP"], ["EgressIP"])),
+)
 nodes = st.builds(_node, st.sampled_from(NODES), st.integers(0, 8), st.sampled_from(CREATED))
 cudns = st.builds(_cudn, st.sampled_from(("net-a", "net-b", "l3", "flat")), st.integers(0, 12))
 ras = st.builds(
@@ -225,7 +234,7 @@ ras = st.builds(
     st.sampled_from((True, True, False, None)),
     st.sampled_from((2, 2, 1, None)),
 )
-objects_ = st.one_of(claims, claims, vmis, vmis, pods, pods, nodes, cudns, cudns, namespaces, ras)
+objects_ = st.one_of(claims, claims, vmis, vmis, pods, pods, nodes, cudns, cudns, namespaces, ras, ras_vrf)
 # (delete?, object); a delete removes whatever is stored under the object's key
 changes = st.tuples(st.sampled_from([False] * 4 + [True]), objects_)
 # a batch of changes planned together; None-hints are drawn per batch
