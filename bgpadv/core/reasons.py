@@ -46,7 +46,13 @@ NAMESPACED_UDN_NOT_ADVERTISABLE = "namespaced-udn-not-advertisable"
 cannot select."""
 
 UNKNOWN_NETWORK = "unknown-network"
-"""The claim's `spec.network` names no ClusterUserDefinedNetwork that exists (or is no OVN-K UDN name at all)."""
+"""The claim's `spec.network` names a ClusterUserDefinedNetwork (`cluster_udn_<name>`) that does not exist."""
+
+FOREIGN_NETWORK = "foreign-network"
+"""The claim's `spec.network` is neither a CUDN's network name (`cluster_udn_<name>`) nor a namespaced UDN's
+(`<namespace>_<name>`): the network of a NetworkAttachmentDefinition bgpadv does not serve (kubevirt/ipam-extensions'
+README example `tenantblue`). Out of scope (`OUT_OF_SCOPE_REASONS`). Before 2026-12 such claims were refused
+`unknown-network`."""
 
 NETWORK_NOT_SELECTED = "network-not-selected"
 """The claim is on an existing CUDN that the configuration (label selector and/or RouteAdvertisements) does not
@@ -198,6 +204,14 @@ ADVERTISEMENT_NOT_IMPLEMENTED = "advertisement-not-implemented"
 implement (`EgressIP`, or any value but `PodNetwork`): bgpadv announces pod networks (subnets and VM host routes)
 only, so the refusal, on the RouteAdvertisements, says that part is left to OVN-K's own FRR integration."""
 
+OUT_OF_SCOPE_REASONS: frozenset[str] = frozenset(
+    {NETWORK_NOT_SELECTED, NAMESPACED_UDN_NOT_ADVERTISABLE, FOREIGN_NETWORK}
+)
+"""Refusals of objects on networks bgpadv does not serve (a CUDN its selector or RouteAdvertisements do not select, a
+namespaced UDN, a NAD network): they stay in the plan (render lists them) but raise no Warning Event and no
+`bgpadv_routes_rejected_total`; `bgpadv_out_of_scope_objects{reason}` counts them, and each new one is logged at
+debug level. Every other refusal concerns a network bgpadv serves and keeps its Warning."""
+
 ALL_REASONS: tuple[str, ...] = (
     OUTSIDE_NETWORK_SUBNETS,
     DEFAULT_GATEWAY_ADDRESS,
@@ -239,6 +253,7 @@ ALL_REASONS: tuple[str, ...] = (
     VRF_NOT_SERVED,
     NODE_NOT_SELECTED,
     ADVERTISEMENT_NOT_IMPLEMENTED,
+    FOREIGN_NETWORK,
 )
 
 

@@ -48,7 +48,8 @@ class NetworkResolver:
             return None, (checks.UNKNOWN_NETWORK, f"no ClusterUserDefinedNetwork {describe(cudn)}", "")
         if "_" in net_name:
             return None, (checks.NAMESPACED_UDN_NOT_ADVERTISABLE, "RouteAdvertisements cannot select a UDN", "")
-        return None, (checks.UNKNOWN_NETWORK, "not the network name of a ClusterUserDefinedNetwork", "")
+        message = "not the network name of a ClusterUserDefinedNetwork: a NetworkAttachmentDefinition's network"
+        return None, (reasons.FOREIGN_NETWORK, message, "")
 
 
 def read_claim(claim: Claim, resolve: NetworkResolver, out: Collector) -> None:

@@ -213,7 +213,7 @@ def test_compiled_checker_equals_the_reference_on_the_edges():
     [
         pytest.param("imported-vms_tenantnet", "namespaced-udn-not-advertisable", id="namespaced-udn"),
         pytest.param("cluster_udn_vmnet-ghost", "unknown-network", id="missing-cudn"),
-        pytest.param("tenantblue", "unknown-network", id="raw-nad-network"),
+        pytest.param("tenantblue", "foreign-network", id="raw-nad-network"),
         pytest.param("cluster_udn_vmnet-lab", "network-not-selected", id="unselected-cudn"),
         pytest.param("cluster_udn_physnet", "network-not-advertisable", id="localnet-cudn"),
     ],
