@@ -50,8 +50,8 @@ def _cudn(name: str, variant: int) -> dict:
     net-a, younger), 5 older than the others (net-b: overlapping net-a, older), 6-10 five invalid definitions
     (a CUDN moving from one to another changes its refusals, not its routes; two of them share their first problem,
     so their claims' refusals are the same and only the CUDN's own differ), 11 over node and infrastructure space
-    (net-a: the node network, the session's subnet; net-b: OVN-K's join subnet), 12 selecting its namespaces by a label (`guests: flat`)
-    instead of by name (claims elsewhere: `namespace-not-selected`)."""
+    (net-a: the node network, the session's subnet; net-b: OVN-K's join subnet), 12 selecting its namespaces by a
+    label (`guests: flat`) instead of by name (claims elsewhere: `namespace-not-selected`)."""
     labels = None if variant == 1 else k8s.ADVERTISED
     created_at = "2024-06-01T00:00:00Z" if variant == 5 else k8s.DEFAULT_CREATED
     if name == "l3":
