@@ -182,3 +182,12 @@ def test_an_egress_ip_ra_selecting_no_served_network_is_none_of_bgpadvs_business
     p = both(k8s.state(NODES, vmnet(), ra(), other, vm()), FOLLOW)
     assert routes(p) == SERVED
     assert p.rejected == ()
+
+
+def test_render_shows_the_vrf_refusal_on_the_cudn_and_its_claims():
+    from bgpadv.commands.render import render_plan
+
+    text = render_plan(plan(k8s.state(NODES, vmnet(evpn=MAC_VRF), vm()), k8s.config()), "table")
+    assert "no routes" in text
+    assert text.count("vrf-not-served") == 2
+    assert "macVRF vni 100" in text
