@@ -197,7 +197,8 @@ NODE_NOT_SELECTED = "node-not-selected"
 (`spec.nodeSelector`; OVN-K's CRD allows a non-empty one only without PodNetwork, so only a hand-written dump or an
 older CRD holds this): OVN-K treats the network as advertised on the selected nodes only, so traffic for a VM (or a
 Layer3 host subnet) on another node would meet SNAT and no ingress path. Refused, for host routes and Layer3 host
-subnets alike; the VM's route comes back when it runs on a selected node."""
+subnets alike, and for a Layer2 subnet (next hop self) a per-node speaker on such a node would announce; the VM's
+route comes back when it runs on a selected node."""
 
 ADVERTISEMENT_NOT_IMPLEMENTED = "advertisement-not-implemented"
 """A RouteAdvertisements that selects a network bgpadv serves asks for an advertisement type bgpadv does not

@@ -28,7 +28,8 @@ VRF; or a VRF name). One default-VRF RouteAdvertisements among them is enough to
 RouteAdvertisements, the rest of the spec (with `followRouteAdvertisements`): `nodeSelector` of the default-VRF
 RouteAdvertisements selecting a network bounds the nodes it is advertised on (`Network.node_selectors`; OVN-K's
 CRD demands `{}` with PodNetwork, i.e. every node); a host route or Layer3 host subnet pointing at another node is
-refused `node-not-selected`. `advertisements` other than `PodNetwork` (`EgressIP`) are not bgpadv's: each gets
+refused `node-not-selected`, and so, in per-node mode, is a Layer2 subnet (next hop self) announced by a speaker whose
+node the selectors leave out. `advertisements` other than `PodNetwork` (`EgressIP`) are not bgpadv's: each gets
 one `advertisement-not-implemented` refusal on the RouteAdvertisements when it selects a network bgpadv's selector
 selects. `frrConfigurationSelector` picks frr-k8s FRRConfigurations (peers for OVN-K's own FRR): bgpadv's peers are
 its configuration's, so it is not read.
@@ -507,6 +508,14 @@ def subnet_routes(
         if network.topology != "Layer2":
             layer3.append(network)
         elif network.announce_subnets:
+            here = _unselected_speaker(network, config, nodes)
+            if here is not None:  # per-node mode on a node OVN-K does not advertise the network on
+                message = f"no RouteAdvertisements advertising CUDN {network.name} selects node {here} (this speaker's)"
+                refusals.extend(
+                    Refusal(network.ref, str(s.network), reasons.NODE_NOT_SELECTED, message, network.name)
+                    for s in network.subnets
+                )
+                continue
             routes.extend(
                 Route(s.network, None, network.name, RouteKind.SUBNET, network.ref, None, attrs)
                 for s in network.subnets
@@ -532,6 +541,16 @@ def subnet_routes(
             continue
         routes.append(Route(net, next_hop, network.name, RouteKind.SUBNET, info.ref, info.name, attrs))
     return routes, refusals
+
+
+def _unselected_speaker(network: Network, config: Config, nodes: Mapping[str, NodeInfo]) -> str | None:
+    """In per-node mode, this speaker's node when the network's RouteAdvertisements do not select it (its Layer2
+    subnet, next hop self, would pull traffic to a node without the network's ingress path); else None."""
+    here = config.node_name
+    if not here or network.node_selectors is None:
+        return None
+    info = nodes.get(here)
+    return None if info is not None and network.selects_node(info.labels) else here
 
 
 def _host_subnet_refusal(network: Network, info: NodeInfo, entry: views.HostSubnet) -> Refusal | None:

@@ -247,6 +247,7 @@ CONFIGS = {
     "per-node": k8s.config(nodeName="worker-2"),
     "no-subnets": k8s.config(networks={"subnets": False}),
     "follow-ra": k8s.config(networks={**SECONDARY, "followRouteAdvertisements": True}),
+    "per-node-follow-ra": k8s.config(nodeName="worker-2", networks={"followRouteAdvertisements": True}),
 }
 
 

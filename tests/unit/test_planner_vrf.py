@@ -191,3 +191,18 @@ def test_render_shows_the_vrf_refusal_on_the_cudn_and_its_claims():
     assert "no routes" in text
     assert text.count("vrf-not-served") == 2
     assert "macVRF vni 100" in text
+
+
+@pytest.mark.parametrize(
+    ("speaker", "announced"),
+    [pytest.param("worker-1", True, id="selected-speaker"), pytest.param("worker-2", False, id="unselected-speaker")],
+)
+def test_per_node_a_speaker_outside_the_node_selector_does_not_announce_the_layer2_subnet(speaker, announced):
+    config = k8s.config(networks={"followRouteAdvertisements": True}, nodeName=speaker)
+    p = both(k8s.state(NODES, vmnet(), ra(node_selector={"matchLabels": {"bgp": "enabled"}})), config)
+    if announced:
+        assert routes(p) == {("192.168.100.0/24", "subnet")}
+        assert p.rejected == ()
+    else:
+        assert p.routes == ()
+        assert refused(p) == {(CUDN, "192.168.100.0/24", "node-not-selected")}
