@@ -59,6 +59,7 @@ def node(
     host_cidrs: Sequence[str] = (),
     external_ips: Sequence[str] = (),
     ovn_internal: bool = False,
+    labels: dict[str, str] | None = None,
 ) -> dict:
     """A Node with InternalIP addresses and the OVN-K annotations `node-primary-ifaddr` and `node-subnets`.
 
@@ -67,7 +68,8 @@ def node(
     default pod network (`node-subnets` "default", a list); `host_cidrs` are more host addresses with their masks
     beside the primary interface's (a secondary NIC, a VIP), `external_ips` ExternalIP entries of the status;
     `ovn_internal` adds the per-node join (`node-gateway-router-lrp-ifaddrs`), transit
-    (`node-transit-switch-port-ifaddr`) and `node-masquerade-subnet` annotations with OVN-K's default ranges.
+    (`node-transit-switch-port-ifaddr`) and `node-masquerade-subnet` annotations with OVN-K's default ranges;
+    `labels` are added to the kubelet's own.
     """
     annotations: dict[str, str] = {
         "k8s.ovn.org/node-chassis-id": uid("chassis", name),
@@ -111,6 +113,7 @@ def node(
                 "kubernetes.io/hostname": name,
                 "kubernetes.io/os": "linux",
                 "node-role.kubernetes.io/worker": "",
+                **(labels or {}),
             },
             annotations=annotations,
         ),
@@ -207,10 +210,12 @@ def cudn_layer2(
     deleting: bool = False,
     created_at: str = DEFAULT_CREATED,
     namespace_selector: dict | None = None,
+    evpn: dict | None = None,
 ) -> dict:
     """A Layer2 ClusterUserDefinedNetwork (primary, persistent IPAM by default); `created_at` is its
     creationTimestamp, `created` its NetworkCreated condition; `namespace_selector` replaces the selector of
-    `namespaces` by name."""
+    `namespaces` by name; `evpn` (`{vtep, macVRF: {vni, routeTarget}, ipVRF: {...}}`) makes it `transport: EVPN`
+    (the shape of ovn-kubernetes test/e2e/testscenario/cudn's EVPN scenarios)."""
     layer2: dict[str, Any] = {"role": role, "mtu": mtu}
     if subnets is not None:
         layer2["subnets"] = list(subnets)
@@ -224,7 +229,10 @@ def cudn_layer2(
     if persistent and ipam_mode == "Enabled":
         ipam["lifecycle"] = "Persistent"
     layer2["ipam"] = ipam
-    network = {"topology": "Layer2", "layer2": layer2}
+    network: dict[str, Any] = {"topology": "Layer2", "layer2": layer2}
+    if evpn is not None:
+        network["transport"] = "EVPN"
+        network["evpn"] = evpn
     return _cudn(name, network, labels, namespaces, created, deleting, created_at, namespace_selector)
 
 
@@ -274,11 +282,13 @@ def route_advertisements(
     accepted: bool | None = True,
     generation: int = 1,
     observed_generation: int | None = 1,
-    target_vrf: str = "default",
+    target_vrf: str | None = "default",
+    node_selector: dict | None = None,
 ) -> dict:
     """A RouteAdvertisements selecting CUDNs by `network_selector` (None: a DefaultNetwork-only RA).
 
-    `accepted`: True/False writes the Accepted condition; None writes no status at all.
+    `accepted`: True/False writes the Accepted condition; None writes no status at all. `target_vrf` None leaves
+    `targetVRF` out (the default VRF); `node_selector` replaces the empty `nodeSelector`.
     """
     selectors: list[dict] = []
     if network_selector is not None:
@@ -298,10 +308,12 @@ def route_advertisements(
             "targetVRF": target_vrf,
             "advertisements": list(advertisements),
             "networkSelectors": selectors,
-            "nodeSelector": {},
+            "nodeSelector": node_selector if node_selector is not None else {},
             "frrConfigurationSelector": {"matchLabels": {"bgp": "tor"}},
         },
     }
+    if target_vrf is None:
+        del ra["spec"]["targetVRF"]
     if accepted is not None:
         condition: dict[str, Any] = {
             "type": "Accepted",

@@ -46,7 +46,13 @@ NAMESPACED_UDN_NOT_ADVERTISABLE = "namespaced-udn-not-advertisable"
 cannot select."""
 
 UNKNOWN_NETWORK = "unknown-network"
-"""The claim's `spec.network` names no ClusterUserDefinedNetwork that exists (or is no OVN-K UDN name at all)."""
+"""The claim's `spec.network` names a ClusterUserDefinedNetwork (`cluster_udn_<name>`) that does not exist."""
+
+FOREIGN_NETWORK = "foreign-network"
+"""The claim's `spec.network` is neither a CUDN's network name (`cluster_udn_<name>`) nor a namespaced UDN's
+(`<namespace>_<name>`): the network of a NetworkAttachmentDefinition bgpadv does not serve (kubevirt/ipam-extensions'
+README example `tenantblue`). Out of scope (`OUT_OF_SCOPE_REASONS`). Before 2026-12 such claims were refused
+`unknown-network`."""
 
 NETWORK_NOT_SELECTED = "network-not-selected"
 """The claim is on an existing CUDN that the configuration (label selector and/or RouteAdvertisements) does not
@@ -172,6 +178,41 @@ TOO_MANY_ADDRESSES = "too-many-addresses"
 `networks.secondary[].maxAddressesPerInterface`: the first ones (in the order reported) are taken, the rest refused
 in one refusal (a guest reports anything; 1,000 addresses must not become 1,000 routes)."""
 
+NAMESPACE_NOT_SELECTED = "namespace-not-selected"
+"""An IPAMClaim, or a VMI interface reporting guest addresses, in a namespace the CUDN's `namespaceSelector` does not
+select (OVN-K renders the network's NetworkAttachmentDefinition only in the selected namespaces, so no VM there is on
+the network). Refused, and never a party to the duplicate rule: an older claim there cannot take a real VM's address.
+A namespace bgpadv has not listed is judged by its name label alone (`planner.networks.selects_unlisted`)."""
+
+VRF_NOT_SERVED = "vrf-not-served"
+"""A selected CUDN bound to a VRF other than the default one, which bgpadv's sessions (default VRF only; peers have
+no VRF) do not serve: `spec.network.transport: EVPN` (its MAC-VRF/IP-VRF), or, with
+`networks.followRouteAdvertisements`, only RouteAdvertisements whose `targetVRF` is not `default` (`auto`: the
+network's own VRF, VRF-Lite; or a VRF name) select it. Announcing it on the default-VRF sessions would leak a
+VRF-isolated network: the CUDN is refused whole, and so is every claim on it. A network also selected by a
+default-VRF RouteAdvertisements is served (OVN-K advertises it in the default VRF too)."""
+
+NODE_NOT_SELECTED = "node-not-selected"
+"""The route points at a node that no default-VRF RouteAdvertisements advertising the network selects
+(`spec.nodeSelector`; OVN-K's CRD allows a non-empty one only without PodNetwork, so only a hand-written dump or an
+older CRD holds this): OVN-K treats the network as advertised on the selected nodes only, so traffic for a VM (or a
+Layer3 host subnet) on another node would meet SNAT and no ingress path. Refused, for host routes and Layer3 host
+subnets alike, and for a Layer2 subnet (next hop self) a per-node speaker on such a node would announce; the VM's
+route comes back when it runs on a selected node."""
+
+ADVERTISEMENT_NOT_IMPLEMENTED = "advertisement-not-implemented"
+"""A RouteAdvertisements that selects a network bgpadv serves asks for an advertisement type bgpadv does not
+implement (`EgressIP`, or any value but `PodNetwork`): bgpadv announces pod networks (subnets and VM host routes)
+only, so the refusal, on the RouteAdvertisements, says that part is left to OVN-K's own FRR integration."""
+
+OUT_OF_SCOPE_REASONS: frozenset[str] = frozenset(
+    {NETWORK_NOT_SELECTED, NAMESPACED_UDN_NOT_ADVERTISABLE, FOREIGN_NETWORK}
+)
+"""Refusals of objects on networks bgpadv does not serve (a CUDN its selector or RouteAdvertisements do not select, a
+namespaced UDN, a NAD network): they stay in the plan (render lists them) but raise no Warning Event and no
+`bgpadv_routes_rejected_total`; `bgpadv_out_of_scope_objects{reason}` counts them, and each new one is logged at
+debug level. Every other refusal concerns a network bgpadv serves and keeps its Warning."""
+
 ALL_REASONS: tuple[str, ...] = (
     OUTSIDE_NETWORK_SUBNETS,
     DEFAULT_GATEWAY_ADDRESS,
@@ -209,6 +250,11 @@ ALL_REASONS: tuple[str, ...] = (
     OVERLAPS_CLUSTER_NETWORK,
     OVERLAPS_OVN_INTERNAL,
     DUPLICATE_NODE_ADDRESS,
+    NAMESPACE_NOT_SELECTED,
+    VRF_NOT_SERVED,
+    NODE_NOT_SELECTED,
+    ADVERTISEMENT_NOT_IMPLEMENTED,
+    FOREIGN_NETWORK,
 )
 
 

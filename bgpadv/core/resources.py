@@ -19,10 +19,16 @@ class Resource:
     label_selector: str = ""  # what the watch asks for (server-side filter)
     field_selector: str = ""  # likewise (per-node mode: launcher pods of this node only, see `for_node`)
     optional: bool = True  # a CRD that may be absent (KubeVirt not installed): logged and retried, never fatal
+    also_served: tuple[str, ...] = ()  # other versions upstream still serves in the same shape (read as `version`)
 
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def api_versions(self) -> tuple[str, ...]:
+        """Every apiVersion an object of this kind is read in: `api_version`, then the other served ones."""
+        return (self.api_version, *(f"{self.group}/{v}" if self.group else v for v in self.also_served))
 
     def key(self, obj: dict[str, Any]) -> tuple[str, str] | str:
         """The key an object is stored under: name, or (namespace, name) for namespaced kinds. Malformed metadata
@@ -43,14 +49,24 @@ ROUTE_ADVERTISEMENTS = Resource(
     "RouteAdvertisements", "k8s.ovn.org", "v1", "routeadvertisements", False, "route_advertisements"
 )
 IPAM_CLAIM = Resource("IPAMClaim", "k8s.cni.cncf.io", "v1alpha1", "ipamclaims", True, "ipam_claims")
-VMI = Resource("VirtualMachineInstance", "kubevirt.io", "v1", "virtualmachineinstances", True, "vmis")
+VMI = Resource(
+    "VirtualMachineInstance", "kubevirt.io", "v1", "virtualmachineinstances", True, "vmis", also_served=("v1alpha3",)
+)
+"""KubeVirt's CRD serves v1 (storage) and v1alpha3, identical in shape (kubevirt pkg/virt-operator/resource/generate/
+components/crds.go: one schema, both versions served); the watch asks for v1 and the API server converts, a manifest
+dump may hold either."""
 LAUNCHER_POD = Resource(
     "Pod", "", "v1", "pods", True, "pods", label_selector="kubevirt.io=virt-launcher", optional=False
 )
 NODE = Resource("Node", "", "v1", "nodes", False, "nodes", optional=False)
 NAMESPACE = Resource("Namespace", "", "v1", "namespaces", False, "namespaces", optional=False)
-"""Read for their labels only: a CUDN's `namespaceSelector` decides which namespaces an IPAM-less secondary network
-takes guest addresses from."""
+"""Read for their labels only: a CUDN's `namespaceSelector` decides which namespaces its claims and guest reports may
+come from (`namespace-not-selected`).
+
+Served versions (checked against upstream): ClusterUserDefinedNetwork and RouteAdvertisements k8s.ovn.org/v1 only
+(ovn-kubernetes go-controller/pkg/crd/*/v1); IPAMClaim k8s.cni.cncf.io/v1alpha1 only (k8snetworkplumbingwg/ipamclaims
+pkg/crd/ipamclaims/v1alpha1); VirtualMachineInstance kubevirt.io/v1 and v1alpha3; Pod, Node, Namespace v1. A
+manifest of a watched kind in any other apiVersion is refused with a warning (`unread_version`), never silently."""
 
 
 def for_node(resource: Resource, node: str) -> Resource:
@@ -70,7 +86,7 @@ BY_KIND: dict[str, Resource] = {r.kind: r for r in ALL}
 def resource_for(obj: dict[str, Any]) -> Resource | None:
     """The watched resource an object belongs to, by apiVersion and kind; None for anything else."""
     res = BY_KIND.get(obj.get("kind") or "")
-    if res is None or obj.get("apiVersion") != res.api_version:
+    if res is None or obj.get("apiVersion") not in res.api_versions:
         return None
     if res is LAUNCHER_POD:
         meta = obj.get("metadata")
@@ -78,6 +94,18 @@ def resource_for(obj: dict[str, Any]) -> Resource | None:
         if not isinstance(labels, dict) or labels.get("kubevirt.io") != "virt-launcher":
             return None
     return res
+
+
+def unread_version(obj: dict[str, Any]) -> str | None:
+    """Why an object of a watched kind is not read for its apiVersion ("VirtualMachineInstance kubevirt.io/v2 is
+    not a version bgpadv reads (kubevirt.io/v1, kubevirt.io/v1alpha3)"), or None (not a watched kind, or read)."""
+    kind = obj.get("kind")
+    res = BY_KIND.get(kind) if isinstance(kind, str) else None
+    version = obj.get("apiVersion")
+    if res is None or version in res.api_versions:
+        return None
+    shown = version if isinstance(version, str) and len(version) <= 64 else repr(version)[:64]
+    return f"{res.kind} {shown} is not a version bgpadv reads ({', '.join(res.api_versions)})"
 
 
 def resource_version(obj: dict[str, Any]) -> str:

@@ -108,23 +108,41 @@ class Network:
     infrastructure_addresses: frozenset[Address] = frozenset()
     reserved: tuple[Prefix, ...] = ()
     host_subnet_lengths: tuple[tuple[Prefix, int], ...] = ()
-    namespace_selector: LabelSelector | None = None  # None: absent or malformed (selects no namespace)
+    namespace_selector: LabelSelector | None = None  # None: absent or malformed (selects no namespace); valid ones only
+    transport: str | None = None  # `spec.network.transport` as written (EVPN, NoOverlay; None: the overlay)
+    evpn: str = ""  # the `evpn` block's VRFs as people should see them ("macVRF vni 100, ipVRF vni 200")
 
     @property
     def valid(self) -> bool:
         return not self.problems and self.claim_problem is None
 
 
+DEFAULT_VRFS = ("", "default")
+"""The `targetVRF` values that mean the default VRF (absent, or `default`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class RouteAdvertisement:
     """A RouteAdvertisements object: whether it advertises `PodNetwork`, whether it is accepted for its current
-    generation, and the CUDN selectors it holds (valid ones only: a malformed selector selects nothing)."""
+    generation, and the CUDN selectors it holds (valid ones only: a malformed selector selects nothing).
+
+    `target_vrf`: `spec.targetVRF` as written ("" when absent; `auto` or a VRF name keep the networks in their own
+    VRF). `node_selector`: `spec.nodeSelector` (the empty selector: every node; None: malformed, selects no node).
+    `advertisements`: `spec.advertisements` as written, strings only (PodNetwork, EgressIP, ...)."""
 
     name: str
     resource_version: str = ""
     pod_network: bool = False
     accepted: bool = False
     network_selectors: tuple[LabelSelector, ...] = ()
+    ref: ObjectRef | None = None
+    target_vrf: str = ""
+    node_selector: LabelSelector | None = field(default_factory=LabelSelector)
+    advertisements: tuple[str, ...] = ()
+
+    @property
+    def default_vrf(self) -> bool:
+        return self.target_vrf in DEFAULT_VRFS
 
     @property
     def selectors(self) -> tuple[LabelSelector, ...]:

@@ -13,6 +13,10 @@ core/v1 Events of type Warning on the object the value came from:
   Event is dropped and counted. Nothing here raises into the caller.
 
 Cluster-scoped objects (ClusterUserDefinedNetwork, Node, RouteAdvertisements) get their Events in `default`.
+
+Out of scope is quiet: refusals of objects on networks bgpadv does not serve (`reasons.OUT_OF_SCOPE_REASONS`: an
+unselected CUDN, a namespaced UDN, a NAD network) get no Event, only a debug log line when they first appear (the
+metric `bgpadv_out_of_scope_objects{reason}` counts them, see `readiness`).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import Any
 
 from bgpadv.core import resources
 from bgpadv.core.model import Cause, ObjectRef, Plan, Refusal
+from bgpadv.core.reasons import OUT_OF_SCOPE_REASONS
 from bgpadv.observe.observers import NullObserver
 
 log = logging.getLogger(__name__)
@@ -134,6 +139,7 @@ class EventRecorder(NullObserver):
         self._bucket = TokenBucket(rate, burst)  # real time: it paces real API calls
         self._queue: queue.Queue[_Call | None] = queue.Queue(maxsize=queue_size)
         self._tracked: dict[_Key, _Tracked] = {}
+        self._quiet: set[_Key] = set()  # out-of-scope refusals of the last plan (logged once, no Event)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._seq = 0
@@ -178,7 +184,20 @@ class EventRecorder(NullObserver):
 
     def _record(self, refusals: Iterable[Refusal]) -> None:
         now = self._clock()
-        current: dict[_Key, Refusal] = {(r.source, r.reason, r.value): r for r in refusals}
+        current: dict[_Key, Refusal] = {}
+        quiet: set[_Key] = set()
+        for r in refusals:
+            key = (r.source, r.reason, r.value)
+            if r.reason not in OUT_OF_SCOPE_REASONS:
+                current[key] = r
+                continue
+            quiet.add(key)
+            if key not in self._quiet:  # out of scope: no Warning, a debug line when it first appears
+                log.debug(
+                    "out of scope, no Event",
+                    extra={"source": str(r.source), "reason": r.reason, "value": r.value, "detail": r.message},
+                )
+        self._quiet = quiet
         for key in [k for k in self._tracked if k not in current]:
             del self._tracked[key]
         for key, refusal in current.items():

@@ -213,6 +213,13 @@ class Metrics:
             "Unix time the configuration in force was applied (controller start or live reload).",
             registry=r,
         )
+        self.out_of_scope = Gauge(
+            "bgpadv_out_of_scope_objects",
+            "Objects on networks bgpadv does not serve (an unselected CUDN, a namespaced UDN, a NAD network) in the "
+            "last plan, by reason: refused quietly (no Warning Event, not in bgpadv_routes_rejected_total).",
+            ["reason"],
+            registry=r,
+        )
         self.events = Counter(
             "bgpadv_kubernetes_events_total",
             "Kubernetes Events about refusals by outcome: created, updated, dropped, failed.",

@@ -3,7 +3,10 @@
 `StatusModel` keeps what `/readyz`, `/livez` and `/status` (and `bgpadv status`) report, and moves the gauges that
 describe the same facts: `bgpadv_routes_advertised` (from acknowledged commands), `bgpadv_peer_up`,
 `bgpadv_peer_transitions_total`, `bgpadv_peer_routes_advertised`, `bgpadv_last_sync_timestamp_seconds`,
-`bgpadv_routes_rejected_total` (each distinct refusal once), `bgpadv_routes_held`, `bgpadv_resource_held`.
+`bgpadv_routes_rejected_total` (each distinct refusal once; not the out-of-scope ones,
+`reasons.OUT_OF_SCOPE_REASONS`), `bgpadv_out_of_scope_objects` (those, by reason: a gauge, the objects of the last
+plan, since they come and go with the cluster and a count of them now is what tells), `bgpadv_routes_held`,
+`bgpadv_resource_held`.
 
 Threads: the controller's loop writes, the HTTP thread reads `ready()`, `status()` and `heartbeat_age()`; every
 structure both touch is changed and read under one lock. The acknowledged-route index (`_unacked`, `_held`) is the
@@ -22,8 +25,19 @@ from typing import Any
 
 from bgpadv import __version__
 from bgpadv.core.model import Plan
+from bgpadv.core.reasons import OUT_OF_SCOPE_REASONS
 from bgpadv.observe.metrics import Metrics
 from bgpadv.observe.observers import RouteChange
+
+
+def _objects_by_reason(refusals: set[tuple[str, str, str]], counts: dict[str, int]) -> dict[str, int]:
+    """`counts` (reason → 0) with the number of distinct objects refused with each of its reasons."""
+    seen: set[tuple[str, str]] = set()
+    for source, _, reason in refusals:
+        if reason in counts and (source, reason) not in seen:
+            seen.add((source, reason))
+            counts[reason] += 1
+    return counts
 
 
 @dataclass(slots=True)
@@ -97,8 +111,12 @@ class StatusModel:
     def planned(self, plan: Plan) -> None:
         # route gauges are not the plan's: they follow acknowledged commands (command_acked)
         refusals = {(str(x.source), x.value, x.reason) for x in plan.rejected}
+        out_of_scope = dict.fromkeys(OUT_OF_SCOPE_REASONS, 0)
         for _, _, reason in refusals - self._refusals:
-            self.metrics.routes_rejected.labels(reason=reason).inc()
+            if reason not in out_of_scope:
+                self.metrics.routes_rejected.labels(reason=reason).inc()
+        for reason, objects in _objects_by_reason(refusals, out_of_scope).items():
+            self.metrics.out_of_scope.labels(reason=reason).set(objects)
         with self._lock:
             self._planned_routes = len(plan.routes)
             self._refusals = refusals

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from bgpadv.core import reasons
 from bgpadv.core.bounded import describe
 from bgpadv.core.views import Claim
 from bgpadv.planner import checks
@@ -47,7 +48,8 @@ class NetworkResolver:
             return None, (checks.UNKNOWN_NETWORK, f"no ClusterUserDefinedNetwork {describe(cudn)}", "")
         if "_" in net_name:
             return None, (checks.NAMESPACED_UDN_NOT_ADVERTISABLE, "RouteAdvertisements cannot select a UDN", "")
-        return None, (checks.UNKNOWN_NETWORK, "not the network name of a ClusterUserDefinedNetwork", "")
+        message = "not the network name of a ClusterUserDefinedNetwork: a NetworkAttachmentDefinition's network"
+        return None, (reasons.FOREIGN_NETWORK, message, "")
 
 
 def read_claim(claim: Claim, resolve: NetworkResolver, out: Collector) -> None:
@@ -65,8 +67,15 @@ def read_claim(claim: Claim, resolve: NetworkResolver, out: Collector) -> None:
         if refused is not None:
             out.refuse(ref, claim.network_text, refused[0], refused[1], refused[2])
         return
-    if claim.deleting or claim.ips_pending:
-        return  # being deleted; or allocation pending (or failed): nothing to announce yet
+    if claim.deleting:
+        return  # being deleted
+    namespace = ref.namespace
+    if not network.selects_namespace(namespace):
+        message = f"CUDN {network.name} does not select namespace {describe(namespace)} (no NAD of it there)"
+        out.refuse(ref, describe(namespace), reasons.NAMESPACE_NOT_SELECTED, message, network.name)
+        return  # never a party to the duplicate rule
+    if claim.ips_pending:
+        return  # allocation pending (or failed): nothing to announce yet
     if claim.ips_malformed is not None:
         malformed = claim.ips_malformed
         out.refuse(ref, malformed.value, malformed.reason, malformed.message, network.name)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from bgpadv.core import reasons
+from bgpadv.core.bounded import describe
 from bgpadv.core.views import VmAddress, Vmi
 from bgpadv.planner import checks
 from bgpadv.planner.candidates import Collector, Record
@@ -12,19 +14,29 @@ from bgpadv.planner.networks import Network, Networks
 
 def namespace_networks(networks: Networks) -> list[Network]:
     """The advertised IPAM-less secondary networks, whose addresses come from VMI interfaces (guest reports)."""
-    return [n for n in networks.advertised.values() if n.namespaces is not None]
+    return [n for n in networks.advertised.values() if n.guest_reports]
 
 
-def _attached(vmi: Vmi, secondary: Mapping[str, Network]) -> dict[str, Network]:
-    """VMI interface name → the secondary network its NAD names, where the NAD's namespace is one the network's
-    `namespaceSelector` selects (the VMI's namespace when the NAD names none)."""
+def _attached(vmi: Vmi, secondary: Mapping[str, Network], out: Collector) -> dict[str, Network]:
+    """VMI interface name → the secondary network its NAD names, where both the NAD's namespace (the VMI's when the
+    NAD names none) and the VMI's own are namespaces the network's `namespaceSelector` selects; an attachment to
+    such a network from elsewhere is refused `namespace-not-selected` (its guest reports never count)."""
     attached: dict[str, Network] = {}
     namespace = vmi.key[0]
     for iface, nad_namespace, nad_name in vmi.attachments:
         network = secondary.get(nad_name)
-        namespaces = network.namespaces if network is not None else None
-        if network is not None and namespaces is not None and (nad_namespace or namespace) in namespaces:
+        if network is None:
+            continue
+        outside = next(
+            (ns for ns in (namespace, nad_namespace or namespace) if not network.selects_namespace(ns)), None
+        )
+        if outside is None:
             attached[iface] = network
+            continue
+        nad = f"{nad_namespace}/{nad_name}" if nad_namespace else nad_name
+        message = f"CUDN {network.name} does not select namespace {describe(outside)}: interface {describe(iface)}"
+        message += " is not on the network"
+        out.refuse(vmi.ref, describe(nad), reasons.NAMESPACE_NOT_SELECTED, message, network.name)
     return attached
 
 
@@ -79,7 +91,7 @@ def read_vmi_interfaces(vmis: Mapping[tuple[str, str], Vmi], networks: Networks,
     for vmi in vmis.values():
         if not vmi.identified or not vmi.running or not vmi.attachments:
             continue
-        attached = _attached(vmi, secondary)
+        attached = _attached(vmi, secondary, out)
         if not attached:
             continue
         for network, addresses in _reported(vmi, attached, out).values():

@@ -13,14 +13,34 @@ routes are withdrawn and claims on it are skipped without a refusal. A selected 
 or Layer3 network nor an IPAM-less secondary Layer2 one (Localnet, other Secondary) is refused as
 `network-not-advertisable`, and so is every claim on it.
 
+Namespaces: on every network, claims and guest reports count only from the namespaces the CUDN's
+`namespaceSelector` selects (`Network.selects_namespace`, `namespace-not-selected` otherwise), evaluated on the
+real Namespace labels; a namespace bgpadv has not listed (a dump without Namespaces, an event racing its
+Namespace's) only by its `kubernetes.io/metadata.name` label and only when the selector reads no other label. A
+Namespace appearing, going or relabelled changes the networks (the incremental planner rebuilds its host caches).
+
+VRFs (`vrf-not-served`, the CUDN refused whole with every claim on it): bgpadv's sessions are the default VRF's
+(peers have no VRF). A selected CUDN with `spec.network.transport: EVPN` (its `evpn: {vtep, macVRF, ipVRF}`
+block: routes in its own MAC-VRF/IP-VRF) is refused; with `followRouteAdvertisements`, so is one that only
+RouteAdvertisements with a `targetVRF` other than absent/`default` select (`auto`: VRF-Lite, the network's own
+VRF; or a VRF name). One default-VRF RouteAdvertisements among them is enough to serve it.
+
+RouteAdvertisements, the rest of the spec (with `followRouteAdvertisements`): `nodeSelector` of the default-VRF
+RouteAdvertisements selecting a network bounds the nodes it is advertised on (`Network.node_selectors`; OVN-K's
+CRD demands `{}` with PodNetwork, i.e. every node); a host route or Layer3 host subnet pointing at another node is
+refused `node-not-selected`, and so, in per-node mode, is a Layer2 subnet (next hop self) announced by a speaker whose
+node the selectors leave out. `advertisements` other than `PodNetwork` (`EgressIP`) are not bgpadv's: each gets
+one `advertisement-not-implemented` refusal on the RouteAdvertisements when it selects a network bgpadv's selector
+selects. `frrConfigurationSelector` picks frr-k8s FRRConfigurations (peers for OVN-K's own FRR): bgpadv's peers are
+its configuration's, so it is not read.
+
 IPAM-less secondary Layer2 networks (`role: Secondary`, `ipam.mode: Disabled`): OVN-K assigns no address, the guests
-configure their own, and `vms` reads them from the VMIs (rule 9 there). The CUDN's `namespaceSelector` is evaluated
-on the real Namespace labels (`Network.namespaces`). What may be announced is bounded by the CUDN's `subnets` when
-it has one (as the epic describes; then the subnet is announced as for any Layer2 network, its network/broadcast and
-gateway addresses are refused) and by `networks.secondary[].allowedPrefixes` of bgpadv's configuration when set
-(`outside-allowed-prefixes`). Without a subnet (the CRD today), the allowed prefixes are the network's ranges (the
-guard, node next hops and overlaps see them; they are not announced themselves; their network and broadcast
-addresses are refused like a subnet's); with neither, nothing is announced.
+configure their own, and `vms` reads them from the VMIs (rule 9 there). What may be announced is bounded by the CUDN's
+`subnets` when it has one (as the epic describes; then the subnet is announced as for any Layer2 network, its
+network/broadcast and gateway addresses are refused) and by `networks.secondary[].allowedPrefixes` of bgpadv's
+configuration when set (`outside-allowed-prefixes`). Without a subnet (the CRD today), the allowed prefixes are the
+network's ranges (the guard, node next hops and overlaps see them; they are not announced themselves; their network and
+broadcast addresses are refused like a subnet's); with neither, nothing is announced.
 A primary network with `ipam.mode: Disabled` (the CRD forbids it) is refused `invalid-network-definition`.
 
 Definitions are validated like OVN-K's own CRD validation (the CEL rules of
@@ -77,7 +97,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from bgpadv.config import DEFAULT_MAX_ADDRESSES_PER_INTERFACE, Config, SecondaryNetworkConfig
-from bgpadv.core import selectors, views
+from bgpadv.core import reasons, selectors, views
 from bgpadv.core.addressing import special_range_reason
 from bgpadv.core.model import ObjectRef, PlannedNetwork, Refusal, Route, RouteKind
 from bgpadv.core.prefix import Prefix
@@ -105,8 +125,14 @@ class Network:
     infrastructure_addresses: frozenset[Address] = frozenset()  # implied management-port addresses
     ipam_disabled: bool = False
     host_subnet_lengths: tuple[tuple[SubnetRange, int], ...] = ()  # Layer3: (cidr, hostSubnet) when set
-    # IPAM-less secondary Layer2 networks (guest-reported addresses, see `vms`); None on every other network:
-    namespaces: frozenset[str] | None = None  # the namespaces its namespaceSelector selects (real labels)
+    # the namespaces its namespaceSelector selects among those listed (real labels), and those it does not select:
+    namespaces: frozenset[str] = frozenset()
+    unselected: frozenset[str] = frozenset()
+    namespace_selector: LabelSelector | None = None  # for namespaces not listed (see `selects_namespace`)
+    # IPAM-less secondary Layer2 networks (guest-reported addresses, see `vms`):
+    guest_reports: bool = False
+    # the nodes its default-VRF RouteAdvertisements select (`nodeSelector`); None: every node
+    node_selectors: tuple[LabelSelector, ...] | None = None
     allowed: tuple[SubnetRange, ...] = ()  # networks.secondary[].allowedPrefixes, beside a CUDN subnet
     max_addresses: int = 0  # networks.secondary[].maxAddressesPerInterface
     announce_subnets: bool = True  # False: `subnets` are the configured allowed prefixes (no CUDN subnet)
@@ -128,6 +154,39 @@ class Network:
         `check` is the same function, precompiled; `checks.host_address_reason` is the reference it must equal.
         """
         return self.check(version, value)
+
+    def selects_namespace(self, namespace: str) -> bool:
+        """True when the CUDN's `namespaceSelector` selects `namespace` (where OVN-K renders its NAD): by the
+        Namespace's real labels when it is listed; otherwise by the one label the API server gives every namespace
+        (`kubernetes.io/metadata.name`), and only when the selector reads no other label (see `selects_unlisted`)."""
+        if namespace in self.namespaces:
+            return True
+        if namespace in self.unselected:
+            return False
+        return selects_unlisted(self.namespace_selector, namespace)
+
+    def selects_node(self, labels: Mapping[str, str]) -> bool:
+        """True when the network is advertised on a node with these labels (`node_selectors`)."""
+        selectors_ = self.node_selectors
+        return selectors_ is None or any(s.matches(labels) for s in selectors_)
+
+
+NAME_LABEL = "kubernetes.io/metadata.name"
+"""The label the API server sets on every Namespace: its name."""
+
+
+def selects_unlisted(selector: LabelSelector | None, namespace: str) -> bool:
+    """Whether `selector` selects a namespace bgpadv has not listed (a dump without Namespace objects, or a claim
+    whose Namespace event has not arrived yet): only its name label is known, so the selector selects it only when
+    every requirement is on that label and holds (`{}` selects it; a requirement on any other label, even `NotIn`
+    or `DoesNotExist`, does not: what is unknown never selects)."""
+    if selector is None:
+        return False
+    if any(k != NAME_LABEL for k, _ in selector.match_labels) or any(
+        k != NAME_LABEL for k, _, _ in selector.match_expressions
+    ):
+        return False
+    return selector.matches({NAME_LABEL: namespace})
 
 
 def _bounded(
@@ -184,11 +243,63 @@ def route_advertisement_selectors(ras: Mapping[str, views.RouteAdvertisement]) -
     return [s for ra in ras.values() for s in ra.selectors]
 
 
-def _is_selected(labels: Mapping[str, str], config: Config, ra_selectors: list[LabelSelector]) -> bool:
+def _config_selects(labels: Mapping[str, str], config: Config) -> bool:
     selector = config.networks.selector
-    if selector is not None and not selector.matches(labels):
-        return False
-    return not config.networks.follow_route_advertisements or any(s.matches(labels) for s in ra_selectors)
+    return selector is None or selector.matches(labels)
+
+
+def _advertising(labels: Mapping[str, str], ras: list[views.RouteAdvertisement]) -> list[views.RouteAdvertisement]:
+    """The counting RouteAdvertisements (Accepted for their generation, PodNetwork) that select a CUDN's labels."""
+    return [ra for ra in ras if any(s.matches(labels) for s in ra.selectors)]
+
+
+def _node_selectors(default: list[views.RouteAdvertisement]) -> tuple[LabelSelector, ...] | None:
+    """The nodes a network is advertised on, from its default-VRF RouteAdvertisements: None for every node (one of
+    them has the empty `nodeSelector`, as OVN-K's CRD requires with PodNetwork), else their valid selectors (a
+    malformed one selects no node)."""
+    empty = LabelSelector()
+    if any(ra.node_selector == empty for ra in default):
+        return None
+    return tuple(ra.node_selector for ra in default if ra.node_selector is not None)
+
+
+def _vrf_refusal(view: views.Network, advertising: list[views.RouteAdvertisement] | None) -> Refusal | None:
+    """The `vrf-not-served` refusal of a CUDN bound to a VRF bgpadv's default-VRF sessions do not serve, or None:
+    EVPN transport, or (`advertising`: followRouteAdvertisements) only RouteAdvertisements with another `targetVRF`."""
+    name = view.name
+    if view.transport == "EVPN":
+        vrfs = f" ({view.evpn})" if view.evpn else ""
+        message = (
+            f"CUDN {name} uses transport EVPN{vrfs}: its routes belong to its own VRF, and bgpadv's sessions serve "
+            "the default VRF only"
+        )
+        return Refusal(view.ref, "EVPN", reasons.VRF_NOT_SERVED, message, name)
+    if advertising is None or any(ra.default_vrf for ra in advertising):
+        return None
+    ra = min(advertising, key=lambda r: r.name)
+    message = (
+        f"RouteAdvertisements {ra.name} advertises CUDN {name} in VRF {ra.target_vrf!r}, not the default VRF that "
+        "bgpadv's sessions serve (announcing it there would leak the VRF-isolated network)"
+    )
+    return Refusal(view.ref, ra.target_vrf, reasons.VRF_NOT_SERVED, message, name)
+
+
+def _unimplemented(state: ClusterState, config: Config, ras: list[views.RouteAdvertisement], result: Networks) -> None:
+    """One `advertisement-not-implemented` refusal per advertisement type bgpadv does not implement (anything but
+    PodNetwork: EgressIP) of each accepted RouteAdvertisements that selects a CUDN bgpadv's selector selects."""
+    for ra in ras:
+        others = sorted({a for a in ra.advertisements if a != "PodNetwork"})
+        if not others or ra.ref is None:
+            continue
+        served = (v for v in state.cudns.values() if _config_selects(v.labels, config))
+        if not any(any(s.matches(v.labels) for s in ra.network_selectors) for v in served):
+            continue
+        for kind in others:
+            message = (
+                f"bgpadv announces pod networks only; the {kind} advertisement of RouteAdvertisements {ra.name} is "
+                "left to OVN-K's own FRR integration"
+            )
+            result.refusals.append(Refusal(ra.ref, kind, reasons.ADVERTISEMENT_NOT_IMPLEMENTED, message, ""))
 
 
 def _from_view(view: views.Network) -> Network:
@@ -235,7 +346,7 @@ def _classify(state: ClusterState, config: Config, result: Networks) -> list[tup
     """Sort every CUDN into withdrawn, not selected, refused (into `result`) or valid; the valid ones as
     ((creationTimestamp, name), network), in state order."""
     follow = config.networks.follow_route_advertisements
-    ra_selectors = route_advertisement_selectors(state.route_advertisements) if follow else []
+    counting = [ra for ra in state.route_advertisements.values() if ra.selectors] if follow else []
     secondaries = {s.name: s for s in config.networks.secondary}
     valid: list[tuple[tuple[str, str], Network]] = []
     for view in state.cudns.values():
@@ -245,17 +356,27 @@ def _classify(state: ClusterState, config: Config, result: Networks) -> list[tup
         if view.withdrawn:
             result.withdrawn.add(name)
             continue
-        if not _is_selected(view.labels, config, ra_selectors):
+        advertising = _advertising(view.labels, counting) if follow else None
+        if not _config_selects(view.labels, config) or advertising == []:
             result.claim_refusals[name] = (checks.NETWORK_NOT_SELECTED, f"CUDN {name} is not selected")
             continue
         if not view.valid:
             result.refusals.extend(Refusal(view.ref, p.value, p.reason, p.message, name) for p in view.problems)
             result.claim_refusals[name] = view.claim_problem or (checks.INVALID_NETWORK_DEFINITION, f"CUDN {name}")
             continue
-        network = _from_view(view)
+        vrf = _vrf_refusal(view, advertising)
+        if vrf is not None:
+            result.refusals.append(vrf)
+            result.claim_refusals[name] = (vrf.reason, vrf.message)
+            continue
+        network = _with_namespaces(_from_view(view), view.namespace_selector, state.namespaces)
+        if advertising is not None:
+            network = replace(network, node_selectors=_node_selectors([ra for ra in advertising if ra.default_vrf]))
         if view.secondary:
-            network = _secondary(network, view.namespace_selector, state.namespaces, secondaries.get(name))
+            network = _secondary(network, secondaries.get(name))
         valid.append((view.age, network))
+    if follow:
+        _unimplemented(state, config, [ra for ra in state.route_advertisements.values() if ra.accepted], result)
     return valid
 
 
@@ -320,12 +441,16 @@ def selected_namespaces(selector: LabelSelector | None, namespaces: Mapping[str,
     return frozenset(name for name, ns in namespaces.items() if selector.matches(ns.labels))
 
 
-def _secondary(
-    network: Network,
-    selector: LabelSelector | None,
-    namespaces: Mapping[str, views.Namespace],
-    conf: SecondaryNetworkConfig | None,
+def _with_namespaces(
+    network: Network, selector: LabelSelector | None, namespaces: Mapping[str, views.Namespace]
 ) -> Network:
+    """The network with the listed namespaces its `namespaceSelector` selects and those it does not."""
+    selected = selected_namespaces(selector, namespaces)
+    unselected = frozenset(namespaces) - selected
+    return replace(network, namespaces=selected, unselected=unselected, namespace_selector=selector)
+
+
+def _secondary(network: Network, conf: SecondaryNetworkConfig | None) -> Network:
     """An IPAM-less secondary Layer2 network: its selected namespaces and the ranges guest addresses may lie in.
 
     With a CUDN subnet, the subnet (its network/broadcast and gateway addresses excluded) and, when configured, the
@@ -340,10 +465,9 @@ def _secondary(
         else ()
     )
     limit = conf.max_addresses_per_interface if conf is not None else DEFAULT_MAX_ADDRESSES_PER_INTERFACE
-    selected = selected_namespaces(selector, namespaces)
     if network.subnets:
-        return replace(network, namespaces=selected, allowed=allowed, max_addresses=limit)
-    return replace(network, namespaces=selected, subnets=allowed, max_addresses=limit, announce_subnets=False)
+        return replace(network, guest_reports=True, allowed=allowed, max_addresses=limit)
+    return replace(network, guest_reports=True, subnets=allowed, max_addresses=limit, announce_subnets=False)
 
 
 def _layer3_wanted(
@@ -384,6 +508,14 @@ def subnet_routes(
         if network.topology != "Layer2":
             layer3.append(network)
         elif network.announce_subnets:
+            here = _unselected_speaker(network, config, nodes)
+            if here is not None:  # per-node mode on a node OVN-K does not advertise the network on
+                message = f"no RouteAdvertisements advertising CUDN {network.name} selects node {here} (this speaker's)"
+                refusals.extend(
+                    Refusal(network.ref, str(s.network), reasons.NODE_NOT_SELECTED, message, network.name)
+                    for s in network.subnets
+                )
+                continue
             routes.extend(
                 Route(s.network, None, network.name, RouteKind.SUBNET, network.ref, None, attrs)
                 for s in network.subnets
@@ -411,11 +543,24 @@ def subnet_routes(
     return routes, refusals
 
 
+def _unselected_speaker(network: Network, config: Config, nodes: Mapping[str, NodeInfo]) -> str | None:
+    """In per-node mode, this speaker's node when the network's RouteAdvertisements do not select it (its Layer2
+    subnet, next hop self, would pull traffic to a node without the network's ingress path); else None."""
+    here = config.node_name
+    if not here or network.node_selectors is None:
+        return None
+    info = nodes.get(here)
+    return None if info is not None and network.selects_node(info.labels) else here
+
+
 def _host_subnet_refusal(network: Network, info: NodeInfo, entry: views.HostSubnet) -> Refusal | None:
     """The refusal of a malformed or misplaced host subnet a node names, or None."""
     net = entry.prefix
     if net is None:
         return Refusal(info.ref, entry.text, checks.MALFORMED_ADDRESS, "host subnet is not a CIDR", network.name)
+    if not network.selects_node(info.labels):
+        message = f"no RouteAdvertisements advertising CUDN {network.name} selects node {info.name} (nodeSelector)"
+        return Refusal(info.ref, entry.text, reasons.NODE_NOT_SELECTED, message, network.name)
     host = SubnetRange.of(net)
     if not any(s.covers(host) for s in network.subnets):
         message = f"host subnet of node {info.name} lies outside every subnet of CUDN {network.name}"

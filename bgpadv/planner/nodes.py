@@ -37,7 +37,7 @@ from bgpadv.core.addressing import SPECIAL_RANGES, special_address_reason, speci
 from bgpadv.core.model import ObjectRef
 from bgpadv.core.prefix import Address
 from bgpadv.core.reasons import DUPLICATE_NODE_ADDRESS, INVALID_NODE_ADDRESS, NO_NODE_ADDRESS
-from bgpadv.core.views import Node, address_key
+from bgpadv.core.views import EMPTY_LABELS, Node, address_key
 from bgpadv.planner.checks import SubnetRange
 
 __all__ = [
@@ -62,6 +62,7 @@ class NodeInfo:
     addresses: Mapping[int, Address] = field(default_factory=dict)
     rejected: Mapping[int, tuple[str, str]] = field(default_factory=dict)
     keys: frozenset[int] = frozenset()  # every address the node has, as vms.address_key integers
+    labels: Mapping[str, str] = field(default_factory=lambda: EMPTY_LABELS)  # RouteAdvertisements nodeSelector
 
     def address(self, version: int) -> Address | None:
         return self.addresses.get(version)
@@ -178,7 +179,7 @@ def index_nodes(
         if node.name:
             refused = theirs if node_name is None or node.name == node_name else (*theirs, *mine)
             chosen, rejected, keys = node_addresses(node, subnets, refused, shared.get(node.name))
-            out[node.name] = NodeInfo(node.name, node.ref, chosen, rejected, keys)
+            out[node.name] = NodeInfo(node.name, node.ref, chosen, rejected, keys, node.labels)
     return out
 
 

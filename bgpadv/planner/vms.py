@@ -10,6 +10,9 @@ Rules, in the order the planner applies them to each IPAMClaim:
    (`network-not-selected`, `network-not-advertisable`, `invalid-network-definition`, `network-overlap`); a CUDN being
    deleted skips it silently; a missing CUDN gives `unknown-network`. `<ns>_<name>` is a namespaced UDN
    (`namespaced-udn-not-advertisable`); anything else is `unknown-network`. A claim being deleted is skipped.
+   1b. Namespace: the claim's namespace must be one the CUDN's `namespaceSelector` selects (OVN-K renders the NAD
+   only there; `Network.selects_namespace`); otherwise it is refused `namespace-not-selected` and takes no part in
+   rule 4, so an older claim elsewhere never takes a real VM's address.
 2. VM: same namespace, VMI name = the claim's label `kubevirt.io/vm`, else the name of its ownerReference of kind
    VirtualMachine or VirtualMachineInstance. The claim name is never parsed. No link at all, or a label and an
    ownerReference that name different VMs: `malformed-object`.
@@ -39,6 +42,9 @@ Rules, in the order the planner applies them to each IPAMClaim:
    its own node until the migration completes (`completed`, or `status.nodeName` leaves the source) or is given up,
    while the target's instance places it on the target from target-ready on (rule 6, judged from its own launcher
    pod on the target node). Between the two the ToR has both paths; at no moment has it none.
+6c. Nodes: with `followRouteAdvertisements`, a VM placed on a node that no default-VRF RouteAdvertisements
+   advertising its network selects (`nodeSelector`, see `networks`) is refused `node-not-selected`, with either
+   next-hop setting (checked before rules 7-8).
 7. Next hop: config `nextHop: self` → None (the speaker's address); `node` → that node's address of the route's
    family (`nodes`), or the refusal `no-node-address` when the node is unknown or has none, `invalid-node-address`
    when its only addresses of that family can never be next hops (loopback, link-local, inside an advertised
@@ -56,7 +62,8 @@ advertised, refused by rule 1 before any conflict.
 9. Guest-reported addresses: an IPAM-less secondary Layer2 network (`role: Secondary`, `ipam.mode: Disabled`;
    see `networks`) has no claims. A Running VMI attaches to it through `spec.networks[].multus.networkName` =
    `<cudn>` or `<namespace>/<cudn>` (the NetworkAttachmentDefinition the CUDN generates is named after it), where the
-   NAD's namespace (the VMI's when not written) is one the CUDN's `namespaceSelector` selects by its real labels.
+   NAD's namespace (the VMI's when not written) and the VMI's own are namespaces the CUDN's `namespaceSelector`
+   selects by their real labels (else the attachment is refused `namespace-not-selected`, rule 1b).
    The addresses are the `status.interfaces[]` entry of the same `name`: `ipAddresses` (else `ipAddress`), bare IPs,
    taken only when `infoSource` names `guest-agent` (or is absent, older KubeVirt). A guest reports anything: at most
    `maxAddressesPerInterface` entries are taken per interface (the rest refused `too-many-addresses`), each
@@ -78,6 +85,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from bgpadv.config import Config
+from bgpadv.core import reasons
 from bgpadv.core.model import Refusal, Route, RouteKind
 from bgpadv.core.prefix import Prefix
 from bgpadv.core.state import ClusterState
@@ -147,6 +155,20 @@ def no_next_hop_refusal(version: int, candidate: Candidate, node_name: str, node
     return Refusal(candidate.ref, candidate.text, reason, message, network.name)
 
 
+def node_not_selected_refusal(candidate: Candidate, node_name: str, nodes: Mapping[str, NodeInfo]) -> Refusal | None:
+    """The `node-not-selected` refusal of a host route on a node no default-VRF RouteAdvertisements of the network
+    selects (an unknown node's labels are unknown: not selected), or None (rule 6c)."""
+    network: Network = candidate.network
+    info = nodes.get(node_name)
+    if info is not None and network.selects_node(info.labels):
+        return None
+    message = (
+        f"the VM runs on node {node_name or '?'}, which no RouteAdvertisements advertising CUDN {network.name} "
+        "selects (nodeSelector): OVN-K gives the network no ingress there"
+    )
+    return Refusal(candidate.ref, candidate.text, reasons.NODE_NOT_SELECTED, message, network.name)
+
+
 def host_route(
     key: int,
     candidate: Candidate,
@@ -159,6 +181,10 @@ def host_route(
     its refusal (rules 7-8); None when the VM is not running. `node_keys`: `nodes.node_address_keys(nodes)`."""
     if node_name is None:
         return None  # VM not running: a stopped VM is normal
+    if candidate.network.node_selectors is not None:
+        refusal = node_not_selected_refusal(candidate, node_name, nodes)
+        if refusal is not None:
+            return refusal
     if key in node_keys:
         return node_address_refusal(key, candidate, nodes)
     version, value = (6, key ^ _V6) if key >= _V6 else (4, key)

@@ -51,6 +51,7 @@ from bgpadv.core.views import (
 )
 
 CUDN_KIND = "ClusterUserDefinedNetwork"
+RA_KIND = "RouteAdvertisements"
 CLAIM_KIND = "IPAMClaim"
 VMI_KIND = "VirtualMachineInstance"
 CUDN_PREFIX = "cluster_udn_"
@@ -455,8 +456,28 @@ def decode_network(obj: object, key: object = None) -> Network:
         return Network(**common, problems=tuple(problems.items), claim_problem=claim)
     secondary = topology == "Layer2" and role == "Secondary" and ipam_disabled
     raw_selector = spec.get("namespaceSelector")
-    selector = selectors.parse(raw_selector)[0] if secondary and isinstance(raw_selector, dict) else None
-    return Network(**common, **definition, secondary=secondary, namespace_selector=selector)
+    selector = selectors.parse(raw_selector)[0] if isinstance(raw_selector, dict) else None
+    transport = network_spec.get("transport")
+    return Network(
+        **common,
+        **definition,
+        secondary=secondary,
+        namespace_selector=selector,
+        transport=describe(transport) if transport is not None else None,
+        evpn=_evpn(network_spec.get("evpn")),
+    )
+
+
+def _evpn(raw: object) -> str:
+    """The VRFs of a CUDN's `spec.network.evpn` block (`{vtep, macVRF: {vni, routeTarget}, ipVRF: {...}}`, the shape
+    of ovn-kubernetes test/e2e/testscenario/cudn's EVPN scenarios), as people should see them."""
+    block = _map(raw)
+    parts = []
+    for key in ("macVRF", "ipVRF"):
+        vrf = _map(block.get(key))
+        if vrf:
+            parts.append(f"{key} vni {describe(vrf.get('vni'))}")
+    return ", ".join(parts)
 
 
 # -- RouteAdvertisements, Namespaces ----------------------------------------------------------------------------------
@@ -488,12 +509,19 @@ def decode_route_advertisement(obj: object, key: object = None) -> RouteAdvertis
         selector = selectors.parse_or_everything(inner.get("networkSelector"))
         if selector is not None:
             found.append(selector)
+    name = _str(meta.get("name")) or _key_name(key)
+    advertisements = tuple(describe(a) for a in _list(spec.get("advertisements")))
+    vrf = spec.get("targetVRF")
     return RouteAdvertisement(
-        name=_str(meta.get("name")) or _key_name(key),
+        name=name,
         resource_version=_version(meta),
-        pod_network="PodNetwork" in _list(spec.get("advertisements")),
+        pod_network="PodNetwork" in advertisements,
         accepted=_accepted(raw, meta),
         network_selectors=tuple(found),
+        ref=ObjectRef(RA_KIND, name, "", _str(meta.get("uid")), _str(meta.get("creationTimestamp"))),
+        target_vrf=vrf if isinstance(vrf, str) else describe(vrf) if vrf is not None else "",
+        node_selector=selectors.parse_or_everything(spec.get("nodeSelector")),
+        advertisements=advertisements,
     )
 
 

@@ -2,7 +2,9 @@
 
 Every `*.yaml`, `*.yml` and `*.json` file directly in the directory is read, in name order: multi-document YAML,
 `kind: List` dumps as `kubectl get -o yaml` writes them, and typed lists (`IPAMClaimList`, whose items may lack
-`apiVersion`/`kind`: the list's are used). Objects of kinds bgpadv does not watch are ignored. A file that cannot be
+`apiVersion`/`kind`: the list's are used). Objects of kinds bgpadv does not watch are ignored; an object of a watched
+kind is read in every version upstream still serves in the same shape (a `kubevirt.io/v1alpha3` VMI is read as v1,
+`resources.Resource.also_served`) and refused with a warning in any other. A file that cannot be
 read gives a warning; nothing here raises on bad input.
 
 YAML goes through `bgpadv.core.yamlsafe.load_documents` (libyaml's parser when present): a document with an alias, more
@@ -99,7 +101,12 @@ def load_manifest_objects(directory: str | Path) -> tuple[list[dict[str, Any]], 
                     res = None
                     warnings.append(f"{where}: {obj.get('kind')} with malformed metadata, ignored")
                 if res is None:
+                    unread = resources.unread_version(obj)
+                    if unread is not None:
+                        warnings.append(f"{where}: {unread}, ignored")
                     continue
+                if obj.get("apiVersion") != res.api_version:  # another served version of the same shape
+                    obj = {**obj, "apiVersion": res.api_version}
                 if not isinstance(obj.get("metadata"), dict):
                     warnings.append(f"{where}: {res.kind} without metadata, ignored")
                     continue

@@ -215,3 +215,25 @@ def test_token_bucket_refills_at_its_rate() -> None:
     assert bucket.take() == 0.0
     clock.mono += 100.0
     assert [bucket.take() for _ in range(4)] == [0.0, 0.0, 0.0, pytest.approx(0.5)]
+
+
+# out of scope is quiet: objects on networks bgpadv does not serve (the ipam-extensions README's NAD network
+# `tenantblue`; an OpenShift Virtualization namespaced UDN `<namespace>_<name>`; a CUDN bgpadv does not select)
+OUT_OF_SCOPE = [
+    Refusal(CLAIM_A, "tenantblue", "foreign-network", "not the network name of a ClusterUserDefinedNetwork"),
+    Refusal(CLAIM_B, "imported-vms_tenantnet", "namespaced-udn-not-advertisable", "RouteAdvertisements cannot select"),
+    Refusal(CLAIM_B, "cluster_udn_vmnet-lab", "network-not-selected", "CUDN vmnet-lab is not selected"),
+]
+
+
+def test_out_of_scope_refusals_make_no_warning_only_a_debug_line(
+    recorder: EventRecorder, api: FakeApiServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("DEBUG", logger="bgpadv.observe.events"):
+        for _ in range(3):
+            recorder.record([*OUT_OF_SCOPE, GATEWAY])
+    assert recorder.flush()
+    assert [e["reason"] for e in api.events()] == ["DefaultGatewayAddress"]  # a served network keeps its Warning
+    quiet = [r for r in caplog.records if r.getMessage() == "out of scope, no Event"]
+    assert sorted(r.reason for r in quiet) == ["foreign-network", "namespaced-udn-not-advertisable",
+                                               "network-not-selected"]  # fmt: skip

@@ -137,3 +137,54 @@ def test_the_example_cluster_dump_loads_cleanly():
     assert set(state.cudns) == {"vmnet-a", "vmnet-b", "vmnet-l3", "vmnet-lab", "physnet", "guestnet"}
     assert len(state.ipam_claims) >= 20 and len(state.vmis) >= 15 and len(state.pods) >= 15
     assert set(state.namespaces) == {"imported-vms", "tenant-b", "l3-apps", "lab-vms", "static-vms"}
+
+
+# --- served API versions -------------------------------------------------------------------------------------------
+
+
+def test_a_vmi_written_as_v1alpha3_is_read_as_v1(tmp_path):
+    """KubeVirt still serves kubevirt.io/v1alpha3, identical in shape to v1 (its CRD serves both versions from one
+    schema; kubevirt staging/src/kubevirt.io/api/apitesting/testdata/HEAD/kubevirt.io.v1alpha3.VirtualMachineInstance
+    is the round-trip fixture): a dump holding it must see the VM running, not stopped."""
+    vmi = k8s.vmi("imported-vms", "vm-a", "worker-1")
+    vmi["apiVersion"] = "kubevirt.io/v1alpha3"
+    write(tmp_path, "vmis.yaml", k8s.as_list([vmi]))
+    state, warnings = load_manifests(tmp_path)
+    assert warnings == []
+    assert state.vmis[("imported-vms", "vm-a")].running
+    assert state.vmis[("imported-vms", "vm-a")].node_name == "worker-1"
+
+
+def test_a_v1alpha3_vmi_renders_its_vms_host_route(tmp_path):
+    from bgpadv.planner import plan
+
+    vmi = k8s.vmi("imported-vms", "vm-a", "worker-1")
+    vmi["apiVersion"] = "kubevirt.io/v1alpha3"
+    write(
+        tmp_path,
+        "cluster.yaml",
+        k8s.node("worker-1", "10.0.0.11"),
+        k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24"], labels=k8s.ADVERTISED),
+        k8s.ipam_claim("imported-vms", "vm-a.default", "vm-a", "cluster_udn_vmnet-a", ["192.168.100.5/24"]),
+        vmi,
+    )
+    state, _ = load_manifests(tmp_path)
+    assert "192.168.100.5/32" in {str(r.prefix) for r in plan(state, k8s.config()).routes}
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind"),
+    [
+        pytest.param("kubevirt.io/v2", "VirtualMachineInstance", id="vmi-unknown-version"),
+        pytest.param("k8s.cni.cncf.io/v1", "IPAMClaim", id="ipamclaim-v1-not-served"),
+        pytest.param("k8s.ovn.org/v2", "ClusterUserDefinedNetwork", id="cudn-unknown-version"),
+        pytest.param("k8s.ovn.org/v1alpha1", "RouteAdvertisements", id="ra-unknown-version"),
+    ],
+)
+def test_a_watched_kind_in_a_version_bgpadv_does_not_read_is_refused_with_a_warning(tmp_path, api_version, kind):
+    obj = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "x", "namespace": "imported-vms"}}
+    write(tmp_path, "odd.yaml", obj)
+    state, warnings = load_manifests(tmp_path)
+    assert len(warnings) == 1
+    assert f"{kind} {api_version} is not a version bgpadv reads" in warnings[0]
+    assert not state.vmis and not state.ipam_claims and not state.cudns and not state.route_advertisements

@@ -494,3 +494,21 @@ def test_observer_methods_never_raise(observer: MetricsObserver) -> None:
     observer.commands_written(1, [bad], Cause(1.0, 1.1), at=1.2)
     observer.planned(None, None, 0.0, False)  # type: ignore[arg-type]
     observer.updates_sent(PEER, None, None, at=1.0)  # type: ignore[arg-type]
+
+
+# out of scope is quiet: refusals of objects on networks bgpadv does not serve, as the planner writes them for the
+# ipam-extensions README's NAD network `tenantblue`, an OpenShift Virtualization namespaced UDN and an unselected CUDN
+NAD_CLAIM = Refusal(CLAIM_A, "tenantblue", "foreign-network", "not the network name of a ClusterUserDefinedNetwork")
+UDN_CLAIM = Refusal(CLAIM_B, "imported-vms_tenantnet", "namespaced-udn-not-advertisable", "a UDN", "")
+
+
+def test_out_of_scope_refusals_are_a_gauge_of_objects_not_rejected_routes(observer: MetricsObserver) -> None:
+    for _ in range(3):
+        observer.planned(plan(SUBNET, rejected=(GATEWAY, NAD_CLAIM, UDN_CLAIM)), None, 0.001, False)
+    assert sample(observer, "bgpadv_out_of_scope_objects", reason="foreign-network") == 1
+    assert sample(observer, "bgpadv_out_of_scope_objects", reason="namespaced-udn-not-advertisable") == 1
+    assert sample(observer, "bgpadv_out_of_scope_objects", reason="network-not-selected") == 0
+    assert sample(observer, "bgpadv_routes_rejected_total", reason="foreign-network") is None
+    assert sample(observer, "bgpadv_routes_rejected_total", reason="default-gateway-address") == 1
+    observer.planned(plan(SUBNET, rejected=(GATEWAY,)), None, 0.001, False)  # the claims were deleted
+    assert sample(observer, "bgpadv_out_of_scope_objects", reason="foreign-network") == 0

@@ -213,7 +213,7 @@ def test_compiled_checker_equals_the_reference_on_the_edges():
     [
         pytest.param("imported-vms_tenantnet", "namespaced-udn-not-advertisable", id="namespaced-udn"),
         pytest.param("cluster_udn_vmnet-ghost", "unknown-network", id="missing-cudn"),
-        pytest.param("tenantblue", "unknown-network", id="raw-nad-network"),
+        pytest.param("tenantblue", "foreign-network", id="raw-nad-network"),
         pytest.param("cluster_udn_vmnet-lab", "network-not-selected", id="unselected-cudn"),
         pytest.param("cluster_udn_physnet", "network-not-advertisable", id="localnet-cudn"),
     ],
@@ -252,7 +252,8 @@ def test_duplicate_tie_on_creation_time_is_broken_by_namespace_then_name():
         *vm("vm-a", ["192.168.100.60"], created=same),
         *vm("vm-c", ["192.168.100.60/24"], created=same, ns="a-first-namespace"),
     ]
-    p = plan(k8s.state(NODES, VMNET_A, objects), k8s.config())
+    both = k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24"], labels=ADV, namespaces=[NS, "a-first-namespace"])
+    p = plan(k8s.state(NODES, both, objects), k8s.config())
     assert {str(r.source) for r in p.routes if str(r.kind) == "host"} == {"IPAMClaim a-first-namespace/vm-c.default"}
     assert {str(x.source) for x in p.rejected} == {
         "IPAMClaim imported-vms/vm-a.default",

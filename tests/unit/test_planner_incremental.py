@@ -50,7 +50,8 @@ def _cudn(name: str, variant: int) -> dict:
     net-a, younger), 5 older than the others (net-b: overlapping net-a, older), 6-10 five invalid definitions
     (a CUDN moving from one to another changes its refusals, not its routes; two of them share their first problem,
     so their claims' refusals are the same and only the CUDN's own differ), 11 over node and infrastructure space
-    (net-a: the node network, the session's subnet; net-b: OVN-K's join subnet)."""
+    (net-a: the node network, the session's subnet; net-b: OVN-K's join subnet), 12 selecting its namespaces by a
+    label (`guests: flat`) instead of by name (claims elsewhere: `namespace-not-selected`)."""
     labels = None if variant == 1 else k8s.ADVERTISED
     created_at = "2024-06-01T00:00:00Z" if variant == 5 else k8s.DEFAULT_CREATED
     if name == "l3":
@@ -107,6 +108,7 @@ def _cudn(name: str, variant: int) -> dict:
         created=variant != 3,
         default_gateway_ips=gateways,
         created_at=created_at,
+        namespace_selector={"matchLabels": {"guests": "flat"}} if variant == 12 else None,
     )
 
 
@@ -212,8 +214,17 @@ pods = st.builds(
     st.sampled_from((True, True, False)),
     st.sampled_from(("Running", "Running", "Running", "Failed")),
 )
+ras_vrf = st.builds(  # RouteAdvertisements (read with followRouteAdvertisements): VRF, node selector, advert. types
+    lambda name, vrf, node_selector, kinds: k8s.route_advertisements(
+        name, {"matchLabels": dict(k8s.ADVERTISED)}, target_vrf=vrf, node_selector=node_selector, advertisements=kinds
+    ),
+    st.sampled_from(("ra-a", "ra-b")),
+    st.sampled_from(("default", "default", None, "auto", "tenant-blue")),
+    st.sampled_from(({}, {}, {"matchLabels": {"kubernetes.io/hostname": "worker-1"}})),
+    st.sampled_from((["PodNetwork"], ["PodNetwork"], ["PodNetwork", "EgressIP"], ["EgressIP"])),
+)
 nodes = st.builds(_node, st.sampled_from(NODES), st.integers(0, 8), st.sampled_from(CREATED))
-cudns = st.builds(_cudn, st.sampled_from(("net-a", "net-b", "l3", "flat")), st.integers(0, 11))
+cudns = st.builds(_cudn, st.sampled_from(("net-a", "net-b", "l3", "flat")), st.integers(0, 12))
 ras = st.builds(
     lambda name, selector, accepted, observed: k8s.route_advertisements(
         name, selector, accepted=accepted, generation=2, observed_generation=observed
@@ -223,7 +234,7 @@ ras = st.builds(
     st.sampled_from((True, True, False, None)),
     st.sampled_from((2, 2, 1, None)),
 )
-objects_ = st.one_of(claims, claims, vmis, vmis, pods, pods, nodes, cudns, cudns, namespaces, ras)
+objects_ = st.one_of(claims, claims, vmis, vmis, pods, pods, nodes, cudns, cudns, namespaces, ras, ras_vrf)
 # (delete?, object); a delete removes whatever is stored under the object's key
 changes = st.tuples(st.sampled_from([False] * 4 + [True]), objects_)
 # a batch of changes planned together; None-hints are drawn per batch
@@ -236,6 +247,7 @@ CONFIGS = {
     "per-node": k8s.config(nodeName="worker-2"),
     "no-subnets": k8s.config(networks={"subnets": False}),
     "follow-ra": k8s.config(networks={**SECONDARY, "followRouteAdvertisements": True}),
+    "per-node-follow-ra": k8s.config(nodeName="worker-2", networks={"followRouteAdvertisements": True}),
 }
 
 

@@ -130,13 +130,13 @@ def test_namespace_qualified_nad_name_is_followed():
     assert hosts(run(today(), guest(["10.70.0.20"], nad=f"{NS}/static"))) == {("10.70.0.20/32", "10.0.0.12", VMI)}
 
 
-def test_vmi_in_a_namespace_the_selector_does_not_select_is_ignored_even_when_named_alike():
+def test_vmi_in_a_namespace_the_selector_does_not_select_is_refused_even_when_named_alike():
     # the selector is evaluated on real labels, not on the namespace name: "other" has no guests label
     other = k8s.namespace("other")
     vmi = guest(["10.70.0.21"], name="web", ns="other")
     p = run(today(), other, vmi)
     assert p.routes == ()
-    assert p.rejected == ()
+    assert refused(p) == {("VirtualMachineInstance other/web", "static", "namespace-not-selected")}
 
 
 def test_relabelling_the_namespace_withdraws_its_guests():
