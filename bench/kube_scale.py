@@ -8,7 +8,8 @@ does; VMIs with their status, KubeVirt's CRD having no status subresource), then
   - write:   creating the 2N objects (+ N status writes), 8 client threads;
   - list:    `bgpadv run` started → every route at FRR (bgpadv's initial LIST pages through the real API, 500 a page,
              then the plan, ExaBGP, the session); FRR's table polled every 100 ms;
-  - one:     one more VM created → its /32 at FRR, with the N others watched.
+  - one:     one more VM created → its /32 at FRR, with the N others watched;
+  - memory:  peak (VmHWM) and current RSS of bgpadv's processes and of kube-apiserver and etcd.
 
 Run: `.venv/bin/python bench/kube_scale.py [--vms N]` (root, FRR, Go for the first build; default 10,000).
 Not a test: nothing is asserted. Skips (exit 0, a line saying why) where the lab cannot run.
@@ -17,6 +18,7 @@ Not a test: nothing is asserted. Skips (exit 0, a line saying why) where the lab
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import threading
@@ -89,6 +91,51 @@ def wait_count(vty: VtyClient, count: int, timeout: float) -> float:
     raise TimeoutError(f"FRR has {routes_at_frr(vty)} of {count} routes after {timeout:.0f}s")
 
 
+def _status_kib(pid: int, field: str) -> int:
+    """A `/proc/PID/status` figure in KiB (VmRSS, VmHWM: the peak), 0 when the process is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _tree(pid: int) -> list[int]:
+    """`pid` and every descendant (bgpadv run → ExaBGP → the API shim → the controller)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            with contextlib.suppress(OSError):
+                todo += [int(c) for c in (task / "children").read_text().split()]
+    return out
+
+
+def memory(label: str, pids: list[int]) -> str:
+    """Peak and current RSS of `pids`, in MiB, each named by its command."""
+    parts = []
+    for pid in pids:
+        try:
+            name = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            what = " ".join(a.decode(errors="replace").rsplit("/", 1)[-1] for a in name[:3] if a)[:40]
+        except OSError:
+            continue
+        parts.append(
+            f"{what}: peak {_status_kib(pid, 'VmHWM') / 1024:.0f} MiB, now {_status_kib(pid, 'VmRSS') / 1024:.0f}"
+        )
+    return f"memory ({label}): " + "; ".join(parts)
+
+
+def _pidfile(path: Path) -> list[int]:
+    try:
+        return [int(path.read_text().strip())]
+    except (OSError, ValueError):
+        return []
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--vms", type=int, default=10_000)
@@ -122,6 +169,9 @@ def main() -> int:
                 api.apply(extra)
                 wait_count(vty, expected + 1, 60)
                 print(f"one: one more VM (kubectl apply) -> its /32 at FRR in {time.monotonic() - t0:.2f} s")
+                assert running.proc is not None
+                print(memory("bgpadv", _tree(running.proc.pid)))
+                print(memory("API", _pidfile(api.dir / "kube-apiserver.pid") + _pidfile(api.dir / "etcd.pid")))
         finally:
             api.down()
     return 0

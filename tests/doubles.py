@@ -70,6 +70,7 @@ class RecordingObserver(NullObserver):
         self.plans: list[Plan] = []
         self.held: list[dict[str, int]] = []
         self.handovers: list[tuple[str, float]] = []
+        self.resources_held: list[tuple[str, bool]] = []
         self.heartbeats = 0
 
     def planned(self, plan: Plan, cause: Cause | None, seconds: float, full_resync: bool) -> None:
@@ -80,6 +81,9 @@ class RecordingObserver(NullObserver):
 
     def migration_handover_started(self, prefix: str, ready_wall: float) -> None:
         self.handovers.append((prefix, ready_wall))
+
+    def resource_held(self, resource: str, held: bool) -> None:
+        self.resources_held.append((resource, held))
 
     def heartbeat(self) -> None:
         self.heartbeats += 1

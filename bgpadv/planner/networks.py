@@ -99,13 +99,14 @@ from dataclasses import dataclass, field, replace
 from bgpadv.config import DEFAULT_MAX_ADDRESSES_PER_INTERFACE, Config, SecondaryNetworkConfig
 from bgpadv.core import reasons, selectors, views
 from bgpadv.core.addressing import special_range_reason
-from bgpadv.core.model import ObjectRef, PlannedNetwork, Refusal, Route, RouteKind
+from bgpadv.core.model import Attributes, ObjectRef, PlannedNetwork, Refusal, Route, RouteKind
 from bgpadv.core.prefix import Prefix
 from bgpadv.core.selectors import LabelSelector
 from bgpadv.core.space import InfrastructureSpace
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import checks
 from bgpadv.planner.checks import Address, SubnetRange
+from bgpadv.planner.fast import make_route
 from bgpadv.planner.nodes import NodeInfo
 from bgpadv.planner.space import infrastructure_space
 
@@ -470,13 +471,76 @@ def _secondary(network: Network, conf: SecondaryNetworkConfig | None) -> Network
     return replace(network, guest_reports=True, subnets=allowed, max_addresses=limit, announce_subnets=False)
 
 
-def _layer3_wanted(
-    nodes: Mapping[str, views.Node], index: Mapping[str, NodeInfo], layer3: list[Network], refusals: list[Refusal]
-) -> list[tuple[tuple[str, str], NodeInfo, Network, str, Prefix]]:
-    """The well-formed, well-placed host subnets nodes name for the Layer3 networks, as (node age, node, network,
-    value as written, subnet); the refusals of the others (and of a node's malformed annotation, once)."""
-    wanted: list[tuple[tuple[str, str], NodeInfo, Network, str, Prefix]] = []
-    for node in nodes.values():
+HostSubnetCheck = Callable[[NodeInfo, views.HostSubnet], Refusal | None]
+"""The refusal of a malformed or misplaced host subnet a node names for one network, or None."""
+
+
+def host_subnet_check(network: Network) -> HostSubnetCheck:
+    """The placement rules of one Layer3 network's host subnets, precompiled once per plan: inside one of its
+    cidrs, of that cidr's hostSubnet length (any cidr of `host_subnet_lengths` covering it).
+
+    The cidrs of a valid network never overlap, so when every cidr of `host_subnet_lengths` is one of its `subnets`
+    (as the decoder writes them) the one covering cidr tells both: one pass over the cidrs."""
+    lengths = tuple((c.version, c.first, c.last, n) for c, n in network.host_subnet_lengths)
+    by_cidr = {c: n for c, n in network.host_subnet_lengths}
+    merged = set(by_cidr) <= set(network.subnets)
+    spans = tuple((s.version, s.first, s.last, by_cidr.get(s) if merged else None) for s in network.subnets)
+    name = network.name
+
+    def check(info: NodeInfo, entry: views.HostSubnet) -> Refusal | None:
+        net = entry.prefix
+        if net is None:
+            return Refusal(info.ref, entry.text, checks.MALFORMED_ADDRESS, "host subnet is not a CIDR", name)
+        if not network.selects_node(info.labels):
+            message = f"no RouteAdvertisements advertising CUDN {name} selects node {info.name} (nodeSelector)"
+            return Refusal(info.ref, entry.text, reasons.NODE_NOT_SELECTED, message, name)
+        version, first, last, length = net.version, net.value, net.last, net.length
+        required: int | None = -1  # -1: no cidr covers it
+        for v, lo, hi, n in spans:
+            if v == version and lo <= first and last <= hi:
+                required = n
+                break
+        if required == -1:
+            message = f"host subnet of node {info.name} lies outside every subnet of CUDN {name}"
+            return Refusal(info.ref, entry.text, checks.OUTSIDE_NETWORK_SUBNETS, message, name)
+        if merged:
+            if required is None or required == length:
+                return None
+            return _wrong_length(info, entry, required, name)
+        for v, lo, hi, n in lengths:
+            if v == version and lo <= first and last <= hi and length != n:
+                return _wrong_length(info, entry, n, name)
+        return None
+
+    return check
+
+
+def _wrong_length(info: NodeInfo, entry: views.HostSubnet, length: int, network: str) -> Refusal:
+    # e.g. the whole cluster cidr: announcing it towards one node would pull every node's pods to it
+    message = f"host subnet of node {info.name} is not a /{length} (hostSubnet of CUDN {network})"
+    return Refusal(info.ref, entry.text, checks.MALFORMED_ADDRESS, message, network)
+
+
+def _layer3_routes(
+    nodes: Mapping[str, views.Node],
+    index: Mapping[str, NodeInfo],
+    layer3: list[Network],
+    attrs: Attributes,
+    routes: list[Route],
+    refusals: list[Refusal],
+) -> None:
+    """The host subnet routes nodes name for the Layer3 networks (into `routes`), and the refusals of the others
+    (into `refusals`): a node's malformed annotation (once), a malformed or misplaced entry, a subnet an older node
+    holds, a node without a next hop of the family.
+
+    Each node's annotation was decoded once, into its view, and each network's rules are compiled once here; the
+    nodes are read oldest first (creationTimestamp, then name), so the first to name a host subnet keeps it. Within a
+    network every host subnet has its cidr's hostSubnet length and cidrs never overlap, and advertised networks never
+    overlap each other: two host subnets overlap only when they are the same prefix.
+    """
+    rules = [(network.name, host_subnet_check(network)) for network in layer3]
+    holder: dict[Prefix, NodeInfo] = {}
+    for node in sorted(nodes.values(), key=_node_age):
         info = index.get(node.name)
         if info is None:
             continue
@@ -484,14 +548,35 @@ def _layer3_wanted(
         if problem is not None:
             refusals.append(Refusal(info.ref, problem.value, problem.reason, problem.message, ""))
             continue
-        for network in layer3:
-            for entry in node.host_subnets.get(network.name, ()):
-                refusal = _host_subnet_refusal(network, info, entry)
+        named = node.host_subnets
+        if not named:
+            continue
+        hops = {4: info.address(4), 6: info.address(6)}
+        for name, check in rules:
+            for entry in named.get(name, ()):
+                refusal = check(info, entry)
                 if refusal is not None:
                     refusals.append(refusal)
-                elif entry.prefix is not None:
-                    wanted.append((node.age, info, network, entry.text, entry.prefix))
-    return wanted
+                    continue
+                net = entry.prefix
+                assert net is not None  # check() refuses an entry that does not parse
+                older = holder.get(net)
+                if older is not None:
+                    if older is not info:
+                        message = f"host subnet {net} is also named by node {older.name}, which is older and keeps it"
+                        refusals.append(Refusal(info.ref, entry.text, checks.HOST_SUBNET_CONFLICT, message, name))
+                    continue  # the same node naming it twice: once is enough
+                holder[net] = info
+                next_hop = hops[net.version]
+                if next_hop is None:
+                    reason, message = info.no_address(net.version)
+                    refusals.append(Refusal(info.ref, entry.text, reason, message, name))
+                    continue
+                routes.append(make_route(net, next_hop, name, RouteKind.SUBNET, info.ref, info.name, attrs))
+
+
+def _node_age(node: views.Node) -> tuple[str, str]:
+    return node.age
 
 
 def subnet_routes(
@@ -522,24 +607,7 @@ def subnet_routes(
             )
     if not layer3:
         return routes, refusals
-    wanted = _layer3_wanted(state.nodes, nodes, layer3, refusals)
-    # within a network every host subnet has its cidr's hostSubnet length and cidrs never overlap, and advertised
-    # networks never overlap each other: two host subnets overlap only when they are the same prefix
-    holder: dict[Prefix, NodeInfo] = {}
-    for _age, info, network, value, net in sorted(wanted, key=lambda w: w[0]):
-        older = holder.get(net)
-        if older is not None:
-            if older is not info:
-                message = f"host subnet {net} is also named by node {older.name}, which is older and keeps it"
-                refusals.append(Refusal(info.ref, value, checks.HOST_SUBNET_CONFLICT, message, network.name))
-            continue  # the same node naming it twice: once is enough
-        holder[net] = info
-        next_hop = info.address(net.version)
-        if next_hop is None:
-            reason, message = info.no_address(net.version)
-            refusals.append(Refusal(info.ref, value, reason, message, network.name))
-            continue
-        routes.append(Route(net, next_hop, network.name, RouteKind.SUBNET, info.ref, info.name, attrs))
+    _layer3_routes(state.nodes, nodes, layer3, attrs, routes, refusals)
     return routes, refusals
 
 
@@ -551,23 +619,3 @@ def _unselected_speaker(network: Network, config: Config, nodes: Mapping[str, No
         return None
     info = nodes.get(here)
     return None if info is not None and network.selects_node(info.labels) else here
-
-
-def _host_subnet_refusal(network: Network, info: NodeInfo, entry: views.HostSubnet) -> Refusal | None:
-    """The refusal of a malformed or misplaced host subnet a node names, or None."""
-    net = entry.prefix
-    if net is None:
-        return Refusal(info.ref, entry.text, checks.MALFORMED_ADDRESS, "host subnet is not a CIDR", network.name)
-    if not network.selects_node(info.labels):
-        message = f"no RouteAdvertisements advertising CUDN {network.name} selects node {info.name} (nodeSelector)"
-        return Refusal(info.ref, entry.text, reasons.NODE_NOT_SELECTED, message, network.name)
-    host = SubnetRange.of(net)
-    if not any(s.covers(host) for s in network.subnets):
-        message = f"host subnet of node {info.name} lies outside every subnet of CUDN {network.name}"
-        return Refusal(info.ref, entry.text, checks.OUTSIDE_NETWORK_SUBNETS, message, network.name)
-    for cidr, length in network.host_subnet_lengths:
-        if cidr.covers(host) and host.prefixlen != length:
-            # e.g. the whole cluster cidr: announcing it towards one node would pull every node's pods to it
-            message = f"host subnet of node {info.name} is not a /{length} (hostSubnet of CUDN {network.name})"
-            return Refusal(info.ref, entry.text, checks.MALFORMED_ADDRESS, message, network.name)
-    return None

@@ -28,7 +28,11 @@ Fail static — a wrong or partial view of the cluster never withdraws routes in
   and go only when a full LIST of every resource, which the controller asks for once `safety.holdSeconds` passed,
   still does not have them (`bgpadv.safety.hold`; the LIST tracking in `bgpadv.safety.failstatic`). Announcements
   and next-hop changes in such a plan go out at once; a plan of ordinary watch events (a DELETE included) is applied
-  whatever it withdraws.
+  whatever it withdraws, unless it is part of a mass deletion: at least 3 objects and more than that fraction of one
+  resource's objects starting to be deleted (DELETED or a deletionTimestamp) within 10 s, as when its CRD is deleted
+  (the real apiserver marks every object deleting before it answers 404). Such plans are bulk plans too, and what
+  the deletion's first events withdrew is announced again and held with the rest (`bgpadv_resource_held{resource}`
+  is 1 while it lasts; `bgpadv.safety.failstatic`).
 
 This module only orders the work; the decisions are made elsewhere: what changes reach which peer (planner,
 guard), what is held (`bgpadv.safety.failstatic`), how a changed configuration file is applied
@@ -162,6 +166,8 @@ class Controller:
         # fail static: a relist or full replan never withdraws most of a peer's routes at once
         safety = config.safety
         self.failstatic = FailStatic(watched, safety.max_withdraw_fraction, safety.hold_seconds, clock)
+        # a mass deletion (a CRD deleted: every object marked deleting by ordinary events) shows as its resource held
+        self.failstatic.on_mass_deletion = lambda res, on: self.observer.resource_held(res.plural, on)
 
     @property
     def held(self) -> Mapping[str, int]:
@@ -277,6 +283,14 @@ class Controller:
         )
         if not self.store.apply(event):
             return
+        if not synced and not event.from_list and event.obj is not None and _deletes(event):
+            self.failstatic.deletion(
+                res,
+                res.key(event.obj),
+                removed=event.type == "DELETED",
+                objects=len(getattr(self.store.state, res.field)),
+                received_at=self.clock(),
+            )
         if synced or event.obj is None:
             self._changed = None  # a (re)list completed: compare everything
         elif self._changed is not None:
@@ -328,6 +342,7 @@ class Controller:
         now = self.clock()
         if self.speaker.needs_retry:
             self.speaker.resync()  # ExaBGP refused a command: diff the last desired set again
+        self.failstatic.mass_deletions()  # notes the end of a mass deletion (its resource_held gauge)
         if self.plan is None:
             self._maybe_plan()
         elif self.failstatic.relisting or self._confirm_held():
@@ -392,6 +407,14 @@ class Controller:
             # sight, or every later collection walks the whole cluster (half of a 100k LIST's cost, measured).
             gc.collect()
             gc.freeze()
+
+
+def _deletes(event: WatchEvent) -> bool:
+    """The event deletes its object: DELETED, or the object carries a deletionTimestamp (being deleted)."""
+    if event.type == "DELETED":
+        return True
+    meta = event.obj.get("metadata") if isinstance(event.obj, dict) else None
+    return isinstance(meta, dict) and bool(meta.get("deletionTimestamp"))
 
 
 def _require(part: object, seam: type, role: str) -> None:

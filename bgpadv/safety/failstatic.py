@@ -7,6 +7,19 @@ The controller's loop feeds it every LIST event (`list_event`) and hands it each
 must do to confirm them (`confirmation`): ask every resource for a fresh LIST once the hold's deadline passed, then
 replan in full once a LIST of every resource begun after the deadline completed. Pure: no I/O, the clock is
 injected; the loop carries out what it answers.
+
+Mass deletions by ordinary watch events: deleting a CRD makes the apiserver set a deletionTimestamp on every object
+of the kind first (MODIFIED events; the objects stay while their finalizers do), then send DELETED events, and only
+then answer 404 — so the reflector's 404 hold never sees it, and the planner, which drops a deleting object, would
+withdraw every route at once. The loop therefore reports every ordinary event that deletes an object (`deletion`):
+DELETED, or an object carrying a deletionTimestamp. When, within `MASS_DELETION_WINDOW` seconds, at least
+`MASS_DELETION_MIN` objects of one resource and more than `safety.maxWithdrawFraction` of its objects (those in the
+store plus those deleted in the window) started deleting, the resource is in a mass deletion until the window passes
+without another deletion: every plan with its deletion events is a bulk plan for the hold (origin "mass deletion of
+<plural>"), so that, if it would withdraw more than the fraction of a peer's routes, the withdrawals (those the first
+events already made included) are held and carried out only when a full LIST of every resource begun
+`safety.holdSeconds` later still does not have the routes: the same confirmation as for a relist. A deletion of one
+VM stays an ordinary event, withdrawn at once; so does the deletion of many VMs of a large cluster one by one.
 """
 
 from __future__ import annotations
@@ -17,11 +30,17 @@ from typing import Literal
 
 from bgpadv.core.model import Route
 from bgpadv.core.resources import Resource
-from bgpadv.safety.hold import HoldDecision, WithdrawalHold
+from bgpadv.safety.hold import MASS_DELETION, HoldDecision, WithdrawalHold
 
 log = logging.getLogger("bgpadv.hold")
 
 Confirmation = Literal["replan", "relist"]
+
+MASS_DELETION_WINDOW = 10.0
+"""Seconds within which deletions of one resource's objects count together (`FailStatic.deletion`)."""
+MASS_DELETION_MIN = 3
+"""Fewer objects than this starting to be deleted within the window is never a mass deletion: one VM, or two,
+deleted together always withdraw at once."""
 
 
 class FailStatic:
@@ -32,11 +51,16 @@ class FailStatic:
     ) -> None:
         self.watched = tuple(watched)
         self.clock = clock
-        self.hold = WithdrawalHold(max_fraction, hold_seconds, clock)
+        self.hold = WithdrawalHold(max_fraction, hold_seconds, clock, MASS_DELETION_WINDOW)
         self._bulk = False  # the unplanned changes include events of a (re)LIST
         self._relisting: set[Resource] = set()  # a LIST's events arrived, its SYNCED not yet
         self._listed: dict[Resource, float] = {}  # when each resource's latest completed LIST began
         self._relist_asked_at: float | None = None
+        self._deleting: dict[Resource, dict[object, tuple[float, bool]]] = {}  # key -> (first seen, gone from store)
+        self._mass_until: dict[Resource, float] = {}  # a resource in a mass deletion, until (monotonic seconds)
+        self._deletions = False  # the unplanned changes include deletion events
+        self._mass_origin: str | None = None  # ... of a resource in a mass deletion
+        self.on_mass_deletion: Callable[[Resource, bool], None] | None = None  # started (True) / ended (False)
 
     # -- what the loop feeds it --------------------------------------------------------------------------------------
     def list_event(
@@ -52,11 +76,53 @@ class FailStatic:
             self._relisting.add(resource)
             self._bulk = True
 
+    def deletion(self, resource: Resource, key: object, *, removed: bool, objects: int, received_at: float) -> None:
+        """An ordinary watch event deleting an object: DELETED (`removed`) or a deletionTimestamp on it. `objects`:
+        how many objects of the resource the store holds after the event. Detects a mass deletion (see the
+        module)."""
+        now = received_at
+        recent = self._deleting.setdefault(resource, {})
+        for k in [k for k, (t, _) in recent.items() if now - t >= MASS_DELETION_WINDOW]:
+            del recent[k]
+        first = recent.get(key)
+        recent[key] = (first[0] if first is not None else now, removed or (first is not None and first[1]))
+        self._deletions = True
+        until = self._mass_until.get(resource)
+        if until is not None and now < until:
+            self._mass_until[resource] = now + MASS_DELETION_WINDOW
+            self._mass_origin = f"{MASS_DELETION} of {resource.plural}"
+            return
+        gone = sum(1 for _, was_removed in recent.values() if was_removed)
+        total = objects + gone
+        if len(recent) >= MASS_DELETION_MIN and len(recent) > self.hold.max_fraction * total:
+            self._mass_until[resource] = now + MASS_DELETION_WINDOW
+            self._mass_origin = f"{MASS_DELETION} of {resource.plural}"
+            log.warning(
+                "mass deletion of %s: %d of its %d objects started being deleted within %.0fs (a CRD deleted?); "
+                "the routes they withdraw are held for a confirming LIST (fail static)",
+                resource.plural,
+                len(recent),
+                total,
+                MASS_DELETION_WINDOW,
+            )
+            if self.on_mass_deletion is not None:
+                self.on_mass_deletion(resource, True)
+
+    def mass_deletions(self) -> tuple[Resource, ...]:
+        """The resources in a mass deletion now (ending those whose window passed without a deletion)."""
+        now = self.clock()
+        for resource in [r for r, until in self._mass_until.items() if now >= until]:
+            del self._mass_until[resource]
+            log.info("mass deletion of %s: no deletion for %.0fs, over", resource.plural, MASS_DELETION_WINDOW)
+            if self.on_mass_deletion is not None:
+                self.on_mass_deletion(resource, False)
+        return tuple(self._mass_until)
+
     def reconfigure(self, max_fraction: float, hold_seconds: float) -> None:
         """New `safety` limits (a live configuration change): a new hold when they differ, the LIST bookkeeping
         stays."""
         if (self.hold.max_fraction, self.hold.hold_seconds) != (max_fraction, hold_seconds):
-            self.hold = WithdrawalHold(max_fraction, hold_seconds, self.clock)
+            self.hold = WithdrawalHold(max_fraction, hold_seconds, self.clock, MASS_DELETION_WINDOW)
 
     # -- what it answers -------------------------------------------------------------------------------------------
     @property
@@ -81,9 +147,15 @@ class FailStatic:
     def withhold(self, desired: Mapping[str, Sequence[Route]], *, full: bool) -> HoldDecision:
         """The hold's decision on a plan's desired routes per peer: bulk when the plan is `full` (start-up, resync,
         confirmation) or includes LIST events since the previous plan."""
-        bulk, origin = full or self._bulk, "relist" if self._bulk else "full replan"
+        mass, deletions = self._mass_origin, self._deletions
+        self._mass_origin, self._deletions = None, False
+        self.mass_deletions()
+        bulk = full or self._bulk or mass is not None
+        origin = "relist" if self._bulk else mass if mass is not None else "full replan"
         self._bulk = False
-        return self.hold.apply(desired, bulk=bulk, listed_since=self.listed_since(), origin=origin)
+        return self.hold.apply(
+            desired, bulk=bulk, listed_since=self.listed_since(), origin=origin, deletions=deletions and not bulk
+        )
 
     def confirmation(self) -> Confirmation | None:
         """While withdrawals are held: "replan" (in full) when a LIST of every resource begun after the deadline

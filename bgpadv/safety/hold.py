@@ -7,9 +7,14 @@ between the planner and the speaker and decides, per peer, which withdrawals go 
 
 The rules (`safety.maxWithdrawFraction`, default 0.5; `safety.holdSeconds`, default 120 s):
 
-- Only *bulk* plans are checked: a full replan (start-up, periodic resync, a confirmation) or a plan that includes
-  events of a (re)LIST. A plan made of ordinary watch events (a DELETE included) is applied as it is, whatever it
-  withdraws: individual deletions are never delayed.
+- Only *bulk* plans are checked: a full replan (start-up, periodic resync, a confirmation), a plan that includes
+  events of a (re)LIST, or a plan that includes deletion events of a *mass deletion* (`bgpadv.safety.failstatic`:
+  a large share of one resource's objects starting to be deleted within a few seconds, as when its CRD is deleted:
+  the apiserver marks every object deleting first, with ordinary watch events). Any other plan of ordinary watch
+  events (a DELETE included) is applied as it is, whatever it withdraws: an individual deletion is never delayed.
+- What ordinary plans with deletion events withdrew in the last `recent_seconds` (10 s) counts towards a mass
+  deletion's bulk plan: when it is held, those routes are announced again and held with the rest (a mass deletion
+  is recognised only after its first few events, which went out as ordinary ones).
 - A bulk plan that would withdraw more than `max_fraction` of the routes last handed to the speaker for a peer
   (held ones included) withdraws nothing for that peer: every route it would withdraw stays in the desired set,
   unchanged, and is counted as held. Announcements and next-hop changes in the same plan go out at once.
@@ -41,12 +46,15 @@ log = logging.getLogger("bgpadv.hold")
 
 
 PrefixKey = tuple[int, int, int]  # `Prefix.key`: (IP version, network value, prefix length)
+MASS_DELETION = "mass deletion"  # the origin of a bulk plan made of the deletion events of a mass deletion
 
 
 @dataclass(slots=True)
 class _PeerHold:
     handed: tuple[Route, ...] = ()  # what the speaker was last told to hold for this peer (held routes included)
     held: dict[PrefixKey, tuple[Route, float]] = field(default_factory=dict)  # key -> (route, held since)
+    # withdrawn by ordinary plans with deletion events, within `recent_seconds`: key -> (route, withdrawn at)
+    recent: dict[PrefixKey, tuple[Route, float]] = field(default_factory=dict)
 
     def oldest(self) -> float | None:
         return min((since for _, since in self.held.values()), default=None)
@@ -78,7 +86,13 @@ class HoldDecision:
 class WithdrawalHold:
     """Decides, per peer and per plan, which withdrawals are carried out and which are held (see the module)."""
 
-    def __init__(self, max_fraction: float, hold_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        max_fraction: float,
+        hold_seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+        recent_seconds: float = 10.0,
+    ) -> None:
         if not 0.0 <= max_fraction <= 1.0:
             raise ValueError("max_fraction must lie in [0, 1]")
         if hold_seconds < 0:
@@ -86,6 +100,7 @@ class WithdrawalHold:
         self.max_fraction = max_fraction
         self.hold_seconds = hold_seconds
         self.clock = clock
+        self.recent_seconds = recent_seconds  # how long withdrawals by deletion events count towards a mass deletion
         self._peers: dict[str, _PeerHold] = {}
         self._oldest: float | None = None  # when the longest-held route was held (cached: the loop asks every turn)
 
@@ -122,12 +137,16 @@ class WithdrawalHold:
         bulk: bool,
         listed_since: float | None = None,
         origin: str = "relist",
+        deletions: bool = False,
     ) -> HoldDecision:
         """Take the planner's desired routes per peer; return what the speaker gets, held routes included.
 
-        `bulk`: the plan is a full replan or includes (re)LIST events. `listed_since`: the oldest start time among
-        the latest completed LIST of each watched resource (None: not every resource listed). `origin` names the
-        bulk plan's cause in log lines ("relist", "full replan")."""
+        `bulk`: the plan is a full replan, includes (re)LIST events, or is part of a mass deletion. `listed_since`:
+        the oldest start time among the latest completed LIST of each watched resource (None: not every resource
+        listed). `origin` names the bulk plan's cause in log lines ("relist", "full replan", "mass deletion of
+        ipamclaims"). `deletions`: an ordinary plan that includes deletion events (DELETED, or a deletionTimestamp
+        set): what it withdraws goes out, and is remembered for `recent_seconds`, so that a mass deletion detected a
+        few events later counts it, and holds it (announced again) with the rest."""
         now = self.clock()
         out: dict[str, tuple[Route, ...]] = {}
         outcomes: dict[str, PeerOutcome] = {}
@@ -151,13 +170,20 @@ class WithdrawalHold:
         for peer in sorted(set(self._peers) | set(desired)):
             st = self._peers.setdefault(peer, _PeerHold())
             routes = tuple(desired.get(peer, ()))
-            if not bulk and not st.held:  # the common case: nothing to compare, nothing to add (no O(n) pass)
+            if st.recent:
+                st.recent = {k: v for k, v in st.recent.items() if now - v[1] < self.recent_seconds}
+            if not bulk and not st.held and not deletions:  # the common case: nothing to compare, nothing to add
                 outcome = PeerOutcome(base=len(st.handed))
             elif not bulk:
-                outcome = self._ordinary(st, key_set(routes))
+                wanted = key_set(routes)
+                if deletions:
+                    self._remember(st, keys(st.handed), wanted, now)
+                outcome = self._ordinary(st, wanted)
             else:
-                gone = {k: r for k, r in zip(keys(st.handed), st.handed, strict=True) if k not in key_set(routes)}
-                outcome = self._bulk(peer, st, gone, now, listed_since, origin)
+                wanted = key_set(routes)
+                gone = {k: r for k, r in zip(keys(st.handed), st.handed, strict=True) if k not in wanted}
+                earlier = self._earlier(st, wanted, gone) if origin.startswith(MASS_DELETION) else 0
+                outcome = self._bulk(peer, st, gone, now, listed_since, origin, earlier)
             if st.held:
                 kept = tuple(route for route, _ in st.held.values())
                 routes = routes + kept
@@ -167,6 +193,24 @@ class WithdrawalHold:
         oldest = [t for st in self._peers.values() if (t := st.oldest()) is not None]
         self._oldest = min(oldest) if oldest else None
         return HoldDecision(out, outcomes)
+
+    @staticmethod
+    def _remember(st: _PeerHold, handed_keys: list[PrefixKey], wanted: set[PrefixKey], now: float) -> None:
+        """An ordinary plan with deletion events: remember what it withdraws (for a mass deletion seen later)."""
+        for k, r in zip(handed_keys, st.handed, strict=True):
+            if k not in wanted and k not in st.held:
+                st.recent[k] = (r, now)
+
+    @staticmethod
+    def _earlier(st: _PeerHold, wanted: set[PrefixKey], gone: dict[PrefixKey, Route]) -> int:
+        """A mass deletion's bulk plan: what its first (ordinary) events withdrew joins `gone`; how many."""
+        earlier = 0
+        for k, (r, _) in st.recent.items():
+            if k not in wanted and k not in gone:
+                gone[k] = r
+                earlier += 1
+        st.recent = {}
+        return earlier
 
     def _ordinary(self, st: _PeerHold, wanted: set[PrefixKey]) -> PeerOutcome:
         """Ordinary watch events: their withdrawals go out; a held route the plan desires again is no longer held."""
@@ -182,10 +226,12 @@ class WithdrawalHold:
         now: float,
         listed_since: float | None,
         origin: str,
+        earlier: int = 0,
     ) -> PeerOutcome:
-        """A relist or full replan whose plan no longer has `gone` (key -> route handed before): confirm what a late
-        enough LIST confirms, hold a mass withdrawal."""
-        handed = len(st.handed)
+        """A relist or full replan whose plan no longer has `gone` (key -> route handed before, or withdrawn
+        `earlier` by the first events of a mass deletion): confirm what a late enough LIST confirms, hold a mass
+        withdrawal (what was withdrawn earlier is announced again)."""
+        handed = len(st.handed) + earlier
         held = {k: v for k, v in st.held.items() if k in gone}  # a held route desired again is no longer held
         released = len(st.held) - len(held)
         confirmed = 0

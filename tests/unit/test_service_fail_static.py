@@ -5,7 +5,10 @@ wait for, `held`), with the real store and planner, a recording speaker and sour
 timers and the hold. The rules:
 - a relist (events marked `from_list`) is planned only once its SYNCED arrived, and it is a bulk plan: withdrawing
   more than half of the peer's routes withdraws none; its announcements go out at once;
-- ordinary watch DELETEs are applied whatever they withdraw;
+- ordinary watch DELETEs of a few objects are applied whatever they withdraw; a mass deletion by watch events (a
+  deletionTimestamp or DELETED on at least MASS_DELETION_MIN objects and more than the fraction of one resource's
+  objects within MASS_DELETION_WINDOW: a CRD deleted) is a bulk plan like a relist, the first events' withdrawals
+  included;
 - once the hold's deadline passed the controller asks every resource for a LIST; when a LIST of every resource begun
   after the deadline completed, a full replan withdraws what is still gone; objects that came back end the hold.
 """
@@ -19,6 +22,7 @@ import pytest
 from bgpadv.config import parse
 from bgpadv.core import resources
 from bgpadv.runtime.controller import Controller, LoopSettings, watched_resources
+from bgpadv.safety.failstatic import MASS_DELETION_WINDOW
 from bgpadv.sources.reflector import WatchEvent
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
@@ -168,9 +172,77 @@ def test_a_relist_withdrawing_at_most_half_is_applied(cluster: Cluster) -> None:
     assert cluster.observer.held[-1] == {PEER: 0}
 
 
-def test_ordinary_delete_events_are_applied_whatever_they_withdraw(cluster: Cluster) -> None:
-    cluster.watch("DELETED", *(claim(i) for i in (10, 11, 12, 13)))
+def test_ordinary_delete_events_are_applied_whatever_they_withdraw(cluster: Cluster, clock: Clock) -> None:
+    """Two VMs deleted together, and later two more: never a mass deletion (fewer than MASS_DELETION_MIN objects
+    within the window), so each withdrawal goes out at once, although the last two leave the peer one route."""
+    cluster.watch("DELETED", claim(10), claim(11))
+    assert cluster.handed == sorted([SUBNET, host(12), host(13)])
+    clock.now += MASS_DELETION_WINDOW
+    cluster.watch("DELETED", claim(12), claim(13))
     assert cluster.handed == [SUBNET]
+    assert cluster.observer.held[-1] == {PEER: 0}
+
+
+def deleting(i: int) -> dict:
+    """Claim `i` with a deletionTimestamp (its finalizer keeps it), as a new version of the object."""
+    obj = k8s.ipam_claim(NS, f"vm-{i}.default", f"vm-{i}", NET, [f"192.168.100.{i}/24"], deleting=True)
+    obj["metadata"]["resourceVersion"] = f"{obj['metadata']['resourceVersion']}1"
+    return obj
+
+
+def test_one_vm_deleted_withdraws_at_once(cluster: Cluster) -> None:
+    cluster.watch("MODIFIED", deleting(10))
+    assert cluster.handed == sorted([SUBNET, host(11), host(12), host(13)])
+    cluster.watch("DELETED", claim(10))
+    assert cluster.handed == sorted([SUBNET, host(11), host(12), host(13)])
+    assert cluster.observer.held[-1] == {PEER: 0}
+
+
+@pytest.mark.parametrize(
+    "batches",
+    [
+        pytest.param([[10, 11, 12, 13]], id="every-claim-in-one-plan"),
+        pytest.param([[10], [11], [12], [13]], id="one-claim-a-plan"),
+        pytest.param([[10, 11], [12, 13]], id="two-plans"),
+    ],
+)
+def test_a_crd_deleted_marks_every_claim_deleting_and_the_routes_are_held(
+    cluster: Cluster, clock: Clock, batches: list[list[int]]
+) -> None:
+    """The IPAMClaim CRD deleted on a real apiserver: every claim gets a deletionTimestamp (ordinary MODIFIED
+    events, in as many plans as the loop happens to make), then DELETED. From the third claim on it is a mass
+    deletion: the routes the first two withdrew are announced again, and every claim's route is held."""
+    for batch in batches:
+        cluster.watch("MODIFIED", *(deleting(i) for i in batch))
+    assert cluster.handed == ALL
+    assert cluster.observer.held[-1] == {PEER: 4}
+    assert ("ipamclaims", True) in cluster.observer.resources_held
+    cluster.watch("DELETED", *(claim(i) for i in (10, 11, 12, 13)))
+    assert cluster.handed == ALL, "the DELETED events of a mass deletion are held too"
+
+
+def test_a_mass_deletion_is_carried_out_when_a_list_after_the_hold_confirms_it(cluster: Cluster, clock: Clock) -> None:
+    held_at = clock.now
+    cluster.watch("MODIFIED", *(deleting(i) for i in (10, 11, 12, 13)))
+    assert cluster.handed == ALL
+    clock.now = held_at + H - 1
+    cluster.step()
+    assert cluster.handed == ALL and cluster.relists == 0
+    clock.now = held_at + H
+    cluster.step()
+    assert cluster.relists == 1  # the confirming LIST asked of every resource
+    cluster.synced_all(listed_at=held_at + H)  # it still has the claims, deleting
+    cluster.step()
+    assert cluster.handed == [SUBNET]
+    assert cluster.observer.held[-1] == {PEER: 0}
+    assert ("ipamclaims", False) in cluster.observer.resources_held
+
+
+def test_claims_recreated_during_a_mass_deletion_end_the_hold(cluster: Cluster, clock: Clock) -> None:
+    cluster.watch("MODIFIED", *(deleting(i) for i in (10, 11, 12, 13)))
+    cluster.watch("DELETED", *(claim(i) for i in (10, 11, 12, 13)))
+    cluster.watch("ADDED", *(claim(i) for i in (10, 11, 12, 13)))  # the CRD and the claims applied again
+    assert cluster.handed == ALL
     assert cluster.observer.held[-1] == {PEER: 0}
 
 
