@@ -51,10 +51,12 @@ from bgpadv.core import resources
 from bgpadv.core.model import Cause, Plan
 from bgpadv.core.resources import CUDN, NODE, ROUTE_ADVERTISEMENTS
 from bgpadv.core.state import ClusterState
+from bgpadv.core.views import Node
 from bgpadv.importer.reconciler import Importer
 from bgpadv.observe.observers import NullObserver, Observer
 from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv.runtime.derive import handovers_of, import_networks, node_addresses
+from bgpadv.runtime.peering import Served
 from bgpadv.runtime.reload import ConfigFileChanged, Reloader
 from bgpadv.runtime.seams import ControllerSources, ControllerSpeaker
 from bgpadv.safety.failstatic import FailStatic
@@ -134,8 +136,18 @@ class Controller:
         clock: Callable[[], float] = time.monotonic,
         importer: Importer | None = None,
         reloader: Reloader | None = None,
+        configured: Config | None = None,
+        placement: Callable[[Config, Node | None], Config] | None = None,
+        node: Node | None = None,
     ) -> None:
         self.config = config
+        # peers per node (bgpadv.runtime.peering): `configured` is the file's configuration, `config` what this
+        # instance runs of it on `node` (`placement(configured, node)`); a label change of the node that selects
+        # other peers reloads ExaBGP and ends the loop for a new controller
+        self.configured = configured if configured is not None else config
+        self.placement = placement
+        self.node = node
+        self.served = Served(tuple(p.name for p in config.peers))
         self.importer = importer  # egress import (bgpadv.importer), fed by the speaker's on_received hook
         self.reloader = reloader  # live configuration reload (bgpadv.runtime.reload); None: the file is not watched
         self.restart_requested = False  # the loop ended for a configuration change a new controller must apply
@@ -260,7 +272,7 @@ class Controller:
             return self._reload()
         if isinstance(item, WatchEvent):
             self._apply(item)
-            return True
+            return self._follow_node(item)
         log.warning("ignoring unexpected queue item %r", type(item).__name__)
         return True
 
@@ -285,6 +297,37 @@ class Controller:
             self._pending_since = event.received_at
         self._kinds.add(res.kind)
 
+    # -- peers per node (bgpadv.runtime.peering) ---------------------------------------------------------------------
+    def _follow_node(self, event: WatchEvent) -> bool:
+        """This instance's Node changed: when its labels select other peers, reload ExaBGP with them and end the loop
+        for a new controller (False). A deleted Node changes nothing (its VMs leave with it)."""
+        name = self.config.speaker_node
+        if event.resource is not NODE or name is None or not self.configured.peer_selection:
+            return True
+        node = self.store.state.nodes.get(name)
+        if node is None or node is self.node:
+            return True
+        previous, self.node = self.node, node
+        if not self.served.moved(self.configured, node.labels):
+            return True
+        place = self.placement
+        new = place(self.configured, node) if place is not None else self.configured.serving(node.labels)
+        log.warning(
+            "this node's labels select other peers: reloading ExaBGP with them, then a new controller",
+            extra={
+                "node": name,
+                "peers": [p.name for p in new.peers],
+                "previous": list(self.served.names),
+                "labels_before": dict(previous.labels) if previous is not None else None,
+            },
+        )
+        if self.reloader is None or not self.reloader.reload_exabgp(new):
+            log.error("cannot reload ExaBGP with this node's peers: the running peers stay", extra={"node": name})
+            self.served = Served(tuple(p.name for p in new.peers))  # do not retry on every Node event
+            return True
+        self.restart_requested = True
+        return False
+
     # -- live configuration reload (bgpadv.runtime.reload) -------------------------------------------------------------
     def _reload(self) -> bool:
         """Apply a changed configuration file: live, or by ending the loop for a new controller (after reloading
@@ -296,14 +339,16 @@ class Controller:
             self.restart_requested = True
             return False
         if decision.action == "live" and decision.config is not None:
-            self.apply_live(decision.config)
+            self.apply_live(decision.config, self.reloader.last_loaded)
             self.reloader.applied_live()
         return True
 
-    def apply_live(self, new: Config) -> None:
+    def apply_live(self, new: Config, configured: Config | None = None) -> None:
         """Swap the configuration, planner, guard and (if its settings changed) the withdrawal hold, and make the next
-        plan compare everything. A deliberate edit is not a bulk view change: what it withdraws goes at once."""
+        plan compare everything. A deliberate edit is not a bulk view change: what it withdraws goes at once.
+        `configured`: the file's configuration `new` was narrowed from (default: `new`)."""
         self.config = new
+        self.configured = configured if configured is not None else new
         self.incremental = IncrementalPlanner(new)
         self.guard = Guard(new)
         self.failstatic.reconfigure(new.safety.max_withdraw_fraction, new.safety.hold_seconds)
