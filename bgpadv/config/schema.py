@@ -455,14 +455,14 @@ class PeerConfig(_Section):
     ] = None
     connect_retry: Annotated[
         Any,
-        WithJsonSchema({"not": {}, "description": "Not supported by ExaBGP (see the README)."}),
+        SkipJsonSchema(),
         Field(alias="connectRetry", description="Refused: ExaBGP has no connect-retry timer."),
     ] = None
     description: Annotated[
         Description | None,
         Field(description=f"Free text for the ExaBGP neighbor (`description`), {DESCRIPTION_RULE}."),
     ] = None
-    self_addresses: Annotated[tuple[IPAddress, ...], SkipJsonSchema(), PlainValidator(_not_in_file)] = ()
+    self_addresses: Annotated[tuple[IPAddress, ...], PlainValidator(_not_in_file), SkipJsonSchema()] = ()
     """What `next-hop self` stands for on this session per family where `nextHopSelf` says nothing and the session
     cannot resolve it: derived at controller start (`bgpadv.runtime.peering`), never written in the file."""
 
@@ -1116,7 +1116,7 @@ class Config(_Section):
             "per-node when nodeName or BGPADV_NODE_NAME names a node, else cluster."
         ),
     ] = None  # as written; node_name is the outcome
-    speaker_node: Annotated[str | None, SkipJsonSchema(), PlainValidator(_not_in_file)] = None
+    speaker_node: Annotated[str | None, PlainValidator(_not_in_file), SkipJsonSchema()] = None
     """The node this instance runs on, whose labels select its peers (`peers[].nodeSelector`): `node_name` in
     per-node mode, `BGPADV_POD_NODE_NAME` in cluster mode (None: unknown, only peers without a selector)."""
 
