@@ -147,7 +147,7 @@ def test_without_the_knobs_the_neighbor_block_is_as_before():
     assert not any(word in text for word in ("description", "connect ", "outgoing-ttl"))
 
 
-# -- which peers an instance serves -------------------------------------------------------------------------------------
+# -- which peers an instance serves ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -269,7 +269,7 @@ def test_an_ibgp_session_gets_local_preference_and_no_as_path_prepend():
     assert "as-path [ 64513 64513 ]" in ebgp[0]
 
 
-# -- the controller follows its node's labels ---------------------------------------------------------------------------
+# -- the controller follows its node's labels -------------------------------------------------------------------------
 
 
 class FakeReloader:
