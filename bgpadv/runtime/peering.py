@@ -133,3 +133,52 @@ def kernel_interface_addresses(peer: IPAddress, version: int) -> list[Address]:
             return out
     except NetlinkError as e:
         raise OSError(str(e)) from e
+
+
+def selector_text(peer: PeerConfig) -> str:
+    """`peer.nodeSelector` as kubectl writes a label selector (`rack=a,zone in (z1,z2),!legacy`); "" for none."""
+    s = peer.node_selector
+    if s is None:
+        return ""
+    words = [f"{k}={v}" for k, v in s.match_labels]
+    for key, op, values in s.match_expressions:
+        words.append(
+            {
+                "In": f"{key} in ({','.join(values)})",
+                "NotIn": f"{key} notin ({','.join(values)})",
+                "Exists": key,
+                "DoesNotExist": f"!{key}",
+            }[op]
+        )
+    return ",".join(words)
+
+
+def serving_nodes(config: Config, nodes: Mapping[str, Node]) -> list[dict[str, object]]:
+    """Per configured peer: its ASN, session kind, selector and the nodes whose instance (per-node mode) or replica
+    (cluster mode) peers with it, among `nodes` (in per-node mode only the instance's own node)."""
+    candidates = sorted(nodes) if config.node_name is None else [n for n in (config.node_name,) if n in nodes]
+    out: list[dict[str, object]] = []
+    for peer in config.peers:
+        out.append(
+            {
+                "peer": peer.name,
+                "asn": peer.asn,
+                "session": "iBGP" if peer.ibgp(config.local_asn) else "eBGP",
+                "nodeSelector": selector_text(peer),
+                "nodes": [n for n in candidates if peer.serves(nodes[n].labels)],
+            }
+        )
+    return out
+
+
+def placement_status(configured: Config, running: Config) -> dict[str, object]:
+    """For `/status`: this instance's node, the peers it serves and the configured ones it does not (with their
+    selectors)."""
+    served = {p.name for p in running.peers}
+    return {
+        "node": running.speaker_node,
+        "serves": [p.name for p in running.peers],
+        "notServed": [
+            {"peer": p.name, "nodeSelector": selector_text(p)} for p in configured.peers if p.name not in served
+        ],
+    }

@@ -73,7 +73,7 @@ def controller_main(config_path: str) -> int:
     from bgpadv.observe.health import HealthServer
     from bgpadv.observe.metrics_observer import MetricsObserver
     from bgpadv.runtime.controller import Controller, watched_resources
-    from bgpadv.runtime.peering import effective, kernel_interface_addresses
+    from bgpadv.runtime.peering import effective, kernel_interface_addresses, placement_status
     from bgpadv.sources.client import make_api_client
     from bgpadv.sources.nodes import read_node
     from bgpadv.sources.reflector import ReflectorSettings, Sources, WatchEvent
@@ -113,11 +113,14 @@ def controller_main(config_path: str) -> int:
         return effective(c, n, kernel_interface_addresses)
 
     config = placement(configured, node)
-    reloader.narrow = lambda c: placement(c, controller.node)
-    if config.peers != configured.serving(None).peers:  # `bgpadv run` started ExaBGP without the selected peers
-        text = reloader.render(config)
-        if text is not None and (Path(runtime or ".") / "exabgp.conf").read_text() != text:
-            reloader.reload_exabgp(config)
+    text = reloader.render(config)  # `bgpadv run` started ExaBGP with the peers without nodeSelector only
+    if text is not None and runtime:
+        try:
+            running = (Path(runtime) / "exabgp.conf").read_text()
+        except OSError:
+            running = None
+        if running != text:
+            reloader.reload_exabgp(config)  # ExaBGP adds (or removes) just those neighbors
     log.info("peers served", extra={"node": config.speaker_node, "peers": [p.name for p in config.peers]})
     metrics.set_peers(p.name for p in config.peers)
     events = EventRecorder(api_client, metrics=metrics.metrics)
@@ -155,6 +158,8 @@ def controller_main(config_path: str) -> int:
         placement=placement,
         node=node,
     )
+    reloader.narrow = lambda c: placement(c, controller.node)  # a changed file, as this node runs it
+    metrics.placement_status = lambda: placement_status(controller.configured, controller.config)
     watch = ConfigFileWatch(config_path, controller.queue.put, seen=seen).start()
     # the API shim forwards the supervisor's drain request as SIGUSR1 (ignored until here); a request made before
     # the handler existed is in the environment or the runtime directory's drain file (bgpadv.runtime.lifecycle)
