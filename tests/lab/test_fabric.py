@@ -11,8 +11,8 @@ Scope, asserted on FRR's own tables (`show bgp ... json`, `show bgp neighbors ..
   global next hop fd00::11; its IPv4 session carries them too, with the node's IPv6 address fd00::11 as next hop and
   no `nextHopSelf` in the configuration.
 - knobs: the 4-byte local AS 4200000001 in ToR A's AS paths, the iBGP ToR B seeing `localPreference` 200 and an
-  empty AS path although `asPathPrepend: 1` is set (our AS in an iBGP path would make ToR B drop the route), `holdTime 9`/`keepaliveTime 3` negotiated against ToR B's 30 s, and
-  ToR B's bgpd on port 1179 (`port`).
+  empty AS path although `asPathPrepend: 1` is set (our AS in an iBGP path would make ToR B drop the route),
+  `holdTime 9`/`keepaliveTime 3` negotiated against ToR B's 30 s, and ToR B's bgpd on port 1179 (`port`).
 
 Simplified from the issue's four nodes: two nodes (the lab's w1 and w2), one per rack, both racks on one L2 segment
 (the second ToR hangs off the first ToR's bridge), which is what per-node selection needs; cluster mode's selection
