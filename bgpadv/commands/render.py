@@ -166,7 +166,7 @@ def main(config_path: str, manifests_dir: str, output: str, learned_path: str | 
         rows = imports(state, cfg, learned, interfaces)
         sys.stdout.write(render_imports(rows, output, malformed))
         return 0
-    peers = serving_nodes(cfg, state.nodes)
+    peers = serving_nodes(cfg, state.nodes) if cfg.peer_selection else None  # which node serves which peer
     if cfg.speaker_node is not None:  # per-node: the peers the node's labels select, self from its InternalIPs
         cfg = effective(cfg, state.nodes.get(cfg.speaker_node), lambda _peer, _version: ())
     sys.stdout.write(render_plan(announced(state, cfg), output, peers))

@@ -323,3 +323,33 @@ def test_a_node_moved_to_the_other_rack_reloads_exabgp_with_that_racks_peer_and_
     assert c.step() is False
     assert reloader.reloaded == [["10.0.0.2", "192.0.2.1"]]
     assert c.restart_requested is True
+
+
+# -- render says which node serves which peer ------------------------------------------------------------------------
+
+
+def test_render_names_the_nodes_that_serve_each_peer(tmp_path, capsys):
+    import json
+
+    import yaml
+
+    from bgpadv.commands import render
+
+    (tmp_path / "bgpadv.yaml").write_text(yaml.safe_dump(RAW))
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    nodes = [
+        k8s.node("worker-1", "10.0.0.11", labels={RACK: "a"}),
+        k8s.node("worker-2", "10.0.0.12", labels={RACK: "b"}),
+    ]
+    (manifests / "nodes.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes}))
+    assert render.main(str(tmp_path / "bgpadv.yaml"), str(manifests), "json") == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [(p["peer"], p["nodeSelector"], p["nodes"]) for p in doc["peers"]] == [
+        ("10.0.0.1", f"{RACK}=a", ["worker-1"]),
+        ("10.0.0.2", f"{RACK} in (b)", ["worker-2"]),
+        ("192.0.2.1", "", ["worker-1", "worker-2"]),
+    ]
+    assert render.main(str(tmp_path / "bgpadv.yaml"), str(manifests), "table") == 0
+    table = capsys.readouterr().out
+    assert "peers (3)" in table and "10.0.0.2   64512  eBGP     topology.bgpadv.io/rack in (b)  worker-2" in table
