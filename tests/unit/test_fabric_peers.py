@@ -353,3 +353,15 @@ def test_render_names_the_nodes_that_serve_each_peer(tmp_path, capsys):
     assert render.main(str(tmp_path / "bgpadv.yaml"), str(manifests), "table") == 0
     table = capsys.readouterr().out
     assert "peers (3)" in table and "10.0.0.2   64512  eBGP     topology.bgpadv.io/rack in (b)  worker-2" in table
+
+
+def test_status_names_this_nodes_peers_and_the_ones_it_does_not_serve():
+    from bgpadv.commands.status import render_placement
+
+    configured = parse({**RAW, "nodeName": "worker-1"}, environ={})
+    placement = peering.placement_status(configured, configured.serving({RACK: "a"}))
+    assert render_placement(placement) == [
+        "node worker-1 serves: 10.0.0.1, 192.0.2.1",
+        f"not served here: 10.0.0.2 ({RACK} in (b))",
+        "",
+    ]
