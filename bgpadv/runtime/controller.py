@@ -42,13 +42,13 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TextIO
 
 from bgpadv.config import Config
 from bgpadv.core import resources
-from bgpadv.core.model import Cause, Plan
+from bgpadv.core.model import Cause, Plan, Route
 from bgpadv.core.resources import CUDN, NODE, ROUTE_ADVERTISEMENTS
 from bgpadv.core.state import ClusterState
 from bgpadv.core.views import Node
@@ -65,6 +65,11 @@ from bgpadv.sources.reflector import WatchEvent
 from bgpadv.sources.store import Store
 
 log = logging.getLogger("bgpadv.service")
+
+
+MOVE_WITHDRAW_SECONDS = 5.0
+"""A node's peers change (`peers[].nodeSelector`): how long the leaving peers' withdrawals may take to be acknowledged
+before ExaBGP is reloaded without those peers anyway."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +153,8 @@ class Controller:
         self.placement = placement
         self.node = node
         self.served = Served(tuple(p.name for p in config.peers))
+        self._moving: tuple[Config, set[str], float] | None = None  # (new config, leaving peers, since)
+        self._last_desired: Mapping[str, Iterable[Route]] | None = None
         self.importer = importer  # egress import (bgpadv.importer), fed by the speaker's on_received hook
         self.reloader = reloader  # live configuration reload (bgpadv.runtime.reload); None: the file is not watched
         self.restart_requested = False  # the loop ended for a configuration change a new controller must apply
@@ -231,11 +238,13 @@ class Controller:
             item = self.queue.get(timeout=wait) if wait > 0 else self.queue.get_nowait()
         except queue.Empty:
             self._timers()
-            return True
+            return self._moved_when_withdrawn()
         if not self._handle(item) or not self._drain():
             return False
         self._maybe_plan()
         self._timers()  # timers run under a steady stream of events too
+        if not self._moved_when_withdrawn():
+            return False
         if self.speaker.closed:
             log.info("ExaBGP is shutting down: exiting")
             return False
@@ -261,7 +270,7 @@ class Controller:
     def _handle(self, item: object) -> bool:
         if isinstance(item, _ExaBGPLine):
             self.speaker.handle_line(item.line, item.at)
-            return True
+            return self._moved_when_withdrawn()
         if isinstance(item, _StdinClosed):
             log.info("ExaBGP closed our input: exiting")
             return False
@@ -321,12 +330,41 @@ class Controller:
                 "labels_before": dict(previous.labels) if previous is not None else None,
             },
         )
+        kept = {p.name for p in new.peers}
+        leaving = {p.name for p in self.config.peers if p.name not in kept}
+        if leaving and self.speaker.ready and self.plan is not None:
+            # ExaBGP drops a removed neighbor's TCP session without a NOTIFICATION, which the ToR takes for a
+            # graceful restart: it would keep our routes stale for its restart time. Withdraw them first.
+            self._moving = (new, leaving, self.clock())
+            self.served = Served(tuple(p.name for p in new.peers))
+            self._resend_without(leaving)
+            return self._moved_when_withdrawn()
+        return self._reload_peers(new)
+
+    def _reload_peers(self, new: Config) -> bool:
+        self._moving = None
         if self.reloader is None or not self.reloader.reload_exabgp(new):
-            log.error("cannot reload ExaBGP with this node's peers: the running peers stay", extra={"node": name})
+            log.error("cannot reload ExaBGP with this node's peers: the running peers stay")
             self.served = Served(tuple(p.name for p in new.peers))  # do not retry on every Node event
             return True
         self.restart_requested = True
         return False
+
+    def _resend_without(self, leaving: Collection[str]) -> None:
+        """Desire nothing for the peers being removed (their withdrawals go out before ExaBGP drops them)."""
+        if self._last_desired is not None:
+            desired = {peer: (() if peer in leaving else routes) for peer, routes in self._last_desired.items()}
+            self.speaker.set_desired(desired, None)
+
+    def _moved_when_withdrawn(self) -> bool:
+        """The pending peer move is carried out once ExaBGP acknowledged the leaving peers' withdrawals (or after
+        `MOVE_WITHDRAW_SECONDS`). False ends the loop (the move is done: a new controller comes)."""
+        if self._moving is None:
+            return True
+        new, leaving, since = self._moving
+        if any(self.speaker.held(peer) for peer in leaving) and self.clock() - since < MOVE_WITHDRAW_SECONDS:
+            return True
+        return self._reload_peers(new)
 
     # -- live configuration reload (bgpadv.runtime.reload) -------------------------------------------------------------
     def _reload(self) -> bool:
@@ -423,7 +461,11 @@ class Controller:
         self._last_plan_at = self.clock()
         decision = self.failstatic.withhold(guarded.per_peer, full=full)
         self.observer.routes_held(decision.held)
-        self.speaker.set_desired(decision.desired, cause)
+        desired = decision.desired
+        if self._moving is not None:  # peers being removed keep getting nothing
+            desired = {peer: (() if peer in self._moving[1] else routes) for peer, routes in desired.items()}
+        self._last_desired = desired
+        self.speaker.set_desired(desired, cause)
         if self.importer is not None and networks_moved:
             self.importer.set_networks(import_networks(plan), self.clock(), node_addresses(plan))
         # Observation after the commands are written: metrics never delay an UPDATE. ExaBGP's echo of what it sent

@@ -22,7 +22,7 @@ from bgpadv.core import resources
 from bgpadv.core.prefix import Address
 from bgpadv.planner import checks, plan
 from bgpadv.runtime import peering
-from bgpadv.runtime.controller import Controller, LoopSettings, watched_resources
+from bgpadv.runtime.controller import MOVE_WITHDRAW_SECONDS, Controller, LoopSettings, watched_resources
 from bgpadv.safety.guard import Guard, GuardContext
 from bgpadv.sources.decode import decode
 from bgpadv.sources.reflector import WatchEvent
@@ -323,6 +323,39 @@ def test_a_node_moved_to_the_other_rack_reloads_exabgp_with_that_racks_peer_and_
     assert c.step() is False
     assert reloader.reloaded == [["10.0.0.2", "192.0.2.1"]]
     assert c.restart_requested is True
+    assert c.speaker.desired[-1]["10.0.0.1"] == (), "the leaving peer's routes are withdrawn before ExaBGP drops it"
+
+
+class HoldingSpeaker(RecordingSpeaker):
+    """ExaBGP has not yet acknowledged the withdrawals for `holding` peers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.holding: set[str] = set()
+
+    def held(self, peer: str):
+        return {(4, 1, 32)} if peer in self.holding else ()
+
+
+def test_the_reload_waits_for_the_leaving_peers_withdrawals_then_goes_at_most_after_the_timeout():
+    c, reloader = per_node_controller()
+    now = [1000.0]
+    c.clock = lambda: now[0]
+    speaker = HoldingSpeaker()
+    speaker.holding = {"10.0.0.1"}
+    c.speaker = speaker
+    c.queue.put(node_event({RACK: "b"}))
+    assert c.step() is True and reloader.reloaded == []  # withdrawals in flight
+    speaker.holding = set()  # acknowledged
+    assert c.step() is False and reloader.reloaded == [["10.0.0.2", "192.0.2.1"]]
+    c2, reloader2 = per_node_controller()
+    c2.clock = lambda: now[0]
+    c2.speaker = speaker
+    speaker.holding = {"10.0.0.1"}
+    c2.queue.put(node_event({RACK: "b"}))
+    assert c2.step() is True
+    now[0] += MOVE_WITHDRAW_SECONDS
+    assert c2.step() is False and reloader2.reloaded == [["10.0.0.2", "192.0.2.1"]]
 
 
 # -- render says which node serves which peer ------------------------------------------------------------------------
