@@ -116,7 +116,7 @@ def controller_main(config_path: str) -> int:
     text = reloader.render(config)  # `bgpadv run` started ExaBGP with the peers without nodeSelector only
     if text is not None and runtime:
         try:
-            running = (Path(runtime) / "exabgp.conf").read_text()
+            running = (Path(runtime) / EXABGP_CONF).read_text()
         except OSError:
             running = None
         if running != text:
