@@ -13,7 +13,7 @@ controller adds the rest within its start-up.
 `next-hop self` for a family other than the session's (IPv6 routes over an IPv4 session) cannot be resolved by
 ExaBGP; without `nextHopSelf` for that family, the session gets the node's global address of the family on the
 interface the session leaves by (the kernel's route to the peer, over netlink), else the Node's first InternalIP of
-the family; never a link-local, loopback or other special address (`bgpadv.core.addressing.SPECIAL_RANGES`). When
+the family; never a link-local, loopback or other special address (`bgpadv.core.addressing.NEXT_HOP_RANGES`). When
 none exists the guard refuses those routes `family-not-carried`, as before. The address is found when the controller
 starts (an address added later is used after the next controller restart).
 """
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from netaddr import IPAddress
 
 from bgpadv.config import Config, PeerConfig
-from bgpadv.core.addressing import SPECIAL_RANGES
+from bgpadv.core.addressing import special_address_reason
 from bgpadv.core.prefix import Address
 from bgpadv.core.views import Node
 
@@ -40,8 +40,9 @@ InterfaceAddresses = Callable[[IPAddress, int], Sequence[Address]]
 
 
 def is_global(address: Address) -> bool:
-    """A unicast address a router can use as a next hop: in no special range (link-local, loopback, ...)."""
-    return not any(lo <= address.value <= hi for lo, hi, _ in SPECIAL_RANGES[address.version])
+    """A unicast address a router can use as a next hop: in no special range a next hop may not lie in (link-local,
+    loopback, documentation, ...: `bgpadv.core.addressing.NEXT_HOP_RANGES`)."""
+    return special_address_reason(address.version, address.value) is None
 
 
 def pick_self_address(version: int, on_interface: Iterable[Address], of_node: Iterable[Address]) -> Address | None:

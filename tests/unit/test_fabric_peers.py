@@ -184,7 +184,7 @@ def addresses(*texts: str):
 @pytest.mark.parametrize(
     ("on_interface", "node", "expected"),
     [
-        pytest.param(addresses("fe80::1", "2001:db8:1::11"), NODE, "2001:db8:1::11", id="interface-global-first"),
+        pytest.param(addresses("fe80::1", "2a02:4780:1::11"), NODE, "2a02:4780:1::11", id="interface-global-first"),
         pytest.param(addresses("fe80::1"), NODE, "fd00::11", id="link-local-only-then-the-internal-ip"),
         pytest.param(addresses(), NODE, "fd00::11", id="no-interface-address-then-the-internal-ip"),
         pytest.param(addresses("fe80::1"), None, None, id="nothing-global-nothing-derived"),
@@ -197,7 +197,7 @@ def test_an_ipv6_self_over_an_ipv4_session_is_the_nodes_global_ipv6_address(on_i
 
 def test_a_configured_next_hop_self_wins_and_the_sessions_own_family_needs_nothing():
     config = parse({**peer(), "nextHopSelf": {"ipv6": "fd00::99"}}, environ={})
-    assert peering.effective(config, NODE, addresses("2001:db8::11")).peers[0].self_addresses == ()
+    assert peering.effective(config, NODE, addresses("2a02:4780::11")).peers[0].self_addresses == ()
     v6 = parse(peer(address="fd00::1", families=["ipv6 unicast"]), environ={})
     assert peering.effective(v6, NODE, addresses("192.0.2.11")).peers[0].self_addresses == ()
 
