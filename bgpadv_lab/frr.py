@@ -37,6 +37,8 @@ class TorSettings:
     asn: int = 64512
     router_id: str = "10.0.0.1"
     listen: str = "10.0.0.1"  # bgpd listens only here
+    listen_also: tuple[str, ...] = ()  # and here (an IPv6 address for IPv6 sessions)
+    port: int = 179  # bgpd's BGP port (`-p`): bgpadv's `peers[].port` connects there
     cluster_asn: int = 64513
     cluster_ranges: tuple[str, ...] = ("10.0.0.0/24",)  # `bgp listen range`: the nodes connect to the ToR
     keepalive: int = 1
@@ -122,6 +124,10 @@ class FrrRouter:
         )
         self.wait_for(lambda: (self.dir / "zserv.api").exists(), timeout, "zebra's zserv socket")
         bgp = [str(FRR_DIR / "bgpd"), *common, "-i", str(self.dir / "bgpd.pid"), *zserv, "-l", self.settings.listen]
+        for address in self.settings.listen_also:
+            bgp += ["-l", address]
+        if self.settings.port != 179:
+            bgp += ["-p", str(self.settings.port)]
         self.procs.append(self.lab.spawn(self.ns, bgp, stdout=out, stderr=subprocess.STDOUT))
         self.wait_for(lambda: self._ok("show bgp summary json"), timeout, "bgpd's vty")
 

@@ -27,6 +27,7 @@ from bgpadv.core.printable import printable
 from bgpadv.core.reasons import IMPORT_MALFORMED as MALFORMED
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import plan as make_plan
+from bgpadv.runtime.peering import effective, serving_nodes
 from bgpadv.safety.guard import Guard
 from bgpadv.sources.decode import state_from_objects
 from bgpadv.sources.manifests import load_manifest_objects
@@ -109,14 +110,29 @@ def render_table(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_plan(plan: Plan, output: str) -> str:
-    """The plan as text: `output` is "table" or "json" (ValueError otherwise)."""
+def render_plan(plan: Plan, output: str, peers: list[dict] | None = None) -> str:
+    """The plan as text: `output` is "table" or "json" (ValueError otherwise). `peers`: which nodes serve which peer
+    (`bgpadv.runtime.peering.serving_nodes`), a `peers` key or a last table section."""
     if output == "json":
         doc = {"routes": [route_json(r) for r in plan.routes], "rejected": [refusal_json(x) for x in plan.rejected]}
+        if peers is not None:
+            doc["peers"] = peers
         return json.dumps(doc, indent=2) + "\n"
     if output == "table":
-        return render_table(plan)
+        return render_table(plan) + (render_peers(peers) if peers is not None else "")
     raise ValueError(f"unknown output {output!r} (expected one of {', '.join(OUTPUTS)})")
+
+
+def render_peers(peers: list[dict]) -> str:
+    """The table of which nodes' instances peer with which peer."""
+    header = ("PEER", "ASN", "SESSION", "NODE SELECTOR", "SERVED BY")
+    rows = [
+        (p["peer"], str(p["asn"]), p["session"], p["nodeSelector"] or "-", ", ".join(p["nodes"]) or "no node")
+        for p in peers
+    ]
+    widths = _widths(header, rows)
+    lines = ["", f"peers ({len(rows)})", _line(header, widths), *(_line(row, widths) for row in rows)]
+    return "\n".join(lines) + "\n"
 
 
 def main(config_path: str, manifests_dir: str, output: str, learned_path: str | None = None) -> int:
@@ -150,7 +166,10 @@ def main(config_path: str, manifests_dir: str, output: str, learned_path: str | 
         rows = imports(state, cfg, learned, interfaces)
         sys.stdout.write(render_imports(rows, output, malformed))
         return 0
-    sys.stdout.write(render_plan(announced(state, cfg), output))
+    peers = serving_nodes(cfg, state.nodes) if cfg.peer_selection else None  # which node serves which peer
+    if cfg.speaker_node is not None:  # per-node: the peers the node's labels select, self from its InternalIPs
+        cfg = effective(cfg, state.nodes.get(cfg.speaker_node), lambda _peer, _version: ())
+    sys.stdout.write(render_plan(announced(state, cfg), output, peers))
     return 0
 
 

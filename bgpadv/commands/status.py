@@ -64,6 +64,9 @@ def render(status: dict[str, Any]) -> str:
     ]
     lines += _table(["PEER", "STATE", "UPTIME", "ROUTES", "ANNOUNCED", "WITHDRAWN"], rows, "no peers", "llrrrr")
     lines.append("")
+    placement = status.get("placement")
+    if placement:
+        lines += render_placement(placement)
 
     routes = status.get("routes") or []
     rows = [[str(r.get("peer", "-")), r["network"], r["family"], r["kind"], str(r["count"])] for r in routes]
@@ -91,6 +94,17 @@ def render(status: dict[str, Any]) -> str:
         lines.append("")
         lines += render_import(imported)
     return "\n".join(lines) + "\n"
+
+
+def render_placement(placement: dict[str, Any]) -> list[str]:
+    """Which configured peers this instance serves (peers[].nodeSelector against its node's labels)."""
+    node = placement.get("node") or "unknown node"
+    served = ", ".join(placement.get("serves") or []) or "none"
+    lines = [f"node {node} serves: {served}"]
+    others = placement.get("notServed") or []
+    if others:
+        lines.append("not served here: " + ", ".join(f"{p.get('peer')} ({p.get('nodeSelector')})" for p in others))
+    return [*lines, ""]
 
 
 def render_import(imported: dict[str, Any]) -> list[str]:

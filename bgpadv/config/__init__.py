@@ -11,9 +11,11 @@ from bgpadv.config.load import TEST_HOLD_ENV, ConfigError, json_schema, load, lo
 from bgpadv.config.schema import (
     ACCEPT_DEFAULT_ROUTE,
     DEFAULT_MAX_ADDRESSES_PER_INTERFACE,
+    DESCRIPTION,
     MD5_PASSWORD,
     MODES,
     NODE_NAME_ENV,
+    POD_NODE_NAME_ENV,
     AcceptRule,
     Config,
     ExaBGPConfig,
@@ -32,9 +34,11 @@ from bgpadv.config.schema import (
 __all__ = [
     "ACCEPT_DEFAULT_ROUTE",
     "DEFAULT_MAX_ADDRESSES_PER_INTERFACE",
+    "DESCRIPTION",
     "MD5_PASSWORD",
     "MODES",
     "NODE_NAME_ENV",
+    "POD_NODE_NAME_ENV",
     "TEST_HOLD_ENV",
     "AcceptRule",
     "Config",

@@ -259,6 +259,20 @@ def _md5(value: str) -> str:
 
 Md5Password = Annotated[StrictStr, AfterValidator(_md5)]
 
+# The neighbor's description is rendered between double quotes in ExaBGP's configuration: no quote, backslash, `;`,
+# braces or control character can reach it.
+DESCRIPTION = re.compile(r"[A-Za-z0-9 !#$%&()*+,\-./:<=>?@\[\]^_|~]{1,80}")  # use fullmatch
+DESCRIPTION_RULE = "1-80 printable ASCII characters without quotes, backslashes, ';' or braces"
+
+
+def _description(value: str) -> str:
+    if not DESCRIPTION.fullmatch(value) or value.strip() != value:
+        raise problem(f"must be {DESCRIPTION_RULE} (no leading or trailing space), got {brief(value)}")
+    return value
+
+
+Description = Annotated[StrictStr, AfterValidator(_description)]
+
 Family = Literal["ipv4 unicast", "ipv6 unicast"]
 FAMILIES: tuple[Family, ...] = ("ipv4 unicast", "ipv6 unicast")
 
@@ -410,11 +424,73 @@ class PeerConfig(_Section):
         ),
     ] = 120  # None: disabled
     families: Annotated[Families, Field(description="Address families of the session, each at most once.")] = FAMILIES
+    # --- per-peer session knobs and placement (issue 17) ---
+    node_selector: Annotated[
+        Selector | None,
+        Field(
+            alias="nodeSelector",
+            description="Only instances on nodes whose labels match peer with it (per-node: the instance's node; "
+            "cluster: the node the replica runs on, BGPADV_POD_NODE_NAME); omitted: every instance.",
+        ),
+    ] = None
+    port: Annotated[
+        Annotated[int, Between(1, 65535)] | None,
+        Field(description="The peer's TCP port bgpadv connects to (ExaBGP `connect`); omitted: 179. Not when passive."),
+    ] = None
+    ebgp_multihop: Annotated[
+        Annotated[int, Between(1, 255)] | None,
+        Field(
+            alias="ebgpMultihop",
+            description="TTL of the session's packets (ExaBGP `outgoing-ttl`) for an eBGP peer several hops away; "
+            "omitted: the system's default TTL. eBGP only.",
+        ),
+    ] = None
+    keepalive_time: Annotated[
+        Annotated[int, Between(0, 21845)] | None,
+        Field(
+            alias="keepaliveTime",
+            description="Seconds between keepalives. ExaBGP sends them every negotiated hold time / 3, so it must be "
+            "holdTime / 3; with holdTime omitted, holdTime becomes 3 x keepaliveTime.",
+        ),
+    ] = None
+    connect_retry: Annotated[
+        Any,
+        SkipJsonSchema(),
+        Field(alias="connectRetry", description="Refused: ExaBGP has no connect-retry timer."),
+    ] = None
+    description: Annotated[
+        Description | None,
+        Field(description=f"Free text for the ExaBGP neighbor (`description`), {DESCRIPTION_RULE}."),
+    ] = None
+    self_addresses: Annotated[tuple[IPAddress, ...], PlainValidator(_not_in_file), SkipJsonSchema()] = ()
+    """What `next-hop self` stands for on this session per family where `nextHopSelf` says nothing and the session
+    cannot resolve it: derived at controller start (`bgpadv.runtime.peering`), never written in the file."""
 
     @property
     def name(self) -> str:
         """The peer's label in metrics and logs."""
         return str(self.address)
+
+    def ibgp(self, local_asn: int) -> bool:
+        """An internal session (the peer is in our AS)."""
+        return self.asn == local_asn
+
+    def serves(self, labels: Mapping[str, str] | None) -> bool:
+        """Whether an instance on a node with `labels` peers with this peer (None: the node is unknown, so only a
+        peer without nodeSelector)."""
+        if self.node_selector is None:
+            return True
+        return labels is not None and self.node_selector.matches(labels)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hold_from_keepalive(cls, data: Any) -> Any:
+        """`keepaliveTime` without `holdTime`: holdTime = 3 x keepaliveTime (ExaBGP's keepalive interval)."""
+        if isinstance(data, dict) and "holdTime" not in data:
+            keepalive = data.get("keepaliveTime")
+            if isinstance(keepalive, int) and not isinstance(keepalive, bool) and 0 <= keepalive <= 21845:
+                return {**data, "holdTime": 3 * keepalive}
+        return data
 
     @field_validator("hold_time", mode="after")
     @classmethod
@@ -446,6 +522,7 @@ class PeerConfig(_Section):
             problems.append(
                 (("md5PasswordFile",), "must not be set together with md5Password (keep the password in a Secret)")
             )
+        problems.extend(self._knob_problems())
         if problems:
             refuse(self, problems)
         if self.md5_password_file is None:
@@ -455,6 +532,30 @@ class PeerConfig(_Section):
         except ValueError as e:
             refuse(self, [(("md5PasswordFile",), str(e))])
         return dataclasses.replace(self, md5_password=password)
+
+    def _knob_problems(self) -> list[tuple[Loc, str]]:
+        problems: list[tuple[Loc, str]] = []
+        if self.connect_retry is not None:
+            problems.append(
+                (
+                    ("connectRetry",),
+                    "is not supported: ExaBGP has no connect-retry timer (it retries after 1 s, the delay growing by "
+                    "a fifth up to 60 s, reset once a session is established); remove it",
+                )
+            )
+        if self.keepalive_time is not None and self.keepalive_time * 3 != self.hold_time:
+            problems.append(
+                (
+                    ("keepaliveTime",),
+                    f"must be holdTime / 3 ({self.hold_time / 3:g}): ExaBGP sends keepalives every negotiated hold "
+                    f"time / 3, got {self.keepalive_time} (set holdTime: {self.keepalive_time * 3}, or omit it)",
+                )
+            )
+        if self.passive and self.port is not None:
+            problems.append(
+                (("port",), "is for active sessions: a passive peer connects to exabgp.listenPort on localAddress")
+            )
+        return problems
 
 
 def _is_link_local6(address: IPAddress) -> bool:
@@ -944,6 +1045,11 @@ API, `spec.nodeName`)."""
 
 MODES = ("cluster", "per-node")
 
+POD_NODE_NAME_ENV = "BGPADV_POD_NODE_NAME"
+"""The environment variable that names the node a cluster-mode replica runs on (the Deployment sets it from the
+downward API, `spec.nodeName`): the node whose labels `peers[].nodeSelector` is matched against. Unlike
+`BGPADV_NODE_NAME` it does not select per-node mode."""
+
 
 def _node_name(value: str) -> str:
     if not value:
@@ -1010,6 +1116,35 @@ class Config(_Section):
             "per-node when nodeName or BGPADV_NODE_NAME names a node, else cluster."
         ),
     ] = None  # as written; node_name is the outcome
+    speaker_node: Annotated[str | None, PlainValidator(_not_in_file), SkipJsonSchema()] = None
+    """The node this instance runs on, whose labels select its peers (`peers[].nodeSelector`): `node_name` in
+    per-node mode, `BGPADV_POD_NODE_NAME` in cluster mode (None: unknown, only peers without a selector)."""
+
+    def served_peers(self, labels: Mapping[str, str] | None) -> tuple[PeerConfig, ...]:
+        """The peers an instance on a node with `labels` peers with (None: the node's labels are unknown)."""
+        return tuple(p for p in self.peers if p.serves(labels))
+
+    def serving(self, labels: Mapping[str, str] | None) -> Self:
+        """This configuration as an instance on a node with `labels` runs it: its peers narrowed to the served ones
+        (`served_peers`). What ExaBGP, the speaker and the guard are given."""
+        served = self.served_peers(labels)
+        return self if served == self.peers else dataclasses.replace(self, peers=served)
+
+    @property
+    def peer_selection(self) -> bool:
+        """Some peer has a nodeSelector: which peers this instance serves depends on its node's labels."""
+        return any(p.node_selector is not None for p in self.peers)
+
+    @model_validator(mode="after")
+    def _ibgp_knobs(self) -> Self:
+        problems: list[tuple[Loc, str]] = [
+            (("peers", i, "ebgpMultihop"), f"is for eBGP peers: AS {peer.asn} is localASN (iBGP is not TTL-limited)")
+            for i, peer in enumerate(self.peers)
+            if peer.ebgp_multihop is not None and peer.ibgp(self.local_asn)
+        ]
+        if problems:
+            refuse(self, problems)
+        return self
 
     def self_address(self, version: int) -> IPAddress | None:
         """The explicit address `next-hop self` means for IP version 4 or 6, if configured."""
@@ -1064,7 +1199,8 @@ class Config(_Section):
         if mode == "cluster":
             if from_file is not None:
                 refuse(self, [(("nodeName",), "is only for mode: per-node (cluster mode announces the whole cluster)")])
-            return self
+            runs_on = surroundings(info).environ.get(POD_NODE_NAME_ENV) or None
+            return self if runs_on is None else dataclasses.replace(self, speaker_node=runs_on)
         if from_file is not None and from_env is not None and from_file != from_env:
             refuse(self, [(("nodeName",), f"{brief(from_file)} differs from {NODE_NAME_ENV}={brief(from_env)}")])
         node = from_file or from_env
@@ -1073,4 +1209,4 @@ class Config(_Section):
                 self,
                 [(("mode",), f"per-node mode needs the node name: set {NODE_NAME_ENV} (downward API) or nodeName")],
             )
-        return self if node == from_file else dataclasses.replace(self, node_name=node)
+        return dataclasses.replace(self, node_name=node, speaker_node=node)

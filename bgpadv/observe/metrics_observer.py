@@ -54,6 +54,7 @@ class MetricsObserver:
         self.metrics = metrics if metrics is not None else Metrics()
         # the egress import's snapshot for /status (bgpadv.importer.reconciler.Importer.snapshot), when it runs
         self.import_status: Callable[[], dict[str, Any]] | None = None
+        self.placement_status: Callable[[], dict[str, Any]] | None = None  # peers this node serves
         self._clock = clock
         self._wall = wall_clock
         self.convergence = ConvergenceTracker(
@@ -224,4 +225,6 @@ class MetricsObserver:
         out = self.model.status(self.convergence.summary(), self.convergence.pending_counts())
         if self.import_status is not None:
             out["import"] = self.import_status()
+        if self.placement_status is not None:
+            out["placement"] = self.placement_status()
         return out

@@ -32,6 +32,10 @@ def session_addresses(config: Config) -> list[tuple[int, int, str]]:
         if peer.local_address is not None:
             a = peer.local_address
             out.append((a.version, a.value, f"the local address {a} of the session with {peer.address}"))
+        out.extend(
+            (a.version, a.value, f"the next-hop-self address {a} of the session with {peer.address}")
+            for a in peer.self_addresses
+        )
     out.extend((a.version, a.value, f"the nextHopSelf address {a}") for a in config.next_hop_self)
     return out
 
@@ -51,6 +55,10 @@ def next_hop_exclusions(config: Config) -> tuple[list[tuple[int, int, str]], lis
         if peer.local_address is not None:
             a = peer.local_address
             own.append((a.version, a.value, f"the local address {a} of the session with {peer.address}"))
+        own.extend(  # derived from this node's own addresses (bgpadv.runtime.peering)
+            (a.version, a.value, f"the next-hop-self address {a} of the session with {peer.address}")
+            for a in peer.self_addresses
+        )
     own.extend((a.version, a.value, f"the nextHopSelf address {a}") for a in config.next_hop_self)
     return peers, own
 

@@ -46,19 +46,21 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TextIO
 
 from bgpadv.config import Config
 from bgpadv.core import resources
-from bgpadv.core.model import Cause, Plan
+from bgpadv.core.model import Cause, Plan, Route
 from bgpadv.core.resources import CUDN, NODE, ROUTE_ADVERTISEMENTS
 from bgpadv.core.state import ClusterState
+from bgpadv.core.views import Node
 from bgpadv.importer.reconciler import Importer
 from bgpadv.observe.observers import NullObserver, Observer
 from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv.runtime.derive import handovers_of, import_networks, node_addresses
+from bgpadv.runtime.peering import Served
 from bgpadv.runtime.reload import ConfigFileChanged, Reloader
 from bgpadv.runtime.seams import ControllerSources, ControllerSpeaker
 from bgpadv.safety.failstatic import FailStatic
@@ -67,6 +69,11 @@ from bgpadv.sources.reflector import WatchEvent
 from bgpadv.sources.store import Store
 
 log = logging.getLogger("bgpadv.service")
+
+
+MOVE_WITHDRAW_SECONDS = 5.0
+"""A node's peers change (`peers[].nodeSelector`): how long the leaving peers' withdrawals may take to be acknowledged
+before ExaBGP is reloaded without those peers anyway."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,8 +145,20 @@ class Controller:
         clock: Callable[[], float] = time.monotonic,
         importer: Importer | None = None,
         reloader: Reloader | None = None,
+        configured: Config | None = None,
+        placement: Callable[[Config, Node | None], Config] | None = None,
+        node: Node | None = None,
     ) -> None:
         self.config = config
+        # peers per node (bgpadv.runtime.peering): `configured` is the file's configuration, `config` what this
+        # instance runs of it on `node` (`placement(configured, node)`); a label change of the node that selects
+        # other peers reloads ExaBGP and ends the loop for a new controller
+        self.configured = configured if configured is not None else config
+        self.placement = placement
+        self.node = node
+        self.served = Served(tuple(p.name for p in config.peers))
+        self._moving: tuple[Config, set[str], float] | None = None  # (new config, leaving peers, since)
+        self._last_desired: Mapping[str, Iterable[Route]] | None = None
         self.importer = importer  # egress import (bgpadv.importer), fed by the speaker's on_received hook
         self.reloader = reloader  # live configuration reload (bgpadv.runtime.reload); None: the file is not watched
         self.restart_requested = False  # the loop ended for a configuration change a new controller must apply
@@ -225,11 +244,13 @@ class Controller:
             item = self.queue.get(timeout=wait) if wait > 0 else self.queue.get_nowait()
         except queue.Empty:
             self._timers()
-            return True
+            return self._moved_when_withdrawn()
         if not self._handle(item) or not self._drain():
             return False
         self._maybe_plan()
         self._timers()  # timers run under a steady stream of events too
+        if not self._moved_when_withdrawn():
+            return False
         if self.speaker.closed:
             log.info("ExaBGP is shutting down: exiting")
             return False
@@ -255,7 +276,7 @@ class Controller:
     def _handle(self, item: object) -> bool:
         if isinstance(item, _ExaBGPLine):
             self.speaker.handle_line(item.line, item.at)
-            return True
+            return self._moved_when_withdrawn()
         if isinstance(item, _StdinClosed):
             log.info("ExaBGP closed our input: exiting")
             return False
@@ -266,7 +287,7 @@ class Controller:
             return self._reload()
         if isinstance(item, WatchEvent):
             self._apply(item)
-            return True
+            return self._follow_node(item)
         log.warning("ignoring unexpected queue item %r", type(item).__name__)
         return True
 
@@ -299,6 +320,66 @@ class Controller:
             self._pending_since = event.received_at
         self._kinds.add(res.kind)
 
+    # -- peers per node (bgpadv.runtime.peering) ---------------------------------------------------------------------
+    def _follow_node(self, event: WatchEvent) -> bool:
+        """This instance's Node changed: when its labels select other peers, reload ExaBGP with them and end the loop
+        for a new controller (False). A deleted Node changes nothing (its VMs leave with it)."""
+        name = self.config.speaker_node
+        if event.resource is not NODE or name is None or not self.configured.peer_selection:
+            return True
+        node = self.store.state.nodes.get(name)
+        if node is None or node is self.node:
+            return True
+        previous, self.node = self.node, node
+        if not self.served.moved(self.configured, node.labels):
+            return True
+        place = self.placement
+        new = place(self.configured, node) if place is not None else self.configured.serving(node.labels)
+        log.warning(
+            "this node's labels select other peers: reloading ExaBGP with them, then a new controller",
+            extra={
+                "node": name,
+                "peers": [p.name for p in new.peers],
+                "previous": list(self.served.names),
+                "labels_before": dict(previous.labels) if previous is not None else None,
+            },
+        )
+        kept = {p.name for p in new.peers}
+        leaving = {p.name for p in self.config.peers if p.name not in kept}
+        if leaving and self.speaker.ready and self.plan is not None:
+            # ExaBGP drops a removed neighbor's TCP session without a NOTIFICATION, which the ToR takes for a
+            # graceful restart: it would keep our routes stale for its restart time. Withdraw them first.
+            self._moving = (new, leaving, self.clock())
+            self.served = Served(tuple(p.name for p in new.peers))
+            self._resend_without(leaving)
+            return self._moved_when_withdrawn()
+        return self._reload_peers(new)
+
+    def _reload_peers(self, new: Config) -> bool:
+        self._moving = None
+        if self.reloader is None or not self.reloader.reload_exabgp(new):
+            log.error("cannot reload ExaBGP with this node's peers: the running peers stay")
+            self.served = Served(tuple(p.name for p in new.peers))  # do not retry on every Node event
+            return True
+        self.restart_requested = True
+        return False
+
+    def _resend_without(self, leaving: Collection[str]) -> None:
+        """Desire nothing for the peers being removed (their withdrawals go out before ExaBGP drops them)."""
+        if self._last_desired is not None:
+            desired = {peer: (() if peer in leaving else routes) for peer, routes in self._last_desired.items()}
+            self.speaker.set_desired(desired, None)
+
+    def _moved_when_withdrawn(self) -> bool:
+        """The pending peer move is carried out once ExaBGP acknowledged the leaving peers' withdrawals (or after
+        `MOVE_WITHDRAW_SECONDS`). False ends the loop (the move is done: a new controller comes)."""
+        if self._moving is None:
+            return True
+        new, leaving, since = self._moving
+        if any(self.speaker.held(peer) for peer in leaving) and self.clock() - since < MOVE_WITHDRAW_SECONDS:
+            return True
+        return self._reload_peers(new)
+
     # -- live configuration reload (bgpadv.runtime.reload) -------------------------------------------------------------
     def _reload(self) -> bool:
         """Apply a changed configuration file: live, or by ending the loop for a new controller (after reloading
@@ -310,14 +391,16 @@ class Controller:
             self.restart_requested = True
             return False
         if decision.action == "live" and decision.config is not None:
-            self.apply_live(decision.config)
+            self.apply_live(decision.config, self.reloader.last_loaded)
             self.reloader.applied_live()
         return True
 
-    def apply_live(self, new: Config) -> None:
+    def apply_live(self, new: Config, configured: Config | None = None) -> None:
         """Swap the configuration, planner, guard and (if its settings changed) the withdrawal hold, and make the next
-        plan compare everything. A deliberate edit is not a bulk view change: what it withdraws goes at once."""
+        plan compare everything. A deliberate edit is not a bulk view change: what it withdraws goes at once.
+        `configured`: the file's configuration `new` was narrowed from (default: `new`)."""
         self.config = new
+        self.configured = configured if configured is not None else new
         self.incremental = IncrementalPlanner(new)
         self.guard = Guard(new)
         self.failstatic.reconfigure(new.safety.max_withdraw_fraction, new.safety.hold_seconds)
@@ -393,7 +476,11 @@ class Controller:
         self._last_plan_at = self.clock()
         decision = self.failstatic.withhold(guarded.per_peer, full=full)
         self.observer.routes_held(decision.held)
-        self.speaker.set_desired(decision.desired, cause)
+        desired = decision.desired
+        if self._moving is not None:  # peers being removed keep getting nothing
+            desired = {peer: (() if peer in self._moving[1] else routes) for peer, routes in desired.items()}
+        self._last_desired = desired
+        self.speaker.set_desired(desired, cause)
         if self.importer is not None and networks_moved:
             self.importer.set_networks(import_networks(plan), self.clock(), node_addresses(plan))
         # Observation after the commands are written: metrics never delay an UPDATE. ExaBGP's echo of what it sent

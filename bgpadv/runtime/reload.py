@@ -166,6 +166,12 @@ class Reloader:
     runtime_dir: Path | None = None
     counted: Callable[[str], None] = lambda _result: None  # "applied" | "refused" | "unchanged" (not counted)
     applied_at: Callable[[], None] = lambda: None
+    narrow: Callable[[Config], Config] = lambda config: config
+    """The configuration as this instance runs it (`bgpadv.runtime.peering.effective`: the peers its node serves);
+    a changed file is narrowed before it is compared with the running (narrowed) configuration."""
+
+    last_loaded: Config | None = None
+    """The file's configuration as last loaded (before `narrow`)."""
 
     def load(self) -> Config | None:
         """The new configuration, or None (refused: logged and counted). The file is read once; under `bgpadv run`
@@ -190,6 +196,7 @@ class Reloader:
             return None
         if staged is not None and self.runtime_dir is not None:
             os.replace(staged, self.runtime_dir / LAST_GOOD)
+        self.last_loaded = config
         return config
 
     def decide(self, running: Config) -> ReloadDecision:
@@ -199,6 +206,7 @@ class Reloader:
         new = self.load()
         if new is None:
             return KEEP
+        new = self.narrow(new)
         kind = classify(running, new, self.render if self.render(running) is not None else None)
         if kind == "unchanged":
             self.counted("unchanged")  # the file is back to the configuration in force: no longer stale
@@ -232,6 +240,7 @@ class Reloader:
         except (ConfigError, OSError):
             return None
         log.warning("the configuration file is invalid: running the last good configuration", extra={"from": str(last)})
+        self.last_loaded = config
         return config
 
     def render(self, config: Config) -> str | None:

@@ -17,7 +17,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bgpadv.config import load_or_report
+from bgpadv.config import Config, load_or_report
+from bgpadv.core.views import Node
 from bgpadv.observe.logs import setup_logging
 from bgpadv.observe.observers import Fanout
 from bgpadv.runtime.lifecycle import EXABGP_CONF, RUNTIME_DIR_ENV, clean_runtime_dir, drain_requested
@@ -50,7 +51,8 @@ def run(config_path: str, runtime_dir: str | None = None) -> int:
         rdir.mkdir(parents=True, exist_ok=True)
         api_argv = controller_argv(config_path)  # the path as given: a ConfigMap update must not make it vanish
         conf = rdir / EXABGP_CONF
-        write_private(conf, render_exabgp_config(config, api_argv))  # 0600: it holds the MD5 passwords
+        # the peers without nodeSelector: the controller adds those its node's labels select (bgpadv.runtime.peering)
+        write_private(conf, render_exabgp_config(config.serving(None), api_argv))  # 0600: it holds the MD5 passwords
         env = {**os.environ, **exabgp_environment(config, str(rdir))}
         argv = exabgp_argv(str(conf))
         setup_logging(os.environ.get("BGPADV_LOG_LEVEL", "INFO"))
@@ -71,7 +73,9 @@ def controller_main(config_path: str) -> int:
     from bgpadv.observe.health import HealthServer
     from bgpadv.observe.metrics_observer import MetricsObserver
     from bgpadv.runtime.controller import Controller, watched_resources
+    from bgpadv.runtime.peering import effective, kernel_interface_addresses, placement_status
     from bgpadv.sources.client import make_api_client
+    from bgpadv.sources.nodes import read_node
     from bgpadv.sources.reflector import ReflectorSettings, Sources, WatchEvent
 
     commands = os.fdopen(os.dup(1), "w", buffering=1)
@@ -92,12 +96,33 @@ def controller_main(config_path: str) -> int:
     if config is None:
         log.error("invalid configuration %s and no earlier valid one: cannot start", config_path)
         return 2
-    metrics.set_peers(p.name for p in config.peers)
     try:
         api_client = make_api_client(config.kubernetes)
     except Exception as e:  # no kubeconfig, no in-cluster environment: a configuration problem, said plainly
         log.error("cannot configure the Kubernetes client: %s", e)
         return 2
+    configured = config
+    node = read_node(api_client, config.speaker_node) if config.speaker_node else None
+    if node is None and config.peer_selection:
+        log.warning(
+            "this instance's node is unknown: serving the peers without nodeSelector only",
+            extra={"node": config.speaker_node},
+        )
+
+    def placement(c: Config, n: Node | None) -> Config:
+        return effective(c, n, kernel_interface_addresses)
+
+    config = placement(configured, node)
+    text = reloader.render(config)  # `bgpadv run` started ExaBGP with the peers without nodeSelector only
+    if text is not None and runtime:
+        try:
+            running = (Path(runtime) / EXABGP_CONF).read_text()
+        except OSError:
+            running = None
+        if running != text:
+            reloader.reload_exabgp(config)  # ExaBGP adds (or removes) just those neighbors
+    log.info("peers served", extra={"node": config.speaker_node, "peers": [p.name for p in config.peers]})
+    metrics.set_peers(p.name for p in config.peers)
     events = EventRecorder(api_client, metrics=metrics.metrics)
     observer = Fanout(metrics, events)
 
@@ -129,7 +154,12 @@ def controller_main(config_path: str) -> int:
         observer=observer,
         importer=importer,
         reloader=reloader,
+        configured=configured,
+        placement=placement,
+        node=node,
     )
+    reloader.narrow = lambda c: placement(c, controller.node)  # a changed file, as this node runs it
+    metrics.placement_status = lambda: placement_status(controller.configured, controller.config)
     watch = ConfigFileWatch(config_path, controller.queue.put, seen=seen).start()
     # the API shim forwards the supervisor's drain request as SIGUSR1 (ignored until here); a request made before
     # the handler existed is in the environment or the runtime directory's drain file (bgpadv.runtime.lifecycle)

@@ -27,7 +27,8 @@ see `bgpadv.planner.checks`):
    advertised network's subnet (subnets that meet rule 5b's space excepted: a bad network must not take the next
    hops of every other network with it).
 7. `family-not-carried` (per peer): the peer's `families` include the route's family but its next hop is `self`
-   and ExaBGP cannot express it on the session (an IPv6 `self` over an IPv4 session, without `nextHopSelf`); or no
+   and ExaBGP cannot express it on the session (an IPv6 `self` over an IPv4 session, without `nextHopSelf` and
+   without a global IPv6 address of the node found for the session, `PeerConfig.self_addresses`); or no
    configured peer carries the route's family at all. A peer whose `families` lack a family that another peer
    carries simply does not get those routes (one session per family is a common design, not a refusal).
 8. `duplicate-prefix` (per peer): two routes for one prefix (after rule 7); the oldest origin keeps it — the source
@@ -157,6 +158,10 @@ class GuardContext:
             if peer.local_address is not None:
                 a = peer.local_address
                 sessions.append((a.version, a.value, f"the local address of the session with {peer.name}"))
+            sessions.extend(
+                (a.version, a.value, f"the next-hop-self address of the session with {peer.name}")
+                for a in peer.self_addresses
+            )
         sessions.extend((a.version, a.value, "a nextHopSelf address") for a in config.next_hop_self)
         for version, value, what in sessions:
             infra.setdefault((version, value), what)
@@ -165,7 +170,7 @@ class GuardContext:
         return GuardContext(
             subnets=tuple(nets),
             infrastructure=infra,
-            peers=tuple(PeerRules.of(p, self_versions) for p in config.peers),
+            peers=tuple(PeerRules.of(p, self_versions | {a.version for a in p.self_addresses}) for p in config.peers),
             min_prefix_length=(config.safety.min_prefix_length_v4, config.safety.min_prefix_length_v6),
             max_routes=config.safety.max_routes,
             sessions=tuple(sessions),

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from netaddr import IPAddress
 
-from bgpadv.config import MD5_PASSWORD, Config, PeerConfig
+from bgpadv.config import DESCRIPTION, MD5_PASSWORD, Config, PeerConfig
 
 PROCESS_NAME = "bgpadv"
 PID_FILE = "exabgp.pid"
@@ -42,8 +42,12 @@ def _neighbor(config: Config, peer: PeerConfig, receive_routes: bool) -> list[st
         rid = peer.local_address if peer.local_address is not None and peer.local_address.version == 4 else None
     if rid is None:
         rid = _derived_router_id(config)
-    lines = [
-        f"neighbor {peer.address} {{",
+    lines = [f"neighbor {peer.address} {{"]
+    if peer.description is not None:
+        if not DESCRIPTION.fullmatch(peer.description):
+            raise ValueError(f"peer {peer.address}: the description contains characters ExaBGP cannot parse")
+        lines.append(f'    description "{peer.description}";')
+    lines += [
         f"    router-id {rid};",
         f"    local-address {peer.local_address if peer.local_address is not None else 'auto'};",
         f"    local-as {int(config.local_asn)};",
@@ -52,6 +56,10 @@ def _neighbor(config: Config, peer: PeerConfig, receive_routes: bool) -> list[st
     ]
     if peer.passive:
         lines.append("    passive true;")
+    if peer.port is not None:
+        lines.append(f"    connect {int(peer.port)};")
+    if peer.ebgp_multihop is not None:
+        lines.append(f"    outgoing-ttl {int(peer.ebgp_multihop)};")
     if peer.md5_password:
         if not MD5_PASSWORD.fullmatch(peer.md5_password):
             raise ValueError(f"peer {peer.address}: the MD5 password contains characters ExaBGP cannot parse")

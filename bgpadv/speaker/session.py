@@ -126,6 +126,14 @@ class Speaker:
         # what `next-hop self` stands for, per IP version (config nextHopSelf); absent: ExaBGP's own `self`
         # (config's netaddr addresses become `Address` values here: the speaker renders one address type)
         self._self = {a.version: Address(a.version, a.value) for a in self_addresses}
+        # per peer: the configured addresses, then what was derived for the session where nothing is configured
+        # (PeerConfig.self_addresses: the node's global address of that family, bgpadv.runtime.peering)
+        self._self_of = {
+            p.name: {**{a.version: Address(a.version, a.value) for a in p.self_addresses}, **self._self} for p in peers
+        }
+        # iBGP peers get no AS-path prepend: our own AS in the path makes the peer drop the route (loop detection)
+        self._ibgp = {p.name for p in peers if local_asn is not None and p.ibgp(local_asn)}
+        self._no_prepend: dict[Attributes, Attributes] = {}
         self._max_line_bytes = max_line_bytes
         self._advertised: dict[str, dict[_Key, Route | None]] = {name: {} for name in self._peers}
         self._desired: dict[str, dict[_Key, Route]] | None = None  # None: nothing asked for yet
@@ -223,13 +231,14 @@ class Speaker:
         for name, peer in self._peers.items():
             wanted: dict[_Key, Route] = {}
             self_ok = self._self_ok(peer)
+            own_self = self._self_of[name]
             dropped = 0
             for route in desired.get(name, ()):
                 if self.draining:
                     route = self._graceful_shutdown(route)
                 key = route.prefix.key
                 version = key[0]
-                hop = route.next_hop if route.next_hop is not None else self._self.get(version)
+                hop = route.next_hop if route.next_hop is not None else own_self.get(version)
                 # the peer carries the family, and the next hop is of the prefix's version (or a `self` it resolves)
                 if version in self_ok and (self_ok[version] if hop is None else hop.version == version):
                     wanted[key] = route
@@ -354,9 +363,18 @@ class Speaker:
         session = (peer.local_address or peer.address).version
         return {v: v == 4 or v == session for v, family in _FAMILY.items() if family in peer.families}
 
-    def _next_hop(self, route: Route) -> Address | None:
-        """The next hop to render: the route's own, or the configured address `self` stands for."""
-        return route.next_hop if route.next_hop is not None else self._self.get(route.prefix.version)
+    def _next_hop(self, route: Route, peer: str) -> Address | None:
+        """The next hop to render: the route's own, or the address `self` stands for on `peer`'s session."""
+        return route.next_hop if route.next_hop is not None else self._self_of[peer].get(route.prefix.version)
+
+    def _wire_attributes(self, attributes: Attributes, peer: str) -> Attributes:
+        """The attributes as sent to `peer`: without AS-path prepend on an iBGP session."""
+        if peer not in self._ibgp or not attributes.as_path_prepend:
+            return attributes
+        out = self._no_prepend.get(attributes)
+        if out is None:
+            out = self._no_prepend[attributes] = dataclasses.replace(attributes, as_path_prepend=0)
+        return out
 
     def _pending_work(self) -> int:
         return len(self._queue) + sum(1 for c in self._inflight if c.kind in (_ANNOUNCE, _WITHDRAW))
@@ -388,11 +406,11 @@ class Speaker:
             for key, route in wanted.items():
                 current = overlay.get(key, advertised.get(key)) if overlay else advertised.get(key)
                 if current is None or not _same_wire(current, route):
-                    hop = self._next_hop(route)
+                    hop = self._next_hop(route, name)
                     by = (None if hop is None else hop.key, route.attributes)
                     group = groups.get(by)
                     if group is None:
-                        group = groups[by] = (hop, route.attributes, [])
+                        group = groups[by] = (hop, self._wire_attributes(route.attributes, name), [])
                     group[2].append((key, route))
             # what ExaBGP will hold (advertised, less in-flight withdrawals, plus in-flight announcements) but is
             # no longer wanted; an unknown prefix (None in advertised) counts as held

@@ -239,6 +239,13 @@ def test_the_node_address_reaches_the_pod_from_the_downward_api(overlay: str) ->
     assert {"name": "BGPADV_NODE_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}} in env
 
 
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_node_the_pod_runs_on_reaches_it_from_the_downward_api(overlay: str) -> None:
+    """peers[].nodeSelector is matched against this node's labels, in cluster mode as in per-node mode."""
+    env = container(render(overlay))["env"]
+    assert {"name": "BGPADV_POD_NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}} in env
+
+
 def test_the_shipped_configuration_is_a_placeholder_that_check_config_refuses(tmp_path, capsys) -> None:
     """Applying the base unchanged never peers with anything: the pod's configuration is refused, field by field."""
     config_map = one(render("default"), "ConfigMap")

@@ -61,6 +61,10 @@ spec:
           valueFrom:
             fieldRef:
               fieldPath: status.hostIP
+        - name: BGPADV_POD_NODE_NAME  # the node this pod runs on: its labels select peers[].nodeSelector
+          valueFrom:
+            fieldRef:
+              fieldPath: spec.nodeName
         {{- if not .central }}
         - name: BGPADV_NODE_NAME  # per-node mode, for this node
           valueFrom:
