@@ -121,7 +121,17 @@ class Span:
         return float(value)
 
 
+PLACEHOLDER = "REPLACE-WITH-"
+"""How the shipped configurations mark a value the user must write (`deploy/base/bgpadv.yaml`, the image's and the
+wheel's example): refused with a message that says so, so nothing starts on a configuration nobody wrote."""
+
+
 def _address(value: Any) -> IPAddress:
+    if isinstance(value, str) and value.startswith(PLACEHOLDER):
+        raise problem(
+            f"is the shipped placeholder {brief(value)}: write your own configuration with your ToR's address "
+            "(bgpadv example-config prints a documented one)"
+        )
     try:
         if not isinstance(value, str) or "/" in value:
             raise AddrFormatError(value)
