@@ -858,7 +858,7 @@ def main(
     except ValueError as e:
         print(f"bgpadv explain: {e}", file=sys.stderr)
         return EXIT_USAGE
-    cfg = bgpadv_config.load_or_report(config_path)
+    cfg = bgpadv_config.load_or_report(config_path, listener=False)  # no listener: no node address
     if cfg is None:
         return EXIT_USAGE
     try:

@@ -171,7 +171,7 @@ def main(
     if output not in OUTPUTS:
         print(f"error: --output must be one of {', '.join(OUTPUTS)}, got {output!r}", file=sys.stderr)
         return 2
-    cfg = bgpadv_config.load_or_report(config_path)
+    cfg = bgpadv_config.load_or_report(config_path, listener=False)  # no listener: no node address
     if cfg is None:
         return 2
     inputs = [manifests] if isinstance(manifests, str) else list(manifests)

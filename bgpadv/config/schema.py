@@ -324,6 +324,8 @@ Selector = Annotated[LabelSelector, PlainValidator(_selector), WithJsonSchema(_S
 
 _LISTEN = re.compile(r"(\[[0-9a-fA-F:.]+\]|[^:\s]*):([0-9]{1,5})")  # fullmatch; ASCII digits only
 _LISTEN_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]{0,63})\}:([0-9]{1,5})")  # `${NODE_IP}:9179`
+LISTEN_ENV = _LISTEN_ENV
+"""A `metrics.listen` of `${VARIABLE}:PORT` (use fullmatch); `config.load` reads it too."""
 
 
 def _listen(value: str) -> str:

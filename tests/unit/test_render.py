@@ -325,3 +325,13 @@ def test_manifest_warnings_go_to_stderr_and_the_plan_still_renders(capsys, tmp_p
     assert code == 0
     assert json.loads(out) == {"routes": [], "refused": [], "rejected": [], "unrouted": []}
     assert err.startswith("warning: ") and "broken.yaml" in err
+
+
+def test_render_needs_no_node_address_for_a_listener_it_never_opens(capsys, monkeypatch, tmp_path):
+    """deploy/base's configuration listens on ${BGPADV_NODE_IP}:9179, which only the pod sets: render reads it as is."""
+    monkeypatch.delenv("BGPADV_NODE_IP", raising=False)
+    base = (ROOT / "deploy" / "base" / "bgpadv.yaml").read_text().replace("REPLACE-WITH-YOUR-TOR-ADDRESS", "192.0.2.1")
+    (tmp_path / "bgpadv.yaml").write_text(base)
+    code, out, err = run(capsys, str(tmp_path / "bgpadv.yaml"), str(EXAMPLES), "json")
+    assert (code, err) == (0, "")
+    assert json.loads(out)["routes"]
