@@ -360,3 +360,12 @@ def test_an_unreachable_instance_is_reported_not_fatal(capsys):
     out, _ = capsys.readouterr()
     assert code == 0
     assert "http://127.0.0.1:9: unreachable" in out
+
+
+def test_the_readmes_example_is_what_explain_prints(capsys):
+    readme = (ROOT / "README.md").read_text()
+    command = "$ bgpadv explain 192.168.100.40 --config config/bgpadv.yaml --manifests config/examples\n"
+    block = readme[readme.index(command) + len(command) :]
+    block = block[: block.index("```")]
+    assert explain.main("192.168.100.40", str(CONFIG), [str(EXAMPLES)]) == 1
+    assert capsys.readouterr().out == block
