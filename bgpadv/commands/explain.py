@@ -276,6 +276,7 @@ class Explainer:
         self.config = config
         self.found = tuple(found)
         self.refusals = unique_refusals(self.found)
+        self.by_guard = frozenset(k for i in self.found for k in i.by_guard)
         self.announced = [Announced(r, i.name, i.peers_of(r)) for i in self.found for r in i.plan.routes]
         self.networks = index_networks(state, config)
         self.per_node = config.node_name is not None
@@ -337,7 +338,7 @@ class Explainer:
 
     def _refused(self, refusals: Iterable[Refusal], out: Explanation) -> None:
         for r in refusals:
-            stage = "guard" if _is_prefix_value(r.value) and "/" in r.value and not _is_claim(r.source) else "planner"
+            stage = "guard" if (r.source, r.value, r.reason) in self.by_guard else "planner"
             out.rules.append(Verdict(REFUSED, r.source, r.value, r.reason, r.message, r.network, stage))
 
     def _claims_with(self, address: Address) -> list[Claim]:
@@ -577,10 +578,6 @@ def _is_prefix_value(value: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _is_claim(ref: ObjectRef) -> bool:
-    return ref.kind == "IPAMClaim"
 
 
 def _same_prefix(value: str, prefix: Prefix) -> bool:

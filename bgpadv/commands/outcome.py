@@ -36,6 +36,7 @@ class Instance:
     name: str
     plan: Plan
     peers: Mapping[int, tuple[str, ...]] = field(default_factory=dict)  # id(route) -> peer names
+    by_guard: frozenset[tuple[ObjectRef, str, str]] = frozenset()  # (source, value, reason) of the guard's refusals
 
     def peers_of(self, route: Route) -> tuple[str, ...]:
         return self.peers.get(id(route), ())
@@ -66,7 +67,8 @@ def guarded(state: ClusterState, config: Config, node: str | None = None) -> Ins
         for route in routes:
             peers.setdefault(id(route), []).append(peer)
     name = node or CLUSTER
-    return Instance(name, result.observed(plan), {k: tuple(v) for k, v in peers.items()})
+    by_guard = frozenset((r.source, r.value, r.reason) for r in result.rejected)
+    return Instance(name, result.observed(plan), {k: tuple(v) for k, v in peers.items()}, by_guard)
 
 
 def instances(state: ClusterState, config: Config) -> tuple[Instance, ...]:

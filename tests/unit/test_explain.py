@@ -369,3 +369,14 @@ def test_the_readmes_example_is_what_explain_prints(capsys):
     block = block[: block.index("```")]
     assert explain.main("192.168.100.40", str(CONFIG), [str(EXAMPLES)]) == 1
     assert capsys.readouterr().out == block
+
+
+def test_each_refusal_names_the_stage_that_made_it(capsys):
+    """The guard's refusal of vmnet-a's IPv6 subnet (an IPv6 `self` over the IPv4 session) is the guard's; the
+    claims' are the planner's — read from which list the refusal came from, not guessed from its value."""
+    assert explain.main("vmnet-a", str(CONFIG), [str(EXAMPLES)], output="json") == 0
+    doc = json.loads(capsys.readouterr().out)
+    stages = {(r["value"], r["stage"]) for r in doc["rules"] if r["verdict"] == "refused"}
+    assert ("fd10:100::/64", "guard") in stages
+    assert ("192.168.100.1/24", "planner") in stages
+    assert {s for v, s in stages if v != "fd10:100::/64"} == {"planner"}
