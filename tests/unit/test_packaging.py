@@ -150,6 +150,8 @@ def test_the_image_bakes_the_placeholder_example_never_the_labs_configuration(tm
         if line.startswith("COPY ") and "/etc/bgpadv" in line
     ]
     assert copies == [["bgpadv/data/bgpadv.example.yaml", "/etc/bgpadv/bgpadv.yaml"]]
+    context = (ROOT / ".containerignore").read_text().splitlines()
+    assert "!bgpadv/data/bgpadv.example.yaml" in context and "!config/bgpadv.yaml" not in context
     path = tmp_path / "bgpadv.yaml"
     path.write_text((ROOT / "bgpadv" / "data" / "bgpadv.example.yaml").read_text())
     assert checkconfig.main(str(path)) == 2
