@@ -33,14 +33,35 @@ def _parser() -> argparse.ArgumentParser:
         "--no-shim", action="store_true", help="(internal) be the controller itself, not the shim that restarts it"
     )
 
-    render = sub.add_parser("render", help="print the routes and refusals for a directory of cluster manifests")
+    render = sub.add_parser(
+        "render", help="print the routes, refusals and addresses without a route for a cluster (manifests or live)"
+    )
     render.add_argument("--config", required=True, help="bgpadv configuration file (YAML)")
-    render.add_argument("--manifests", required=True, help="directory of YAML/JSON manifests (kubectl get -o yaml)")
+    _cluster_arguments(render)
     render.add_argument(
         "--output", choices=("table", "json"), default="table", help="table (default), or json: one document"
     )
     render.add_argument(
         "--learned", help="print what importRoutes would install from these learned routes (peer -> prefix -> next hop)"
+    )
+
+    explain = sub.add_parser(
+        "explain",
+        help="why an IP, a VM or a network is (not) announced: objects, rules, routes, peers "
+        "(exit 0 announced, 1 not, 2 usage/input error)",
+    )
+    explain.add_argument("target", metavar="IP|NAMESPACE/VM|NETWORK", help="an address (or CIDR), a VM, or a CUDN name")
+    explain.add_argument("--config", required=True, help="bgpadv configuration file (YAML)")
+    _cluster_arguments(explain)
+    explain.add_argument(
+        "--status-url",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a running instance's metrics listener (repeatable): add its readiness, peers and the routes it holds",
+    )
+    explain.add_argument(
+        "--output", choices=("table", "json"), default="table", help="table (default), or json: one document"
     )
 
     check = sub.add_parser(
@@ -70,6 +91,23 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _cluster_arguments(p: argparse.ArgumentParser) -> None:
+    """Where the cluster is read from: manifests, or (read-only) the API."""
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--manifests",
+        nargs="+",
+        metavar="PATH",
+        help="YAML/JSON manifests (kubectl get -o yaml): files, directories, or - for standard input",
+    )
+    where.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="read the live cluster once, read-only (list only: the service's own RBAC suffices)",
+    )
+    p.add_argument("--context", help="the kubeconfig context (with --kubeconfig)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "check-config":
@@ -84,7 +122,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "render":
         from bgpadv.commands import render
 
-        return render.main(args.config, args.manifests, args.output, args.learned)
+        return render.main(
+            args.config,
+            args.manifests or (),
+            args.output,
+            args.learned,
+            kubeconfig=args.kubeconfig,
+            context=args.context,
+        )
+    if args.command == "explain":
+        from bgpadv.commands import explain
+
+        return explain.main(
+            args.target,
+            args.config,
+            args.manifests or (),
+            kubeconfig=args.kubeconfig,
+            context=args.context,
+            status_urls=args.status_url,
+            output=args.output,
+        )
     if args.command == "run":
         from bgpadv.runtime.wiring import run
 

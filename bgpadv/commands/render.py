@@ -1,13 +1,22 @@
-"""`bgpadv render`: what would be announced, and what is refused, for a directory of manifests.
+"""`bgpadv render`: what would be announced, what is refused, and what yields no route, for a cluster.
 
-The plan goes through the same last guard (`bgpadv.safety.guard`) as in the controller, for the configured peers: a
-route
-is listed when at least one peer would get it; the guard's refusals follow the planner's.
+The cluster comes from manifests (`--manifests`: files, directories, `-` for standard input) or, read-only, from the
+API (`--kubeconfig`: each resource the service reads is listed once, `bgpadv.commands.inputs`). The plan goes through
+the same last guard (`bgpadv.safety.guard`) as in the controller, for the configured peers: a route is listed when at
+least one peer would get it, with those peers; the guard's refusals follow the planner's. Every claim address that
+yields neither a route nor a refusal is listed too, with why (a stopped or pending VM, a claim waiting for its
+address, a network being deleted: `bgpadv.commands.outcome`).
 
 Two forms. JSON is a contract for scripts and never loses keys:
-`{"routes": [{"prefix", "nextHop", "network", "kind", "source", "node", "family"}],
-"rejected": [{"source", "value", "reason", "message", "network"}]}` (`nextHop` is `"self"` for next-hop-self routes,
-`node` is null for network-wide routes). The table is for people: aligned columns, grouped by network, refusals last.
+`{"routes": [{"prefix", "nextHop", "network", "kind", "source", "node", "family", "attributes", "peers"}],
+"refused": [{"source", "value", "reason", "message", "network"}], "rejected": (the same list, its former name, kept
+for scripts written against it), "unrouted": [{"source", "value", "why", "network"}]}` (`nextHop` is `"self"` for
+next-hop-self routes, `node` is null for network-wide routes, `attributes` holds `localPreference`, `med`,
+`communities`, `largeCommunities`, `asPathPrepend`). The table is for people: aligned columns, grouped by network,
+then the refused values, then the addresses without a route.
+
+Exit codes: 0 rendered; 2 the configuration is invalid (every field path on stderr) or the cluster cannot be read
+(a missing manifest, manifests without any object bgpadv reads, an unreachable API, a refused LIST).
 """
 
 from __future__ import annotations
@@ -19,6 +28,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from bgpadv import config as bgpadv_config
+from bgpadv.commands.explain import attributes_json, attributes_text
+from bgpadv.commands.inputs import InputError, read_objects
+from bgpadv.commands.outcome import Instance, Unrouted, guarded, unrouted
 from bgpadv.core import yamlsafe
 from bgpadv.core.bounded import brief
 from bgpadv.core.model import Plan, Refusal, Route
@@ -28,15 +40,13 @@ from bgpadv.core.reasons import IMPORT_MALFORMED as MALFORMED
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import plan as make_plan
 from bgpadv.runtime.peering import effective, serving_nodes
-from bgpadv.safety.guard import Guard
 from bgpadv.sources.decode import state_from_objects
-from bgpadv.sources.manifests import load_manifest_objects
 
 OUTPUTS = ("table", "json")
 T = TypeVar("T")
 
 
-def route_json(route: Route) -> dict:
+def route_json(route: Route, peers: Sequence[str] = ()) -> dict:
     return {
         "prefix": str(route.prefix),
         "nextHop": "self" if route.next_hop is None else str(route.next_hop),
@@ -45,7 +55,13 @@ def route_json(route: Route) -> dict:
         "source": str(route.source),
         "node": route.node,
         "family": route.family,
+        "attributes": attributes_json(route.attributes),
+        "peers": list(peers),
     }
+
+
+def unrouted_json(item: Unrouted) -> dict:
+    return {"source": str(item.source), "value": item.value, "why": item.why, "network": item.network}
 
 
 def refusal_json(refusal: Refusal) -> dict:
@@ -66,10 +82,11 @@ def _line(cells: Sequence[str], widths: Sequence[int], indent: str = "  ") -> st
     return (indent + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True))).rstrip()
 
 
-def render_table(plan: Plan) -> str:
-    """Routes grouped by network (columns aligned across groups), then refusals with their reasons, then a summary."""
+def render_table(plan: Plan, instance: Instance | None = None, silent: Sequence[Unrouted] = ()) -> str:
+    """Routes grouped by network (columns aligned across groups), then refusals with their reasons, then the
+    addresses without a route and why, then a summary. `instance` gives the peers of each route."""
     lines: list[str] = []
-    header = ("PREFIX", "NEXT HOP", "KIND", "NODE", "SOURCE")
+    header = ("PREFIX", "NEXT HOP", "KIND", "NODE", "SOURCE", "ATTRIBUTES", "PEERS")
     rows = [
         (
             printable(r.network),
@@ -79,6 +96,8 @@ def render_table(plan: Plan) -> str:
                 printable(r.kind),
                 printable(r.node or "-"),
                 printable(r.source),
+                attributes_text(r.attributes),
+                ", ".join(instance.peers_of(r)) if instance is not None else "-",
             ),
         )
         for r in plan.routes
@@ -102,24 +121,47 @@ def render_table(plan: Plan) -> str:
         lines.append(_line(refused_header, refused_widths))
         lines.extend(_line(row, refused_widths) for row in refused)
         lines.append("")
+    if silent:
+        silent_header = ("SOURCE", "VALUE", "NETWORK", "WHY")
+        silent_rows = [
+            (printable(u.source), printable(u.value), printable(u.network or "-"), printable(u.why)) for u in silent
+        ]
+        silent_widths = _widths(silent_header, silent_rows)
+        lines.append(f"no route ({len(silent_rows)})")
+        lines.append(_line(silent_header, silent_widths))
+        lines.extend(_line(row, silent_widths) for row in silent_rows)
+        lines.append("")
     subnets = sum(1 for r in plan.routes if r.kind == "subnet")
     lines.append(
         f"{len(plan.routes)} route(s): {subnets} subnet, {len(plan.routes) - subnets} host; "
-        f"{len(plan.rejected)} refused"
+        f"{len(plan.rejected)} refused; {len(silent)} without a route"
     )
     return "\n".join(lines) + "\n"
 
 
-def render_plan(plan: Plan, output: str, peers: list[dict] | None = None) -> str:
-    """The plan as text: `output` is "table" or "json" (ValueError otherwise). `peers`: which nodes serve which peer
-    (`bgpadv.runtime.peering.serving_nodes`), a `peers` key or a last table section."""
+def render_plan(
+    plan: Plan,
+    output: str,
+    instance: Instance | None = None,
+    silent: Sequence[Unrouted] = (),
+    peers: list[dict] | None = None,
+) -> str:
+    """The plan as text: `output` is "table" or "json" (ValueError otherwise). `instance` gives each route's peers,
+    `silent` the addresses that yield no route (`outcome.unrouted`), `peers` which nodes serve which peer
+    (`bgpadv.runtime.peering.serving_nodes`): a `peers` key or a last table section."""
     if output == "json":
-        doc = {"routes": [route_json(r) for r in plan.routes], "rejected": [refusal_json(x) for x in plan.rejected]}
+        refused = [refusal_json(x) for x in plan.rejected]
+        doc = {
+            "routes": [route_json(r, instance.peers_of(r) if instance is not None else ()) for r in plan.routes],
+            "refused": refused,
+            "rejected": refused,
+            "unrouted": [unrouted_json(u) for u in silent],
+        }
         if peers is not None:
             doc["peers"] = peers
         return json.dumps(doc, indent=2) + "\n"
     if output == "table":
-        return render_table(plan) + (render_peers(peers) if peers is not None else "")
+        return render_table(plan, instance, silent) + (render_peers(peers) if peers is not None else "")
     raise ValueError(f"unknown output {output!r} (expected one of {', '.join(OUTPUTS)})")
 
 
@@ -135,22 +177,31 @@ def render_peers(peers: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(config_path: str, manifests_dir: str, output: str, learned_path: str | None = None) -> int:
-    """Run `bgpadv render`: 0 ok, 2 configuration error (every field path on stderr), 1 any other error.
+def main(
+    config_path: str,
+    manifests: str | Sequence[str],
+    output: str,
+    learned_path: str | None = None,
+    kubeconfig: str | None = None,
+    context: str | None = None,
+) -> int:
+    """Run `bgpadv render`: 0 rendered; 2 a usage error, an invalid configuration (every field path on stderr) or a
+    cluster that cannot be read (manifests: files, directories or "-"; or `kubeconfig`, read-only).
 
     With `learned_path` it prints instead what the egress import (`importRoutes`) would install from those learned
     routes: a YAML/JSON mapping peer address → prefix → next hop, e.g. `{"10.0.0.1": {"0.0.0.0/0": "10.0.0.1"}}`."""
     if output not in OUTPUTS:
         print(f"error: --output must be one of {', '.join(OUTPUTS)}, got {output!r}", file=sys.stderr)
-        return 1
-    cfg = bgpadv_config.load_or_report(config_path)
+        return 2
+    cfg = bgpadv_config.load_or_report(config_path, listener=False)  # no listener: no node address
     if cfg is None:
         return 2
+    inputs = [manifests] if isinstance(manifests, str) else list(manifests)
     try:
-        objects, warnings = load_manifest_objects(manifests_dir)
-    except OSError as e:
-        print(f"{manifests_dir}: cannot read the manifests: {e}", file=sys.stderr)
-        return 1
+        objects, warnings = read_objects(cfg, inputs, kubeconfig, context)
+    except InputError as e:
+        print(f"bgpadv render: {printable(e)}", file=sys.stderr)
+        return 2
     state, _ignored = state_from_objects(objects)  # decoded once, as the store decodes events
     for warning in warnings:
         print(f"warning: {printable(warning)}", file=sys.stderr)
@@ -159,7 +210,7 @@ def main(config_path: str, manifests_dir: str, output: str, learned_path: str | 
             learned, malformed = load_learned(learned_path, {str(p.address) for p in cfg.peers})
         except (OSError, ValueError) as e:
             print(f"{learned_path}: {printable(e)}", file=sys.stderr)
-            return 1
+            return 2
         for problem in malformed:
             print(f"{learned_path}: refused ({MALFORMED}): {printable(problem)}", file=sys.stderr)
         interfaces = node_interfaces(objects, cfg.node_name)
@@ -169,7 +220,8 @@ def main(config_path: str, manifests_dir: str, output: str, learned_path: str | 
     peers = serving_nodes(cfg, state.nodes) if cfg.peer_selection else None  # which node serves which peer
     if cfg.speaker_node is not None:  # per-node: the peers the node's labels select, self from its InternalIPs
         cfg = effective(cfg, state.nodes.get(cfg.speaker_node), lambda _peer, _version: ())
-    sys.stdout.write(render_plan(announced(state, cfg), output, peers))
+    instance = guarded(state, cfg)
+    sys.stdout.write(render_plan(instance.plan, output, instance, unrouted(state, cfg, (instance,)), peers))
     return 0
 
 
@@ -329,6 +381,4 @@ def render_imports(rows: list[dict], output: str, malformed: Sequence[str] = ())
 def announced(state: ClusterState, cfg: bgpadv_config.Config) -> Plan:
     """What would really be announced: the plan through the last guard for the configured peers (the routes some
     peer gets), with the planner's refusals followed by the guard's."""
-    plan = make_plan(state, cfg)
-    guard = Guard(cfg)
-    return guard.check(plan.routes, guard.context(plan)).observed(plan)
+    return guarded(state, cfg).plan

@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from netaddr import IPAddress
 from pydantic import TypeAdapter, ValidationError
 
-from bgpadv.config.schema import MD5_PASSWORD, MD5_RULE, Config
+from bgpadv.config.schema import LISTEN_ENV, MD5_PASSWORD, MD5_RULE, Config
 from bgpadv.core import yamlsafe
 from bgpadv.core.bounded import brief
 
@@ -83,12 +83,12 @@ def parse(raw: Any, environ: Mapping[str, str] | None = None) -> Config:
         raise ConfigError(_problems(e, raw)) from None
 
 
-def load_or_report(path: str | Path, stream: TextIO | None = None) -> Config | None:
+def load_or_report(path: str | Path, stream: TextIO | None = None, *, listener: bool = True) -> Config | None:
     """Load a configuration for a command line: on failure, print one `path: problem` line per problem (to stderr
-    by default) and return None; the caller exits 2."""
+    by default) and return None; the caller exits 2. `listener` False: see `load`."""
     out = stream if stream is not None else sys.stderr
     try:
-        return load(path)
+        return load(path, listener=listener)
     except ConfigError as e:
         problems = e.problems
     except OSError as e:
@@ -99,14 +99,20 @@ def load_or_report(path: str | Path, stream: TextIO | None = None) -> Config | N
     return None
 
 
-def load(path: str | Path) -> Config:
-    """Read and validate a configuration file; raise ConfigError (with field paths) or OSError.
+STDIN = "-"
+"""The configuration path that stands for standard input (`bgpadv check-config -`)."""
+
+
+def load(path: str | Path, *, listener: bool = True) -> Config:
+    """Read and validate a configuration file (`-`: standard input); raise ConfigError (with field paths) or OSError.
 
     The YAML is read by `bgpadv.core.yamlsafe.load_documents`, as manifests are: aliases, deep nesting, tags other than
     plain data and repeated keys are refused. The file must hold one document (an empty file is an empty config).
+    `listener` False is for commands that never open the metrics listener (`render`, `explain`): a `metrics.listen`
+    of `${VARIABLE}:PORT` whose variable is unset (outside the pod) reads as loopback instead of an error.
     """
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = sys.stdin.read() if str(path) == STDIN else Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise ConfigError([f"{path}: not UTF-8 text: {e.reason}"]) from None
     documents = list(yamlsafe.load_documents(text))
@@ -115,7 +121,18 @@ def load(path: str | Path) -> Config:
         raise ConfigError([f"{path}: {doc}" for doc in refused])
     if len(documents) > 1:
         raise ConfigError([f"{path}: must hold one YAML document, found {len(documents)}"])
-    return parse(documents[0][1] if documents else None)
+    raw = documents[0][1] if documents else None
+    return parse(raw, None if listener else _listener_free(raw, os.environ))
+
+
+def _listener_free(raw: object, environ: Mapping[str, str]) -> Mapping[str, str]:
+    """`environ` with the variable of a `${VARIABLE}:PORT` listener set to loopback when it is unset."""
+    metrics = raw.get("metrics") if isinstance(raw, dict) else None
+    listen = metrics.get("listen") if isinstance(metrics, dict) else None
+    m = LISTEN_ENV.fullmatch(listen) if isinstance(listen, str) else None
+    if m is None or environ.get(m.group(1)):
+        return environ
+    return {**environ, m.group(1): "127.0.0.1"}
 
 
 @functools.cache

@@ -121,7 +121,17 @@ class Span:
         return float(value)
 
 
+PLACEHOLDER = "REPLACE-WITH-"
+"""How the shipped configurations mark a value the user must write (`deploy/base/bgpadv.yaml`, the image's and the
+wheel's example): refused with a message that says so, so nothing starts on a configuration nobody wrote."""
+
+
 def _address(value: Any) -> IPAddress:
+    if isinstance(value, str) and value.startswith(PLACEHOLDER):
+        raise problem(
+            f"is the shipped placeholder {brief(value)}: write your own configuration with your ToR's address "
+            "(bgpadv example-config prints a documented one)"
+        )
     try:
         if not isinstance(value, str) or "/" in value:
             raise AddrFormatError(value)
@@ -328,6 +338,8 @@ Selector = Annotated[LabelSelector, PlainValidator(_selector), WithJsonSchema(_S
 
 _LISTEN = re.compile(r"(\[[0-9a-fA-F:.]+\]|[^:\s]*):([0-9]{1,5})")  # fullmatch; ASCII digits only
 _LISTEN_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]{0,63})\}:([0-9]{1,5})")  # `${NODE_IP}:9179`
+LISTEN_ENV = _LISTEN_ENV
+"""A `metrics.listen` of `${VARIABLE}:PORT` (use fullmatch); `config.load` reads it too."""
 
 
 def _listen(value: str) -> str:

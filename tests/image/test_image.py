@@ -4,8 +4,10 @@ Path taken: buildah itself (Debian's package, vfs storage, chroot isolation), no
 session builds the image once with scripts/build-image.sh into a private store under .cache/containers (the base
 image and its root filesystem tar stay cached there between runs; the bgpadv image is removed at the end). Then:
 
-- `bgpadv --version` and `bgpadv check-config /etc/bgpadv/bgpadv.yaml` run through the image's entry point as the
-  arbitrary UID 1000720000 with GID 0 (`buildah run --isolation chroot --user 1000720000:0`);
+- `bgpadv --version`, and `bgpadv check-config` of a mounted configuration, run through the image's entry point as
+  the arbitrary UID 1000720000 with GID 0 (`buildah run --isolation chroot --user 1000720000:0`); the configuration
+  the image bakes at /etc/bgpadv/bgpadv.yaml is the placeholder that `check-config` and `run` refuse (safe by
+  default: the image never peers with an address nobody chose);
 - `bgpadv run` starts ExaBGP as that UID on a read-only root filesystem with only the runtime directory writable
   (a tmpfs where the pod has its emptyDir), in a private network namespace with only loopback (the peer and the
   API server are unreachable loopback addresses): ExaBGP accepts the account (it writes its pid file only after its
@@ -93,13 +95,36 @@ def test_version_runs_through_the_entry_point_as_an_arbitrary_uid_with_gid_0(con
     assert (result.returncode, result.stdout) == (0, f"bgpadv {__version__}\n"), result.stderr
 
 
-def test_the_shipped_configuration_checks_as_an_arbitrary_uid_with_gid_0(container: str) -> None:
-    result = run_as(
-        container, OPENSHIFT_USER, "/usr/local/bin/bgpadv-entrypoint", "check-config", "/etc/bgpadv/bgpadv.yaml"
+def test_the_baked_configuration_is_the_placeholder_that_check_config_and_run_refuse(container: str) -> None:
+    for argv in (["check-config"], ["run", "--runtime-dir", "/run/bgpadv", "--config"]):
+        result = run_as(container, OPENSHIFT_USER, "/usr/local/bin/bgpadv-entrypoint", *argv, "/etc/bgpadv/bgpadv.yaml")
+        assert result.returncode == 2, (argv, result.stdout, result.stderr)
+        assert "peers[0].address: is the shipped placeholder 'REPLACE-WITH-YOUR-TOR-ADDRESS'" in result.stderr, argv
+
+
+def test_a_mounted_configuration_checks_as_an_arbitrary_uid_with_gid_0(container: str, tmp_path: Path) -> None:
+    conf = tmp_path / "etc"
+    conf.mkdir()
+    (conf / "bgpadv.yaml").write_text(CONFIG)
+    (conf / "kubeconfig").write_text(KUBECONFIG)
+    conf.chmod(0o755)
+    result = buildah(
+        "run",
+        "--isolation",
+        "chroot",
+        "--user",
+        OPENSHIFT_USER,
+        "--volume",
+        f"{conf}:/etc/bgpadv:ro",
+        container,
+        "--",
+        "/usr/local/bin/bgpadv-entrypoint",
+        "check-config",
+        "/etc/bgpadv/bgpadv.yaml",
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout == (
-        "/etc/bgpadv/bgpadv.yaml: valid — local AS64513, peers: 10.0.0.1 (AS64512); "
+        "/etc/bgpadv/bgpadv.yaml: valid — local AS64513, peers: 127.0.0.2 (AS64512); "
         "ExaBGP accepts the rendered configuration\n"
     )
 

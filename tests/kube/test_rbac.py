@@ -5,13 +5,17 @@ else: `kubectl auth can-i` as its ServiceAccount); a role missing one verb from 
 its log and `bgpadv_watch_restarts_total{resource,reason="error"}` naming the resource it cannot read; a verb
 withdrawn from a running bgpadv (its connections then cut with `ss -K`: an
 open watch was authorized when it began) is fail static: the resource is held (log line,
-`bgpadv_resource_held{resource}`), its routes stay at the ToR.
+`bgpadv_resource_held{resource}`), its routes stay at the ToR. `bgpadv explain --kubeconfig` and `render --kubeconfig`
+need nothing beyond the shipped role (they only list).
 Each case runs bgpadv in worker-1 with its own ServiceAccount bound to its own copy of the shipped rules.
 """
 
 from __future__ import annotations
 
 import copy
+import json
+import subprocess
+import sys
 import time
 
 import pytest
@@ -179,3 +183,26 @@ def test_a_verb_withdrawn_from_a_running_bgpadv_holds_the_resource_and_its_route
             "the hold to end",
         )
         assert running.frr.bgp_routes("ipv4") == EXPECTED
+
+
+def test_explain_and_render_live_need_nothing_beyond_the_shipped_role(rbac, tmp_path):
+    lab, api = rbac
+    kubeconfig = AsServiceAccount(api, "bgpadv", "bgpadv").write_kubeconfig(tmp_path / "kubeconfig")
+    cfg = tmp_path / "bgpadv.yaml"
+    cfg.write_text(json.dumps(config(lab)))
+    common = ["--config", str(cfg), "--kubeconfig", str(kubeconfig), "--output", "json"]
+    for argv, code in (
+        (["explain", "192.168.120.10", *common], 0),
+        (["render", *common], 0),
+    ):
+        proc = lab.net.spawn(
+            lab.ns("w1"), [sys.executable, "-m", "bgpadv", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == code, err.decode()
+        doc = json.loads(out)
+        if argv[0] == "explain":
+            assert doc["verdict"] == "announced"
+            assert [(r["prefix"], r["nextHop"]) for r in doc["routes"]] == [("192.168.120.10/32", W1)]
+        else:
+            assert ("192.168.120.10/32", W1) in {(r["prefix"], r["nextHop"]) for r in doc["routes"]}

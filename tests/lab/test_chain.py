@@ -7,13 +7,15 @@ and addresses, so the tests do not depend on each other's order.
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 import time
 
 import pytest
 
 from bgpadv_lab import objects as k8s
-from bgpadv_lab.chain import BgpadvInLab
+from bgpadv_lab.chain import METRICS_PORT, BgpadvInLab
 from bgpadv_lab.frr import FrrRouter
 from bgpadv_lab.objects import VM_NAMESPACE as NS
 from bgpadv_lab.topology import EXT_HOST, Lab
@@ -231,3 +233,40 @@ def test_a_refused_address_gets_a_warning_event_on_its_claim(chain):
     found = chain.frr.wait_for(event, 10, "an Event on the hostile claim")
     assert found["type"] == "Warning"
     assert "10.66.0.1" in found["message"]
+
+
+def explain_live(chain, target: str) -> tuple[int, dict, str]:
+    """`bgpadv explain TARGET` run in worker-1 against the running chain: the live cluster through the instance's
+    own kubeconfig (list only), and the instance's /status."""
+    argv = [sys.executable, "-m", "bgpadv", "explain", target, "--config", str(chain.config_path)]
+    argv += ["--kubeconfig", str(chain.dir / "kubeconfig"), "--status-url", f"http://127.0.0.1:{METRICS_PORT}"]
+    proc = chain.lab.net.spawn(chain.ns, [*argv, "--output", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.communicate(timeout=120)
+    return proc.returncode, json.loads(out or b"{}"), err.decode()
+
+
+def test_explain_live_says_announced_with_the_next_hop_frr_holds(chain):
+    wait_route(chain.frr, "192.168.100.10/32", [W1])
+    code, doc, err = explain_live(chain, "192.168.100.10")
+    assert code == 0, err
+    assert doc["verdict"] == "announced"
+    assert [(r["prefix"], r["nextHop"], r["node"], r["peers"]) for r in doc["routes"]] == [
+        ("192.168.100.10/32", W1, "worker-1", ["10.0.0.1"])
+    ]
+    assert route(chain.frr, "192.168.100.10/32") == [W1], "the ToR holds what explain says"
+    assert {o["object"] for o in doc["objects"]} >= {
+        f"IPAMClaim {NS}/vm-a.default",
+        f"VirtualMachineInstance {NS}/vm-a",
+    }
+    (instance,) = doc["instances"]
+    assert instance["ready"] is True
+    assert instance["peers"]["10.0.0.1"]["state"] == "up"
+    assert any(r["network"] == "vmnet-a" and r["kind"] == "host" and r["count"] >= 1 for r in instance["routes"])
+
+
+def test_explain_live_says_refused_for_a_refused_address_the_tor_never_sees(chain):
+    code, doc, err = explain_live(chain, "10.66.0.1")
+    assert code == 1, err
+    assert doc["verdict"] == "refused"
+    assert [r["reason"] for r in doc["rules"] if r["verdict"] == "refused"] == ["outside-network-subnets"]
+    assert route(chain.frr, "10.66.0.1/32") is None

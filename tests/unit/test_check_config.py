@@ -36,6 +36,17 @@ def test_a_valid_configuration_is_accepted_by_bgpadv_and_by_exabgp(tmp_path, cap
     )
 
 
+def test_dash_reads_the_configuration_from_standard_input(capsys, monkeypatch):
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(GOOD))
+    assert main(["check-config", "-"]) == 0
+    assert capsys.readouterr().out.startswith("-: valid — local AS64513")
+    monkeypatch.setattr("sys.stdin", io.StringIO("localASN: 64513\n"))
+    assert main(["check-config", "-"]) == 2
+    assert "-: peers" in capsys.readouterr().err
+
+
 def test_what_exabgp_refuses_is_a_problem_with_exit_2(tmp_path, capsys, monkeypatch):
     """Whatever ExaBGP refuses in the rendering is reported with ExaBGP's reason (here: a duplicate family that a
     renderer bug would write)."""

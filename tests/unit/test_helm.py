@@ -12,7 +12,8 @@ each tool owns: `app.kubernetes.io/managed-by` and `helm.sh/chart`, the chart's 
 (`app.kubernetes.io/instance`), the ConfigMap's name (kustomize hashes it; the chart rolls the pods with a checksum
 annotation instead). The default configuration is the same refused placeholder; the values override image,
 configuration, the MD5 Secret's name, placement and resources; names follow the release; the namespace is created
-or taken from the release.
+or taken from the release. The Grafana dashboard (deploy/grafana-dashboard.json, verbatim) comes as a ConfigMap for
+Grafana's dashboard sidecar only when `monitoring.grafanaDashboard.enabled`, with the sidecar's label by default.
 """
 
 from __future__ import annotations
@@ -44,6 +45,13 @@ OPTION_SETS = {
     "per-node": {"mode": "per-node"},
     "openshift": {"openshift": {"enabled": True}},
     "monitoring": {"monitoring": {"podMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}}},
+    "monitoring-and-dashboard": {
+        "monitoring": {
+            "podMonitor": {"enabled": True},
+            "prometheusRule": {"enabled": True},
+            "grafanaDashboard": {"enabled": True, "annotations": {"grafana_folder": "Network"}},
+        }
+    },
     "per-node-openshift-monitoring": {
         "mode": "per-node",
         "openshift": {"enabled": True},
@@ -137,6 +145,43 @@ def test_the_chart_is_the_packages_version_and_ships_the_kustomize_rules_verbati
     assert (chart["version"], chart["appVersion"]) == (VERSION, VERSION)
     kustomize_rules = ROOT / "deploy" / "components" / "monitoring" / "prometheus-rules.yaml"
     assert (CHART / "files" / "prometheus-rules.yaml").read_bytes() == kustomize_rules.read_bytes()
+    dashboard = ROOT / "deploy" / "grafana-dashboard.json"
+    assert (CHART / "files" / "grafana-dashboard.json").read_bytes() == dashboard.read_bytes()
+
+
+def dashboards(docs: tuple[dict, ...]) -> list[dict]:
+    return [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-dashboard")]
+
+
+@pytest.mark.parametrize("options", ["default", "monitoring", "per-node-openshift-monitoring"])
+def test_no_dashboard_unless_asked_for(helm: str, options: str) -> None:
+    assert dashboards(template(helm, OPTION_SETS[options])) == []
+
+
+def test_the_dashboard_is_a_configmap_grafanas_sidecar_loads(helm: str) -> None:
+    (cm,) = dashboards(template(helm, OPTION_SETS["monitoring-and-dashboard"], release="fabric-a"))
+    assert cm["metadata"]["name"] == "fabric-a-bgpadv-dashboard"
+    assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert cm["metadata"]["labels"]["app.kubernetes.io/component"] == "monitoring"
+    assert cm["metadata"]["annotations"] == {"grafana_folder": "Network"}
+    assert list(cm["data"]) == ["bgpadv.json"]
+    assert json.loads(cm["data"]["bgpadv.json"]) == json.loads((ROOT / "deploy" / "grafana-dashboard.json").read_text())
+
+
+def test_the_dashboard_goes_where_the_sidecar_searches_with_the_label_it_wants(helm: str) -> None:
+    values = {
+        "monitoring": {
+            "grafanaDashboard": {
+                "enabled": True,
+                "namespace": "grafana",
+                "labels": {"grafana_dashboard": None, "dashboards": "network"},
+            }
+        }
+    }
+    (cm,) = dashboards(template(helm, values))
+    assert cm["metadata"]["namespace"] == "grafana"
+    assert cm["metadata"]["labels"]["dashboards"] == "network"
+    assert "grafana_dashboard" not in cm["metadata"]["labels"]
 
 
 @pytest.mark.parametrize(
@@ -234,9 +279,7 @@ def test_the_default_configuration_is_the_placeholder_check_config_refuses(helm:
     path = tmp_path / "bgpadv.yaml"
     path.write_text(one(template(helm, {}), "ConfigMap")["data"]["bgpadv.yaml"])
     assert checkconfig.main(str(path)) == 2
-    assert "peers[0].address: must be an IPv4 or IPv6 address, got 'REPLACE-WITH-YOUR-TOR-ADDRESS'" in (
-        capsys.readouterr().err
-    )
+    assert "peers[0].address: is the shipped placeholder 'REPLACE-WITH-YOUR-TOR-ADDRESS'" in (capsys.readouterr().err)
 
 
 def test_values_override_image_configuration_secret_placement_and_resources(
@@ -325,9 +368,11 @@ def test_the_readme_values_install_the_readme_configuration(helm: str, tmp_path:
         if doc["kind"] not in CUSTOM_RESOURCES:
             kubernetes_validate.validate(doc, KUBERNETES_VERSIONS[-1], strict=True)
     assert {"PodMonitor", "PrometheusRule"} <= {d["kind"] for d in docs}
+    assert len(dashboards(docs)) == 1
     assert workload(docs)["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.example.com/bgpadv:0.1.0"
     path = tmp_path / "bgpadv.yaml"
-    path.write_text(one(docs, "ConfigMap")["data"]["bgpadv.yaml"])
+    (config_map,) = [d for d in docs if d["kind"] == "ConfigMap" and d not in dashboards(docs)]
+    path.write_text(config_map["data"]["bgpadv.yaml"])
     assert yaml.safe_load(path.read_text()) == EXAMPLE_CONFIG  # the kustomize path's configuration, the same
     monkeypatch.setenv("BGPADV_NODE_IP", "10.0.0.11")
     assert checkconfig.main(str(path)) == 0, capsys.readouterr().err

@@ -451,17 +451,17 @@ def test_garbage_in_a_learned_file_is_refused_and_counted_and_the_rest_is_render
     "text",
     [pytest.param("[1, 2]\n", id="a-list"), pytest.param("just text\n", id="a-string"), pytest.param("", id="empty")],
 )
-def test_a_learned_file_that_is_no_mapping_is_an_error_with_exit_1(tmp_path, capsys, text):
+def test_a_learned_file_that_is_no_mapping_is_an_input_error_with_exit_2(tmp_path, capsys, text):
     c, m, learned = write_dump(tmp_path, text)
-    assert render.main(c, m, "table", learned) == 1
+    assert render.main(c, m, "table", learned) == 2
     assert "must map peer addresses" in capsys.readouterr().err
 
 
-def test_a_learned_file_that_is_not_utf8_is_an_error_with_exit_1(tmp_path, capsys):
+def test_a_learned_file_that_is_not_utf8_is_an_input_error_with_exit_2(tmp_path, capsys):
     c, m, learned = write_dump(tmp_path, "")
     with open(learned, "wb") as f:
         f.write(b"\xff\xfe10.0.0.1: {}")
-    assert render.main(c, m, "table", learned) == 1
+    assert render.main(c, m, "table", learned) == 2
     assert "not UTF-8" in capsys.readouterr().err
 
 

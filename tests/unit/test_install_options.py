@@ -315,7 +315,7 @@ def test_every_command_and_option_has_a_help_text():
                     if not (choice.help or "").strip():
                         missing.append(f"{name} {choice.dest}")
     assert missing == []
-    assert commands == 6  # run, controller, render, check-config, example-config, status
+    assert commands == 7  # run, controller, render, explain, check-config, example-config, status
 
 
 def test_version_prints_the_package_version(capsys):

@@ -254,7 +254,7 @@ def test_the_shipped_configuration_is_a_placeholder_that_check_config_refuses(tm
     path.write_text(config_map["data"]["bgpadv.yaml"])
     assert checkconfig.main(str(path)) == 2
     err = capsys.readouterr().err
-    assert f"{path}: peers[0].address: must be an IPv4 or IPv6 address, got 'REPLACE-WITH-YOUR-TOR-ADDRESS'" in err
+    assert f"{path}: peers[0].address: is the shipped placeholder 'REPLACE-WITH-YOUR-TOR-ADDRESS'" in err
     assert "replace with your ToR" in config_map["data"]["bgpadv.yaml"]  # the comment says what to do
 
 

@@ -119,9 +119,7 @@ def test_example_config_prints_the_shipped_file_which_check_config_refuses_until
     path = tmp_path / "bgpadv.yaml"
     path.write_text(printed)
     assert checkconfig.main(str(path)) == 2
-    assert "peers[0].address: must be an IPv4 or IPv6 address, got 'REPLACE-WITH-YOUR-TOR-ADDRESS'" in (
-        capsys.readouterr().err
-    )
+    assert "peers[0].address: is the shipped placeholder 'REPLACE-WITH-YOUR-TOR-ADDRESS'" in (capsys.readouterr().err)
     path.write_text(printed.replace("REPLACE-WITH-YOUR-TOR-ADDRESS", "192.0.2.1"))
     assert checkconfig.main(str(path)) == 0, capsys.readouterr().err
 
@@ -139,6 +137,25 @@ def test_the_example_is_the_checkouts_documented_configuration_but_the_header_an
     ]
     assert all(lab.index(line) < 5 for line in removed if line.startswith("#"))  # only the header's comment lines
     assert yaml.safe_load("\n".join(shipped))["peers"][1:] == yaml.safe_load("\n".join(lab))["peers"][1:]
+
+
+def test_the_image_bakes_the_placeholder_example_never_the_labs_configuration(tmp_path, capsys):
+    """Safe by default: the configuration the image carries at /etc/bgpadv/bgpadv.yaml peers with nothing; the pod
+    mounts its own over it (the ConfigMap of deploy/ and of the chart)."""
+    from bgpadv.commands import checkconfig
+
+    copies = [
+        line.split()[1:]
+        for line in (ROOT / "Containerfile").read_text().splitlines()
+        if line.startswith("COPY ") and "/etc/bgpadv" in line
+    ]
+    assert copies == [["bgpadv/data/bgpadv.example.yaml", "/etc/bgpadv/bgpadv.yaml"]]
+    context = (ROOT / ".containerignore").read_text().splitlines()
+    assert "!bgpadv/data/bgpadv.example.yaml" in context and "!config/bgpadv.yaml" not in context
+    path = tmp_path / "bgpadv.yaml"
+    path.write_text((ROOT / "bgpadv" / "data" / "bgpadv.example.yaml").read_text())
+    assert checkconfig.main(str(path)) == 2
+    assert "is the shipped placeholder" in capsys.readouterr().err
 
 
 def test_the_image_pins_satisfy_every_dependency_and_pin_exact_versions():

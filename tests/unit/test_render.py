@@ -1,9 +1,11 @@
-"""`bgpadv render`: the example cluster dump's routes and refusals, the JSON contract, the table, exit codes.
+"""`bgpadv render`: the example cluster dump's routes, refusals and addresses without a route, the JSON contract,
+the table, the inputs (directories, files, `-`), exit codes.
 
 Scope: golden files of both output forms for `config/bgpadv.yaml` + `config/examples/` (regenerate with
-`BGPADV_UPDATE_GOLDEN=1`, then review the diff); the example dump's semantics spelled out route by route and
-refusal by refusal (the ground truth the golden files must agree with), after the last guard as the controller
-applies it; the JSON keys scripts rely on; the table's layout; exit codes 0 / 1 / 2 with field paths on stderr.
+`BGPADV_UPDATE_GOLDEN=1`, then review the diff); the example dump's semantics spelled out route by route, refusal by
+refusal and silent address by silent address (the ground truth the golden files must agree with), after the last
+guard as the controller applies it, with each route's peers and attributes; the JSON keys scripts rely on (`refused`,
+and its former name `rejected`); the table's layout; exit codes 0 / 2 with the reason on stderr.
 """
 
 from __future__ import annotations
@@ -111,19 +113,33 @@ def test_the_example_dump_gives_exactly_the_expected_routes_and_refusals(capsys)
     doc = json.loads(out)
     assert {(r["prefix"], r["nextHop"], r["kind"], r["source"]) for r in doc["routes"]} == EXPECTED_ROUTES
     assert len(doc["routes"]) == len(EXPECTED_ROUTES)
-    assert {(x["source"], x["value"], x["reason"]) for x in doc["rejected"]} == EXPECTED_REFUSALS
-    assert len(doc["rejected"]) == len(EXPECTED_REFUSALS)
+    assert {(x["source"], x["value"], x["reason"]) for x in doc["refused"]} == EXPECTED_REFUSALS
+    assert len(doc["refused"]) == len(EXPECTED_REFUSALS)
+    assert doc["rejected"] == doc["refused"], "the former key stays, for scripts written against it"
+    assert {(x["source"], x["value"], x["why"]) for x in doc["unrouted"]} == EXPECTED_UNROUTED
+    assert all(r["peers"] == ["10.0.0.1"] for r in doc["routes"]), "the lab's one peer gets every route"
+
+
+# Claim addresses that yield neither a route nor a refusal, and why (the planner's silent skips).
+EXPECTED_UNROUTED = {
+    ("IPAMClaim imported-vms/vm-pending.default", "-", "no address allocated yet (status.ips is empty): pending"),
+    ("IPAMClaim imported-vms/vm-stopped.default", "192.168.100.40/24", "VM stopped: no VirtualMachineInstance"),
+    ("IPAMClaim imported-vms/vm-stopped.default", "fd10:100::28/64", "VM stopped: no VirtualMachineInstance"),
+    ("IPAMClaim tenant-b/web-3.default", "192.168.200.24/24", "VM stopped: its VirtualMachineInstance is Succeeded"),
+}
 
 
 def test_json_keeps_the_contract_keys(capsys):
     _, out, _ = run(capsys, str(CONFIG), str(EXAMPLES), "json")
     doc = json.loads(out)
-    assert set(doc) >= {"routes", "rejected"}
+    assert set(doc) >= {"routes", "refused", "rejected", "unrouted"}
     for route in doc["routes"]:
-        assert {"prefix", "nextHop", "network", "kind", "source"} <= set(route)
+        assert {"prefix", "nextHop", "network", "kind", "source", "attributes", "peers"} <= set(route)
         assert route["kind"] in ("subnet", "host")
-    for refusal in doc["rejected"]:
+    for refusal in doc["refused"]:
         assert {"source", "value", "reason"} <= set(refusal)
+    for item in doc["unrouted"]:
+        assert {"source", "value", "why", "network"} <= set(item)
 
 
 def test_json_of_a_hand_built_plan():
@@ -157,18 +173,30 @@ def test_json_of_a_hand_built_plan():
         "source": "ClusterUserDefinedNetwork vmnet-a",
         "node": None,
         "family": 4,
+        "attributes": {
+            "localPreference": None,
+            "med": None,
+            "communities": [],
+            "largeCommunities": [],
+            "asPathPrepend": 0,
+        },
+        "peers": [],
     }
     assert doc["routes"][1]["nextHop"] == "10.0.0.11"
     assert doc["routes"][1]["source"] == "IPAMClaim imported-vms/vm-a.default"
-    assert doc["rejected"] == [
-        {
-            "source": "IPAMClaim imported-vms/vm-b.default",
-            "value": "10.9.9.9/24",
-            "reason": "outside-network-subnets",
-            "message": "",
-            "network": "",
-        }
-    ]
+    assert (
+        doc["refused"]
+        == doc["rejected"]
+        == [
+            {
+                "source": "IPAMClaim imported-vms/vm-b.default",
+                "value": "10.9.9.9/24",
+                "reason": "outside-network-subnets",
+                "message": "",
+                "network": "",
+            }
+        ]
+    )
 
 
 def test_table_groups_by_network_aligns_columns_and_lists_refusals_last(capsys):
@@ -185,17 +213,20 @@ def test_table_groups_by_network_aligns_columns_and_lists_refusals_last(capsys):
         if line.startswith("  ") and not line.strip().startswith("PREFIX"):
             assert line[column - 2 : column] == "  " and line[column] != " "
     assert "\\nannounce route" in out, "control characters are escaped, one refusal per line"
-    assert lines[-1].endswith("19 refused")
+    assert lines[-1].endswith("19 refused; 4 without a route")
+    silent_at = next(i for i, line in enumerate(lines) if line.startswith("no route ("))
+    assert refused_at < silent_at, "the addresses without a route come after the refusals"
+    assert "VM stopped: no VirtualMachineInstance" in out
 
 
 def test_empty_plan_renders():
     assert "no routes" in render_plan(Plan(), "table")
-    assert json.loads(render_plan(Plan(), "json")) == {"routes": [], "rejected": []}
+    assert json.loads(render_plan(Plan(), "json")) == {"routes": [], "refused": [], "rejected": [], "unrouted": []}
 
 
 def test_unknown_output_is_an_error(capsys):
     code, out, err = run(capsys, str(CONFIG), str(EXAMPLES), "yaml")
-    assert (code, out) == (1, "")
+    assert (code, out) == (2, "")
     assert "--output" in err
     with pytest.raises(ValueError):
         render_plan(Plan(), "yaml")
@@ -214,10 +245,77 @@ def test_missing_configuration_file_exits_2(capsys, tmp_path):
     assert code == 2 and "absent.yaml" in err
 
 
-def test_missing_manifests_directory_exits_1(capsys, tmp_path):
+def test_missing_manifests_exit_2(capsys, tmp_path):
     code, out, err = run(capsys, str(CONFIG), str(tmp_path / "absent"), "json")
-    assert (code, out) == (1, "")
+    assert (code, out) == (2, "")
     assert "absent" in err
+
+
+def test_manifests_without_any_watched_object_exit_2_instead_of_an_empty_plan(capsys, tmp_path):
+    (tmp_path / "deployment.yaml").write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n")
+    code, out, err = run(capsys, str(CONFIG), str(tmp_path), "table")
+    assert (code, out) == (2, "")
+    assert "no object bgpadv reads" in err
+
+
+def _doc(out: str) -> dict:
+    return json.loads(out)
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        pytest.param("directory", id="directory"),
+        pytest.param("files", id="files-in-any-order-and-name"),
+        pytest.param("stdin-yaml", id="stdin-yaml"),
+        pytest.param("stdin-json", id="stdin-json"),
+    ],
+)
+def test_files_directories_and_stdin_give_the_same_plan(capsys, monkeypatch, tmp_path, form):
+    _, expected, _ = run(capsys, str(CONFIG), str(EXAMPLES), "json")
+    files = sorted(EXAMPLES.iterdir())
+    if form == "directory":
+        args: list[str] = [str(EXAMPLES)]
+    elif form == "files":
+        for f in files:  # named explicitly, a file is read whatever its suffix
+            (tmp_path / (f.stem + ".dump")).write_text(f.read_text())
+        args = [str(tmp_path / (f.stem + ".dump")) for f in files]
+    else:
+        import io
+
+        import yaml
+
+        docs = [d for f in files for d in yaml.safe_load_all(f.read_text()) if d is not None]
+        text = (
+            "\n---\n".join(yaml.safe_dump(d) for d in docs) if form == "stdin-yaml" else json.dumps(k8s.as_list(docs))
+        )
+        monkeypatch.setattr("sys.stdin", io.StringIO(text))
+        args = ["-"]
+    code, out, err = run(capsys, str(CONFIG), args, "json")
+    assert (code, err) == (0, "")
+    assert _doc(out) == _doc(expected)
+
+
+def test_routes_carry_the_configured_attributes_and_their_peers(capsys, tmp_path):
+    cfg = tmp_path / "bgpadv.yaml"
+    text = CONFIG.read_text()
+    cfg.write_text(
+        text.replace(
+            "nextHop: node", "nextHop: node\nattributes: {localPreference: 200, communities: ['64513:100']}"
+        ).replace(
+            "  - address: 10.0.0.1\n    asn: 64512",
+            "  - address: 10.0.0.1\n    asn: 64512\n  - address: 10.0.0.2\n    asn: 64512",
+            1,
+        )
+    )
+    code, out, err = run(capsys, str(cfg), str(EXAMPLES), "json")
+    assert code == 0, err
+    route = next(r for r in _doc(out)["routes"] if r["prefix"] == "192.168.100.205/32")
+    assert route["attributes"]["localPreference"] == 200 and route["attributes"]["communities"] == ["64513:100"]
+    assert route["peers"] == ["10.0.0.1", "10.0.0.2"]
+    _, table, _ = run(capsys, str(cfg), str(EXAMPLES), "table")
+    line = next(x for x in table.splitlines() if x.strip().startswith("192.168.100.205/32"))
+    assert "local-pref 200 community 64513:100" in line and line.endswith("10.0.0.1, 10.0.0.2")
 
 
 def test_manifest_warnings_go_to_stderr_and_the_plan_still_renders(capsys, tmp_path):
@@ -225,5 +323,15 @@ def test_manifest_warnings_go_to_stderr_and_the_plan_still_renders(capsys, tmp_p
     (tmp_path / "node.json").write_text(json.dumps(k8s.node("worker-1", "10.0.0.11")))
     code, out, err = run(capsys, str(CONFIG), str(tmp_path), "json")
     assert code == 0
-    assert json.loads(out) == {"routes": [], "rejected": []}
+    assert json.loads(out) == {"routes": [], "refused": [], "rejected": [], "unrouted": []}
     assert err.startswith("warning: ") and "broken.yaml" in err
+
+
+def test_render_needs_no_node_address_for_a_listener_it_never_opens(capsys, monkeypatch, tmp_path):
+    """deploy/base's configuration listens on ${BGPADV_NODE_IP}:9179, which only the pod sets: render reads it as is."""
+    monkeypatch.delenv("BGPADV_NODE_IP", raising=False)
+    base = (ROOT / "deploy" / "base" / "bgpadv.yaml").read_text().replace("REPLACE-WITH-YOUR-TOR-ADDRESS", "192.0.2.1")
+    (tmp_path / "bgpadv.yaml").write_text(base)
+    code, out, err = run(capsys, str(tmp_path / "bgpadv.yaml"), str(EXAMPLES), "json")
+    assert (code, err) == (0, "")
+    assert json.loads(out)["routes"]

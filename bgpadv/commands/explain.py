@@ -1,0 +1,882 @@
+"""`bgpadv explain IP | NAMESPACE/VM | NETWORK`: why an address, a VM or a network is (or is not) announced.
+
+Built on what `render` prints, never a second rule engine: the plan of the pure planner through the last guard, per
+instance and per peer (`bgpadv.commands.outcome`). For the thing asked about it lists
+
+- **objects**: every watched object that mentions it (IPAMClaims listing the address or naming the VM or network,
+  the VirtualMachineInstance and its virt-launcher pods, the CUDNs whose subnets hold it, the Nodes it runs on or is
+  an address of), each with what it says that matters;
+- **rules**: each verdict of the plan on it: `admitted` (a route the planner made and the guard let through to some
+  peer), `refused` (the planner's or the guard's refusal: reason code, message, and what the code means, read from
+  the docstrings of `bgpadv.core.reasons`, so a code added there is explained without a change here), `skipped`
+  (the planner's silent skips: a stopped or pending VM, a claim waiting for its address, see `outcome`);
+- **routes**: the resulting routes with next hop, attributes, the instance that announces them (per-node mode) and
+  the peers that get them; for an address without a route of its own, the announced subnets that hold it.
+
+The verdict is `announced` (every address asked about has its route: exit 0), `refused` (a rule refused one: exit 1),
+`not announced` (nothing refused it, but no route: a stopped or pending VM, a network not selected: exit 1),
+`covered` (no route of its own, but inside an announced subnet: exit 1) or `unknown` (no object mentions it: exit
+1). Exit 2: a usage or input error (bad configuration, unreadable manifests, an unreachable API).
+
+Offline it reads manifests (`--manifests FILE|DIR|-`, as `render` does); live (`--kubeconfig`) it lists the
+resources the service reads, once, read-only (`bgpadv.sources.snapshot`: the service's own RBAC suffices). With
+`--status-url` (repeatable: one per instance) it adds what each running instance reports on its `/status`: its
+readiness, each peer's session state and the routes it holds for the networks concerned (counts per peer, network,
+family and kind: the instances keep no per-prefix record, so when a single prefix was sent is not known here).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import itertools
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bgpadv.commands.outcome import (
+    CLUSTER,
+    Instance,
+    claim_addresses,
+    silent_reason,
+    unique_refusals,
+    unrouted,
+)
+from bgpadv.config import Config
+from bgpadv.core import reasons
+from bgpadv.core.model import DEFAULT_ATTRIBUTES, Attributes, ObjectRef, Refusal, Route
+from bgpadv.core.prefix import Address, Prefix
+from bgpadv.core.printable import printable as _printable
+from bgpadv.core.state import ClusterState
+from bgpadv.core.views import Claim, LauncherPod, Network, Node, VmAddress, Vmi
+from bgpadv.planner.networks import CUDN_PREFIX, index_networks
+
+ANNOUNCED = "announced"
+REFUSED = "refused"
+NOT_ANNOUNCED = "not announced"
+COVERED = "covered"
+UNKNOWN = "unknown"
+VERDICTS = (ANNOUNCED, REFUSED, NOT_ANNOUNCED, COVERED, UNKNOWN)
+"""The verdicts, best first: a VM or network takes the worst of its addresses'."""
+
+EXIT_ANNOUNCED = 0
+EXIT_NOT_ANNOUNCED = 1
+EXIT_USAGE = 2
+
+
+@functools.cache
+def reason_meanings() -> dict[str, str]:
+    """Reason code → its docstring in `bgpadv.core.reasons` (whitespace folded), for every code defined there."""
+    tree = ast.parse(inspect.getsource(reasons))
+    out: dict[str, str] = {}
+    body = tree.body
+    for node, after in itertools.pairwise(body):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            out[node.value.value] = " ".join(after.value.value.split())
+    return out
+
+
+def meaning(code: str) -> str:
+    """What a reason code means (its docstring), or "" for a code `bgpadv.core.reasons` does not document."""
+    return reason_meanings().get(code, "")
+
+
+# -- what is asked ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """What `explain` was asked about: an address, a prefix, a VM (namespace, name) or a network (CUDN name)."""
+
+    text: str
+    kind: str  # "address", "prefix", "vm" or "network"
+    address: Address | None = None
+    prefix: Prefix | None = None
+    vm: tuple[str, str] | None = None
+    network: str | None = None
+
+
+def parse_query(text: str) -> Query:
+    """`IP`, `CIDR`, `NAMESPACE/VM` or `NETWORK` (a CUDN name, `cluster_udn_` prefix allowed). ValueError when empty
+    or shaped like none of them."""
+    value = text.strip()
+    if not value:
+        raise ValueError("give an IP address, a CIDR, NAMESPACE/VM or a network (CUDN) name")
+    try:
+        address = Address.parse(value)
+        return Query(value, "address", address=address, prefix=address.prefix())
+    except ValueError:
+        pass
+    try:
+        prefix = Prefix.parse(value, strict=False)
+        if prefix.is_host:
+            host = prefix.network_address
+            return Query(value, "address", address=host, prefix=prefix)
+        return Query(value, "prefix", prefix=prefix)
+    except ValueError:
+        pass
+    if "/" in value:
+        namespace, _, name = value.partition("/")
+        if not namespace or not name or "/" in name:
+            raise ValueError(f"{value!r}: a VM is NAMESPACE/NAME")
+        return Query(value, "vm", vm=(namespace, name))
+    return Query(value, "network", network=value.removeprefix(CUDN_PREFIX))
+
+
+# -- the explanation -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    """An object that mentions what was asked, and what it says of it."""
+
+    ref: ObjectRef
+    says: str
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One rule's verdict on one value: `admitted`, `refused` or `skipped`; by the planner or the guard."""
+
+    verdict: str
+    source: ObjectRef
+    value: str
+    reason: str = ""
+    message: str = ""
+    network: str = ""
+    stage: str = "planner"
+
+    @property
+    def meaning(self) -> str:
+        return meaning(self.reason) if self.reason else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Announced:
+    """A route of the plan with where it goes: the instance announcing it and the peers that get it."""
+
+    route: Route
+    instance: str
+    peers: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class Explanation:
+    query: Query
+    verdict: str = UNKNOWN
+    summary: str = ""
+    objects: list[Mention] = field(default_factory=list)
+    rules: list[Verdict] = field(default_factory=list)
+    routes: list[Announced] = field(default_factory=list)
+    covering: list[Announced] = field(default_factory=list)
+    per_node: bool = False
+    instances: list[dict[str, Any]] = field(default_factory=list)  # live: what each instance reports
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_ANNOUNCED if self.verdict == ANNOUNCED else EXIT_NOT_ANNOUNCED
+
+    def networks(self) -> list[str]:
+        """The networks concerned (for the live instances' route counts)."""
+        names = {a.route.network for a in (*self.routes, *self.covering)} | {v.network for v in self.rules}
+        return sorted(n for n in names if n)
+
+
+def _worst(verdicts: Iterable[str]) -> str:
+    found = list(verdicts)
+    return max(found, key=VERDICTS.index) if found else UNKNOWN
+
+
+# -- object descriptions -------------------------------------------------------------------------------------------
+
+
+def _texts(addresses: Iterable[VmAddress]) -> str:
+    return ", ".join(a.text for a in addresses)
+
+
+def describe_claim(claim: Claim) -> str:
+    ips = _texts(claim.ips) or ("not a list" if claim.ips_malformed else "empty (allocation pending)")
+    vm = claim.vm or (claim.vm_problem.message if claim.vm_problem else "none")
+    parts = [f"spec.network {claim.network_text or '-'}", f"status.ips {ips}", f"VM {vm}"]
+    if claim.deleting:
+        parts.append("being deleted")
+    if claim.ref.created:
+        parts.append(f"created {claim.ref.created}")
+    return "; ".join(parts)
+
+
+def describe_vmi(vmi: Vmi, address: Address | None = None) -> str:
+    parts = [f"phase {vmi.phase or '-'}", f"node {vmi.node_name or '-'}"]
+    if vmi.deleting:
+        parts.append("being deleted (stopping)")
+    m = vmi.migration
+    if m is not None:
+        state = (
+            "completed"
+            if m.completed
+            else "failed or aborted"
+            if m.given_up
+            else "target ready"
+            if m.target_ready
+            else "target not ready yet"
+        )
+        parts.append(f"migration {m.source_node or '?'} -> {m.target_node or '?'} ({state})")
+    if address is not None:
+        for iface in vmi.interfaces:
+            if any(a.address == address for a in iface.addresses or ()):
+                source = "guest agent" if iface.guest else "not the guest agent"
+                parts.append(f"interface {iface.name} reports it ({source})")
+    return "; ".join(parts)
+
+
+def describe_pod(pod: LauncherPod) -> str:
+    parts = [f"node {pod.node or '-'}", "finished" if pod.finished else "running"]
+    if pod.target_ready:
+        parts.append("migration target ready")
+    return "; ".join(parts)
+
+
+def describe_network(view: Network, status: str) -> str:
+    subnets = " ".join(str(s) for s in view.subnets) or "-"
+    kind = " ".join(x for x in (view.topology, view.role) if x) or "-"
+    return f"{kind}; subnets {subnets}; {status}"
+
+
+def describe_node(view: Node, address: Address | None = None) -> str:
+    hops = ", ".join(str(a) for a in dict.fromkeys(view.next_hop_candidates)) or "none"
+    text = f"next-hop candidates {hops}"
+    if address is not None and address in view.addresses:
+        text += f"; {address} is an address of this node"
+    return text
+
+
+def _ref(kind: str, key: tuple[str, str] | str) -> ObjectRef:
+    if isinstance(key, tuple):
+        return ObjectRef(kind, key[1], key[0])
+    return ObjectRef(kind, key)
+
+
+# -- building it ---------------------------------------------------------------------------------------------------
+
+
+class Explainer:
+    """Explains queries against one cluster state, its configuration and the instances' outcomes."""
+
+    def __init__(self, state: ClusterState, config: Config, found: Sequence[Instance]):
+        self.state = state
+        self.config = config
+        self.found = tuple(found)
+        self.refusals = unique_refusals(self.found)
+        self.by_guard = frozenset(k for i in self.found for k in i.by_guard)
+        self.announced = [Announced(r, i.name, i.peers_of(r)) for i in self.found for r in i.plan.routes]
+        self.networks = index_networks(state, config)
+        self.per_node = config.node_name is not None
+
+    # network status as the planner's own index says it
+    def network_status(self, name: str) -> str:
+        view = self.state.cudns.get(name)
+        if view is None:
+            return "does not exist"
+        if view.withdrawn:
+            return "being deleted or not created by OVN-K: withdrawn"
+        if name in self.networks.advertised:
+            return "selected and advertised"
+        refused = self.networks.claim_refusals.get(name)
+        if refused is not None:
+            return f"not advertised: {refused[0]} ({refused[1]})"
+        return "not advertised"
+
+    def explain(self, query: Query) -> Explanation:
+        out = Explanation(query, per_node=self.per_node)
+        if query.kind == "address":
+            self._address(query, out)
+        elif query.kind == "prefix":
+            self._prefix(query, out)
+        elif query.kind == "vm":
+            self._vm(query, out)
+        else:
+            self._network(query, out)
+        return out
+
+    # -- pieces ----------------------------------------------------------------------------------------------------
+    def _routes_for(self, prefix: Prefix) -> list[Announced]:
+        return [a for a in self.announced if a.route.prefix == prefix]
+
+    def _covering(self, address: Address) -> list[Announced]:
+        return [a for a in self.announced if not a.route.prefix.is_host and address in a.route.prefix]
+
+    def _admitted(self, announced: Iterable[Announced], out: Explanation) -> None:
+        seen: set[tuple[object, ...]] = set()
+        for a in announced:
+            r = a.route
+            key = (r.source, r.prefix, r.next_hop)
+            if key in seen:
+                continue
+            seen.add(key)
+            hop = "self" if r.next_hop is None else str(r.next_hop)
+            where = f" (node {r.node})" if r.node else ""
+            out.rules.append(
+                Verdict("admitted", r.source, str(r.prefix), "", f"{r.kind} route, next hop {hop}{where}", r.network)
+            )
+            peers = sorted(
+                {p for b in announced if b.route.source == r.source and b.route.prefix == r.prefix for p in b.peers}
+            )
+            out.rules.append(
+                Verdict(
+                    "admitted", r.source, str(r.prefix), "", f"sent to peer(s) {', '.join(peers)}", r.network, "guard"
+                )
+            )
+
+    def _refused(self, refusals: Iterable[Refusal], out: Explanation) -> None:
+        for r in refusals:
+            stage = "guard" if (r.source, r.value, r.reason) in self.by_guard else "planner"
+            out.rules.append(Verdict(REFUSED, r.source, r.value, r.reason, r.message, r.network, stage))
+
+    def _claims_with(self, address: Address) -> list[Claim]:
+        return [c for c in self.state.ipam_claims.values() if any(a.address == address for a in c.ips)]
+
+    def _vmis_reporting(self, address: Address) -> list[Vmi]:
+        return [
+            v
+            for v in self.state.vmis.values()
+            if any(a.address == address for i in v.interfaces for a in (i.addresses or ()))
+        ]
+
+    def _pods_of(self, vmi: Vmi) -> list[tuple[tuple[str, str], LauncherPod]]:
+        return [
+            (k, p) for k, p in sorted(self.state.pods.items()) if k[0] == vmi.key[0] and p.runs(vmi.key[1], vmi.uid)
+        ]
+
+    def _mention_vm(self, vmi: Vmi | None, key: tuple[str, str], out: Explanation, address: Address | None) -> None:
+        if vmi is None:
+            out.objects.append(Mention(_ref("VirtualMachineInstance", key), "absent: the VM is stopped (or never ran)"))
+            return
+        out.objects.append(Mention(vmi.ref, describe_vmi(vmi, address)))
+        for pod_key, pod in self._pods_of(vmi):
+            out.objects.append(Mention(_ref("Pod", pod_key), describe_pod(pod)))
+        for node in sorted({n for n in self._vm_nodes(vmi) if n}):
+            view = self.state.nodes.get(node)
+            if view is not None:
+                out.objects.append(Mention(view.ref, describe_node(view)))
+            else:
+                out.objects.append(Mention(ObjectRef("Node", node), "absent: no such node"))
+
+    @staticmethod
+    def _vm_nodes(vmi: Vmi) -> list[str | None]:
+        m = vmi.migration
+        return [vmi.node_name, *((m.source_node, m.target_node) if m is not None else ())]
+
+    def _mention_network(self, name: str, out: Explanation) -> None:
+        view = self.state.cudns.get(name)
+        if view is None:
+            out.objects.append(Mention(ObjectRef("ClusterUserDefinedNetwork", name), "absent: no such CUDN"))
+        else:
+            out.objects.append(Mention(view.ref, describe_network(view, self.network_status(name))))
+
+    def _claim_network(self, claim: Claim) -> str | None:
+        net = claim.network or ""
+        return net[len(CUDN_PREFIX) :] if net.startswith(CUDN_PREFIX) else None
+
+    def _explain_address_of(
+        self, address: VmAddress, source: ObjectRef, claim: Claim | None, vmi: Vmi | None, out: Explanation
+    ) -> str:
+        """The verdict of one address of one object: its routes, its refusals, or its silent skip."""
+        a = address.address
+        routes = [x for x in self._routes_for(a.prefix()) if x.route.source == source] if a is not None else []
+        refusals = [r for r in self.refusals if r.source == source and _speaks_of(r, address)]
+        self._admitted(routes, out)
+        self._refused(refusals, out)
+        out.routes.extend(x for x in routes if x not in out.routes)
+        if refusals:
+            return REFUSED
+        if routes:
+            return ANNOUNCED
+        why = silent_reason(self.state, self.config, claim, vmi, None)  # every instance was asked
+        network = (self._claim_network(claim) or "") if claim is not None else ""
+        out.rules.append(Verdict("skipped", source, address.text, "", why, network))
+        return NOT_ANNOUNCED
+
+    # -- an address ------------------------------------------------------------------------------------------------
+    def _address(self, query: Query, out: Explanation) -> None:
+        address = query.address
+        assert address is not None and query.prefix is not None
+        verdicts: list[str] = []
+        claims = self._claims_with(address)
+        networks: set[str] = set()
+        for claim in claims:
+            out.objects.append(Mention(claim.ref, describe_claim(claim)))
+            vmi = self.state.vmis.get((claim.key[0], claim.vm)) if claim.vm else None
+            if claim.vm:
+                self._mention_vm(vmi, (claim.key[0], claim.vm), out, address)
+            net = self._claim_network(claim)
+            if net:
+                networks.add(net)
+            vm_address = next(x for x in claim.ips if x.address == address)
+            verdicts.append(self._explain_address_of(vm_address, claim.ref, claim, vmi, out))
+        for vmi in self._vmis_reporting(address):
+            if any(m.ref == vmi.ref for m in out.objects):
+                continue
+            self._mention_vm(vmi, vmi.key, out, address)
+            guest = [x for x in self.refusals if x.source == vmi.ref] + [
+                r.route for r in self.announced if r.route.source == vmi.ref
+            ]
+            if guest:  # the planner read this VMI's guest report: its verdict counts
+                text = next(a.text for i in vmi.interfaces for a in (i.addresses or ()) if a.address == address)
+                verdicts.append(self._explain_address_of(VmAddress(text, address, 0), vmi.ref, None, vmi, out))
+        for name, view in sorted(self.state.cudns.items()):
+            if any(address in s for s in view.subnets) or name in networks:
+                self._mention_network(name, out)
+        for _name, node in sorted(self.state.nodes.items()):
+            subnets = [s for subs in node.host_subnets.values() for s in subs if s.prefix and address in s.prefix]
+            if address in node.addresses or subnets:
+                out.objects.append(Mention(node.ref, describe_node(node, address)))
+        # the guard's refusals of the host route itself (a prefix, whatever object it came from)
+        for r in self.refusals:
+            if r.value.strip() == str(query.prefix) and not any(
+                v.source == r.source and v.value == r.value for v in out.rules
+            ):
+                self._refused([r], out)
+                verdicts.append(REFUSED)
+        own = [a for a in self._routes_for(query.prefix) if a not in out.routes]
+        if own:  # a route for the address from an object not met above
+            self._admitted(own, out)
+            out.routes.extend(own)
+        out.covering = self._covering(address)
+        if not verdicts:
+            verdicts.append(COVERED if out.covering else UNKNOWN)
+        # the address is announced when its host route is, whoever else claims it (a younger claimant's refusal is
+        # listed, and its VM is explained by `explain NAMESPACE/VM`)
+        out.verdict = ANNOUNCED if out.routes else _worst(verdicts)
+        out.summary = _address_summary(out, query)
+
+    # -- a prefix --------------------------------------------------------------------------------------------------
+    def _prefix(self, query: Query, out: Explanation) -> None:
+        prefix = query.prefix
+        assert prefix is not None
+        own = self._routes_for(prefix)
+        self._admitted(own, out)
+        out.routes.extend(own)
+        refused = [r for r in self.refusals if _same_prefix(r.value, prefix)]
+        self._refused(refused, out)
+        for name, view in sorted(self.state.cudns.items()):
+            if any(s.overlaps(prefix) for s in view.subnets):
+                self._mention_network(name, out)
+        for node in self.state.nodes.values():
+            if any(s.prefix == prefix for subs in node.host_subnets.values() for s in subs):
+                out.objects.append(Mention(node.ref, describe_node(node)))
+        out.verdict = ANNOUNCED if own else REFUSED if refused else UNKNOWN
+        out.summary = {
+            REFUSED: f"{prefix} is refused",
+            ANNOUNCED: f"{prefix} is announced",
+            UNKNOWN: f"no object gives a route for {prefix}",
+        }[out.verdict]
+
+    # -- a VM ------------------------------------------------------------------------------------------------------
+    def _vm(self, query: Query, out: Explanation) -> None:
+        assert query.vm is not None
+        namespace, name = query.vm
+        vmi = self.state.vmis.get((namespace, name))
+        claims = [c for c in self.state.ipam_claims.values() if c.key[0] == namespace and c.vm == name]
+        if vmi is None and not claims:
+            out.verdict, out.summary = UNKNOWN, f"no VirtualMachineInstance or IPAMClaim names VM {namespace}/{name}"
+            return
+        verdicts: list[str] = []
+        self._mention_vm(vmi, (namespace, name), out, None)
+        for claim in sorted(claims, key=lambda c: c.key):
+            out.objects.append(Mention(claim.ref, describe_claim(claim)))
+            net = self._claim_network(claim)
+            if net:
+                self._mention_network(net, out)
+            object_refusals = [r for r in self.refusals if r.source == claim.ref and not _address_value(r.value)]
+            if object_refusals:
+                self._refused(object_refusals, out)
+                verdicts.append(REFUSED)
+                continue
+            for address in claim_addresses(claim):
+                verdicts.append(self._explain_address_of(address, claim.ref, claim, vmi, out))
+        if vmi is not None:  # guest-reported addresses the planner read (IPAM-less secondary networks)
+            for r in self.refusals:
+                if r.source == vmi.ref:
+                    self._refused([r], out)
+                    verdicts.append(REFUSED)
+            own = [a for a in self.announced if a.route.source == vmi.ref]
+            if own:
+                self._admitted(own, out)
+                out.routes.extend(own)
+                verdicts.append(ANNOUNCED)
+        out.verdict = _worst(verdicts) if verdicts else NOT_ANNOUNCED
+        if not verdicts:
+            out.rules.append(
+                Verdict(
+                    "skipped",
+                    vmi.ref if vmi else ObjectRef("VirtualMachineInstance", name, namespace),
+                    "-",
+                    "",
+                    "no IPAMClaim and no guest-reported address on an advertised network",
+                )
+            )
+        out.summary = _vm_summary(out, namespace, name)
+
+    # -- a network -------------------------------------------------------------------------------------------------
+    def _network(self, query: Query, out: Explanation) -> None:
+        name = query.network or ""
+        view = self.state.cudns.get(name)
+        claims = [c for c in self.state.ipam_claims.values() if self._claim_network(c) == name]
+        if view is None and not claims:
+            out.verdict, out.summary = UNKNOWN, f"no ClusterUserDefinedNetwork {name}"
+            return
+        self._mention_network(name, out)
+        for node in sorted(self.state.nodes.values(), key=lambda n: n.name):
+            if node.host_subnets.get(name):
+                out.objects.append(
+                    Mention(
+                        node.ref,
+                        describe_node(node) + "; host subnet " + ", ".join(s.text for s in node.host_subnets[name]),
+                    )
+                )
+        for claim in sorted(claims, key=lambda c: c.key):
+            out.objects.append(Mention(claim.ref, describe_claim(claim)))
+        own = [a for a in self.announced if a.route.network == name]
+        subnets = [a for a in own if a.route.kind == "subnet"]
+        out.routes.extend(own)  # the routes table says what was admitted, one line per route
+        refused = [r for r in self.refusals if r.network == name]
+        self._refused(refused, out)
+        for item in unrouted(self.state, self.config, self.found):
+            if item.network == name:
+                out.rules.append(Verdict("skipped", item.source, item.value, "", item.why, name))
+        status = self.network_status(name)
+        if own:
+            out.verdict = ANNOUNCED
+        elif view is not None and view.ref in {r.source for r in refused}:
+            out.verdict = REFUSED
+        else:
+            out.verdict = NOT_ANNOUNCED
+        hosts = len(own) - len(subnets)
+        out.summary = (
+            f"network {name} is {status}: {len(subnets)} subnet route(s), {hosts} host route(s) announced, "
+            f"{len(refused)} refusal(s)"
+        )
+
+
+def _address_value(value: str) -> bool:
+    """True when a refusal's value is an address or prefix (one address's refusal), not the object's."""
+    return _is_prefix_value(value)
+
+
+def _is_prefix_value(value: str) -> bool:
+    try:
+        Prefix.parse(value.strip(), strict=False)
+    except ValueError:
+        return False
+    return True
+
+
+def _same_prefix(value: str, prefix: Prefix) -> bool:
+    """True when a refusal's value is exactly `prefix` (a subnet as written, or a guard's prefix)."""
+    try:
+        return Prefix.parse(value.strip()) == prefix
+    except ValueError:
+        return False
+
+
+def _speaks_of(refusal: Refusal, address: VmAddress) -> bool:
+    """A refusal of `address` (by its text, or its host route's prefix: the guard's), or of its whole object."""
+    if refusal.value == address.text:
+        return True
+    try:
+        prefix = Prefix.parse(refusal.value.strip(), strict=False)
+    except ValueError:
+        return True  # the object's refusal (its network, its VM link, its status): it speaks of every address
+    a = address.address
+    return a is not None and (prefix == a.prefix() or (refusal.value.split("/")[0] == str(a)))
+
+
+def _address_summary(out: Explanation, query: Query) -> str:
+    if out.verdict == ANNOUNCED:
+        hops = sorted({"self" if a.route.next_hop is None else str(a.route.next_hop) for a in out.routes})
+        return f"{query.text} is announced as {query.prefix}, next hop {', '.join(hops)}"
+    if out.verdict == REFUSED:
+        codes = sorted({v.reason for v in out.rules if v.verdict == REFUSED})
+        return f"{query.text} is refused: {', '.join(codes)}"
+    if out.verdict == NOT_ANNOUNCED:
+        whys = sorted({v.message for v in out.rules if v.verdict == "skipped"})
+        return f"{query.text} is not announced: {'; '.join(whys)}"
+    if out.verdict == COVERED:
+        held_by = ", ".join(sorted({str(a.route.prefix) for a in out.covering}))
+        return f"{query.text} has no route of its own; it lies in announced {held_by}"
+    return f"no object mentions {query.text}, and no announced route holds it"
+
+
+def _vm_summary(out: Explanation, namespace: str, name: str) -> str:
+    routes = sorted({str(a.route.prefix) for a in out.routes})
+    if out.verdict == ANNOUNCED:
+        return f"VM {namespace}/{name} is announced: {', '.join(routes)}"
+    if out.verdict == REFUSED:
+        codes = sorted({v.reason for v in out.rules if v.verdict == REFUSED})
+        also = f" (announced: {', '.join(routes)})" if routes else ""
+        return f"VM {namespace}/{name} is refused: {', '.join(codes)}{also}"
+    whys = sorted({v.message for v in out.rules if v.verdict == "skipped"})
+    return f"VM {namespace}/{name} is not announced: {'; '.join(whys)}"
+
+
+# -- output ----------------------------------------------------------------------------------------------------------
+
+
+def attributes_text(attributes: Attributes) -> str:
+    """Path attributes as `local-pref 200 med 10 community 64513:100 ...`, "-" for none."""
+    if attributes == DEFAULT_ATTRIBUTES:
+        return "-"
+    parts = []
+    if attributes.local_preference is not None:
+        parts.append(f"local-pref {attributes.local_preference}")
+    if attributes.med is not None:
+        parts.append(f"med {attributes.med}")
+    if attributes.communities:
+        parts.append("community " + ",".join(attributes.communities))
+    if attributes.large_communities:
+        parts.append("large-community " + ",".join(attributes.large_communities))
+    if attributes.as_path_prepend:
+        parts.append(f"prepend {attributes.as_path_prepend}")
+    return " ".join(parts)
+
+
+def attributes_json(attributes: Attributes) -> dict[str, Any]:
+    return {
+        "localPreference": attributes.local_preference,
+        "med": attributes.med,
+        "communities": list(attributes.communities),
+        "largeCommunities": list(attributes.large_communities),
+        "asPathPrepend": attributes.as_path_prepend,
+    }
+
+
+def announced_json(a: Announced) -> dict[str, Any]:
+    r = a.route
+    return {
+        "prefix": str(r.prefix),
+        "nextHop": "self" if r.next_hop is None else str(r.next_hop),
+        "network": r.network,
+        "kind": str(r.kind),
+        "source": str(r.source),
+        "node": r.node,
+        "family": r.family,
+        "attributes": attributes_json(r.attributes),
+        "instance": a.instance,
+        "peers": list(a.peers),
+    }
+
+
+def to_json(out: Explanation) -> dict[str, Any]:
+    return {
+        "query": out.query.text,
+        "kind": out.query.kind,
+        "verdict": out.verdict,
+        "summary": out.summary,
+        "objects": [{"object": str(m.ref), "kind": m.ref.kind, "says": m.says} for m in out.objects],
+        "rules": [
+            {
+                "verdict": v.verdict,
+                "stage": v.stage,
+                "source": str(v.source),
+                "value": v.value,
+                "reason": v.reason or None,
+                "message": v.message,
+                "meaning": v.meaning or None,
+                "network": v.network or None,
+            }
+            for v in out.rules
+        ],
+        "routes": [announced_json(a) for a in out.routes],
+        "covering": [announced_json(a) for a in out.covering],
+        "instances": out.instances,
+    }
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
+    return [
+        ("  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True))).rstrip() for cells in (header, *rows)
+    ]
+
+
+def _route_rows(found: Sequence[Announced], per_node: bool) -> tuple[list[str], list[list[str]]]:
+    header = ["PREFIX", "NEXT HOP", "NETWORK", "KIND", "NODE", "ATTRIBUTES", "PEERS"]
+    if per_node:
+        header.insert(6, "INSTANCE")
+    rows = []
+    for a in found:
+        r = a.route
+        row = [
+            str(r.prefix),
+            "self" if r.next_hop is None else str(r.next_hop),
+            r.network,
+            str(r.kind),
+            r.node or "-",
+            attributes_text(r.attributes),
+            ", ".join(a.peers) or "-",
+        ]
+        if per_node:
+            row.insert(6, a.instance)
+        rows.append([_printable(c) for c in row])
+    return header, rows
+
+
+def render_table(out: Explanation) -> str:
+    lines = [f"{out.query.text}: {out.verdict}", f"  {_printable(out.summary)}", ""]
+    lines.append("objects")
+    if out.objects:
+        lines += _table(["OBJECT", "SAYS"], [[_printable(str(m.ref)), _printable(m.says)] for m in out.objects])
+    else:
+        lines.append("  (no watched object mentions it)")
+    lines.append("")
+    lines.append("rules")
+    if out.rules:
+        rows = [
+            [v.verdict, v.stage, _printable(str(v.source)), _printable(v.value), v.reason or "-", _printable(v.message)]
+            for v in out.rules
+        ]
+        lines += _table(["VERDICT", "BY", "SOURCE", "VALUE", "REASON", "MESSAGE"], rows)
+        codes = sorted({v.reason for v in out.rules if v.reason})
+        for code in codes:
+            lines.append(f"  {code}: {meaning(code) or '(undocumented reason code)'}")
+    else:
+        lines.append("  (no rule met it)")
+    lines.append("")
+    lines.append("routes")
+    if out.routes:
+        header, rows = _route_rows(out.routes, out.per_node)
+        lines += _table(header, rows)
+    else:
+        lines.append("  (none)")
+    if out.covering:
+        lines.append("")
+        lines.append("announced subnets that hold it")
+        header, rows = _route_rows(out.covering, out.per_node)
+        lines += _table(header, rows)
+    if out.instances:
+        lines.append("")
+        lines += render_instances(out.instances)
+    return "\n".join(lines) + "\n"
+
+
+def render_instances(found: Sequence[dict[str, Any]]) -> list[str]:
+    """What each running instance reports (live, `--status-url`)."""
+    lines = ["instances (live /status; per-prefix send times are not recorded by the instances)"]
+    for inst in found:
+        if "error" in inst:
+            lines.append(f"  {inst['url']}: unreachable: {inst['error']}")
+            continue
+        ready = "ready" if inst.get("ready") else f"not ready ({inst.get('ready_reason')})"
+        lines.append(f"  {inst['url']}: {ready}, last plan {inst.get('last_plan') or 'never'}")
+        for peer, p in sorted(inst.get("peers", {}).items()):
+            lines.append(f"    peer {peer}: {p.get('state')}, {p.get('routes_advertised', 0)} route(s) advertised")
+        for r in inst.get("routes", []):
+            lines.append(
+                f"    holds {r['count']} {r['kind']} IPv{r['family']} route(s) of {r['network']} for {r['peer']}"
+            )
+    return lines
+
+
+def render(out: Explanation, output: str) -> str:
+    if output == "json":
+        return json.dumps(to_json(out), indent=2) + "\n"
+    return render_table(out)
+
+
+def instance_report(
+    url: str, status: dict[str, Any] | None, error: str | None, networks: Sequence[str]
+) -> dict[str, Any]:
+    """One instance's /status, cut to what concerns the explained networks."""
+    if status is None:
+        return {"url": url, "error": error or "no answer"}
+    ready = status.get("ready") or {}
+    return {
+        "url": url,
+        "ready": bool(ready.get("ok")),
+        "ready_reason": ready.get("reason"),
+        "last_plan": status.get("last_plan"),
+        "peers": status.get("peers") or {},
+        "routes": [r for r in status.get("routes") or [] if r.get("network") in networks],
+    }
+
+
+__all__ = [
+    "ANNOUNCED",
+    "CLUSTER",
+    "COVERED",
+    "NOT_ANNOUNCED",
+    "REFUSED",
+    "UNKNOWN",
+    "Explainer",
+    "Explanation",
+    "Query",
+    "meaning",
+    "parse_query",
+    "reason_meanings",
+    "render",
+]
+
+
+def main(
+    target: str,
+    config_path: str,
+    manifests: Sequence[str] = (),
+    *,
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    status_urls: Sequence[str] = (),
+    output: str = "table",
+) -> int:
+    """Run `bgpadv explain`: 0 announced, 1 not announced (refused, skipped, covered or unknown), 2 a usage or input
+    error (the query, the configuration, the manifests or the API)."""
+    import sys
+
+    from bgpadv import config as bgpadv_config
+    from bgpadv.commands.inputs import InputError, read_cluster
+    from bgpadv.commands.outcome import instances
+
+    if output not in ("table", "json"):
+        print(f"bgpadv explain: --output must be table or json, got {output!r}", file=sys.stderr)
+        return EXIT_USAGE
+    if not manifests and kubeconfig is None:
+        print("bgpadv explain: give --manifests FILE|DIR|- or --kubeconfig FILE", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        query = parse_query(target)
+    except ValueError as e:
+        print(f"bgpadv explain: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    cfg = bgpadv_config.load_or_report(config_path, listener=False)  # no listener: no node address
+    if cfg is None:
+        return EXIT_USAGE
+    try:
+        state, warnings = read_cluster(cfg, manifests, kubeconfig, context)
+    except InputError as e:
+        print(f"bgpadv explain: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    explanation = Explainer(state, cfg, instances(state, cfg)).explain(query)
+    explanation.instances = [_live_instance(url, explanation.networks()) for url in status_urls]
+    sys.stdout.write(render(explanation, output))
+    return explanation.exit_code
+
+
+def _live_instance(url: str, networks: Sequence[str]) -> dict[str, Any]:
+    import urllib.error
+
+    from bgpadv.commands import status
+
+    try:
+        return instance_report(url, status.fetch(url), None, networks)
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        return instance_report(url, None, str(e), networks)

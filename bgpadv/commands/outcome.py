@@ -1,0 +1,168 @@
+"""What the fabric would get from a cluster state: the plan through the last guard, per instance and per peer, and
+why each claim/VMI address that yields no route yields none. Shared by `bgpadv render` and `bgpadv explain`.
+
+Everything here reads the pure planner's `Plan` (routes and refusals) and the guard's `Guarded` (what each peer
+gets); nothing decides a route again. The one thing the plan does not carry is why an address it neither routes nor
+refuses is silent: those are the planner's documented silent skips (`bgpadv.planner.vms` rules 1, 3 and 5: a CUDN
+being deleted, a claim being deleted or still waiting for its address, a VM that is not running; and `hostRoutes`
+off), and `silent_reason` names them from the same views, only for addresses the plan says nothing of.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from bgpadv.config import Config
+from bgpadv.core.model import ObjectRef, Plan, Refusal, Route
+from bgpadv.core.prefix import Prefix
+from bgpadv.core.state import ClusterState
+from bgpadv.core.views import Claim, VmAddress, Vmi
+from bgpadv.planner import plan as make_plan
+from bgpadv.planner.networks import CUDN_PREFIX
+from bgpadv.safety.guard import Guard
+
+CLUSTER = "cluster"
+"""The name of the one instance of cluster mode (per-node mode names its instances by node)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """One bgpadv instance: `name` is its node in per-node mode, `CLUSTER` in cluster mode. `plan` is what it
+    announces (the routes some peer gets) and refuses (the planner's, then the guard's); `peers` names the peers
+    each of its routes goes to."""
+
+    name: str
+    plan: Plan
+    peers: Mapping[int, tuple[str, ...]] = field(default_factory=dict)  # id(route) -> peer names
+    by_guard: frozenset[tuple[ObjectRef, str, str]] = frozenset()  # (source, value, reason) of the guard's refusals
+
+    def peers_of(self, route: Route) -> tuple[str, ...]:
+        return self.peers.get(id(route), ())
+
+
+@dataclass(frozen=True, slots=True)
+class Unrouted:
+    """A claim or VMI address that yields neither a route nor a refusal, and why (for people; not a reason code)."""
+
+    source: ObjectRef
+    value: str
+    why: str
+    network: str = ""
+
+
+def guarded(state: ClusterState, config: Config, node: str | None = None) -> Instance:
+    """The instance of `config` (per-node mode: on `node`, default `config.node_name`): its plan through the guard
+    for the configured peers, as the controller applies it (`bgpadv.safety.guard`). An instance on a node sees the
+    launcher pods of its node only, as the service watches them."""
+    node = node or config.node_name
+    if node is not None:  # the instance on `node` lists its own node's launcher pods only (resources.for_node)
+        state = dataclasses.replace(state, pods={k: p for k, p in state.pods.items() if p.node == node})
+    plan = make_plan(state, config, node)
+    guard = Guard(config if node is None else dataclasses.replace(config, node_name=node))
+    result = guard.check(plan.routes, guard.context(plan))
+    peers: dict[int, list[str]] = {}
+    for peer, routes in result.per_peer.items():
+        for route in routes:
+            peers.setdefault(id(route), []).append(peer)
+    name = node or CLUSTER
+    by_guard = frozenset((r.source, r.value, r.reason) for r in result.rejected)
+    return Instance(name, result.observed(plan), {k: tuple(v) for k, v in peers.items()}, by_guard)
+
+
+def instances(state: ClusterState, config: Config) -> tuple[Instance, ...]:
+    """Every instance the configuration runs: the one of cluster mode, or one per Node of the state in per-node
+    mode (each judged from its own node, as `plan(node=...)` does)."""
+    if config.node_name is None:
+        return (guarded(state, config),)
+    return tuple(guarded(state, config, name) for name in sorted(state.nodes) if name)
+
+
+def unique_refusals(found: Iterable[Instance]) -> tuple[Refusal, ...]:
+    """The refusals of every instance, each (source, value, reason) once, in the first instance's order."""
+    seen: set[tuple[object, ...]] = set()
+    out: list[Refusal] = []
+    for instance in found:
+        for r in instance.plan.rejected:
+            key = (r.source, r.value, r.reason)
+            if key not in seen:
+                seen.add(key)
+                out.append(r)
+    return tuple(out)
+
+
+def _covers(refusal: Refusal, address: VmAddress) -> bool:
+    """True when `refusal` speaks of `address`: its value is the address as written, or a prefix (the guard's
+    values) that is the address's host route; a refusal of the whole object has some other value (its network name,
+    its metadata) and speaks of every address of the object."""
+    if refusal.value == address.text:
+        return True
+    try:
+        prefix = Prefix.parse(refusal.value.strip(), strict=False)
+    except ValueError:
+        return True  # not an address: a refusal of the object (network, VM link, the status whole)
+    return address.address is not None and prefix == Prefix.host(address.address.version, address.address.value)
+
+
+def silent_reason(state: ClusterState, config: Config, claim: Claim | None, vmi: Vmi | None, node: str | None) -> str:
+    """Why the planner skips an address of `claim` (or of `vmi`'s guest report) without a word (see the module);
+    `node` is the instance's node in per-node mode. The VM's own state goes first: it is the operator's question."""
+    if not config.networks.host_routes:
+        return "hostRoutes is off: no VM host routes are announced"
+    if claim is not None:
+        if claim.deleting:
+            return "the IPAMClaim is being deleted"
+        cudn = (claim.network or "")[len(CUDN_PREFIX) :] if (claim.network or "").startswith(CUDN_PREFIX) else ""
+        view = state.cudns.get(cudn)
+        if view is not None and view.withdrawn:
+            return f"CUDN {cudn} is being deleted or not created by OVN-K: its routes are withdrawn"
+        if claim.ips_pending:
+            return "no address allocated yet (status.ips is empty): pending"
+    if vmi is None:
+        return "VM stopped: no VirtualMachineInstance"
+    if vmi.deleting:
+        return "VM stopping: its VirtualMachineInstance is being deleted"
+    if vmi.phase in ("Succeeded", "Failed"):
+        return f"VM stopped: its VirtualMachineInstance is {vmi.phase}"
+    if vmi.phase != "Running":
+        return f"VM pending: its VirtualMachineInstance is {vmi.phase or 'without a phase'}, not Running yet"
+    if node is not None and vmi.node_name != node:
+        return f"runs on node {vmi.node_name or '?'}: that node's instance announces it"
+    return "not announced, and no rule says why (please report this)"
+
+
+def _vmi_of_claim(state: ClusterState, claim: Claim) -> Vmi | None:
+    return state.vmis.get((claim.key[0], claim.vm)) if claim.vm else None
+
+
+def claim_addresses(claim: Claim) -> tuple[VmAddress, ...]:
+    """A claim's addresses as the plan sees them; one empty placeholder when it lists none (pending)."""
+    return claim.ips or (VmAddress("-", None, 0),)
+
+
+def unrouted(state: ClusterState, config: Config, found: Sequence[Instance]) -> list[Unrouted]:
+    """Every claim address that yields neither a route nor a refusal in any instance of `found`, with why: a stopped,
+    pending or stopping VM, a claim still waiting for its address or being deleted, a network being deleted."""
+    routed: dict[ObjectRef, set[Prefix]] = {}
+    for instance in found:
+        for route in instance.plan.routes:
+            routed.setdefault(route.source, set()).add(route.prefix)
+    refused: dict[ObjectRef, list[Refusal]] = {}
+    for refusal in unique_refusals(found):
+        refused.setdefault(refusal.source, []).append(refusal)
+    node = config.node_name
+    out: list[Unrouted] = []
+    for claim in state.ipam_claims.values():
+        prefixes = routed.get(claim.ref, set())
+        refusals = refused.get(claim.ref, [])
+        for address in claim_addresses(claim):
+            a = address.address
+            if a is not None and Prefix.host(a.version, a.value) in prefixes:
+                continue
+            if any(_covers(r, address) for r in refusals):
+                continue
+            why = silent_reason(state, config, claim, _vmi_of_claim(state, claim), node)
+            network = (claim.network or "").removeprefix(CUDN_PREFIX)
+            out.append(Unrouted(claim.ref, address.text, why, network))
+    return sorted(out, key=lambda u: (str(u.source), u.value))
