@@ -241,7 +241,7 @@ RUN_READ_ONLY = textwrap.dedent(
     echo "rc=$?"
     chroot --userspec=1000720000:0 --groups=0 "$R" sh -c 'touch /opt/bgpadv/x; touch /etc/x; touch /tmp/x' 2>&1
     echo "runtime=$(ls "$R/run/bgpadv" | tr '\\n' ' ')"
-    echo "owner=$(stat -c %u:%g "$R/run/bgpadv/exabgp.conf")"
+    echo "owner=$(stat -c %u:%g "$R/run/bgpadv/config.last-good.yaml")"
     """
 )
 
@@ -274,11 +274,10 @@ def test_run_starts_exabgp_non_root_on_a_read_only_root_writing_only_the_runtime
     assert "rc=124" in out, out  # still running when `timeout` stopped it
     # ExaBGP saves its pid file only once its privilege check passed (and removes it when it stops)
     assert "Created PIDfile /run/bgpadv/exabgp.pid" in out, out
-    # what is left: the rendered configuration, the last good bgpadv configuration (live reload, bgpadv/reload.py),
-    # the entry point's passwd/group for nss_wrapper, and what the
-    # GR-keeping stop leaves behind (`timeout` sent SIGTERM: the supervisor's drain marker, and the pid file of the
-    # ExaBGP it SIGKILLed); nothing was written anywhere else
-    assert "runtime=config.last-good.yaml draining exabgp.conf exabgp.pid group passwd \n" in out, out
+    # what is left after the SIGTERM stop: the last good bgpadv configuration (live reload, runtime/reload.py) and the
+    # entry point's passwd/group for nss_wrapper; the rendered exabgp.conf (MD5 passwords), the drain marker and the
+    # pid file are removed by the stop (nothing secret left behind), and nothing was written anywhere else
+    assert "runtime=config.last-good.yaml group passwd \n" in out, out
     assert "owner=1000720000:0" in out, out
     for path in ("/opt/bgpadv/x", "/etc/x", "/tmp/x"):
         assert f"touch: cannot touch '{path}': Read-only file system" in out, out
