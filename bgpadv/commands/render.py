@@ -339,16 +339,7 @@ def imports(
                     for p, hops in sorted(desired.routes.items(), key=lambda i: i[0].key)
                 ],
                 "refused": desired.refused,
-                "refusals": [
-                    {
-                        "peer": r.peer,
-                        "prefix": str(r.prefix),
-                        "nextHop": str(r.next_hop) if r.next_hop is not None else None,
-                        "reason": r.reason,
-                        "message": r.message,
-                    }
-                    for r in desired.refusals
-                ],
+                "refusals": [r.as_json() for r in desired.refusals],
             }
         )
     return out

@@ -49,6 +49,16 @@ class RefusedPath:
     reason: str
     message: str
 
+    def as_json(self) -> dict[str, str | None]:
+        """The JSON form `bgpadv render --learned` prints and `/status` serves."""
+        return {
+            "peer": self.peer,
+            "prefix": str(self.prefix),
+            "nextHop": str(self.next_hop) if self.next_hop is not None else None,
+            "reason": self.reason,
+            "message": self.message,
+        }
+
 
 @dataclass(slots=True)
 class Desired:

@@ -276,16 +276,7 @@ class Importer:
                     "desired": routes(st.desired),
                     "installed": routes(st.installed),
                     "refused": dict(st.refused),
-                    "refusals": [
-                        {
-                            "peer": r.peer,
-                            "prefix": str(r.prefix),
-                            "nextHop": str(r.next_hop) if r.next_hop is not None else None,
-                            "reason": r.reason,
-                            "message": r.message,
-                        }
-                        for r in st.refusals
-                    ],
+                    "refusals": [r.as_json() for r in st.refusals],
                 }
                 for name, st in self._status.items()
             },

@@ -126,6 +126,23 @@ def _parse_time(text: str) -> float | None:
 _parse_time_cached = functools.lru_cache(maxsize=4096)(_parse_time)
 
 
+def list_page_arguments(resource: Resource, settings: ReflectorSettings, token: str | None) -> dict[str, Any]:
+    """The client arguments of one LIST page of `resource` (its selectors, the page size, the continue `token`),
+    raw bytes back: what the reflectors and the read-only snapshot send alike."""
+    kwargs: dict[str, Any] = {
+        "limit": settings.page_size,
+        "_preload_content": False,
+        "_request_timeout": (settings.connect_timeout, settings.request_timeout),
+    }
+    if resource.label_selector:
+        kwargs["label_selector"] = resource.label_selector
+    if resource.field_selector:
+        kwargs["field_selector"] = resource.field_selector
+    if token:
+        kwargs["_continue"] = token
+    return kwargs
+
+
 def object_wall_time(obj: dict, now: float | None = None) -> float | None:
     """The newest timestamp an object carries (managedFields[].time, VMI migrationState times, creation and
     deletion timestamps) as epoch seconds; timestamps in the future (a graceful deletion) are not usable."""
@@ -411,19 +428,8 @@ class Reflector:
         token: str | None = None
         restarts = 0
         while True:
-            kwargs: dict[str, Any] = {
-                "limit": s.page_size,
-                "_preload_content": False,
-                "_request_timeout": (s.connect_timeout, s.request_timeout),
-            }
-            if r.label_selector:
-                kwargs["label_selector"] = r.label_selector
-            if r.field_selector:
-                kwargs["field_selector"] = r.field_selector
-            if token:
-                kwargs["_continue"] = token
             try:
-                response = self._call(**kwargs)
+                response = self._call(**list_page_arguments(r, s, token))
             except ApiException as e:
                 if e.status == 410 and token and restarts < 3:  # the continue token expired: start over
                     log.info("%s: list continue token expired; listing again from the start", r.plural)

@@ -10,7 +10,6 @@ resource whose CRD is not installed (404) is empty with a warning, as the servic
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import urllib3
 from kubernetes.client import ApiClient
@@ -18,7 +17,7 @@ from kubernetes.client.exceptions import ApiException
 
 from bgpadv.core import yamlsafe
 from bgpadv.core.resources import Resource
-from bgpadv.sources.reflector import ReflectorSettings, list_function
+from bgpadv.sources.reflector import ReflectorSettings, list_function, list_page_arguments
 
 
 class SnapshotError(Exception):
@@ -38,18 +37,7 @@ def list_once(
     objects: list[dict] = []
     token: str | None = None
     while True:
-        kwargs: dict[str, Any] = {
-            "limit": s.page_size,
-            "_preload_content": False,
-            "_request_timeout": (s.connect_timeout, s.request_timeout),
-        }
-        if resource.label_selector:
-            kwargs["label_selector"] = resource.label_selector
-        if resource.field_selector:
-            kwargs["field_selector"] = resource.field_selector
-        if token:
-            kwargs["_continue"] = token
-        response = call(**kwargs)
+        response = call(**list_page_arguments(resource, s, token))
         try:
             data = response.data
         finally:
