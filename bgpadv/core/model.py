@@ -90,9 +90,6 @@ class Route:
         """4 or 6."""
         return self.prefix.version
 
-    def wire_key(self) -> tuple[Prefix, Address | None, Attributes]:
-        return (self.prefix, self.next_hop, self.attributes)
-
 
 @dataclass(frozen=True, slots=True)
 class Refusal:

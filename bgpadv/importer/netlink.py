@@ -12,7 +12,7 @@ the network's NetworkAttachmentDefinitions and, in recent releases, the CUDN).
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from pyroute2 import IPRoute
 from pyroute2.netlink.exceptions import NetlinkError
@@ -140,8 +140,3 @@ class Netlink:
             self._ipr.route("del", dst=str(prefix), table=table, proto=RTPROT_BGP, family=family)
         except NetlinkError as e:
             raise OSError(e.code, f"delete {prefix} from table {table}: {e}") from e
-
-
-def tables_by_network(vrfs: Mapping[str, int], names: Mapping[str, str | None]) -> dict[str, int]:
-    """network → table for the networks whose VRF (`names`: network → VRF name) exists."""
-    return {net: vrfs[vrf] for net, vrf in names.items() if vrf is not None and vrf in vrfs}

@@ -152,10 +152,6 @@ class SubnetRange:
     def contains(self, version: int, value: int) -> bool:
         return version == self.version and self.first <= value <= self.last
 
-    def covers(self, other: SubnetRange) -> bool:
-        """True when `other` lies entirely inside this subnet."""
-        return other.version == self.version and self.first <= other.first and other.last <= self.last
-
 
 _V4_LINK_LOCAL = (0xA9FE0000, 0xA9FEFFFF)
 _V4_LOOPBACK = (0x7F000000, 0x7FFFFFFF)

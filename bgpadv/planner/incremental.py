@@ -46,7 +46,7 @@ from typing import Any, NamedTuple
 
 from bgpadv.config import Config
 from bgpadv.core.model import Handover, Plan, PlanContext, PlannedNetwork, Refusal, Route, route_order
-from bgpadv.core.prefix import Address, Prefix
+from bgpadv.core.prefix import Address
 from bgpadv.core.space import EMPTY_SPACE, InfrastructureSpace
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import cyclic_gc_paused, plan_context
@@ -167,10 +167,6 @@ def _same_items(previous: list[tuple[object, object]] | None, current: Mapping[A
     if previous is None or len(previous) != len(current):
         return False
     return all(k == pk and v is pv for (k, v), (pk, pv) in zip(current.items(), previous, strict=True))
-
-
-def _prefix_of(key: int) -> Prefix:
-    return Prefix.host(6, key ^ _V6) if key >= _V6 else Prefix.host(4, key)
 
 
 class IncrementalPlanner:

@@ -149,13 +149,6 @@ class Network:
             checker = _bounded(checker, self.allowed)
         object.__setattr__(self, "check", checker)
 
-    def address_reason(self, version: int, value: int) -> str | None:
-        """Why a VM address may not be announced on this network (a reason code), or None.
-
-        `check` is the same function, precompiled; `checks.host_address_reason` is the reference it must equal.
-        """
-        return self.check(version, value)
-
     def selects_namespace(self, namespace: str) -> bool:
         """True when the CUDN's `namespaceSelector` selects `namespace` (where OVN-K renders its NAD): by the
         Namespace's real labels when it is listed; otherwise by the one label the API server gives every namespace
@@ -237,11 +230,6 @@ def selector_from_dict(raw: object) -> LabelSelector | None:
     """A label selector of a RouteAdvertisements; None when malformed: a malformed selector selects nothing. An
     absent one (null) is read as the empty selector, which matches everything."""
     return selectors.parse_or_everything(raw)
-
-
-def route_advertisement_selectors(ras: Mapping[str, views.RouteAdvertisement]) -> list[LabelSelector]:
-    """The CUDN selectors of every RouteAdvertisements that advertises PodNetwork and is Accepted (current)."""
-    return [s for ra in ras.values() for s in ra.selectors]
 
 
 def _config_selects(labels: Mapping[str, str], config: Config) -> bool:

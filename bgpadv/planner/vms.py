@@ -18,7 +18,7 @@ Rules, in the order the planner applies them to each IPAMClaim:
    ownerReference that name different VMs: `malformed-object`.
 3. Addresses: `status.ips`, CIDR strings with the subnet mask (bare IPs accepted), each announced as /32 or /128.
    Empty or missing: allocation pending, nothing to do. Each address is validated against the network
-   (`Network.address_reason`); the same address listed twice by one claim counts once. OVN-K allocates at most
+   (`Network.check`); the same address listed twice by one claim counts once. OVN-K allocates at most
    one address per family per claim: a claim listing two distinct addresses of one family, or more than
    `MAX_CLAIM_IPS` (8) entries, is refused whole as `malformed-object` (nothing of it is announced, so a
    hostile 40k-address claim costs one refusal, not 40k routes). Malformed entries beside valid ones are refused

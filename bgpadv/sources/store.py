@@ -66,9 +66,6 @@ class Store:
         """Every expected resource finished its first list (or was found not installed)."""
         return self._expected <= self._synced
 
-    def synced_resources(self) -> frozenset[Resource]:
-        return frozenset(self._synced)
-
     def counts(self) -> dict[str, int]:
         """Objects held per ClusterState field, e.g. {"cudns": 2, "vmis": 40, ...}."""
         return {name: len(objects) for name, objects in self._maps.items()}
