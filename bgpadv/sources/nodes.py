@@ -11,13 +11,14 @@ import json
 import logging
 from typing import Any
 
-from kubernetes.client import ApiClient, CoreV1Api
+from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from bgpadv.core import resources
 from bgpadv.core.views import Node
 from bgpadv.sources.decode import decode
+from bgpadv.sources.rest import list_call
 
 log = logging.getLogger("bgpadv.sources")
 
@@ -25,8 +26,8 @@ log = logging.getLogger("bgpadv.sources")
 def read_node(api_client: ApiClient, name: str, timeout: float = 10.0) -> Node | None:
     """The Node `name`, or None when it does not exist or the API cannot be read (logged)."""
     try:
-        response: Any = CoreV1Api(api_client).list_node(
-            field_selector=f"metadata.name={name}", _preload_content=False, _request_timeout=(timeout, timeout)
+        response: Any = list_call(api_client, resources.NODE)(
+            field_selector=f"metadata.name={name}", _request_timeout=(timeout, timeout)
         )
         try:
             data = response.data  # raw bytes: decoded as the reflector decodes its pages
