@@ -116,7 +116,9 @@ def test_freezing_bgpadv_takes_its_routes_off_the_tor_on_bfd_time_and_thawing_br
     try:
         frr.wait_for(lambda: ours(frr) == 0, HOLD, "the ToR to drop worker-1's routes", every=0.02)
         gone = time.monotonic() - t0
-        assert bfd_status(frr) == "down"
+        # bgpd took the session down on BFD's word; the listen-range neighbor is then deleted, and its BFD session
+        # with it (bgpd deregisters it): down or gone
+        assert bfd_status(frr) in ("down", "")
         assert frr.neighbor_state(W1) != "Established"
     finally:
         signal_all(pids, signal.SIGCONT)
