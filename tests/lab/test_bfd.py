@@ -150,3 +150,22 @@ def test_without_bfd_a_frozen_bgpadv_keeps_its_routes_at_the_tor_until_the_hold_
     frr.wait_for(lambda: ours(frr) == TOTAL, 60, f"{TOTAL} routes back")
     print(f"\nwithout BFD (hold {HOLD} s): routes off the ToR {gone:.3f} s after SIGSTOP")
     assert gone >= HOLD * 0.6
+
+
+def test_a_graceful_stop_keeps_the_routes_at_the_tor_bfdd_says_admin_down_first(with_bfd):
+    """bgpadv's stop keeps graceful restart's promise with BFD too: bfdd is stopped first and sends AdminDown, which
+    the ToR does not take for a failure (RFC 5882), then ExaBGP is killed: the ToR keeps the routes, stale."""
+    frr = with_bfd.frr
+    frr.wait_for(lambda: bfd_status(frr) == "up", 30, "the ToR's BFD session with worker-1 up")
+    frr.wait_for(lambda: ours(frr) == TOTAL, 30, f"{TOTAL} routes at the ToR")
+    proc = with_bfd.proc
+    assert proc is not None
+    proc.terminate()  # SIGTERM, then SIGINT: skips the drain
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(10)
+    time.sleep(2.0)  # well past BFD's 0.3 s detection time
+    assert ours(frr) == TOTAL, "the ToR flushed the routes: it took bfdd's stop for a failure"
+    with_bfd.spawn()
+    with_bfd.wait_established()
+    frr.wait_for(lambda: bfd_status(frr) == "up", 30, "the BFD session back after the restart")
