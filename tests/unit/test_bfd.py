@@ -144,18 +144,18 @@ class FakeBfdd:
 
     def _serve(self) -> None:
         self.conn, _ = self.server.accept()
-        d = bfd.Decoder()
+        buffer = b""
         while chunk := self.conn.recv(65536):
-            if len(chunk) == 16 and chunk[6] == bfd.NOTIFY:  # the subscription: 8 bytes of flags, not JSON
-                self.conn.sendall(bfd.encode(bfd.RESPONSE, 65535, b'{"status":"ok"}'))
+            buffer += chunk
+            while len(buffer) >= bfd.HEADER.size:
+                length, rid, kind, _ = bfd.HEADER.unpack_from(buffer)
+                if len(buffer) < bfd.HEADER.size + length:
+                    break
+                payload, buffer = buffer[bfd.HEADER.size : bfd.HEADER.size + length], buffer[bfd.HEADER.size + length :]
+                self.conn.sendall(bfd.encode(bfd.RESPONSE, rid, b'{"status":"ok"}'))
+                data = {} if kind == bfd.NOTIFY else json.loads(payload)  # NOTIFY: 8 bytes of flags, not JSON
                 with self.changed:
-                    self.requests.append((bfd.NOTIFY, {}))
-                    self.changed.notify_all()
-                continue
-            for m in d.feed(chunk):
-                self.conn.sendall(bfd.encode(bfd.RESPONSE, m.request_id, b'{"status":"ok"}'))
-                with self.changed:
-                    self.requests.append((m.kind, m.data))
+                    self.requests.append((kind, data))
                     self.changed.notify_all()
 
     def wait_requests(self, n: int) -> list[tuple[int, dict]]:
