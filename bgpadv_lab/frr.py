@@ -46,6 +46,9 @@ class TorSettings:
     graceful_restart: bool = True
     stalepath_time: int = 60
     active_neighbors: tuple[ActiveNeighbor, ...] = ()  # the ToR connects to these; the rest connect to the ToR
+    # BFD: (receive-interval ms, transmit-interval ms, detect-multiplier) of profile `fast`; the ToR runs bfdd
+    # (on zebra's socket) and ties every CLUSTER neighbor to it (`neighbor CLUSTER bfd`, `bfd profile fast`)
+    bfd: tuple[int, int, int] | None = None
 
 
 def render_frr_config(s: TorSettings, log_file: Path) -> str:
@@ -61,6 +64,7 @@ def render_frr_config(s: TorSettings, log_file: Path) -> str:
         if s.graceful_restart
         else ""
     )
+    bfd = " neighbor CLUSTER bfd\n neighbor CLUSTER bfd profile fast\n" if s.bfd is not None else ""
     families = ""
     for afi in ("ipv4", "ipv6"):
         families += (
@@ -89,9 +93,19 @@ router bgp {s.asn}
 {gr} neighbor CLUSTER peer-group
  neighbor CLUSTER remote-as {s.cluster_asn}
  neighbor CLUSTER timers {s.keepalive} {s.hold}
-{ranges}
+{bfd}{ranges}
 {families}!
 """
+
+
+def render_bfdd_config(s: TorSettings, log_file: Path) -> str:
+    """bfdd's configuration on the ToR: profile `fast` (bgpd registers each BFD neighbor's session itself)."""
+    assert s.bfd is not None
+    rx, tx, multiplier = s.bfd
+    return (
+        f"log file {log_file}\n!\nbfd\n profile fast\n  receive-interval {rx}\n  transmit-interval {tx}\n"
+        f"  detect-multiplier {multiplier}\n !\n!\n"
+    )
 
 
 class FrrRouter:
@@ -123,6 +137,14 @@ class FrrRouter:
             )
         )
         self.wait_for(lambda: (self.dir / "zserv.api").exists(), timeout, "zebra's zserv socket")
+        if self.settings.bfd is not None:
+            bfd_conf = self.dir / "bfdd.conf"
+            bfd_conf.write_text(render_bfdd_config(self.settings, self.dir / "bfdd.log"))
+            shutil.chown(bfd_conf, "frr", "frr")
+            bfd = [str(FRR_DIR / "bfdd"), *common[:-1], str(bfd_conf), "-i", str(self.dir / "bfdd.pid"), *zserv]
+            bfd += ["--bfdctl", str(self.dir / "bfdd.sock")]
+            self.procs.append(self.lab.spawn(self.ns, bfd, stdout=out, stderr=subprocess.STDOUT))
+            self.wait_for(lambda: self._ok("show bfd peers json"), timeout, "bfdd's vty")
         bgp = [str(FRR_DIR / "bgpd"), *common, "-i", str(self.dir / "bgpd.pid"), *zserv, "-l", self.settings.listen]
         for address in self.settings.listen_also:
             bgp += ["-l", address]
@@ -138,7 +160,7 @@ class FrrRouter:
                 self.lab.kill(proc)
         self.procs.clear()
         for pid in pids:  # FRR's crash-log scratch directories
-            for daemon in ("zebra", "bgpd"):
+            for daemon in ("zebra", "bgpd", "bfdd"):
                 for sep in ("-", "."):
                     shutil.rmtree(f"/var/tmp/frr/{daemon}{sep}{pid}", ignore_errors=True)
 
@@ -222,6 +244,10 @@ class FrrRouter:
             gateways = [route["gateway"]] if "gateway" in route else [h["gateway"] for h in route.get("nexthops", [])]
             out[dst] = sorted(gateways)
         return out
+
+    def bfd_peers(self) -> dict[str, dict]:
+        """`show bfd peers json` by peer address (status, diagnostic, timers)."""
+        return {str(p.get("peer")): p for p in self.vtysh_json("show bfd peers json") or []}
 
     def neighbor(self, address: str) -> dict:
         data = self.vtysh_json(f"show bgp neighbors {address} json")

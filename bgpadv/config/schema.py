@@ -389,6 +389,36 @@ class _Section:
         return data
 
 
+# --- BFD per peer (issue 17 item 5) -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BfdConfig(_Section):
+    """`peers[].bfd`: a single-hop BFD session (RFC 5880/5881, UDP 3784) to the peer, run by FRR's `bfdd` under
+    `bgpadv run` (`bgpadv.runtime.bfd`). Detection time: multiplier x the slower of our minRx and the peer's
+    transmit interval (and the other way round for the peer)."""
+
+    enabled: Annotated[
+        StrictBool,
+        Field(description="Run a BFD session to the peer; when it goes down, the peer's imported routes leave."),
+    ] = False
+    min_rx: Annotated[
+        Annotated[int, Between(10, 60000)],
+        Field(alias="minRx", description="Required minimum receive interval, milliseconds (bfdd receive-interval)."),
+    ] = 300
+    min_tx: Annotated[
+        Annotated[int, Between(10, 60000)],
+        Field(alias="minTx", description="Desired minimum transmit interval, milliseconds (bfdd transmit-interval)."),
+    ] = 300
+    multiplier: Annotated[
+        Annotated[int, Between(2, 255)],
+        Field(description="Detection multiplier: packets missed before the session is down (bfdd detect-multiplier)."),
+    ] = 3
+
+
+# --- end of BFD ---------------------------------------------------------------------------------------------------
+
+
 @dataclass(frozen=True, slots=True)
 class PeerConfig(_Section):
     """A BGP neighbour (`peers[]`): a top-of-rack router."""
@@ -474,6 +504,12 @@ class PeerConfig(_Section):
         Description | None,
         Field(description=f"Free text for the ExaBGP neighbor (`description`), {DESCRIPTION_RULE}."),
     ] = None
+    # --- BFD (issue 17 item 5) ---
+    bfd: Annotated[
+        BfdConfig,
+        Field(description="A BFD session to the peer (FRR's bfdd, single hop); omitted: none."),
+    ] = field(default_factory=BfdConfig)
+    # --- end of BFD ---
     self_addresses: Annotated[tuple[IPAddress, ...], PlainValidator(_not_in_file), SkipJsonSchema()] = ()
     """What `next-hop self` stands for on this session per family where `nextHopSelf` says nothing and the session
     cannot resolve it: derived at controller start (`bgpadv.runtime.peering`), never written in the file."""
@@ -567,7 +603,20 @@ class PeerConfig(_Section):
             problems.append(
                 (("port",), "is for active sessions: a passive peer connects to exabgp.listenPort on localAddress")
             )
+        problems.extend(self._bfd_problems())
         return problems
+
+    def _bfd_problems(self) -> list[tuple[Loc, str]]:
+        """BFD is single-hop here (bfdd's `peer X local-address Y`, TTL 255): not for a peer several hops away."""
+        if self.bfd.enabled and self.ebgp_multihop is not None and self.ebgp_multihop > 1:
+            return [
+                (
+                    ("bfd", "enabled"),
+                    f"is single-hop BFD (UDP 3784, TTL 255): not with ebgpMultihop {self.ebgp_multihop}; "
+                    "disable one of them",
+                )
+            ]
+        return []
 
 
 def _is_link_local6(address: IPAddress) -> bool:

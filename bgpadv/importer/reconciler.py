@@ -70,6 +70,7 @@ class Importer:
         self._context = context_of(config)
         self._events: tuple[Refusal, ...] = ()
         self.on_refusals: Callable[[list[Refusal]], None] | None = None  # Events for the guard's refusals
+        self._bfd_failed: set[str] = set()  # peers whose BFD session went down: their routes are not installed
 
     # -- inputs ----------------------------------------------------------------------------------------------------
     def handle(self, reply: object, at: float) -> None:
@@ -106,6 +107,22 @@ class Importer:
             self._refresh_context()
             self._applied_version = -1
             self.tick(at)
+
+    def bfd_failed(self, peer: str, failed: bool, at: float) -> None:
+        """The peer's BFD session went down after having been up (`failed`), or came back: while it is down the
+        peer's learned routes leave the tables at once (no graceful-restart wait: BFD says the path is gone) and
+        come back with it. What the peer sends meanwhile is still learned, so nothing is lost if the BGP session
+        survived."""
+        if failed == (peer in self._bfd_failed):
+            return
+        if failed:
+            self._bfd_failed.add(peer)
+            log.warning("import: BFD down: the peer's routes leave the tables", extra={"peer": peer})
+        else:
+            self._bfd_failed.discard(peer)
+            log.info("import: BFD up: the peer's routes are installed again", extra={"peer": peer})
+        self._applied_version = -1
+        self.tick(at)
 
     def handle_malformed(self, count: int, what: str = "update") -> None:
         """ExaBGP's echo carried `count` parts that cannot be read (`what`: peer, prefix, next-hop, update):
@@ -174,6 +191,8 @@ class Importer:
     def _apply(self) -> None:
         status: dict[str, NetworkStatus] = {}
         learned = self.learned.routes
+        if self._bfd_failed:
+            learned = {peer: ({} if peer in self._bfd_failed else routes) for peer, routes in learned.items()}
         complete = self.learned.complete
         for name, (net, table, vrf, subnets) in self._targets().items():
             desired = desired_routes(learned, net, subnets, self.settings.max_routes, self._context)

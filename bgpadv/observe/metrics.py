@@ -113,6 +113,13 @@ class Metrics:
         self.peer_up = Gauge(
             "bgpadv_peer_up", "1 while the BGP session with the peer is established.", ["peer"], registry=r
         )
+        self.bfd_up = Gauge(
+            "bgpadv_bfd_session_up",
+            "1 while the peer's BFD session (peers[].bfd, FRR's bfdd) is up; 0 otherwise (down, init, bfdd not "
+            "reachable). Only peers with BFD enabled have a series.",
+            ["peer"],
+            registry=r,
+        )
         self.peer_transitions = Counter(
             "bgpadv_peer_transitions_total", "Changes of a peer's session between up and not up.", ["peer"], registry=r
         )

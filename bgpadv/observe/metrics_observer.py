@@ -17,6 +17,7 @@ HTTP thread while the chain's thread writes.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -55,6 +56,8 @@ class MetricsObserver:
         # the egress import's snapshot for /status (bgpadv.importer.reconciler.Importer.snapshot), when it runs
         self.import_status: Callable[[], dict[str, Any]] | None = None
         self.placement_status: Callable[[], dict[str, Any]] | None = None  # peers this node serves
+        self.bfd_status: Callable[[], dict[str, Any]] | None = None  # peer → BFD state (bgpadv.speaker.bfd)
+        self._bfd_peers: set[str] = set()
         self._clock = clock
         self._wall = wall_clock
         self.convergence = ConvergenceTracker(
@@ -197,6 +200,21 @@ class MetricsObserver:
 
     # --- configuration --------------------------------------------------------------------------------------------
 
+    def bfd_peers(self, peers: Iterable[str]) -> None:
+        """The peers with BFD enabled: each has a `bgpadv_bfd_session_up` series (0 until up); the others none."""
+        wanted = set(peers)
+        for name in self._bfd_peers - wanted:
+            with contextlib.suppress(KeyError):
+                self.metrics.bfd_up.remove(name)
+        for name in wanted - self._bfd_peers:
+            self.metrics.bfd_up.labels(peer=name).set(0)
+        self._bfd_peers = wanted
+
+    def bfd_state(self, peer: str, up: bool) -> None:
+        """A BFD session's state (any thread)."""
+        if peer in self._bfd_peers:
+            self.metrics.bfd_up.labels(peer=peer).set(1 if up else 0)
+
     def set_peers(self, peers: Iterable[str]) -> None:
         """The configured peers: new ones start at peer_up 0; label sets of peers no longer configured go away."""
         for name in self.model.set_peers(peers):
@@ -227,4 +245,6 @@ class MetricsObserver:
             out["import"] = self.import_status()
         if self.placement_status is not None:
             out["placement"] = self.placement_status()
+        if self.bfd_status is not None:
+            out["bfd"] = self.bfd_status()
         return out

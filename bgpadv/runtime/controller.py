@@ -67,6 +67,7 @@ from bgpadv.safety.failstatic import FailStatic
 from bgpadv.safety.guard import Guard, Guarded, PrefixKey
 from bgpadv.sources.reflector import WatchEvent
 from bgpadv.sources.store import Store
+from bgpadv.speaker.bfd import BfdSessions, sessions_of
 
 log = logging.getLogger("bgpadv.service")
 
@@ -100,6 +101,14 @@ class _StdinClosed:
 
 class _Drain:
     """Graceful shutdown asked for (SIGUSR1 from the API shim, see `bgpadv.runtime.shim`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BfdChanged:
+    """A peer's BFD session changed (`bgpadv.speaker.bfd`): `failed` is a down after up."""
+
+    peer: str
+    failed: bool
 
 
 def watched_resources(config: Config) -> tuple[resources.Resource, ...]:
@@ -148,8 +157,10 @@ class Controller:
         configured: Config | None = None,
         placement: Callable[[Config, Node | None], Config] | None = None,
         node: Node | None = None,
+        bfd: BfdSessions | None = None,
     ) -> None:
         self.config = config
+        self.bfd = bfd  # bfdd's sessions (bgpadv.speaker.bfd.BfdControl); None: BFD not wired
         # peers per node (bgpadv.runtime.peering): `configured` is the file's configuration, `config` what this
         # instance runs of it on `node` (`placement(configured, node)`); a label change of the node that selects
         # other peers reloads ExaBGP and ends the loop for a new controller
@@ -212,6 +223,10 @@ class Controller:
     def request_drain(self) -> None:
         """Ask the loop to re-announce every route with GRACEFUL_SHUTDOWN. Safe from a signal handler."""
         self.queue.put(_Drain())
+
+    def bfd_changed(self, peer: str, failed: bool) -> None:
+        """A peer's BFD session failed or recovered (from the BFD client's thread)."""
+        self.queue.put(BfdChanged(peer, failed))
 
     def stop(self) -> None:
         self._stop.set()
@@ -282,6 +297,10 @@ class Controller:
             return False
         if isinstance(item, _Drain):
             self.speaker.drain()
+            return True
+        if isinstance(item, BfdChanged):
+            if self.importer is not None:
+                self.importer.bfd_failed(item.peer, item.failed, self.clock())
             return True
         if isinstance(item, ConfigFileChanged):
             return self._reload()
@@ -401,6 +420,8 @@ class Controller:
         `configured`: the file's configuration `new` was narrowed from (default: `new`)."""
         self.config = new
         self.configured = configured if configured is not None else new
+        if self.bfd is not None:
+            self.bfd.set_desired(sessions_of(new.peers))
         self.incremental = IncrementalPlanner(new)
         self.guard = Guard(new)
         self.failstatic.reconfigure(new.safety.max_withdraw_fraction, new.safety.hold_seconds)

@@ -18,6 +18,13 @@ itself is killed, the kernel kills ExaBGP (PR_SET_PDEATHSIG): the same as the po
 
 The drain request reaches the controller through the API shim (`bgpadv.runtime.shim`) and the files and variables
 of `bgpadv.runtime.lifecycle`.
+
+BFD (`peers[].bfd`): while the controller asks for it (the `bfdd.wanted` file in the runtime directory: its peers
+enable BFD), the supervisor also runs FRR's `bfdd` (`Bfdd`), in the runtime directory's `bfdd/` (its configuration,
+PID file, vty and control sockets), restarted when it dies with the shim's backoff (1 s doubling to 30 s, reset after
+60 s alive) and stopped when no longer asked for. The controller configures its sessions through the control
+socket (`bgpadv.speaker.bfd`). At a stop bfdd gets SIGTERM before ExaBGP's SIGKILL: it sends AdminDown, which a
+ToR does not take for a failure (RFC 5882), so graceful restart still keeps the routes.
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bgpadv.runtime.lifecycle import DRAIN_FILE, DRAINING_ENV, RUNTIME_DIR_ENV, SHIM_PID_FILE, die_with_parent
+from bgpadv.runtime.shim import Backoff
+from bgpadv.speaker.bfd import BFD_WANTED, BFDD_CONF, bfdd_argv, bfdd_dir
 from bgpadv.speaker.exabgp_config import PID_FILE
 
 log = logging.getLogger("bgpadv.lifecycle")
@@ -70,6 +79,7 @@ def supervise(
     # namespace its number may well be alive (another process, or a low PID reused), and ExaBGP refuses to start
     # over a pid file whose process exists. This supervisor is the only one starting ExaBGP in this directory.
     (runtime_dir / PID_FILE).unlink(missing_ok=True)
+    (runtime_dir / BFD_WANTED).unlink(missing_ok=True)  # the controller asks again
     child_env = {**env, RUNTIME_DIR_ENV: str(runtime_dir)}
     child_env.pop(DRAINING_ENV, None)
     # its own session: a terminal's ^C reaches only the supervisor, which decides how ExaBGP stops
@@ -77,9 +87,11 @@ def supervise(
         list(argv), env=child_env, start_new_session=True, preexec_fn=die_with_parent(signal.SIGKILL)
     )
     log.info("ExaBGP started", extra={"pid": proc.pid})
+    bfdd = Bfdd(runtime_dir, env)
     deadline: float | None = None
     try:
         while True:
+            bfdd.poll(time.monotonic())
             code = proc.poll()
             if code is not None:
                 log.error("ExaBGP exited by itself", extra={"code": code})
@@ -96,6 +108,7 @@ def supervise(
                 return 0
             time.sleep(poll)
     finally:
+        bfdd.stop()  # first: its AdminDown reaches the peers before ExaBGP's sessions close
         _stop_tree(proc, runtime_dir)
 
 
@@ -129,3 +142,99 @@ def _signal_shim(runtime_dir: Path, exabgp_pid: int, signum: int) -> None:
         return
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signum)
+
+
+class Bfdd:
+    """FRR's bfdd as the supervisor's second child: started while `bfdd.wanted` exists in the runtime directory,
+    restarted with backoff when it dies, stopped (SIGTERM) when no longer wanted or at the end."""
+
+    def __init__(
+        self, runtime_dir: Path, env: Mapping[str, str], backoff: Backoff | None = None, stop_timeout: float = 2.0
+    ) -> None:
+        self.runtime_dir = runtime_dir
+        self.env = dict(env)
+        self.backoff = backoff or Backoff(first=1.0, cap=30.0, healthy_after=60.0)
+        self.stop_timeout = stop_timeout
+        self.proc: subprocess.Popen | None = None
+        self.started = 0.0
+        self.next_start = 0.0
+        self.restarts = 0
+
+    def wanted(self) -> bool:
+        return (self.runtime_dir / BFD_WANTED).exists()
+
+    def poll(self, now: float) -> None:
+        if self.proc is not None and self.proc.poll() is not None:
+            code = self.proc.returncode
+            self.proc = None
+            delay = self.backoff.next_delay(now - self.started)
+            self.next_start = now + delay
+            log.error("bfdd exited: restarting it", extra={"code": code, "delay": delay})
+        wanted = self.wanted()
+        if wanted and self.proc is None and now >= self.next_start:
+            self._start(now)
+        elif not wanted and self.proc is not None:
+            log.info("no peer enables BFD any more: stopping bfdd", extra={"pid": self.proc.pid})
+            self.stop()
+
+    def _start(self, now: float) -> None:
+        d = bfdd_dir(self.runtime_dir)
+        d.mkdir(mode=0o700, exist_ok=True)
+        for stale in d.iterdir():  # the previous bfdd's sockets and PID file (its PID may be alive in this namespace)
+            if stale.is_file() or stale.is_socket():
+                stale.unlink(missing_ok=True)
+        (d / BFDD_CONF).write_text("")  # sessions come from the controller, over the control socket
+        user = _frr_user()
+        if user is not None and os.geteuid() == 0:  # bfdd drops to it, and must still reach its own directory
+            for path in (d, d / BFDD_CONF):
+                os.chown(path, user[1], user[2])
+        self.started = now
+        self.restarts += 1
+        try:
+            self.proc = subprocess.Popen(
+                bfdd_argv(self.runtime_dir, user=user[0] if user else None, group=_group(user[2]) if user else None),
+                env=self.env,
+                stdout=2,
+                stderr=2,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=die_with_parent(signal.SIGKILL),
+            )
+        except OSError as e:
+            delay = self.backoff.next_delay(0.0)
+            self.next_start = now + delay
+            log.error("cannot start bfdd: %s", e, extra={"delay": delay})
+            return
+        log.info("bfdd started", extra={"pid": self.proc.pid})
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(self.stop_timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _frr_user() -> tuple[str, int, int] | None:
+    """Who bfdd runs as: as root Debian's `frr` user (FRR drops to it); otherwise whoever runs bgpadv (bfdd's
+    compiled-in default, `frr`, would be a user switch it cannot make). None: no such entry (bfdd's default)."""
+    import pwd
+
+    try:
+        entry = pwd.getpwnam("frr") if os.geteuid() == 0 else pwd.getpwuid(os.geteuid())
+    except KeyError:
+        return None
+    return (entry.pw_name, entry.pw_uid, entry.pw_gid)
+
+
+def _group(gid: int) -> str | None:
+    import grp
+
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return None

@@ -16,6 +16,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bgpadv.config import Config, load_or_report
 from bgpadv.core.views import Node
@@ -32,6 +33,11 @@ from bgpadv.speaker.exabgp_config import (
     write_private,
 )
 from bgpadv.speaker.session import Speaker
+
+if TYPE_CHECKING:
+    from bgpadv.observe.metrics_observer import MetricsObserver
+    from bgpadv.runtime.controller import Controller
+    from bgpadv.speaker.bfd import BfdControl
 
 log = logging.getLogger("bgpadv.service")
 
@@ -148,6 +154,7 @@ def controller_main(config_path: str) -> int:
         return Sources(api_client, watched_resources(config), emit, settings, observer)
 
     metrics.config_applied()
+    bfd = _start_bfd(config, Path(runtime) if runtime else None, metrics)
     controller = Controller(
         config,
         speaker=speaker,
@@ -158,7 +165,9 @@ def controller_main(config_path: str) -> int:
         configured=configured,
         placement=placement,
         node=node,
+        bfd=bfd,
     )
+    _follow_bfd(bfd, controller)
     reloader.narrow = lambda c: placement(c, controller.node)  # a changed file, as this node runs it
     metrics.placement_status = lambda: placement_status(controller.configured, controller.config)
     watch = ConfigFileWatch(config_path, controller.queue.put, seen=seen).start()
@@ -176,8 +185,49 @@ def controller_main(config_path: str) -> int:
     try:
         return controller.run()
     finally:
+        _follow_bfd(bfd, None)
         watch.stop()
         events.stop()
         if import_events is not None:
             import_events.stop()
         health.stop()
+
+
+def _start_bfd(config: Config, runtime: Path | None, metrics: MetricsObserver) -> BfdControl | None:
+    """The BFD client of the peers with `bfd.enabled` (bgpadv.speaker.bfd): asks the supervisor for bfdd (the
+    `bfdd.wanted` file) while some served peer wants BFD, and keeps its sessions; the metrics and /status read
+    its states. None without a runtime directory (`bgpadv controller --no-shim` alone: no supervisor, no bfdd)."""
+    from bgpadv.speaker.bfd import BFD_WANTED, BFDD_SOCKET, BfdControl, BfdStates, bfdd_dir, sessions_of
+
+    sessions = sessions_of(config.peers)
+    if runtime is None:
+        if sessions:
+            log.error("BFD is enabled but there is no runtime directory (no supervisor runs bfdd): no BFD")
+        return None
+    wanted = runtime / BFD_WANTED
+    if sessions:
+        wanted.touch()
+    else:
+        wanted.unlink(missing_ok=True)
+    states = BfdStates()
+    metrics.bfd_peers(s.peer for s in sessions.values())
+    metrics.bfd_status = lambda: {peer: st.as_json() for peer, st in states.snapshot().items()}
+    control = BfdControl(bfdd_dir(runtime) / BFDD_SOCKET, states)
+    control.set_desired(sessions)
+
+    def changed(peer: str, up: bool) -> None:
+        metrics.bfd_state(peer, up)
+
+    control.on_metrics = changed
+    return control
+
+
+def _follow_bfd(bfd: BfdControl | None, controller: Controller | None) -> None:
+    """Start the BFD client, its state changes going to `controller`'s loop; None: stop it."""
+    if bfd is None:
+        return
+    if controller is None:
+        bfd.stop()
+        return
+    bfd.on_change = lambda peer, state: controller.bfd_changed(peer, state.failed)
+    bfd.start()
