@@ -175,7 +175,7 @@ def test_a_thousand_addresses_take_only_the_configured_number_and_refuse_the_res
     p = run(today(), guest(flood))
     assert {r[0] for r in hosts(p)} == {"10.70.0.3/32", "10.70.0.4/32", "10.70.0.5/32", "10.70.0.6/32"}
     assert [r.reason for r in p.rejected] == ["too-many-addresses"]
-    assert "reports 1000 addresses; only the first 4 are taken" in p.rejected[0].message
+    assert "reports 1000 addresses; the first 4 valid ones in address order are taken" in p.rejected[0].message
 
 
 @pytest.mark.parametrize(
