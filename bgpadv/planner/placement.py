@@ -75,15 +75,16 @@ def away(vmi: Vmi, view: str | None = None) -> bool:
     """True when a Running VMI does not run in this cluster now (rule 6c of `vms`): a decentralized (cross-cluster)
     live migration, not given up, whose other side runs the VM. The source side is away once the target domain is
     live (per-node mode, `view`: once the migration completed, as rule 6b keeps the source's route until then); the
-    target side until then. A side KubeVirt does not name counts as the source. Away is a stopped VM here, not a
-    refusal: the other cluster announces it."""
+    target side until then, and for good when the migration is given up. A side KubeVirt does not name counts as the
+    source. Away is a stopped VM here, not a refusal: the other cluster announces it."""
     ms = vmi.migration
-    if ms is None or not ms.decentralized or ms.given_up:
+    if ms is None or not ms.decentralized:
         return False
-    moved = ms.completed or (ms.target_ready and view is None)
-    if ms.side == "target":
-        return not (ms.completed or ms.target_ready)
-    return moved
+    if ms.side == "target":  # here only once the target domain runs here, and for good unless given up
+        return ms.given_up or not (ms.completed or ms.target_ready)
+    if ms.given_up:
+        return False
+    return ms.completed or (ms.target_ready and view is None)
 
 
 def vmi_node(vmi: Vmi, pods: LauncherPods, view: str | None = None) -> str | None:
