@@ -267,7 +267,8 @@ class Attachment(NamedTuple):
 class GuestInterface:
     """One `status.interfaces[]` entry (by name). `guest`: its addresses come from the guest agent (`infoSource`
     names `guest-agent`, or is absent). `addresses`: `ipAddresses` (else `ipAddress`), None when neither; at most
-    `MAX_GUEST_ADDRESSES` are kept, `count` is how many were reported; `malformed` when `ipAddresses` is not a list.
+    `MAX_GUEST_ADDRESSES` are kept (of a longer list, the plausible ones first: parsed, no special range), `count` is
+    how many were reported; `malformed` when `ipAddresses` is not a list.
     """
 
     name: str

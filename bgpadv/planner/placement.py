@@ -72,7 +72,7 @@ def needs_pods(vmi: Vmi) -> bool:
 
 
 def away(vmi: Vmi, view: str | None = None) -> bool:
-    """True when a Running VMI does not run in this cluster now (rule 6c of `vms`): a decentralized (cross-cluster)
+    """True when a Running VMI does not run in this cluster now (rule 6d of `vms`): a decentralized (cross-cluster)
     live migration, not given up, whose other side runs the VM. The source side is away once the target domain is
     live (per-node mode, `view`: once the migration completed, as rule 6b keeps the source's route until then); the
     target side until then, and for good when the migration is given up. A side KubeVirt does not name counts as the

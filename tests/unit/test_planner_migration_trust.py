@@ -1,6 +1,6 @@
 """Planner, live migration: a route moves only on KubeVirt's own statements; a VM leaving the cluster leaves quietly.
 
-Scope (rules 6 and 6c of `bgpadv.planner.vms`): the VMI's `migrationState`, and a launcher pod only when the uids it
+Scope (rules 6 and 6d of `bgpadv.planner.vms`): the VMI's `migrationState`, and a launcher pod only when the uids it
 states (ownerReference of kind VirtualMachineInstance, label `kubevirt.io/created-by`) are that VMI's uid; a pod that
 merely carries another VM's `kubevirt.io/domain` annotation and labels never moves a route (issue 16, item 4).
 Cross-cluster (decentralized) live migration (`migrationState.sourceState/targetState`, exactly one `syncAddress`:
