@@ -670,6 +670,15 @@ def launcher_pod(
     }
 
 
+def owned_by(pod: dict, vmi_uid: str) -> dict:
+    """`pod` bound to the VMI of uid `vmi_uid` as virt-controller binds a launcher pod (its ownerReference and its
+    `kubevirt.io/created-by` label): for an API server that gave the VMI its own uid (a fake or real apiserver)."""
+    pod["metadata"]["ownerReferences"][0]["uid"] = vmi_uid
+    if "kubevirt.io/created-by" in pod["metadata"]["labels"]:
+        pod["metadata"]["labels"]["kubevirt.io/created-by"] = vmi_uid
+    return pod
+
+
 def namespace(name: str, labels: dict[str, str] | None = None, *, created: str = DEFAULT_CREATED) -> dict:
     """A Namespace with its labels (the API server adds `kubernetes.io/metadata.name` to every namespace)."""
     all_labels = {"kubernetes.io/metadata.name": name, **(labels or {})}

@@ -42,10 +42,7 @@ def launcher(api, vm: str, node: str, suffix: str, ips: list[str], *, runs_for: 
     gave that VMI (ownerReference and `kubevirt.io/created-by`), with OVN-K's annotation for `ips`."""
     pod = k8s.launcher_pod(NS, vm, node, suffix=suffix, ips=ips, nad="vmnet-a", runs_for=runs_for)
     vmi = api.get("kubevirt.io/v1", "VirtualMachineInstance", runs_for or vm, NS)
-    uid = vmi["metadata"]["uid"] if vmi is not None else "00000000-0000-0000-0000-000000000000"
-    pod["metadata"]["labels"]["kubevirt.io/created-by"] = uid
-    pod["metadata"]["ownerReferences"][0]["uid"] = uid
-    return pod
+    return k8s.owned_by(pod, vmi["metadata"]["uid"] if vmi is not None else "")
 
 
 def route(frr: FrrRouter, prefix: str) -> list[str] | None:
