@@ -72,7 +72,7 @@ MATRIX: dict[str, DataPath] = {
         DataPath(EVPN, "EVPN transport (MAC-VRF/IP-VRF)", "v1.3.0", "v1.3.0", "local gateway mode; in the VRF only"),
         DataPath(
             VRF_LITE,
-            "VRF-Lite (RouteAdvertisements targetVRF other than default)",
+            "VRF-Lite (`targetVRF` not `default`)",
             "v1.1.0",
             "v1.1.0",
             "local gateway mode only; sessions in the network's VRF",

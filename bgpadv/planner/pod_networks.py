@@ -11,6 +11,12 @@ the VMI's `status.nodeName` is read, else the first by pod key. An IPAMClaim of 
 network is skipped for the VM when any claim names it (`claim_links`), so an address is never held twice by one VM.
 The record carries the VMI as its source and the VMI's age in conflicts, and goes through the claims' validation,
 duplicate, placement and next-hop rules (3-8).
+
+Not read: the VMI's `status.interfaces[]` entry of the pod network. KubeVirt merges there what the guest agent
+reports with Multus' network status (`infoSource: domain, guest-agent, multus-status`), so it cannot tell OVN-K's
+assignment from an address the guest configured itself inside the subnet (an IPv6 privacy address, a static one),
+which OVN-K's port security drops: a host route for it would be a wrong route, and a guest could take another VM's
+address. Without a visible launcher pod (a dump of VMIs only) such a VM gets no host route.
 """
 
 from __future__ import annotations
