@@ -493,11 +493,13 @@ class IncrementalPlanner:
         if vmi is None or not vmi.uid:
             signature: tuple[Any, ...] | None = None
         else:
-            found: dict[tuple[str, str], Any] = {}
-            for k in (vmi.key[1], vmi.uid):
-                found.update(self._pod_index.get((vmi.key[0], k), {}))
-            pods = vmi_pods(vmi, LauncherPods(found))
             claimed = frozenset(self._claimed.get(key, {}))
+            pods: tuple[Any, ...] = ()
+            if not any(c in primary for c in claimed):  # a claim holds the VM's address: its pods are not read
+                found: dict[tuple[str, str], Any] = {}
+                for k in (vmi.key[1], vmi.uid):
+                    found.update(self._pod_index.get((vmi.key[0], k), {}))
+                pods = vmi_pods(vmi, LauncherPods(found))
             signature = (vmi, pods, claimed)
         if old is not None and signature is not None:
             previous: Any = old.obj

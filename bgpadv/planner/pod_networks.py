@@ -7,8 +7,10 @@ namespace under the CUDN's name: clustermanager/userdefinednetwork/template/net-
 is `primary`. Only pods KubeVirt says run that VMI count (`LauncherPod.runs`: created-by / ownerReference uid); of
 several (a live migration: OVN-K copies the source pod's annotation to the target pod,
 go-controller/pkg/kubevirt/pod.go `EnsurePodAnnotationForVM`, so both list the same addresses), the unfinished pod on
-the VMI's `status.nodeName` is read, else the first by pod key. An IPAMClaim of the VM on that network wins: the
-network is skipped for the VM when any claim names it (`claim_links`), so an address is never held twice by one VM.
+the VMI's `status.nodeName` is read, else the first by pod key. An IPAMClaim of the VM wins: a pod has one primary
+network ("at a given time a pod can have only 1 network with role:primary", pod_annotation.go), so a VM that any
+claim (not being deleted, allocated or not) links to an advertised primary network (`claim_links`) is not read
+from its pods at all; an address is never held twice by one VM, and the claims' VMs cost nothing here.
 The record carries the VMI as its source and the VMI's age in conflicts, and goes through the claims' validation,
 duplicate, placement and next-hop rules (3-8).
 
@@ -52,6 +54,11 @@ def claim_links(claims: Iterable[Claim]) -> set[ClaimLink]:
     return {link for c in claims if (link := claim_link(c)) is not None}
 
 
+def claimed_here(namespace: str, name: str, primary: Mapping[str, Network], claimed: set[ClaimLink]) -> bool:
+    """True when a claim links the VM to one of the advertised primary networks (then the claim holds its address)."""
+    return any((namespace, name, cudn) in claimed for cudn in primary)
+
+
 def vmi_pods(vmi: Vmi, pods: LauncherPods) -> tuple[LauncherPod, ...]:
     """The VMI's unfinished launcher pods, the one to read first (see the module)."""
     namespace, name = vmi.key
@@ -74,9 +81,9 @@ def read_vmi_pods(
     vmi: Vmi, pods: tuple[LauncherPod, ...], primary: Mapping[str, Network], claimed: set[ClaimLink], out: Collector
 ) -> None:
     """One VMI's addresses from its launcher pods (`vmi_pods`) into `out`."""
-    if not vmi.identified or not vmi.running or not pods:
-        return
     namespace, name = vmi.key
+    if not vmi.identified or not vmi.running or not pods or claimed_here(namespace, name, primary, claimed):
+        return
     pod = pods[0]
     if pod.networks_problem is not None:
         p = pod.networks_problem
@@ -85,7 +92,7 @@ def read_vmi_pods(
     for nad, entry in pod.networks.items():
         nad_namespace, _, cudn = nad.partition("/")
         network = primary.get(cudn)
-        if network is None or nad_namespace != namespace or (namespace, name, cudn) in claimed:
+        if network is None or nad_namespace != namespace:
             continue
         if not network.selects_namespace(namespace):
             message = f"CUDN {network.name} does not select namespace {describe(namespace)} (no NAD of it there)"
@@ -106,7 +113,8 @@ def read_pod_networks(
     primary = primary_networks(networks)
     if not primary:
         return
-    running = [v for v in vmis.values() if v.identified and v.running and v.uid]
+    claimed_vms = {(ns, vm) for ns, vm, cudn in claimed if cudn in primary}
+    running = [v for v in vmis.values() if v.identified and v.running and v.uid and v.key not in claimed_vms]
     if not running:
         return
     pods = LauncherPods(state.pods, wanted_keys(running))
