@@ -246,11 +246,11 @@ def test_the_guard_lets_guest_routes_of_a_network_with_only_allowed_prefixes_thr
 
 # --- refused addresses never count against the per-interface bound (issue 20, item 3) -----------------------------
 
-V6 = {"secondary": [{"name": "static", "allowedPrefixes": ["10.70.0.0/24", "2001:db8:70::/64"],
+V6 = {"secondary": [{"name": "static", "allowedPrefixes": ["10.70.0.0/24", "fd10:70::/64"],
                      "maxAddressesPerInterface": 3}]}  # fmt: skip
 LINK_LOCAL = "fe80::7b:4cff:fe00:22"
-STABLE = "2001:db8:70::22"
-TEMPORARY = ["2001:db8:70:0:9c3e:41d0:77a1:2b10", "2001:db8:70:0:e0f4:1a2b:3c4d:5e6f"]  # RFC 8981 privacy addresses
+STABLE = "fd10:70::22"
+TEMPORARY = ["fd10:70::9c3e:41d0:77a1:2b10", "fd10:70::e0f4:1a2b:3c4d:5e6f"]  # RFC 8981 privacy addresses
 
 
 @pytest.mark.parametrize(
