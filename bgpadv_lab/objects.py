@@ -8,10 +8,11 @@ else can be changed on the returned dict.
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 import json
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 VM_NAMESPACE = "imported-vms"  # where the migrated VMs of the tests live
@@ -676,6 +677,20 @@ def owned_by(pod: dict, vmi_uid: str) -> dict:
     pod["metadata"]["ownerReferences"][0]["uid"] = vmi_uid
     if "kubevirt.io/created-by" in pod["metadata"]["labels"]:
         pod["metadata"]["labels"]["kubevirt.io/created-by"] = vmi_uid
+    return pod
+
+
+def rebound(pod: dict, uids: Mapping[str, str]) -> dict:
+    """A copy of a dumped launcher `pod` bound, as virt-controller binds it, to the uids an API server gave its VMI
+    when the dump was loaded (`uids`: dumped uid → new uid; its ownerReferences and `kubevirt.io/created-by` label):
+    a pod whose uids are not in `uids` is left as dumped."""
+    pod = copy.deepcopy(pod)
+    meta = pod["metadata"]
+    for ref in meta.get("ownerReferences") or ():
+        ref["uid"] = uids.get(ref.get("uid", ""), ref.get("uid"))
+    labels = meta.get("labels") or {}
+    if "kubevirt.io/created-by" in labels:
+        labels["kubevirt.io/created-by"] = uids.get(labels["kubevirt.io/created-by"], labels["kubevirt.io/created-by"])
     return pod
 
 
