@@ -33,7 +33,7 @@ from typing import TypeVar
 from bgpadv import config as bgpadv_config
 from bgpadv.commands.explain import attributes_json, attributes_text
 from bgpadv.commands.inputs import InputError, read_objects
-from bgpadv.commands.outcome import Instance, Unrouted, guarded, unrouted
+from bgpadv.commands.outcome import Instance, Unrouted, guarded, served_on, unrouted
 from bgpadv.core import datapath, yamlsafe
 from bgpadv.core.bounded import brief
 from bgpadv.core.model import Plan, Refusal, Route
@@ -42,7 +42,7 @@ from bgpadv.core.printable import printable
 from bgpadv.core.reasons import IMPORT_MALFORMED as MALFORMED
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import plan as make_plan
-from bgpadv.runtime.peering import effective, serving_nodes
+from bgpadv.runtime.peering import serving_nodes
 from bgpadv.sources.decode import state_from_objects
 
 OUTPUTS = ("table", "json")
@@ -221,8 +221,7 @@ def main(
         sys.stdout.write(render_imports(rows, output, malformed))
         return 0
     peers = serving_nodes(cfg, state.nodes) if cfg.peer_selection else None  # which node serves which peer
-    if cfg.speaker_node is not None:  # per-node: the peers the node's labels select, self from its InternalIPs
-        cfg = effective(cfg, state.nodes.get(cfg.speaker_node), lambda _peer, _version: ())
+    cfg = served_on(state, cfg, cfg.speaker_node)  # the peers the node's labels select, self from its InternalIPs
     instance = guarded(state, cfg)
     for warning in datapath_warnings(state, instance.plan):
         print(f"warning: {warning}", file=sys.stderr)
