@@ -4,7 +4,11 @@ Builds, in memory, N IPAMClaims (default 100,000) with their Running VMIs and vi
 4 dual-stack Layer2 CUDNs and 50 dual-stack nodes; 1 % of the VMs are live-migrating (half with the target live).
 Also a Layer3 CUDN with a host subnet per node. Every claim is dual stack, so N claims give 2N host routes.
 
-    .venv/bin/python bench/planner.py [--claims N] [--runs R] [--single-stack]
+    .venv/bin/python bench/planner.py [--claims N] [--runs R] [--single-stack] [--claimless F] [--no-pod-addresses]
+
+Every launcher pod carries OVN-K's `k8s.ovn.org/pod-networks` annotation (as OVN-K writes it for every pod);
+`--claimless F`: that fraction of the VMs has no IPAMClaim (their addresses come from the annotation);
+`--no-pod-addresses`: `networks.podNetworkAddresses: false` (the cost of reading the annotations, compared).
 
 The objects are decoded into views once (`bgpadv.sources.decode`, as the store does when they arrive; timed
 apart). Prints the median and min (wall clock) and the median CPU time (process_time: what the planner itself costs when
@@ -34,13 +38,16 @@ NODES = 50
 CUDNS = 4
 
 
-def bench_config() -> Config:
+def bench_config(pod_addresses: bool = True) -> Config:
     """The configuration every planner benchmark uses: one peer, CUDNs selected by label."""
     return parse(
         {
             "localASN": 64513,
             "peers": [{"address": "10.0.0.1", "asn": 64512}],
-            "networks": {"selector": {"matchLabels": {"bgpadv.io/advertise": "true"}}},
+            "networks": {
+                "selector": {"matchLabels": {"bgpadv.io/advertise": "true"}},
+                "podNetworkAddresses": pod_addresses,
+            },
         }
     )
 
@@ -50,7 +57,14 @@ def build(claims: int, dual_stack: bool = True) -> ClusterState:
     return state_from_objects(build_objects(claims, dual_stack))[0]
 
 
-def build_objects(claims: int, dual_stack: bool = True) -> list[dict]:
+def _pod_networks(ns: str, c: int, ips: list[str]) -> str:
+    """OVN-K's annotation for a pod on primary CUDN vmnet-<c> (go-controller/pkg/util/pod_annotation.go)."""
+    primary = {"ip_addresses": ips, "mac_address": "0a:58:0a:64:00:05", "role": "primary"}
+    default = {"ip_addresses": ["10.244.0.5/24"], "mac_address": "0a:58:0a:f4:00:05", "role": "infrastructure-locked"}
+    return json.dumps({"default": default, f"{ns}/vmnet-{c}": primary}, separators=(",", ":"))
+
+
+def build_objects(claims: int, dual_stack: bool = True, claimless: float = 0.0) -> list[dict]:
     """The synthetic cluster's raw objects, as the API returns them."""
     objects: list[dict] = []
     for n in range(NODES):
@@ -134,6 +148,8 @@ def build_objects(claims: int, dual_stack: bool = True) -> list[dict]:
         if dual_stack:
             ips.append(f"fd10:{100 + c}::{host:x}/64")
         node = f"worker-{i % NODES}"
+        networks = _pod_networks(ns, c, ips)
+        without_claim = (i % 1000) < claimless * 1000
         objects.append(
             {
                 "apiVersion": "k8s.cni.cncf.io/v1alpha1",
@@ -150,6 +166,8 @@ def build_objects(claims: int, dual_stack: bool = True) -> list[dict]:
                 "status": {"ips": ips, "ownerPod": {"name": f"virt-launcher-{vm}-abcde"}},
             }
         )
+        if without_claim:
+            objects.pop()
         status: dict = {"phase": "Running", "nodeName": node}
         target = f"worker-{(i + 1) % NODES}"
         if i % 100 == 0:
@@ -177,7 +195,7 @@ def build_objects(claims: int, dual_stack: bool = True) -> list[dict]:
                     "name": f"virt-launcher-{vm}-abcde",
                     "namespace": ns,
                     "labels": {"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": f"vmi-{i}"},
-                    "annotations": {"kubevirt.io/domain": vm},
+                    "annotations": {"kubevirt.io/domain": vm, "k8s.ovn.org/pod-networks": networks},
                 },
                 "spec": {"nodeName": node},
                 "status": {"phase": "Running"},
@@ -192,7 +210,7 @@ def build_objects(claims: int, dual_stack: bool = True) -> list[dict]:
                         "name": f"virt-launcher-{vm}-tgt01",
                         "namespace": ns,
                         "labels": {"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": f"vmi-{i}"},
-                        "annotations": {"kubevirt.io/domain": vm}
+                        "annotations": {"kubevirt.io/domain": vm, "k8s.ovn.org/pod-networks": networks}
                         | (
                             {"kubevirt.io/migration-target-ready-timestamp": "2025-03-01T10:00:00Z"}
                             if i % 300 == 0
@@ -211,10 +229,12 @@ def main() -> None:
     parser.add_argument("--claims", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--single-stack", action="store_true", help="one IPv4 address per claim")
+    parser.add_argument("--claimless", type=float, default=0.0, help="the fraction of VMs without an IPAMClaim")
+    parser.add_argument("--no-pod-addresses", action="store_true", help="networks.podNetworkAddresses: false")
     args = parser.parse_args()
-    config = bench_config()
+    config = bench_config(not args.no_pod_addresses)
     t0 = time.perf_counter()
-    objects = build_objects(args.claims, dual_stack=not args.single_stack)
+    objects = build_objects(args.claims, dual_stack=not args.single_stack, claimless=args.claimless)
     built = time.perf_counter() - t0
     t0, c0 = time.perf_counter(), time.process_time()
     state = state_from_objects(objects)[0]
@@ -235,7 +255,8 @@ def main() -> None:
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     print(
-        f"claims: {args.claims:,} ({'single' if args.single_stack else 'dual'} stack), nodes: {NODES}, CUDNs: {CUDNS}+1"
+        f"VMs: {args.claims:,} ({'single' if args.single_stack else 'dual'} stack, {args.claimless:.0%} without a "
+        f"claim, pod addresses {'off' if args.no_pod_addresses else 'on'}), nodes: {NODES}, CUDNs: {CUDNS}+1"
     )
     print(f"built in-memory objects in {built:.2f} s; decoded into views in {decoded:.2f} s ({decoded_cpu:.2f} s CPU)")
     print(f"routes: {len(result.routes):,}, refused: {len(result.rejected):,}")

@@ -8,9 +8,11 @@ else can be changed on the returned dict.
 
 from __future__ import annotations
 
+import copy
+import ipaddress
 import json
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 VM_NAMESPACE = "imported-vms"  # where the migrated VMs of the tests live
@@ -434,8 +436,15 @@ def migration_state(
     abort_requested: bool = False,
     abort_status: str | None = None,
     vmi: str = "vm",
+    decentralized: str | None = None,
+    ns: str = VM_NAMESPACE,
 ) -> dict:
-    """A VMI status.migrationState (`target_ready`: targetNodeDomainReadyTimestamp)."""
+    """A VMI status.migrationState (`target_ready`: targetNodeDomainReadyTimestamp).
+
+    `decentralized` ("source" or "target": the side this VMI is): a cross-cluster live migration, with the
+    `sourceState`/`targetState` blocks of kubevirt.io/api core/v1/types.go (`VirtualMachineInstanceMigrationSourceState`
+    / `...TargetState`); the other side's VMI lives in another cluster (another uid) and `targetNode` names a node of
+    the target cluster. Only one side carries a `syncAddress` (`IsDecentralizedMigration`)."""
     state: dict[str, Any] = {
         "migrationUid": uid("VirtualMachineInstanceMigration", vmi),
         "sourceNode": source,
@@ -459,6 +468,33 @@ def migration_state(
         state["abortRequested"] = True
     if abort_status is not None:
         state["abortStatus"] = abort_status
+    if decentralized:
+        here = uid("VirtualMachineInstance", vmi, ns)
+        there = uid("VirtualMachineInstance", vmi, f"{ns}@other-cluster")
+        source_uid, target_uid = (here, there) if decentralized == "source" else (there, here)
+        migration = uid("VirtualMachineInstanceMigration", vmi)
+        state["sourceState"] = {
+            "migrationUID": migration,
+            "node": source,
+            "pod": state["sourcePod"],
+            "domainName": vmi,
+            "domainNamespace": ns,
+            "virtualMachineInstanceUID": source_uid,
+            "nodeSelectors": {"kubernetes.io/arch": "amd64"},
+        }
+        state["targetState"] = {
+            "migrationUID": migration,
+            "node": target,
+            "pod": state["targetPod"],
+            "domainName": vmi,
+            "domainNamespace": ns,
+            "virtualMachineInstanceUID": target_uid,
+            "syncAddress": "sync.kubevirt.cluster-b.example.com:9185",
+            "nodeAddress": "10.128.0.9",
+            "domainDetected": target_ready is not None,
+        }
+        if target_ready is not None:
+            state["targetState"]["domainReadyTimestamp"] = target_ready
     return state
 
 
@@ -530,6 +566,36 @@ def vmi(
     }
 
 
+def pod_networks(ns: str, nad: str, ips: Sequence[str]) -> dict:
+    """OVN-K's `k8s.ovn.org/pod-networks` value for a pod on primary UDN `<ns>/<nad>` (see `launcher_pod`)."""
+    primary: dict[str, Any] = {"ip_addresses": list(ips), "mac_address": "0a:58:c0:a8:64:0a"}
+    gateways = []
+    for ip in ips:
+        try:
+            network = ipaddress.ip_interface(ip).network
+        except ValueError:
+            continue  # a hostile test value: OVN-K never writes one, but the test wants to see it refused
+        if network.prefixlen < network.max_prefixlen:
+            gateways.append(str(network.network_address + 1))
+    if gateways:
+        primary["gateway_ips"] = gateways
+    if len(ips) == 1:
+        primary["ip_address"] = ips[0]
+        if gateways:
+            primary["gateway_ip"] = gateways[0]
+    primary["role"] = "primary"
+    return {
+        "default": {
+            "ip_addresses": ["10.244.1.17/24"],
+            "mac_address": "0a:58:0a:f4:01:11",
+            "routes": [{"dest": "10.96.0.0/16", "nextHop": "10.244.1.1"}],
+            "ip_address": "10.244.1.17/24",
+            "role": "infrastructure-locked",
+        },
+        f"{ns}/{nad}": primary,
+    }
+
+
 def launcher_pod(
     ns: str,
     vmi_name: str,
@@ -544,8 +610,18 @@ def launcher_pod(
     phase: str = "Running",
     domain_annotation: bool = True,
     created_by: bool = True,
+    runs_for: str | None = None,
 ) -> dict:
-    """A virt-launcher pod of `vmi_name` on `node` (a migration target when `migration_job` is set)."""
+    """A virt-launcher pod of `vmi_name` on `node` (a migration target when `migration_job` is set).
+
+    `ips` + `nad`: OVN-K's `k8s.ovn.org/pod-networks` annotation as it writes it for a primary UDN pod (the NAD name
+    `<ns>/<nad>` as key, role `primary`, `ip_addresses` with the subnet mask, the deprecated `ip_address` beside a
+    single address, `gateway_ips`; the cluster default network kept as `infrastructure-locked`): the shape of
+    go-controller/pkg/util/pod_annotation.go (`podAnnotation`, `MarshalPodAnnotation`) and of the annotations in
+    its clustermanager/endpointslicemirror tests. `runs_for`: the VMI whose uid the pod's ownerReference and
+    created-by label state (default `vmi_name`; another name forges a pod that only carries `vmi_name`'s domain
+    annotation and labels)."""
+    owner = runs_for or vmi_name
     name = f"virt-launcher-{vmi_name}-{suffix}"
     labels = {
         "kubevirt.io": "virt-launcher",
@@ -555,7 +631,7 @@ def launcher_pod(
         "vmi.kubevirt.io/id": vmi_name,
     }
     if created_by:
-        labels["kubevirt.io/created-by"] = uid("VirtualMachineInstance", vmi_name, ns)
+        labels["kubevirt.io/created-by"] = uid("VirtualMachineInstance", owner, ns)
     if migration_job:
         labels["kubevirt.io/migrationJobUID"] = migration_job
     annotations: dict[str, str] = {}
@@ -564,15 +640,7 @@ def launcher_pod(
     if claim:
         annotations["k8s.ovn.org/primary-udn-ipamclaim"] = claim
     if ips and nad:
-        annotations["k8s.ovn.org/pod-networks"] = json.dumps(
-            {
-                f"{ns}/{nad}": {
-                    "ip_addresses": list(ips),
-                    "mac_address": "02:7b:4c:00:00:05",
-                    "role": "primary",
-                }
-            }
-        )
+        annotations["k8s.ovn.org/pod-networks"] = json.dumps(pod_networks(ns, nad, ips), separators=(",", ":"))
     if target_ready:
         annotations["kubevirt.io/migration-target-ready-timestamp"] = target_ready
     return {
@@ -588,8 +656,8 @@ def launcher_pod(
                 {
                     "apiVersion": "kubevirt.io/v1",
                     "kind": "VirtualMachineInstance",
-                    "name": vmi_name,
-                    "uid": uid("VirtualMachineInstance", vmi_name, ns),
+                    "name": owner,
+                    "uid": uid("VirtualMachineInstance", owner, ns),
                     "controller": True,
                     "blockOwnerDeletion": True,
                 }
@@ -601,6 +669,29 @@ def launcher_pod(
         },
         "status": {"phase": phase, "podIP": "10.244.1.17", "podIPs": [{"ip": "10.244.1.17"}]},
     }
+
+
+def owned_by(pod: dict, vmi_uid: str) -> dict:
+    """`pod` bound to the VMI of uid `vmi_uid` as virt-controller binds a launcher pod (its ownerReference and its
+    `kubevirt.io/created-by` label): for an API server that gave the VMI its own uid (a fake or real apiserver)."""
+    pod["metadata"]["ownerReferences"][0]["uid"] = vmi_uid
+    if "kubevirt.io/created-by" in pod["metadata"]["labels"]:
+        pod["metadata"]["labels"]["kubevirt.io/created-by"] = vmi_uid
+    return pod
+
+
+def rebound(pod: dict, uids: Mapping[str, str]) -> dict:
+    """A copy of a dumped launcher `pod` bound, as virt-controller binds it, to the uids an API server gave its VMI
+    when the dump was loaded (`uids`: dumped uid → new uid; its ownerReferences and `kubevirt.io/created-by` label):
+    a pod whose uids are not in `uids` is left as dumped."""
+    pod = copy.deepcopy(pod)
+    meta = pod["metadata"]
+    for ref in meta.get("ownerReferences") or ():
+        ref["uid"] = uids.get(ref.get("uid", ""), ref.get("uid"))
+    labels = meta.get("labels") or {}
+    if "kubevirt.io/created-by" in labels:
+        labels["kubevirt.io/created-by"] = uids.get(labels["kubevirt.io/created-by"], labels["kubevirt.io/created-by"])
+    return pod
 
 
 def namespace(name: str, labels: dict[str, str] | None = None, *, created: str = DEFAULT_CREATED) -> dict:

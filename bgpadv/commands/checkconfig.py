@@ -11,7 +11,9 @@ stderr, exit 0): the metrics listener on loopback (the kubelet probes /healthz a
 at the pod's address, which is the node's with hostNetwork) or on every interface; passive peers on a port below
 1024 (binding it needs UID 0 or CAP_NET_BIND_SERVICE, which the shipped non-root pod does not have); an MD5 password
 inline in the configuration (a ConfigMap) rather than in a Secret file (`md5PasswordFile`); an AS number reserved
-for documentation (RFC 5398: 64496-64511, 65536-65551), valid but most likely copied from an example.
+for documentation (RFC 5398: 64496-64511, 65536-65551), valid but most likely copied from an example;
+a configured network kind that no OVN-K release bgpadv knows routes (`bgpadv.core.datapath`: an IPAM-less
+secondary Layer2 network).
 
 The configuration path is kept as given, made absolute but never resolved through symlinks
 (`exabgp_config.controller_argv`):
@@ -34,6 +36,7 @@ from netaddr import AddrFormatError, IPAddress
 
 from bgpadv.config import Config, json_schema, load_or_report
 from bgpadv.config.schema import DOCUMENTATION_ASNS
+from bgpadv.core import datapath
 from bgpadv.speaker.exabgp_config import (
     controller_argv,
     exabgp_argv,
@@ -103,6 +106,9 @@ def warnings(config: Config) -> list[str]:
             "and point the ToR at it (FRR: neighbor ADDRESS port N)"
         )
     out += _documentation_asns(config)
+    for i, secondary in enumerate(config.networks.secondary):
+        note = datapath.unsupported(datapath.SECONDARY_LAYER2)
+        out.append(f"networks.secondary[{i}] ({secondary.name}): {note}")
     for i, peer in enumerate(config.peers):
         if peer.md5_password is not None and peer.md5_password_file is None:
             out.append(

@@ -238,10 +238,15 @@ def describe_vmi(vmi: Vmi, address: Address | None = None) -> str:
     return "; ".join(parts)
 
 
-def describe_pod(pod: LauncherPod) -> str:
+def describe_pod(pod: LauncherPod, vmi_uid: str | None = None) -> str:
+    """A launcher pod in a few words; with `vmi_uid`, whether KubeVirt binds it to that VMI (`LauncherPod.runs`): a
+    pod that only names the VMI (domain annotation, owner name) is listed but never places it (migration trust)."""
     parts = [f"node {pod.node or '-'}", "finished" if pod.finished else "running"]
     if pod.target_ready:
         parts.append("migration target ready")
+    if vmi_uid is not None and not pod.runs(vmi_uid):
+        stated = ", ".join(u for u in (pod.created_by, pod.owner_uid) if u) or "none"
+        parts.append(f"names the VMI but is not its pod (uids stated {stated}): ignored for placement")
     return "; ".join(parts)
 
 
@@ -352,8 +357,11 @@ class Explainer:
         ]
 
     def _pods_of(self, vmi: Vmi) -> list[tuple[tuple[str, str], LauncherPod]]:
+        """The launcher pods bound to the VMI by its uid, and those that merely name it (listed, never trusted)."""
         return [
-            (k, p) for k, p in sorted(self.state.pods.items()) if k[0] == vmi.key[0] and p.runs(vmi.key[1], vmi.uid)
+            (k, p)
+            for k, p in sorted(self.state.pods.items())
+            if k[0] == vmi.key[0] and (p.runs(vmi.uid) or vmi.key[1] in p.names)
         ]
 
     def _mention_vm(self, vmi: Vmi | None, key: tuple[str, str], out: Explanation, address: Address | None) -> None:
@@ -362,7 +370,7 @@ class Explainer:
             return
         out.objects.append(Mention(vmi.ref, describe_vmi(vmi, address)))
         for pod_key, pod in self._pods_of(vmi):
-            out.objects.append(Mention(_ref("Pod", pod_key), describe_pod(pod)))
+            out.objects.append(Mention(_ref("Pod", pod_key), describe_pod(pod, vmi.uid)))
         for node in sorted({n for n in self._vm_nodes(vmi) if n}):
             view = self.state.nodes.get(node)
             if view is not None:

@@ -21,6 +21,7 @@ from bgpadv.core.state import ClusterState
 from bgpadv.core.views import Claim, VmAddress, Vmi
 from bgpadv.planner import plan as make_plan
 from bgpadv.planner.networks import CUDN_PREFIX
+from bgpadv.runtime.peering import effective
 from bgpadv.safety.guard import Guard
 
 CLUSTER = "cluster"
@@ -71,12 +72,23 @@ def guarded(state: ClusterState, config: Config, node: str | None = None) -> Ins
     return Instance(name, result.observed(plan), {k: tuple(v) for k, v in peers.items()}, by_guard)
 
 
+def served_on(state: ClusterState, config: Config, node: str | None) -> Config:
+    """`config` as the instance on `node` runs it (`bgpadv.runtime.peering.effective`): the peers whose
+    `nodeSelector` the node's labels match, each with the next-hop self addresses derived from the node's
+    InternalIPs (never from an interface: nothing here reads the kernel). `node` None (cluster mode, the pod's node
+    unknown): `config` unchanged."""
+    if node is None:
+        return config
+    return effective(config, state.nodes.get(node), lambda _peer, _version: ())
+
+
 def instances(state: ClusterState, config: Config) -> tuple[Instance, ...]:
-    """Every instance the configuration runs: the one of cluster mode, or one per Node of the state in per-node
-    mode (each judged from its own node, as `plan(node=...)` does)."""
+    """Every instance the configuration runs: the one of cluster mode (with the peers its pod's node serves,
+    `speaker_node`, when known), or one per Node of the state in per-node mode (each judged from its own node, as
+    `plan(node=...)` does, with the peers that node's labels select: `served_on`)."""
     if config.node_name is None:
-        return (guarded(state, config),)
-    return tuple(guarded(state, config, name) for name in sorted(state.nodes) if name)
+        return (guarded(state, served_on(state, config, config.speaker_node)),)
+    return tuple(guarded(state, served_on(state, config, name), name) for name in sorted(state.nodes) if name)
 
 
 def unique_refusals(found: Iterable[Instance]) -> tuple[Refusal, ...]:

@@ -17,6 +17,9 @@ then the refused values, then the addresses without a route.
 
 Exit codes: 0 rendered; 2 the configuration is invalid (every field path on stderr) or the cluster cannot be read
 (a missing manifest, manifests without any object bgpadv reads, an unreachable API, a refused LIST).
+
+An advertised network of a kind no OVN-K release bgpadv knows routes (`bgpadv.core.datapath`) gets a `warning:` line
+on stderr, in both forms: its routes are announced, but the node has no path for them.
 """
 
 from __future__ import annotations
@@ -30,8 +33,8 @@ from typing import TypeVar
 from bgpadv import config as bgpadv_config
 from bgpadv.commands.explain import attributes_json, attributes_text
 from bgpadv.commands.inputs import InputError, read_objects
-from bgpadv.commands.outcome import Instance, Unrouted, guarded, unrouted
-from bgpadv.core import yamlsafe
+from bgpadv.commands.outcome import Instance, Unrouted, guarded, served_on, unrouted
+from bgpadv.core import datapath, yamlsafe
 from bgpadv.core.bounded import brief
 from bgpadv.core.model import Plan, Refusal, Route
 from bgpadv.core.prefix import Address, Prefix
@@ -39,7 +42,7 @@ from bgpadv.core.printable import printable
 from bgpadv.core.reasons import IMPORT_MALFORMED as MALFORMED
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import plan as make_plan
-from bgpadv.runtime.peering import effective, serving_nodes
+from bgpadv.runtime.peering import serving_nodes
 from bgpadv.sources.decode import state_from_objects
 
 OUTPUTS = ("table", "json")
@@ -218,11 +221,26 @@ def main(
         sys.stdout.write(render_imports(rows, output, malformed))
         return 0
     peers = serving_nodes(cfg, state.nodes) if cfg.peer_selection else None  # which node serves which peer
-    if cfg.speaker_node is not None:  # per-node: the peers the node's labels select, self from its InternalIPs
-        cfg = effective(cfg, state.nodes.get(cfg.speaker_node), lambda _peer, _version: ())
+    cfg = served_on(state, cfg, cfg.speaker_node)  # the peers the node's labels select, self from its InternalIPs
     instance = guarded(state, cfg)
+    for warning in datapath_warnings(state, instance.plan):
+        print(f"warning: {warning}", file=sys.stderr)
     sys.stdout.write(render_plan(instance.plan, output, instance, unrouted(state, cfg, (instance,)), peers))
     return 0
+
+
+def datapath_warnings(state: ClusterState, plan: Plan) -> list[str]:
+    """One warning per advertised network whose kind has no node-side path in any known OVN-K release."""
+    out = []
+    for name in sorted(plan.context.networks):
+        view = state.cudns.get(name)
+        if view is None:
+            continue
+        kind = datapath.kind_of(view.topology, view.secondary, view.ipam_disabled)
+        note = datapath.unsupported(kind) if kind is not None else None
+        if note is not None:
+            out.append(f"network {printable(name)}: {note}")
+    return out
 
 
 MAX_LEARNED_PROBLEMS = 100

@@ -725,6 +725,14 @@ class NetworksConfig(_Section):
     host_routes: Annotated[
         StrictBool, Field(alias="hostRoutes", description="Announce one /32 or /128 per address of every running VM.")
     ] = True
+    pod_network_addresses: Annotated[
+        StrictBool,
+        Field(
+            alias="podNetworkAddresses",
+            description="VMs without an IPAMClaim on a primary CUDN: their addresses from OVN-K's "
+            "k8s.ovn.org/pod-networks annotation of the launcher pod (a claim, when present, wins).",
+        ),
+    ] = True
     secondary: Annotated[
         tuple[SecondaryNetworkConfig, ...],
         AfterValidator(_unique(lambda s: s.name, lambda i: (i, "name"), lambda name: f"{name} is listed twice")),

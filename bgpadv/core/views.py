@@ -230,7 +230,12 @@ class Claim:
 class Migration:
     """A VMI's `status.migrationState`. `given_up`: failed, or aborted (`abortStatus: Succeeded`); an abort request
     alone decides nothing. `target_ready`: `targetNodeDomainReadyTimestamp` is set (`target_ready_at`: its wall
-    time when it parses). `timestamps`: its start, end and target-ready times as written (the watch lag)."""
+    time when it parses). `timestamps`: its start, end and target-ready times as written (the watch lag).
+    `decentralized`: a cross-cluster live migration, as KubeVirt tells it (`VirtualMachineInstance.
+    IsDecentralizedMigration`, api/core/v1/types.go: `sourceState` and `targetState` both present and exactly one of
+    them carries a `syncAddress`): the other side of the migration runs in another cluster. `side`: which side this
+    VMI is (`sourceState`/`targetState.virtualMachineInstanceUID` names it, else the side whose node is the VMI's);
+    `target_ready` also reads `targetState.domainReadyTimestamp` there."""
 
     source_node: str | None = None
     target_node: str | None = None
@@ -240,11 +245,13 @@ class Migration:
     target_ready: bool = False
     target_ready_at: float | None = None
     timestamps: tuple[str, ...] = ()
+    decentralized: bool = False
+    side: str | None = None  # of a decentralized migration: "source", "target", or None (unknown)
 
     @property
     def needs_pods(self) -> bool:
         """True when placing the VMI needs its launcher pods: neither completed nor given up, target not known live."""
-        return not self.given_up and not self.completed and not self.target_ready
+        return not self.given_up and not self.completed and not self.target_ready and not self.decentralized
 
 
 class Attachment(NamedTuple):
@@ -260,7 +267,8 @@ class Attachment(NamedTuple):
 class GuestInterface:
     """One `status.interfaces[]` entry (by name). `guest`: its addresses come from the guest agent (`infoSource`
     names `guest-agent`, or is absent). `addresses`: `ipAddresses` (else `ipAddress`), None when neither; at most
-    `MAX_GUEST_ADDRESSES` are kept, `count` is how many were reported; `malformed` when `ipAddresses` is not a list.
+    `MAX_GUEST_ADDRESSES` are kept (of a longer list, the plausible ones first: parsed, no special range), `count` is
+    how many were reported; `malformed` when `ipAddresses` is not a list.
     """
 
     name: str
@@ -302,22 +310,54 @@ class Vmi:
 
 
 @dataclass(frozen=True, slots=True)
+class PodNetwork:
+    """One entry of a launcher pod's `k8s.ovn.org/pod-networks` annotation (OVN-K's own assignment) for a network
+    whose `role` is `primary`: its addresses (`ip_addresses`, else the deprecated `ip_address`), read like a claim's
+    `status.ips` (`decode.claim_ips`), or the problem that refuses them whole."""
+
+    addresses: tuple[VmAddress, ...] = ()
+    refused: Problem | None = None
+
+
+_EMPTY_POD_NETWORKS: Mapping[str, PodNetwork] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
 class LauncherPod:
-    """A virt-launcher pod: the VMI it runs (`kubevirt.io/domain` annotation, `kubevirt.io/created-by` label, as
-    written when strings), its node, whether it finished, whether it says the migration target is ready."""
+    """A virt-launcher pod: the VMI it names (`kubevirt.io/domain` annotation, the name of its VirtualMachineInstance
+    ownerReference: lookup hints only), the VMI uids it states (label `kubevirt.io/created-by`, the uid of its
+    VirtualMachineInstance ownerReference: what makes it that VMI's, see `runs`), its node, whether it finished,
+    whether it says the migration target is ready, and OVN-K's addresses for its primary networks
+    (`networks`: NAD name `<namespace>/<name>` → `PodNetwork`; `networks_problem`: the annotation is not a JSON
+    object)."""
 
     key: tuple[str, str]
     resource_version: str = ""
     namespace: str | None = None
     domain: str | None = None
     created_by: str | None = None
+    owner_name: str | None = None
+    owner_uid: str | None = None
     node: str | None = None
     finished: bool = False
     target_ready: bool = False
+    networks: Mapping[str, PodNetwork] = field(default_factory=lambda: _EMPTY_POD_NETWORKS)
+    networks_problem: Problem | None = None
 
-    def runs(self, vmi_name: str, vmi_uid: str) -> bool:
-        """True when the pod belongs to the VMI (annotation kubevirt.io/domain, or label created-by = its uid)."""
-        return self.domain == vmi_name or (bool(vmi_uid) and self.created_by == vmi_uid)
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The VMI names the pod points at (lookup keys; never proof of anything)."""
+        return tuple(dict.fromkeys(n for n in (self.domain, self.owner_name) if n))
+
+    def runs(self, vmi_uid: str) -> bool:
+        """True when KubeVirt itself says the pod runs the VMI of uid `vmi_uid`: the VMI has a uid, the pod states at
+        least one (label `kubevirt.io/created-by`, VirtualMachineInstance ownerReference uid), and every uid it
+        states is the VMI's. A `kubevirt.io/domain` annotation (or an owner name) alone never makes a pod a VMI's:
+        any pod can carry them (migration trust, rule 6 of `planner.vms`)."""
+        if not vmi_uid:
+            return False
+        stated = [u for u in (self.created_by, self.owner_uid) if u]
+        return bool(stated) and all(u == vmi_uid for u in stated)
 
     def live_on(self, node: str) -> bool:
         """True when the pod runs on `node`, is not finished, and carries the migration-target-ready annotation."""

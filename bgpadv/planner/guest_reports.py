@@ -40,9 +40,18 @@ def _attached(vmi: Vmi, secondary: Mapping[str, Network], out: Collector) -> dic
     return attached
 
 
+def _usable(network: Network, a: VmAddress) -> bool:
+    return a.address is not None and network.check(a.address.version, a.address.value) is None
+
+
 def _reported(vmi: Vmi, attached: dict[str, Network], out: Collector) -> dict[str, tuple[Network, list[VmAddress]]]:
-    """Network name → (network, addresses of all its interfaces), at most `maxAddressesPerInterface` per
-    interface (the rest refused `too-many-addresses`)."""
+    """Network name → (network, addresses of all its interfaces).
+
+    Per interface: the addresses that can never be announced on the network (malformed, link-local, loopback, outside
+    its ranges, ...) go on to be refused one by one and count for nothing; of the others, in address order (IPv4
+    before IPv6, then numerically: KubeVirt's `ipAddresses` carries no stable/temporary flag, and the guest agent's
+    order may change from one report to the next), the first `maxAddressesPerInterface` are taken and the rest is
+    refused `too-many-addresses`."""
     ref = vmi.ref
     taken: dict[str, tuple[Network, list[VmAddress]]] = {}
     for iface in vmi.interfaces:
@@ -55,16 +64,21 @@ def _reported(vmi: Vmi, attached: dict[str, Network], out: Collector) -> dict[st
             continue
         if iface.addresses is None:
             continue
-        addresses = iface.addresses
+        usable = sorted((a for a in iface.addresses if _usable(network, a)), key=lambda a: a.key)
+        refused = [a for a in iface.addresses if not _usable(network, a)]
         limit = network.max_addresses
-        if iface.count > limit:
+        unread = iface.count - len(iface.addresses)  # beyond what the decoder keeps (views.MAX_GUEST_ADDRESSES)
+        if len(usable) > limit or unread > 0:
+            over = usable[limit:]
+            what = f"{len(over)} more valid" + (f" and {unread} unread" if unread > 0 else "")
             message = (
-                f"interface {iface.name} reports {iface.count} addresses; only the first {limit} are taken "
-                f"(networks.secondary[].maxAddressesPerInterface)"
+                f"interface {iface.name} reports {iface.count} addresses; the first {limit} valid ones in address "
+                f"order are taken, {what} refused (networks.secondary[].maxAddressesPerInterface)"
             )
-            out.refuse(ref, iface.tail_text(limit), checks.TOO_MANY_ADDRESSES, message, network.name)
-            addresses = addresses[:limit]
-        taken.setdefault(network.name, (network, []))[1].extend(addresses)
+            value = describe([a.text for a in over]) if over else iface.tail_text(len(iface.addresses))
+            out.refuse(ref, value, checks.TOO_MANY_ADDRESSES, message, network.name)
+            usable = usable[:limit]
+        taken.setdefault(network.name, (network, []))[1].extend([*usable, *refused])
     return taken
 
 

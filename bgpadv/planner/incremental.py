@@ -57,7 +57,8 @@ from bgpadv.planner.conflicts import resolve_conflict
 from bgpadv.planner.guest_reports import namespace_networks, read_vmi_interfaces
 from bgpadv.planner.networks import Networks, advertised_subnets, index_networks, subnet_routes
 from bgpadv.planner.nodes import NodeInfo, index_nodes, node_address_keys
-from bgpadv.planner.placement import needs_pods, placements
+from bgpadv.planner.placement import LauncherPods, needs_pods, placements
+from bgpadv.planner.pod_networks import ClaimLink, claim_link, primary_networks, read_vmi_pods, vmi_pods
 from bgpadv.planner.space import infrastructure_space, next_hop_exclusions
 from bgpadv.planner.vms import host_route
 
@@ -216,6 +217,13 @@ class IncrementalPlanner:
         self._route_keys: list[int] = []
         self._route_list: list[Route] = []
         self._handovers: list[Handover] = []
+        self._pod_entries: dict[tuple[str, str], _Entry] = {}  # per VMI: its addresses from launcher pods
+        self._pod_index: dict[tuple[str, str], dict[tuple[str, str], Any]] = {}  # (ns, VMI name or uid) -> pods
+        self._pod_seen: dict[tuple[str, str], Any] = {}  # pod key -> the view indexed
+        self._uid_vmi: dict[tuple[str, str], tuple[str, str]] = {}  # (ns, VMI uid) -> VMI key
+        self._vmi_uid: dict[tuple[str, str], str] = {}
+        self._claim_links: dict[tuple[str, str], ClaimLink] = {}
+        self._claimed: dict[tuple[str, str], dict[str, int]] = {}  # (ns, VM) -> CUDN -> how many claims
         self._refusals = _Refusals()
         for r in getattr(self, "_global", ()):
             self._refusals.add(r)
@@ -376,6 +384,10 @@ class IncrementalPlanner:
         self._refresh(state.ipam_claims, self._claims, hinted, "ipam_claims", read_claims, networks, dirty)
         if namespace_networks(networks):
             self._refresh(state.vmis, self._vmi_records, hinted, "vmis", read_vmi_interfaces, networks, dirty)
+        if self.config.networks.pod_network_addresses:
+            primary = primary_networks(networks)
+            if primary:
+                self._refresh_pod_networks(state, hinted, primary, dirty)
         # 2. conflicts of the addresses whose holders changed
         out_dirty = self._conflicts(dirty)
         # 3. placements of the VMIs the winners point at
@@ -386,6 +398,129 @@ class IncrementalPlanner:
         out_dirty.update(k for k in changed_keys if k in winners)
         # 4. the host route (or refusal) of every address whose inputs changed
         self._outputs(state, out_dirty)
+
+    # -- addresses from launcher pods (planner.pod_networks) ---------------------------------------------------------
+    def _index_pod(self, key: tuple[str, str], pod: Any, affected: set[tuple[str, str]] | None) -> None:
+        """Move one pod's entry in the pod index to its current view (None: gone); note the VMIs it may concern."""
+        old = self._pod_seen.pop(key, None)
+        for view in (old, pod):
+            if view is None or view.namespace is None:
+                continue
+            ns = view.namespace
+            for k in dict.fromkeys([*view.names, *((view.created_by,) if view.created_by else ())]):
+                if view is old:
+                    bucket = self._pod_index.get((ns, k))
+                    if bucket is not None:
+                        bucket.pop(key, None)
+                        if not bucket:
+                            del self._pod_index[(ns, k)]
+                else:
+                    self._pod_index.setdefault((ns, k), {})[key] = view
+                if affected is not None:
+                    affected.add((ns, k))
+                    vmi_key = self._uid_vmi.get((ns, k))
+                    if vmi_key is not None:
+                        affected.add(vmi_key)
+        if pod is not None:
+            self._pod_seen[key] = pod
+
+    def _link_claim(self, key: tuple[str, str], claim: Any, affected: set[tuple[str, str]] | None) -> None:
+        old = self._claim_links.pop(key, None)
+        new = claim_link(claim) if claim is not None else None
+        if old == new:
+            if new is not None:
+                self._claim_links[key] = new
+            return
+        if old is not None:
+            counts = self._claimed[old[:2]]
+            counts[old[2]] -= 1
+            if not counts[old[2]]:
+                del counts[old[2]]
+                if not counts:
+                    del self._claimed[old[:2]]
+        if new is not None:
+            self._claim_links[key] = new
+            counts = self._claimed.setdefault(new[:2], {})
+            counts[new[2]] = counts.get(new[2], 0) + 1
+        if affected is not None:
+            affected.update(link[:2] for link in (old, new) if link is not None)
+
+    def _note_vmi(self, key: tuple[str, str], vmi: Any) -> None:
+        old_uid = self._vmi_uid.pop(key, None)
+        if old_uid:
+            self._uid_vmi.pop((key[0], old_uid), None)
+        if vmi is not None and vmi.uid:
+            self._vmi_uid[key] = vmi.uid
+            self._uid_vmi[(key[0], vmi.uid)] = key
+
+    def _refresh_pod_networks(
+        self, state: ClusterState, hinted: dict[str, set[object]] | None, primary: Mapping[str, Any], dirty: set[int]
+    ) -> None:
+        """Re-read the pod-assigned addresses of the VMIs whose view, launcher pods or claims changed."""
+        affected: set[tuple[str, str]] | None
+        if hinted is None:
+            affected = None
+            self._pod_index, self._pod_seen, self._claim_links, self._claimed = {}, {}, {}, {}
+            self._uid_vmi, self._vmi_uid = {}, {}
+            for key, vmi in state.vmis.items():
+                self._note_vmi(key, vmi)
+            for key, pod in state.pods.items():
+                self._index_pod(key, pod, None)
+            for key, claim in state.ipam_claims.items():
+                self._link_claim(key, claim, None)
+            keys: Iterable[tuple[str, str]] = [*state.vmis, *(k for k in self._pod_entries if k not in state.vmis)]
+        else:
+            affected = set()
+            for hint in hinted.get("vmis", ()):
+                vkey: Any = hint
+                self._note_vmi(vkey, state.vmis.get(vkey))
+                affected.add(vkey)
+            for hint in hinted.get("pods", ()):
+                pkey: Any = hint
+                self._index_pod(pkey, state.pods.get(pkey), affected)
+            for hint in hinted.get("ipam_claims", ()):
+                ckey: Any = hint
+                self._link_claim(ckey, state.ipam_claims.get(ckey), affected)
+            keys = affected
+        for key in keys:
+            self._reread_pod_entry(state, key, primary, dirty)
+
+    def _reread_pod_entry(
+        self, state: ClusterState, key: tuple[str, str], primary: Mapping[str, Any], dirty: set[int]
+    ) -> None:
+        vmi = state.vmis.get(key)
+        old = self._pod_entries.get(key)
+        if vmi is None or not vmi.uid:
+            signature: tuple[Any, ...] | None = None
+        else:
+            claimed = frozenset(self._claimed.get(key, {}))
+            pods: tuple[Any, ...] = ()
+            if not any(c in primary for c in claimed):  # a claim holds the VM's address: its pods are not read
+                found: dict[tuple[str, str], Any] = {}
+                for k in (vmi.key[1], vmi.uid):
+                    found.update(self._pod_index.get((vmi.key[0], k), {}))
+                pods = vmi_pods(vmi, LauncherPods(found))
+            signature = (vmi, pods, claimed)
+        if old is not None and signature is not None:
+            previous: Any = old.obj
+            o_vmi, o_pods, o_claimed = previous
+            if (
+                o_vmi is signature[0]
+                and len(o_pods) == len(signature[1])
+                and all(a is b for a, b in zip(o_pods, signature[1], strict=True))
+                and o_claimed == signature[2]
+            ):
+                return
+        if old is not None:
+            self._drop_entry(self._pod_entries.pop(key), dirty)
+        if signature is None:
+            return
+        out = Collector()
+        claimed_links = {(key[0], key[1], c) for c in signature[2]}
+        read_vmi_pods(vmi, signature[1], primary, claimed_links, out)  # type: ignore[arg-type]
+        entry = _Entry(signature, *out.entry())
+        self._pod_entries[key] = entry
+        self._add_entry(entry, dirty)
 
     def _conflicts(self, dirty: set[int]) -> set[int]:
         """Resolve the conflicts of the addresses whose holders changed; the addresses whose winner changed."""

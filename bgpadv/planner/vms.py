@@ -1,5 +1,5 @@
-"""VM host routes: which address (IPAMClaim, or the guest on IPAM-less secondary networks), on which node, which
-next hop.
+"""VM host routes: which address (IPAMClaim, the launcher pod's OVN-K assignment without a claim, or the guest on
+IPAM-less secondary networks), on which node, which next hop.
 
 Rules, in the order the planner applies them to each IPAMClaim:
 
@@ -31,9 +31,12 @@ Rules, in the order the planner applies them to each IPAMClaim:
    refusal.
 6. Node: `status.nodeName`, except during a live migration (`status.migrationState` present and neither
    completed, failed nor abortStatus Succeeded) where the target node wins once the target is live:
-   `migrationState.targetNodeDomainReadyTimestamp` is set, or a launcher pod of the VMI (annotation
-   `kubevirt.io/domain` = VMI name, or label `kubevirt.io/created-by` = VMI uid) on the target node carries the
-   annotation `kubevirt.io/migration-target-ready-timestamp`. An abort request alone changes nothing: once the
+   `migrationState.targetNodeDomainReadyTimestamp` is set, or a launcher pod of the VMI on the target node carries the
+   annotation `kubevirt.io/migration-target-ready-timestamp`. A pod is the VMI's only by KubeVirt's own statement
+   (`LauncherPod.runs`): the VMI has a uid, and every uid the pod states (its VirtualMachineInstance ownerReference,
+   its label `kubevirt.io/created-by`; at least one) is that uid. The `kubevirt.io/domain` annotation and the
+   VM-name labels only help find the pod: a pod that carries another VM's domain annotation never moves its route. An
+   abort request alone changes nothing: once the
    target domain runs the abort fails (`abortStatus: Failed`) and the VM is on the target. A completed migration
    is on `migrationState.targetNode` (even before `status.nodeName` flips). A failed or aborted
    (`abortStatus: Succeeded`) migration stays on (returns to) the source: `status.nodeName`, else
@@ -45,6 +48,12 @@ Rules, in the order the planner applies them to each IPAMClaim:
 6c. Nodes: with `followRouteAdvertisements`, a VM placed on a node that no default-VRF RouteAdvertisements
    advertising its network selects (`nodeSelector`, see `networks`) is refused `node-not-selected`, with either
    next-hop setting (checked before rules 7-8).
+   6d. Cross-cluster (decentralized) live migration (`migrationState.sourceState` and `targetState` both present,
+   exactly one with a `syncAddress`, as KubeVirt's `IsDecentralizedMigration` reads it): the other side's node is in
+   another cluster and is never a placement. The source side keeps the VM on `status.nodeName` until the target
+   domain is live (per-node mode: until completion, as in 6b), then the VM is away: its routes are withdrawn like a
+   stopped VM's, with no refusal. The target side (`targetState.virtualMachineInstanceUID` is this VMI's uid) places
+   it on `status.nodeName` from target-ready on (also `targetState.domainReadyTimestamp`), never when given up.
 7. Next hop: config `nextHop: self` → None (the speaker's address); `node` → that node's address of the route's
    family (`nodes`), or the refusal `no-node-address` when the node is unknown or has none, `invalid-node-address`
    when its only addresses of that family can never be next hops (loopback, link-local, inside an advertised
@@ -65,17 +74,31 @@ advertised, refused by rule 1 before any conflict.
    NAD's namespace (the VMI's when not written) and the VMI's own are namespaces the CUDN's `namespaceSelector`
    selects by their real labels (else the attachment is refused `namespace-not-selected`, rule 1b).
    The addresses are the `status.interfaces[]` entry of the same `name`: `ipAddresses` (else `ipAddress`), bare IPs,
-   taken only when `infoSource` names `guest-agent` (or is absent, older KubeVirt). A guest reports anything: at most
-   `maxAddressesPerInterface` entries are taken per interface (the rest refused `too-many-addresses`), each
-   validated as for claims (plus `outside-allowed-prefixes` against the configured allowed prefixes), with the VMI as
-   the source; conflicts with claims or other VMIs, running, node and next hop follow rules 4-8. A primary network
+   taken only when `infoSource` names `guest-agent` (or is absent, older KubeVirt). A guest reports anything: each
+   address is validated as for claims (plus `outside-allowed-prefixes` against the configured allowed prefixes) and
+   what fails is refused with its reason *before* the bound counts anything, so a link-local or loopback report never
+   crowds out a real address; of the valid ones, the first `maxAddressesPerInterface` in address order (IPv4 before
+   IPv6, then numerically: KubeVirt's `ipAddresses` carries no stable/temporary flag, and the guest agent's order
+   changes between reports) are taken and the rest refused `too-many-addresses`. The decoder keeps at most
+   `views.MAX_GUEST_ADDRESSES` entries per interface, the plausible (non-special) ones first. The VMI is the source;
+   conflicts with claims or other VMIs, running, node and next hop follow rules 4-8. A primary network
    with `ipam.mode: Disabled` cannot exist under the CRD: `networks` refuses it (`invalid-network-definition`), so
    no address is ever read from the primary UDN interface.
+
+10. VMs without an IPAMClaim (`networks.podNetworkAddresses`, default true): on an advertised primary Layer2 or
+   Layer3 CUDN, a Running VMI's addresses are OVN-K's own assignment, the `k8s.ovn.org/pod-networks` entry of its
+   launcher pod (a pod KubeVirt says runs it, rule 6) keyed by the NAD name `<VMI namespace>/<CUDN name>` with role
+   `primary` (`ip_addresses`, else the deprecated `ip_address`; read like a claim's `status.ips`, rule 3). During a
+   live migration both launcher pods list the same addresses (OVN-K copies them to the target pod); the unfinished
+   pod on `status.nodeName` is read, else the first by name. An IPAMClaim of the VM naming that network (any claim
+   not being deleted, allocated or not) wins: the pod is not read for it. The VMI is the source and its age counts
+   in conflicts; rules 3-8 apply as for claims.
 
 The reading of each object is the decoder's (`bgpadv.sources.decode`, into `bgpadv.core.views`): a claim's
 addresses, its VM, a VMI's migration and guest reports arrive parsed, with their problems. The rules live in the
 modules that apply them, used alike by `host_routes` (the full planner) and `planner.incremental` (one object at a
-time): `claims` (rules 1-3 for IPAMClaims), `guest_reports` (rule 9), `candidates` (validation into a `Collector`;
+time): `claims` (rules 1-3 for IPAMClaims), `guest_reports` (rule 9), `pod_networks` (rule 10), `candidates` (validation
+into a `Collector`;
 `Collector.entry()` is what one object contributes), `conflicts` (rule 4), `placement` (rules 5-6b), and here
 `host_route` (rules 7-8, one winning address).
 """
@@ -99,6 +122,7 @@ from bgpadv.planner.guest_reports import namespace_networks, read_vmi_interfaces
 from bgpadv.planner.networks import Network, Networks
 from bgpadv.planner.nodes import NodeInfo, node_address_keys
 from bgpadv.planner.placement import LauncherPods, needs_pods, placements, vmi_node
+from bgpadv.planner.pod_networks import claim_links, read_pod_networks
 
 __all__ = [
     "MAX_CLAIM_IPS",
@@ -130,6 +154,8 @@ def host_routes(
         return [], []
     read_claims(state.ipam_claims, networks, out)
     read_vmi_interfaces(state.vmis, networks, out)
+    if config.networks.pod_network_addresses:
+        read_pod_networks(state.vmis, state, networks, claim_links(state.ipam_claims.values()), out)
     out.validate()
     resolve_conflicts(out)
     placed = placements({c.vmi for c in out.owner.values()}, state, config.node_name)

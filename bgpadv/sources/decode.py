@@ -42,6 +42,7 @@ from bgpadv.core.views import (
     Network,
     Node,
     OwnerRef,
+    PodNetwork,
     Problem,
     RouteAdvertisement,
     View,
@@ -63,10 +64,16 @@ VM_LABEL = "kubevirt.io/vm"
 DOMAIN_ANNOTATION = "kubevirt.io/domain"
 CREATED_BY_LABEL = "kubevirt.io/created-by"
 TARGET_READY_ANNOTATION = "kubevirt.io/migration-target-ready-timestamp"
+POD_NETWORKS_ANNOTATION = "k8s.ovn.org/pod-networks"
+"""OVN-K's per-pod assignment, keyed by NAD name `<namespace>/<name>` (go-controller/pkg/util/pod_annotation.go,
+`MarshalPodAnnotation`; `GetNADName` in pkg/util/multi_network.go)."""
+MAX_POD_NETWORKS = 16
+"""Most entries of `k8s.ovn.org/pod-networks` read per pod (a pod has one primary network and a few secondary ones)."""
 OWNER_KINDS = ("VirtualMachine", "VirtualMachineInstance")
 DEFAULT_HOST_SUBNET = {4: 24, 6: 64}
 """OVN-K's host subnet length when a Layer3 subnet sets no `hostSubnet` (its cluster-subnet parser's defaults)."""
 _TAIL = 9  # entries kept beyond MAX_GUEST_ADDRESSES: a refusal shows 8 entries and "..." (bounded.brief)
+_SCAN = 4 * MAX_GUEST_ADDRESSES  # guest-reported entries parsed per interface (the plausible ones are kept)
 _MIGRATION_TIMES = ("startTimestamp", "endTimestamp", "targetNodeDomainReadyTimestamp")
 _EMPTY: Mapping = MappingProxyType({})
 
@@ -786,11 +793,39 @@ def _nonempty(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def decode_migration(raw: object) -> Migration | None:
-    """A VMI's `status.migrationState` (None when it is not a mapping): the one reading of a live migration."""
+def _side(source_state: Mapping, target_state: Mapping, uid: str, node: object, source_node: object) -> str | None:
+    """Which side of a decentralized migration this VMI is: KubeVirt names each side's VMI uid
+    (`sourceState/targetState.virtualMachineInstanceUID`); without them, the side whose node is the VMI's."""
+    if uid:
+        if source_state.get("virtualMachineInstanceUID") == uid:
+            return "source"
+        if target_state.get("virtualMachineInstanceUID") == uid:
+            return "target"
+    if isinstance(node, str) and node:
+        if node in (source_node, source_state.get("node")):
+            return "source"
+        if node == target_state.get("node"):
+            return "target"
+    return None
+
+
+def decode_migration(raw: object, uid: str = "", node: object = None) -> Migration | None:
+    """A VMI's `status.migrationState` (None when it is not a mapping): the one reading of a live migration.
+    `uid`, `node`: the VMI's, to tell the side of a decentralized migration."""
     if not isinstance(raw, dict):
         return None
     ready = raw.get("targetNodeDomainReadyTimestamp")
+    source_state, target_state = raw.get("sourceState"), raw.get("targetState")
+    side = None
+    decentralized = (
+        isinstance(source_state, dict)
+        and isinstance(target_state, dict)
+        and ((source_state.get("syncAddress") is None) != (target_state.get("syncAddress") is None))
+    )
+    if decentralized:
+        assert isinstance(source_state, dict) and isinstance(target_state, dict)
+        side = _side(source_state, target_state, uid, node, raw.get("sourceNode"))
+        ready = ready or target_state.get("domainReadyTimestamp")
     return Migration(
         source_node=_nonempty(raw.get("sourceNode")),
         target_node=_nonempty(raw.get("targetNode")),
@@ -800,6 +835,8 @@ def decode_migration(raw: object) -> Migration | None:
         target_ready=bool(ready),
         target_ready_at=_wall(ready),
         timestamps=tuple(s for s in (raw.get(n) for n in _MIGRATION_TIMES) if isinstance(s, str)),
+        decentralized=decentralized,
+        side=side,
     )
 
 
@@ -813,6 +850,11 @@ def _guest_reported(iface: Mapping) -> bool:
     return isinstance(source, str) and "guest-agent" in (part.strip() for part in source.split(","))
 
 
+def _plausible(a: VmAddress) -> bool:
+    """A parsed address outside every special range (link-local, loopback, ...): one the planner may take."""
+    return a.address is not None and special_range_reason(a.address.version, a.address.value, a.address.value) is None
+
+
 def _interface(iface: Mapping, name: str) -> GuestInterface:
     values = iface.get("ipAddresses")
     if values is None and iface.get("ipAddress") is not None:
@@ -824,11 +866,14 @@ def _interface(iface: Mapping, name: str) -> GuestInterface:
         return GuestInterface(
             name, guest, malformed=Problem(describe(values), reasons.MALFORMED_OBJECT, "ipAddresses is not a list")
         )
-    kept = values[:MAX_GUEST_ADDRESSES]
+    scanned = [_vm_address(v) for v in values[:_SCAN]]
+    if len(values) > MAX_GUEST_ADDRESSES:
+        # the plausible ones first, so that a guest's real address is never cut off by link-local or garbage entries
+        scanned.sort(key=lambda a: not _plausible(a))
     return GuestInterface(
         name,
         guest,
-        addresses=tuple(_vm_address(v) for v in kept),
+        addresses=tuple(scanned[:MAX_GUEST_ADDRESSES]),
         count=len(values),
         reported=tuple(values[: MAX_GUEST_ADDRESSES + _TAIL]) if len(values) > 1 else (),
     )
@@ -876,7 +921,7 @@ def decode_vmi(obj: object, key: object = None) -> Vmi:
         deleting=bool(meta.get("deletionTimestamp")),
         node_name=node if isinstance(node, str) else None,
         node_name_set=node is not None,
-        migration=decode_migration(status.get("migrationState")),
+        migration=decode_migration(status.get("migrationState"), uid, node),
         attachments=attachments,
         interfaces=tuple(interfaces),
     )
@@ -885,23 +930,73 @@ def decode_vmi(obj: object, key: object = None) -> Vmi:
 # -- virt-launcher pods ---------------------------------------------------------------------------------------------
 
 
+def _vmi_owner(meta: Mapping) -> tuple[str | None, str | None]:
+    """(name, uid) of the pod's VirtualMachineInstance ownerReference (virt-controller sets one, controller: true)."""
+    for owner in _list(meta.get("ownerReferences"))[:16]:
+        if isinstance(owner, dict) and owner.get("kind") == VMI_KIND:
+            return _nonempty(owner.get("name")), _nonempty(owner.get("uid"))
+    return None, None
+
+
+def _pod_network(entry: object) -> PodNetwork | None:
+    """One `k8s.ovn.org/pod-networks` entry of role `primary` (None: another role, or not a mapping)."""
+    if not isinstance(entry, dict) or entry.get("role") != "primary":
+        return None
+    values = entry.get("ip_addresses")
+    if values is None and entry.get("ip_address") is not None:
+        values = [entry.get("ip_address")]  # the deprecated single-address form
+    if values is None:
+        return PodNetwork()
+    if not isinstance(values, list):
+        return PodNetwork(refused=Problem(describe(values), reasons.MALFORMED_OBJECT, "ip_addresses is not a list"))
+    addresses, problem = claim_ips(values)
+    if problem is not None:
+        message = problem.message.replace("status.ips", "ip_addresses").replace("the claim is", "it is")
+        problem = Problem(problem.value, problem.reason, message)
+    return PodNetwork(addresses, problem)
+
+
+def _pod_networks(annotations: Mapping) -> tuple[Mapping[str, PodNetwork], Problem | None]:
+    """The primary entries of `k8s.ovn.org/pod-networks` by NAD name, or the problem of the annotation."""
+    raw = annotations.get(POD_NETWORKS_ANNOTATION)
+    if raw is None:
+        return _EMPTY, None
+    decoded, ok = _json(annotations, POD_NETWORKS_ANNOTATION)
+    if not ok or not isinstance(decoded, dict):
+        message = f"annotation {POD_NETWORKS_ANNOTATION} is not a JSON object"
+        return _EMPTY, Problem(describe(raw), reasons.MALFORMED_OBJECT, message)
+    out: dict[str, PodNetwork] = {}
+    for nad, entry in list(decoded.items())[:MAX_POD_NETWORKS]:
+        network = _pod_network(entry)
+        if network is not None and isinstance(nad, str):
+            out[nad] = network
+    return MappingProxyType(out), None
+
+
 def decode_launcher_pod(obj: object, key: object = None) -> LauncherPod:
     raw = _map(obj)
     meta = _map(raw.get("metadata"))
     namespace = meta.get("namespace")
     pkey = _key_pair(key) if key is not None else (_str(namespace), _str(meta.get("name")))
-    domain = _map(meta.get("annotations")).get(DOMAIN_ANNOTATION)
+    annotations = _map(meta.get("annotations"))
+    domain = annotations.get(DOMAIN_ANNOTATION)
     created_by = _map(meta.get("labels")).get(CREATED_BY_LABEL)
     node = _map(raw.get("spec")).get("nodeName")
+    owner_name, owner_uid = _vmi_owner(meta)
+    networks, problem = _pod_networks(annotations)
     return LauncherPod(
         key=pkey,
         resource_version=_version(meta),
         namespace=namespace if isinstance(namespace, str) else None,
         domain=domain if isinstance(domain, str) else None,
-        created_by=created_by if isinstance(created_by, str) else None,
+        created_by=created_by if isinstance(created_by, str) and created_by else None,
+        owner_name=owner_name,
+        owner_uid=owner_uid,
         node=node if isinstance(node, str) else None,
         finished=_map(raw.get("status")).get("phase") in ("Failed", "Succeeded"),
-        target_ready=bool(_map(meta.get("annotations")).get(TARGET_READY_ANNOTATION)),
+        target_ready=bool(annotations.get(TARGET_READY_ANNOTATION)),
+        networks=networks,
+        networks_problem=problem,
     )
 
 

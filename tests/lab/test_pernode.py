@@ -141,6 +141,8 @@ def test_a_live_migration_hands_the_vm_address_from_source_to_target_without_a_g
         state = k8s.migration_state("worker-1", "worker-2", vmi="vm-m")
         api.patch_status("kubevirt.io/v1", "VirtualMachineInstance", "vm-m", NS, {"status": {"migrationState": state}})
         target = k8s.launcher_pod(NS, "vm-m", "worker-2", suffix="tgt01", migration_job="migration-1")
+        vmi = api.get("kubevirt.io/v1", "VirtualMachineInstance", "vm-m", NS)
+        k8s.owned_by(target, vmi["metadata"]["uid"])  # the uid the API server gave the VMI: KubeVirt's own link
         api.create(target)
         time.sleep(1.0)  # nothing may change at the ToR while the target is not live
         assert paths(frr.vtysh_json("show bgp ipv4 unicast json"), MOVER)[1] == [W1]

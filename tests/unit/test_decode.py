@@ -258,7 +258,9 @@ def test_a_guest_reporting_thousands_of_addresses_is_kept_bounded():
 def test_a_launcher_pod_says_where_it_runs_and_whether_the_target_is_ready():
     pod = k8s.launcher_pod(NS, "vm-a", "worker-2", target_ready="2025-03-01T10:00:05Z", migration_job="j")
     view = decode.decode(resources.LAUNCHER_POD, pod)
-    assert view.runs("vm-a", "") and view.live_on("worker-2") and not view.live_on("worker-1")  # type: ignore[union-attr]
+    vmi_uid = k8s.uid("VirtualMachineInstance", "vm-a", NS)
+    assert view.runs(vmi_uid) and not view.runs("") and not view.runs(k8s.uid("VirtualMachineInstance", "vm-b", NS))  # type: ignore[union-attr]
+    assert view.live_on("worker-2") and not view.live_on("worker-1")  # type: ignore[union-attr]
 
 
 # -- hostile shapes -------------------------------------------------------------------------------------------------

@@ -258,6 +258,44 @@ def test_per_node_mode_names_the_instance_of_each_route_and_both_during_a_migrat
     assert "INSTANCE" in explain.render(result, "table")
 
 
+RACK = "topology.bgpadv.io/rack"
+TOR_A = {"address": "10.0.0.1", "asn": 64512, "nodeSelector": {"matchLabels": {RACK: "a"}}}
+TOR_B = {"address": "10.0.0.2", "asn": 64512, "nodeSelector": {"matchLabels": {RACK: "b"}}}
+SPINE = {"address": "192.0.2.1", "asn": 64600, "ebgpMultihop": 3}  # no nodeSelector: every node's instance
+
+
+def racks() -> list[dict]:
+    """worker-1 in rack a, worker-2 in rack b; web-1 on worker-1, web-2 on worker-2 (vmnet-a)."""
+    return [
+        k8s.node("worker-1", "10.0.0.11", labels={RACK: "a"}),
+        k8s.node("worker-2", "10.0.0.12", labels={RACK: "b"}),
+        k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24"], labels=k8s.ADVERTISED),
+        k8s.ipam_claim(NS, "web-1.default", "web-1", NET, ["192.168.100.10/24"]),
+        k8s.vmi(NS, "web-1", "worker-1", interfaces=[k8s.interface(["192.168.100.10"])]),
+        k8s.launcher_pod(NS, "web-1", "worker-1"),
+        k8s.ipam_claim(NS, "web-2.default", "web-2", NET, ["192.168.100.11/24"]),
+        k8s.vmi(NS, "web-2", "worker-2", interfaces=[k8s.interface(["192.168.100.11"])]),
+        k8s.launcher_pod(NS, "web-2", "worker-2"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        pytest.param("192.168.100.10", {("worker-1", "10.0.0.11", ("10.0.0.1", "192.0.2.1"))}, id="rack-a-vm"),
+        pytest.param("192.168.100.11", {("worker-2", "10.0.0.12", ("10.0.0.2", "192.0.2.1"))}, id="rack-b-vm"),
+    ],
+)
+def test_per_node_explain_names_only_the_peers_the_nodes_labels_select(query, expected):
+    """Each node's instance peers with the peers whose nodeSelector its labels match (as render and the controller
+    do): a rack's VM goes to its rack's ToR and the unselective spine, never to the other rack's ToR."""
+    state = k8s.state(racks())
+    cfg = k8s.config(mode="per-node", nodeName="worker-1", peers=[TOR_A, TOR_B, SPINE])
+    result = Explainer(state, cfg, instances(state, cfg)).explain(parse_query(query))
+    host = {(a.instance, str(a.route.next_hop), a.peers) for a in result.routes if a.route.kind == "host"}
+    assert (result.verdict, host) == ("announced", expected)
+
+
 def test_every_published_reason_code_is_explained_from_its_docstring():
     meanings = reason_meanings()
     missing = [code for code in reasons.ALL_REASONS if not meanings.get(code)]

@@ -291,6 +291,22 @@ def test_check_config_warns_of_metrics_on_every_interface(tmp_path, capsys):
     )
 
 
+def test_check_config_warns_that_no_ovnk_release_routes_an_ipamless_secondary_network(tmp_path, capsys):
+    text = (
+        "localASN: 64513\npeers: [{address: 10.0.0.1, asn: 64512}]\n"
+        'metrics: {listen: "10.0.0.11:9179"}\n'
+        "networks: {secondary: [{name: static, allowedPrefixes: [10.70.0.0/24]}]}\n"
+    )
+    code, warnings = _check(tmp_path, text, capsys)
+    assert code == 0
+    assert warnings == [
+        "networks.secondary[0] (static): IPAM-less secondary Layer2 CUDN: no OVN-Kubernetes release bgpadv knows "
+        "(v1.0.0, v1.1.0, v1.2.0, v1.3.0) provides the node-side path for routed ingress and egress; "
+        "RouteAdvertisements refuses secondary networks in every known release: announced routes have no node-side "
+        "path until OVN-K ships routed ingress for them"
+    ]
+
+
 # --- the command line ---------------------------------------------------------------------------------------------
 
 

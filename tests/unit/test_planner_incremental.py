@@ -160,6 +160,12 @@ def _migration(vm: str, source: str, target: str, variant: int) -> dict | None:
         4: {"failed": True},
         5: {"abort_requested": True, "abort_status": "Succeeded"},
         6: {"abort_requested": True, "abort_status": "Failed"},
+        # decentralized (cross-cluster): this VMI the source, then the target side
+        7: {"decentralized": "source"},
+        8: {"decentralized": "source", "target_ready": "2025-03-01T10:00:10Z"},
+        9: {"decentralized": "source", "target_ready": "2025-03-01T10:00:10Z", "completed": True},
+        10: {"decentralized": "target", "target_ready": "2025-03-01T10:00:10Z"},
+        11: {"decentralized": "target"},
     }
     return k8s.migration_state(source, target, vmi=vm, **options[variant])
 
@@ -192,7 +198,7 @@ vmis = st.builds(
     st.sampled_from((*NODES, None, "worker-9")),
     st.sampled_from(NODES),
     st.sampled_from(["Running"] * 5 + ["Scheduling", "Succeeded"]),
-    st.sampled_from((0, 0, 1, 1, 1, 2, 3, 4, 5, 6)),
+    st.sampled_from((0, 0, 1, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)),
     st.none()
     | st.lists(st.sampled_from(("10.150.0.10", "10.150.0.11", "10.150.0.1", "10.100.0.10", "10.150.7.1")), max_size=6),
     st.sampled_from(CREATED),
@@ -203,9 +209,18 @@ namespaces = st.builds(
     st.sampled_from(("apps", "imported-vms")),
     st.booleans(),
 )
+POD_IPS = (*ADDRESSES, "10.132.2.5/24", "fd10:132:0:2::5/64", "10.132.9.9/24")
 pods = st.builds(
-    lambda ns, vm, node, suffix, ready, phase: k8s.launcher_pod(
-        ns, vm, node, suffix=suffix, target_ready="2025-03-01T10:00:05Z" if ready else None, phase=phase
+    lambda ns, vm, node, suffix, ready, phase, ips, nad, runs_for: k8s.launcher_pod(
+        ns,
+        vm,
+        node,
+        suffix=suffix,
+        target_ready="2025-03-01T10:00:05Z" if ready else None,
+        phase=phase,
+        ips=ips,
+        nad=nad,
+        runs_for=runs_for,
     ),
     st.sampled_from(NAMESPACES),
     st.sampled_from(VMS),
@@ -213,6 +228,9 @@ pods = st.builds(
     st.sampled_from(("tgt01", "tgt01", "x7k2p")),
     st.sampled_from((True, True, False)),
     st.sampled_from(("Running", "Running", "Running", "Failed")),
+    st.lists(st.sampled_from(POD_IPS), max_size=3),  # OVN-K's assignment (k8s.ovn.org/pod-networks)
+    st.sampled_from(("net-a", "net-a", "l3", "net-b", "flat", None)),
+    st.sampled_from((None, None, None, "vm-a")),  # another VMI's pod carrying this one's domain annotation
 )
 ras_vrf = st.builds(  # RouteAdvertisements (read with followRouteAdvertisements): VRF, node selector, advert. types
     lambda name, vrf, node_selector, kinds: k8s.route_advertisements(
@@ -248,6 +266,7 @@ CONFIGS = {
     "no-subnets": k8s.config(networks={"subnets": False}),
     "follow-ra": k8s.config(networks={**SECONDARY, "followRouteAdvertisements": True}),
     "per-node-follow-ra": k8s.config(nodeName="worker-2", networks={"followRouteAdvertisements": True}),
+    "no-pod-addresses": k8s.config(networks={"podNetworkAddresses": False}),
 }
 
 

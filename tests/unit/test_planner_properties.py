@@ -12,6 +12,8 @@ depend on the order objects were listed in;
 
 from __future__ import annotations
 
+import json
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from netaddr import IPAddress, IPNetwork, IPSet
@@ -98,6 +100,10 @@ PATHS = [
     ("metadata", "annotations", "k8s.ovn.org/node-primary-ifaddr"),
     ("metadata", "annotations", "kubevirt.io/migration-target-ready-timestamp"),
     ("metadata", "annotations", "kubevirt.io/domain"),
+    ("metadata", "annotations", "k8s.ovn.org/pod-networks"),
+    ("metadata", "ownerReferences"),
+    ("status", "migrationState", "sourceState"),
+    ("status", "migrationState", "targetState"),
     ("metadata", "labels", "kubevirt.io/created-by"),
     ("metadata", "labels", "kubevirt.io/vm"),
     ("status", "migrationState", "targetNodeDomainReadyTimestamp"),
@@ -226,12 +232,18 @@ def clusters(draw):
     for i in range(n):
         ips = draw(st.lists(addresses, max_size=3))
         created = f"2025-02-{draw(st.integers(10, 12))}T08:00:00Z"
-        objects.append(k8s.ipam_claim(NS, f"vm-{i}.default", f"vm-{i}", "cluster_udn_vmnet-a", ips, created=created))
+        claimless = draw(st.sampled_from([False, False, True]))  # OVN-K's assignment in the launcher pod instead
+        if not claimless:
+            objects.append(
+                k8s.ipam_claim(NS, f"vm-{i}.default", f"vm-{i}", "cluster_udn_vmnet-a", ips, created=created)
+            )
         if draw(st.booleans()):
             node = draw(st.sampled_from(["worker-1", "worker-2", "worker-9"]))
             objects.append(
                 k8s.vmi(NS, f"vm-{i}", node, phase=draw(st.sampled_from(["Running", "Running", "Succeeded"])))
             )
+            if claimless:
+                objects.append(k8s.launcher_pod(NS, f"vm-{i}", node, ips=ips, nad="vmnet-a"))
     return objects, infra, gateways
 
 
@@ -325,17 +337,25 @@ def test_every_address_of_a_running_vm_on_a_known_node_is_announced_or_refused(c
     network_refused = {x.source.name for x in result.rejected if x.value == "cluster_udn_vmnet-a"}
     refused_whole = {x.source.name for x in result.rejected if x.reason == checks.MALFORMED_OBJECT}
     for o in objects:
-        if o["kind"] != "IPAMClaim" or o["metadata"]["labels"]["kubevirt.io/vm"] not in running:
+        if o["kind"] not in ("IPAMClaim", "Pod") or o["metadata"]["labels"]["kubevirt.io/vm"] not in running:
             continue
-        name = o["metadata"]["name"]
+        if o["kind"] == "Pod":  # a VM without a claim: its source is the VMI, its addresses OVN-K's annotation
+            annotation = o["metadata"]["annotations"].get("k8s.ovn.org/pod-networks")
+            if annotation is None or "vmnet-a" not in result.context.networks:
+                continue  # no assignment, or the network is not advertised (its CUDN carries the refusal)
+            name = o["metadata"]["labels"]["kubevirt.io/vm"]
+            ips = json.loads(annotation)[f"{NS}/vmnet-a"]["ip_addresses"]
+        else:
+            name = o["metadata"]["name"]
+            ips = o["status"]["ips"]
         if name in network_refused:  # the network itself is refused: so is every address on it
             continue
-        parsed_ips = {p[:2] for p in map(checks.parse_address, o["status"]["ips"]) if p is not None}
+        parsed_ips = {p[:2] for p in map(checks.parse_address, ips) if p is not None}
         if len(parsed_ips) > len({version for version, _ in parsed_ips}):  # two addresses of one family
             assert name in refused_whole
             assert not any(source == name for source, _ in announced_by)
             continue
-        for ip in o["status"]["ips"]:
+        for ip in ips:
             parsed = checks.parse_address(ip)
             if parsed is None:
                 assert (name, checks.describe(ip)) in refused_values, ip

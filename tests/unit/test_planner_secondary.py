@@ -175,7 +175,7 @@ def test_a_thousand_addresses_take_only_the_configured_number_and_refuse_the_res
     p = run(today(), guest(flood))
     assert {r[0] for r in hosts(p)} == {"10.70.0.3/32", "10.70.0.4/32", "10.70.0.5/32", "10.70.0.6/32"}
     assert [r.reason for r in p.rejected] == ["too-many-addresses"]
-    assert "reports 1000 addresses; only the first 4 are taken" in p.rejected[0].message
+    assert "reports 1000 addresses; the first 4 valid ones in address order are taken" in p.rejected[0].message
 
 
 @pytest.mark.parametrize(
@@ -242,3 +242,55 @@ def test_the_guard_lets_guest_routes_of_a_network_with_only_allowed_prefixes_thr
     guarded = guard.check(p.routes, guard.context(p))
     assert {str(r.prefix) for peer in guarded.per_peer.values() for r in peer} == {"10.70.0.20/32"}
     assert guarded.rejected == ()
+
+
+# --- refused addresses never count against the per-interface bound (issue 20, item 3) -----------------------------
+
+V6 = {"secondary": [{"name": "static", "allowedPrefixes": ["10.70.0.0/24", "fd10:70::/64"],
+                     "maxAddressesPerInterface": 3}]}  # fmt: skip
+LINK_LOCAL = "fe80::7b:4cff:fe00:22"
+STABLE = "fd10:70::22"
+TEMPORARY = ["fd10:70::9c3e:41d0:77a1:2b10", "fd10:70::e0f4:1a2b:3c4d:5e6f"]  # RFC 8981 privacy addresses
+
+
+@pytest.mark.parametrize(
+    "reported",
+    [
+        pytest.param([LINK_LOCAL, *TEMPORARY, STABLE], id="link-local-first-as-a-bridge-binding-reports-it"),
+        pytest.param([*TEMPORARY, LINK_LOCAL, STABLE], id="link-local-between"),
+        pytest.param([STABLE, *TEMPORARY, LINK_LOCAL], id="stable-first"),
+    ],
+)
+def test_a_link_local_report_never_crowds_out_the_stable_address(reported):
+    p = run(today(), guest(reported), networks=V6)
+    assert {r[0] for r in hosts(p)} == {f"{STABLE}/128", *(f"{t}/128" for t in TEMPORARY)}
+    assert refused(p) == {(VMI, LINK_LOCAL, "link-local")}
+
+
+def test_invalid_reports_are_refused_one_by_one_and_the_bound_counts_only_valid_ones():
+    reported = ["127.0.0.1", "169.254.10.1", "10.70.0.0", "8.8.8.8", "10.70.0.23", "10.70.0.20", "10.70.0.22",
+                "10.70.0.21", "10.70.0.24"]  # fmt: skip
+    p = run(today(), guest(reported))  # maxAddressesPerInterface 4
+    assert {r[0] for r in hosts(p)} == {"10.70.0.20/32", "10.70.0.21/32", "10.70.0.22/32", "10.70.0.23/32"}
+    assert {(value, reason) for _src, value, reason in refused(p)} == {
+        ("127.0.0.1", "loopback-or-multicast"),
+        ("169.254.10.1", "link-local"),
+        ("10.70.0.0", "network-or-broadcast-address"),
+        ("8.8.8.8", "outside-network-subnets"),
+        ("['10.70.0.24']", "too-many-addresses"),  # the fifth valid one in address order
+    }
+
+
+def test_the_choice_among_valid_reports_does_not_depend_on_the_guests_order():
+    reported = [f"10.70.0.{i}" for i in (40, 12, 33, 7, 25, 19)]
+    first = run(today(), guest(reported))
+    again = run(today(), guest(list(reversed(reported))))
+    assert hosts(first) == hosts(again) == {(f"10.70.0.{i}/32", "10.0.0.12", VMI) for i in (7, 12, 19, 25)}
+    assert first.rejected == again.rejected
+
+
+def test_a_real_address_after_a_hundred_garbage_reports_is_still_read():
+    reported = [f"fe80::{i:x}" for i in range(1, 101)] + ["10.70.0.20"]
+    p = run(today(), guest(reported))
+    assert hosts(p) == {("10.70.0.20/32", "10.0.0.12", VMI)}
+    assert all(reason in ("link-local", "too-many-addresses") for _s, _v, reason in refused(p))

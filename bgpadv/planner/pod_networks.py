@@ -1,0 +1,122 @@
+"""VMs without an IPAMClaim: their addresses from OVN-K's own assignment (rule 10 of `vms`), read from
+`views.LauncherPod.networks` (the launcher pod's `k8s.ovn.org/pod-networks` annotation).
+
+For each Running VMI (with a uid) on an advertised primary network (Layer2 or Layer3, IPAM enabled): the entry of
+its launcher pod keyed by the NAD name `<VMI namespace>/<CUDN name>` (OVN-K renders a CUDN's NAD in each selected
+namespace under the CUDN's name: clustermanager/userdefinednetwork/template/net-attach-def-template.go) whose role
+is `primary`. Only pods KubeVirt says run that VMI count (`LauncherPod.runs`: created-by / ownerReference uid); of
+several (a live migration: OVN-K copies the source pod's annotation to the target pod,
+go-controller/pkg/kubevirt/pod.go `EnsurePodAnnotationForVM`, so both list the same addresses), the unfinished pod on
+the VMI's `status.nodeName` is read, else the first by pod key. An IPAMClaim of the VM wins: a pod has one primary
+network ("at a given time a pod can have only 1 network with role:primary", pod_annotation.go), so a VM that any
+claim (not being deleted, allocated or not) links to an advertised primary network (`claim_links`) is not read
+from its pods at all; an address is never held twice by one VM, and the claims' VMs cost nothing here.
+The record carries the VMI as its source and the VMI's age in conflicts, and goes through the claims' validation,
+duplicate, placement and next-hop rules (3-8).
+
+Not read: the VMI's `status.interfaces[]` entry of the pod network. KubeVirt merges there what the guest agent
+reports with Multus' network status (`infoSource: domain, guest-agent, multus-status`), so it cannot tell OVN-K's
+assignment from an address the guest configured itself inside the subnet (an IPv6 privacy address, a static one),
+which OVN-K's port security drops: a host route for it would be a wrong route, and a guest could take another VM's
+address. Without a visible launcher pod (a dump of VMIs only) such a VM gets no host route.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from bgpadv.core import reasons
+from bgpadv.core.bounded import describe
+from bgpadv.core.state import ClusterState
+from bgpadv.core.views import Claim, LauncherPod, Vmi
+from bgpadv.planner.candidates import Collector, Record
+from bgpadv.planner.networks import CUDN_PREFIX, Network, Networks
+from bgpadv.planner.placement import LauncherPods
+
+ClaimLink = tuple[str, str, str]
+"""(namespace, VMI name, CUDN name) of an IPAMClaim: that VM's address on that network is the claim's."""
+
+
+def primary_networks(networks: Networks) -> dict[str, Network]:
+    """The advertised primary networks (Layer2 and Layer3 with IPAM), whose VMs' addresses OVN-K assigns."""
+    return {n.name: n for n in networks.advertised.values() if not n.ipam_disabled}
+
+
+def claim_link(claim: Claim) -> ClaimLink | None:
+    """The (namespace, VM, CUDN) an IPAMClaim holds the address of, or None (not a CUDN's, no VM, being deleted)."""
+    net = claim.network
+    if not claim.identified or claim.deleting or claim.vm is None or net is None or not net.startswith(CUDN_PREFIX):
+        return None
+    return claim.key[0], claim.vm, net[len(CUDN_PREFIX) :]
+
+
+def claim_links(claims: Iterable[Claim]) -> set[ClaimLink]:
+    return {link for c in claims if (link := claim_link(c)) is not None}
+
+
+def claimed_here(namespace: str, name: str, primary: Mapping[str, Network], claimed: set[ClaimLink]) -> bool:
+    """True when a claim links the VM to one of the advertised primary networks (then the claim holds its address)."""
+    return any((namespace, name, cudn) in claimed for cudn in primary)
+
+
+def vmi_pods(vmi: Vmi, pods: LauncherPods) -> tuple[LauncherPod, ...]:
+    """The VMI's unfinished launcher pods, the one to read first (see the module)."""
+    namespace, name = vmi.key
+    live = [p for p in pods.for_vmi(namespace, name, vmi.uid) if not p.finished]
+    live.sort(key=lambda p: (p.node != vmi.node_name, p.key))
+    return tuple(live)
+
+
+def wanted_keys(vmis: Iterable[Vmi]) -> set[tuple[str, str]]:
+    """The `LauncherPods` index keys of these VMIs (name and uid)."""
+    wanted: set[tuple[str, str]] = set()
+    for vmi in vmis:
+        wanted.add(vmi.key)
+        if vmi.uid:
+            wanted.add((vmi.key[0], vmi.uid))
+    return wanted
+
+
+def read_vmi_pods(
+    vmi: Vmi, pods: tuple[LauncherPod, ...], primary: Mapping[str, Network], claimed: set[ClaimLink], out: Collector
+) -> None:
+    """One VMI's addresses from its launcher pods (`vmi_pods`) into `out`."""
+    namespace, name = vmi.key
+    if not vmi.identified or not vmi.running or not pods or claimed_here(namespace, name, primary, claimed):
+        return
+    pod = pods[0]
+    if pod.networks_problem is not None:
+        p = pod.networks_problem
+        out.refuse(vmi.ref, p.value, p.reason, f"launcher pod {pod.key[1]}: {p.message}")
+        return
+    for nad, entry in pod.networks.items():
+        nad_namespace, _, cudn = nad.partition("/")
+        network = primary.get(cudn)
+        if network is None or nad_namespace != namespace:
+            continue
+        if not network.selects_namespace(namespace):
+            message = f"CUDN {network.name} does not select namespace {describe(namespace)} (no NAD of it there)"
+            out.refuse(vmi.ref, describe(namespace), reasons.NAMESPACE_NOT_SELECTED, message, network.name)
+            continue  # never a party to the duplicate rule
+        if entry.addresses or entry.refused is not None:
+            out.records.append(Record(entry.addresses, network, vmi.ref, vmi.key, vmi.age, entry.refused))
+
+
+def read_pod_networks(
+    vmis: Mapping[tuple[str, str], Vmi],
+    state: ClusterState,
+    networks: Networks,
+    claimed: set[ClaimLink],
+    out: Collector,
+) -> None:
+    """Read the pod-assigned addresses of Running VMIs (`ClusterState.vmis`, or any part of it) into `out`."""
+    primary = primary_networks(networks)
+    if not primary:
+        return
+    claimed_vms = {(ns, vm) for ns, vm, cudn in claimed if cudn in primary}
+    running = [v for v in vmis.values() if v.identified and v.running and v.uid and v.key not in claimed_vms]
+    if not running:
+        return
+    pods = LauncherPods(state.pods, wanted_keys(running))
+    for vmi in running:
+        read_vmi_pods(vmi, vmi_pods(vmi, pods), primary, claimed, out)
