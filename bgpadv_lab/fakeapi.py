@@ -83,6 +83,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import jsonpatch
 
 from bgpadv.core import resources
+from bgpadv.observe import sessionstate
 
 log = logging.getLogger("bgpadv_lab.fakeapi")
 
@@ -125,6 +126,8 @@ DEFAULT_TYPES: tuple[ApiType, ...] = (
     ApiType("k8s.ovn.org", "v1", "UserDefinedNetwork", "userdefinednetworks", True),
     ApiType("k8s.cni.cncf.io", "v1", "NetworkAttachmentDefinition", "network-attachment-definitions", True, False),
     ApiType("kubevirt.io", "v1", "VirtualMachine", "virtualmachines", True),
+    # bgpadv's own (deploy/base/crd-bgpsessionstates.yaml: namespaced, with a status subresource)
+    ApiType(sessionstate.GROUP, sessionstate.VERSION, sessionstate.KIND, sessionstate.PLURAL, True),
 )
 
 

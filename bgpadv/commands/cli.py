@@ -88,6 +88,14 @@ def _parser() -> argparse.ArgumentParser:
         help="the instance's metrics listener (default: port 9179 on $BGPADV_NODE_IP, as in the pod, else 127.0.0.1)",
     )
     status.add_argument("--json", action="store_true", help="print the raw status document")
+    status.add_argument(
+        "--all",
+        action="store_true",
+        help="every instance's sessions, from the BGPSessionState objects in the API (read-only: list only)",
+    )
+    status.add_argument("--kubeconfig", help="with --all: the kubeconfig (default: in-cluster, then $KUBECONFIG)")
+    status.add_argument("--context", help="with --all: the kubeconfig context")
+    status.add_argument("--namespace", "-n", help="with --all: only this namespace (default: every namespace)")
     return p
 
 
@@ -157,6 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "status":
         from bgpadv.commands import status
 
+        if args.all:
+            return status.main_all(args.kubeconfig, args.context, args.namespace, as_json=args.json)
         return status.main(args.url, as_json=args.json)
     if args.command == "example-config":
         from bgpadv.commands import example

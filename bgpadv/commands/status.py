@@ -51,18 +51,7 @@ def render(status: dict[str, Any]) -> str:
     lines.append("")
 
     peers = status.get("peers") or {}
-    rows = [
-        [
-            name,
-            str(p.get("state", "?")),
-            _duration(p.get("uptime_seconds")),
-            _num(p.get("routes_advertised")),
-            _num(p.get("prefixes_announced")),
-            _num(p.get("prefixes_withdrawn")),
-        ]
-        for name, p in peers.items()
-    ]
-    lines += _table(["PEER", "STATE", "UPTIME", "ROUTES", "ANNOUNCED", "WITHDRAWN"], rows, "no peers", "llrrrr")
+    lines += render_sessions(peers)
     lines.append("")
     placement = status.get("placement")
     if placement:
@@ -94,6 +83,90 @@ def render(status: dict[str, Any]) -> str:
         lines.append("")
         lines += render_import(imported)
     return "\n".join(lines) + "\n"
+
+
+SESSION_HEADER = ["PEER", "ASN", "NODE", "STATE", "UPTIME", "SENT", "RECEIVED", "REFUSED", "BFD"]
+
+
+def _session_row(name: str, p: dict[str, Any]) -> list[str]:
+    sent = p.get("routes_sent", p.get("routes_advertised"))
+    return [
+        name,
+        _num(p.get("asn")),
+        str(p.get("node") or "-"),
+        str(p.get("state", "?")),
+        _duration(p.get("uptime_seconds")),
+        _num(sent),
+        _num(p.get("routes_received")),
+        _num(p.get("routes_refused")),
+        str(p.get("bfd") or "disabled"),
+    ]
+
+
+def _session_notes(name: str, p: dict[str, Any], prefix: str = "") -> list[str]:
+    """The last error and the last NOTIFICATION of a session, one line each."""
+    out = []
+    error = p.get("last_error")
+    if isinstance(error, dict) and error.get("message"):
+        out.append(f"  {prefix}{name} last error ({_when(error.get('time'))}): {error['message']}")
+    note = p.get("last_notification")
+    if isinstance(note, dict):
+        way = "sent" if note.get("direction") == "send" else "received"
+        text = f"{note.get('code')}/{note.get('subcode')} {note.get('message') or ''}".rstrip()
+        out.append(f"  {prefix}{name} last NOTIFICATION {way} ({_when(note.get('time'))}): {text}")
+    return [printable(line) for line in out]
+
+
+def render_sessions(peers: dict[str, Any]) -> list[str]:
+    """Each peer's session: ASN, node, state, uptime, routes sent/received/refused, BFD; then errors/NOTIFICATIONs."""
+    rows = [_session_row(name, p) for name, p in peers.items()]
+    lines = _table(SESSION_HEADER, rows, "no peers", "lrllrrrrl")
+    for name, p in peers.items():
+        lines += _session_notes(name, p)
+    return lines
+
+
+def render_all(objects: list[dict[str, Any]], now: float) -> str:
+    """`bgpadv status --all`: every instance's sessions from the BGPSessionState objects."""
+    from bgpadv.observe.sessionstate import peer_entry
+
+    entries = [peer_entry(o, now) for o in objects]
+    rows = [[str(e.get("instance") or "-"), *_session_row(str(e.get("peer") or "-"), e)] for e in entries]
+    lines = _table(["INSTANCE", *SESSION_HEADER], rows, "no BGPSessionState objects", "llrllrrrrl")
+    for e in entries:
+        lines += _session_notes(str(e.get("peer")), e, prefix=f"{e.get('instance')}/")
+    return "\n".join(lines) + "\n"
+
+
+def main_all(
+    kubeconfig: str | None,
+    context: str | None,
+    namespace: str | None,
+    *,
+    as_json: bool = False,
+    out: IO[str] | None = None,
+) -> int:
+    """Print every instance's sessions read from the API; 0 read, 2 the API could not be read."""
+    import time
+
+    from bgpadv.config.schema import KubernetesConfig
+    from bgpadv.sources.client import make_api_client
+    from bgpadv.sources.sessionstate import list_session_states
+
+    out = out if out is not None else sys.stdout
+    try:
+        objects = list_session_states(make_api_client(KubernetesConfig(kubeconfig, context)), namespace)
+    except Exception as exc:  # a refused LIST, an unreachable API, no kubeconfig
+        print(f"bgpadv status --all: cannot list bgpsessionstates.bgpadv.io: {exc}", file=sys.stderr)
+        return 2
+    out.write(json.dumps(objects, indent=2, sort_keys=True) + "\n" if as_json else render_all(objects, time.time()))
+    return 0
+
+
+def _when(wall: object) -> str:
+    if not isinstance(wall, int | float):
+        return "?"
+    return datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def render_placement(placement: dict[str, Any]) -> list[str]:

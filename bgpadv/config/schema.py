@@ -1114,6 +1114,39 @@ API, `spec.nodeName`)."""
 
 MODES = ("cluster", "per-node")
 
+# --- session status in the API (issue 17 item 6: BGPSessionState objects) -----------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStateConfig(_Section):
+    """One `BGPSessionState` object (bgpadv.io/v1alpha1) per instance and peer in the pod's namespace (`sessionState`;
+    the CRD and a namespaced Role ship in deploy/)."""
+
+    enabled: Annotated[
+        StrictBool,
+        Field(description="Write the objects (the CRD must be installed; without it bgpadv logs once and retries)."),
+    ] = True
+    interval_seconds: Annotated[
+        Annotated[float, Span(1.0, 3600.0)],
+        Field(
+            alias="intervalSeconds",
+            description="Route counters are written at most this often per object; a state change, an error or a "
+            "NOTIFICATION is written at once.",
+        ),
+    ] = 30.0
+    namespace: Annotated[
+        StrictStr | None,
+        Field(
+            min_length=1,
+            description="Where the objects live; omitted: the pod's namespace (BGPADV_POD_NAMESPACE, then the "
+            "service account's), else bgpadv.",
+        ),
+    ] = None
+
+
+# --- end of session status -----------------------------------------------------------------------------------
+
+
 POD_NODE_NAME_ENV = "BGPADV_POD_NODE_NAME"
 """The environment variable that names the node a cluster-mode replica runs on (the Deployment sets it from the
 downward API, `spec.nodeName`): the node whose labels `peers[].nodeSelector` is matched against. Unlike
@@ -1178,6 +1211,9 @@ class Config(_Section):
         default_factory=OvnKubernetesConfig
     )
     import_routes: Annotated[ImportConfig, Field(alias="importRoutes")] = field(default_factory=ImportConfig)
+    session_state: Annotated[SessionStateConfig, Field(alias="sessionState")] = field(
+        default_factory=SessionStateConfig
+    )  # session status in the API (issue 17 item 6)
     mode: Annotated[
         Literal["cluster", "per-node"] | None,
         Field(

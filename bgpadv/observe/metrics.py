@@ -233,3 +233,9 @@ class Metrics:
             ["result"],
             registry=r,
         )
+        self.session_state_writes = Counter(
+            "bgpadv_session_state_writes_total",
+            "Writes of BGPSessionState objects by outcome: created, updated, deleted, failed.",
+            ["result"],
+            registry=r,
+        )

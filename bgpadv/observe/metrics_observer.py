@@ -29,6 +29,7 @@ from bgpadv.observe.convergence import ConvergenceTracker
 from bgpadv.observe.metrics import Metrics
 from bgpadv.observe.observers import RouteChange
 from bgpadv.observe.readiness import StatusModel
+from bgpadv.observe.sessionstate import bfd_states, session_fields
 
 log = logging.getLogger("bgpadv.metrics")
 
@@ -58,6 +59,9 @@ class MetricsObserver:
         self.placement_status: Callable[[], dict[str, Any]] | None = None  # peers this node serves
         self.bfd_status: Callable[[], dict[str, Any]] | None = None  # peer → BFD state (bgpadv.speaker.bfd)
         self._bfd_peers: set[str] = set()
+        # per served peer what the configuration says of its session (asn, address, node):
+        # bgpadv.observe.sessionstate.session_fields completes /status's peers with it (and the BFD state above)
+        self.session_info: Callable[[], Mapping[str, Mapping[str, Any]]] | None = None
         self._clock = clock
         self._wall = wall_clock
         self.convergence = ConvergenceTracker(
@@ -192,6 +196,18 @@ class MetricsObserver:
         except Exception:
             log.exception("metrics: peer_state")
 
+    def notification(self, peer: str, direction: str, code: int, subcode: int, message: str, at: float) -> None:
+        try:
+            self.model.notification(peer, direction, code, subcode, message)
+        except Exception:
+            log.exception("metrics: notification")
+
+    def peer_error(self, peer: str, message: str, at: float) -> None:
+        try:
+            self.model.peer_error(peer, message)
+        except Exception:
+            log.exception("metrics: peer_error")
+
     def synced(self, peer: str, advertised: int, at: float) -> None:
         try:
             self.model.synced(peer, advertised, self.monotonic_to_wall(at))
@@ -247,4 +263,6 @@ class MetricsObserver:
             out["placement"] = self.placement_status()
         if self.bfd_status is not None:
             out["bfd"] = self.bfd_status()
+        sessions = self.session_info() if self.session_info is not None else {}
+        session_fields(out, sessions, bfd_states(out.get("bfd")))
         return out

@@ -69,6 +69,13 @@ class SpeakerObserver(Protocol):
     def synced(self, peer: str, advertised: int, at: float) -> None:
         """Everything desired for `peer` has been acknowledged; `advertised` routes are in ExaBGP's RIB."""
 
+    def notification(self, peer: str, direction: str, code: int, subcode: int, message: str, at: float) -> None:
+        """A BGP NOTIFICATION was sent to or received from `peer` (direction "send" | "receive", RFC 4271 codes)."""
+
+    def peer_error(self, peer: str, message: str, at: float) -> None:
+        """Something went wrong on `peer`'s session: the reason ExaBGP gave for a session going down, or a command
+        for it that ExaBGP refused."""
+
 
 @runtime_checkable
 class ControllerObserver(Protocol):
@@ -121,6 +128,12 @@ class NullObserver:
         pass
 
     def synced(self, peer: str, advertised: int, at: float) -> None:
+        pass
+
+    def notification(self, peer: str, direction: str, code: int, subcode: int, message: str, at: float) -> None:
+        pass
+
+    def peer_error(self, peer: str, message: str, at: float) -> None:
         pass
 
     def heartbeat(self) -> None:
@@ -181,6 +194,12 @@ class Fanout:
 
     def synced(self, peer: str, advertised: int, at: float) -> None:
         self._each("synced", peer, advertised, at)
+
+    def notification(self, peer: str, direction: str, code: int, subcode: int, message: str, at: float) -> None:
+        self._each("notification", peer, direction, code, subcode, message, at)
+
+    def peer_error(self, peer: str, message: str, at: float) -> None:
+        self._each("peer_error", peer, message, at)
 
     def heartbeat(self) -> None:
         self._each("heartbeat")

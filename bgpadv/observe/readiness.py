@@ -48,6 +48,43 @@ class PeerStatus:
     routes: int | None = None  # from the last `synced`
     announced: int = 0  # prefixes seen leaving in UPDATEs
     withdrawn: int = 0
+    last_error: dict[str, Any] | None = None  # {"time": wall, "message"}
+    last_notification: dict[str, Any] | None = None  # {"time": wall, "direction", "code", "subcode", "message"}
+
+
+MAX_SESSION_TEXT = 512
+"""The longest error or notification text kept per peer (ExaBGP's reasons and NOTIFICATION data are the peer's)."""
+
+# RFC 4271 §4.5 error codes and the subcodes most seen (RFC 4486 for Cease)
+_NOTIFICATION_CODES = {
+    1: "Message Header Error",
+    2: "OPEN Message Error",
+    3: "UPDATE Message Error",
+    4: "Hold Timer Expired",
+    5: "Finite State Machine Error",
+    6: "Cease",
+    7: "ROUTE-REFRESH Message Error",
+}
+_CEASE = {
+    1: "Maximum Number of Prefixes Reached",
+    2: "Administrative Shutdown",
+    3: "Peer De-configured",
+    4: "Administrative Reset",
+    5: "Connection Rejected",
+    6: "Other Configuration Change",
+    7: "Connection Collision Resolution",
+    8: "Out of Resources",
+    9: "Hard Reset",
+    10: "BFD Down",
+}
+_OPEN = {1: "Unsupported Version Number", 2: "Bad Peer AS", 3: "Bad BGP Identifier", 6: "Unacceptable Hold Time"}
+
+
+def notification_name(code: int, subcode: int) -> str:
+    """`6/2` → "Cease (Administrative Shutdown)": the RFC's words for a NOTIFICATION's code and subcode."""
+    name = _NOTIFICATION_CODES.get(code, f"code {code}")
+    sub = (_CEASE if code == 6 else _OPEN if code == 2 else {}).get(subcode)
+    return f"{name} ({sub})" if sub else name
 
 
 class StatusModel:
@@ -189,6 +226,29 @@ class StatusModel:
         if was_up != is_up:
             m.peer_transitions.labels(peer=peer).inc()
 
+    def notification(self, peer: str, direction: str, code: int, subcode: int, message: str) -> None:
+        note = {
+            "time": self._wall(),
+            "direction": direction,
+            "code": code,
+            "subcode": subcode,
+            "message": message[:MAX_SESSION_TEXT],
+        }
+        # a NOTIFICATION ends the session: it is also the session's last error
+        text = f"NOTIFICATION {'sent' if direction == 'send' else 'received'}: {code}/{subcode} "
+        text += notification_name(code, subcode) + (f": {message}" if message else "")
+        with self._lock:
+            st = self._peers.setdefault(peer, PeerStatus())
+            st.last_notification = note
+            st.last_error = {"time": note["time"], "message": text[:MAX_SESSION_TEXT]}
+
+    def peer_error(self, peer: str, message: str) -> None:
+        with self._lock:
+            self._peers.setdefault(peer, PeerStatus()).last_error = {
+                "time": self._wall(),
+                "message": message[:MAX_SESSION_TEXT],
+            }
+
     def synced(self, peer: str, advertised: int, wall: float) -> None:
         self.metrics.peer_routes.labels(peer=peer).set(advertised)
         self.metrics.last_sync.set(wall)
@@ -266,6 +326,9 @@ class StatusModel:
                     "routes_advertised": st.routes,
                     "prefixes_announced": st.announced,
                     "prefixes_withdrawn": st.withdrawn,
+                    "routes_sent": sum(n for labels, n in self._route_counts.items() if labels[0] == name),
+                    "last_error": dict(st.last_error) if st.last_error else None,
+                    "last_notification": dict(st.last_notification) if st.last_notification else None,
                 }
                 for name, st in sorted(self._peers.items())
             }

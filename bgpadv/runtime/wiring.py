@@ -67,6 +67,15 @@ def run(config_path: str, runtime_dir: str | None = None) -> int:
         clean_runtime_dir(rdir, owned=owned)
 
 
+def session_info(config: Config) -> dict[str, dict[str, object]]:
+    """What the configuration says of each served peer's session, for /status and the BGPSessionState objects."""
+    node = config.speaker_node or config.node_name
+    return {
+        p.name: {"asn": p.asn, "address": str(p.address), "localASN": config.local_asn, "node": node}
+        for p in config.peers
+    }
+
+
 def controller_main(config_path: str) -> int:
     """`bgpadv controller --no-shim`: the controller. stdout is the command pipe to ExaBGP (through the shim), so
     nothing else may write to it."""
@@ -82,6 +91,7 @@ def controller_main(config_path: str) -> int:
     from bgpadv.sources.client import make_api_client
     from bgpadv.sources.nodes import read_node
     from bgpadv.sources.reflector import ReflectorSettings, Sources, WatchEvent
+    from bgpadv.sources.sessionstate import Identity, SessionStateWriter
 
     commands = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # a stray print() must never reach ExaBGP as a command
@@ -129,7 +139,18 @@ def controller_main(config_path: str) -> int:
     log.info("peers served", extra={"node": config.speaker_node, "peers": [p.name for p in config.peers]})
     metrics.set_peers(p.name for p in config.peers)
     events = EventRecorder(api_client, metrics=metrics.metrics)
-    observer = Fanout(metrics, events)
+    background: list[EventRecorder | SessionStateWriter] = [events]  # threads started and stopped with the loop
+    if config.session_state.enabled:  # one BGPSessionState per served peer (bgpadv.sources.sessionstate)
+        background.append(
+            SessionStateWriter(
+                api_client,
+                Identity.from_environment(config.session_state.namespace),
+                metrics.status,
+                interval=config.session_state.interval_seconds,
+                metrics=metrics.metrics,
+            )
+        )
+    observer = Fanout(metrics, *background)
 
     def write(line: str) -> None:
         commands.write(line + "\n")
@@ -137,7 +158,6 @@ def controller_main(config_path: str) -> int:
 
     speaker = Speaker.from_config(config, write, observer)
     importer = None
-    import_events = None
     if config.import_routes.enabled:
         from bgpadv.importer.netlink import Netlink  # pyroute2: ~0.3 s CPU, only when importing routes
 
@@ -148,6 +168,7 @@ def controller_main(config_path: str) -> int:
         # the complete current set of its refusals)
         import_events = EventRecorder(api_client, metrics=metrics.metrics, verb="not importing")
         importer.on_refusals = import_events.record
+        background.append(import_events)
 
     def sources_factory(emit: Callable[[WatchEvent], None]) -> Sources:
         settings = ReflectorSettings(hold_seconds=config.safety.hold_seconds)
@@ -170,6 +191,7 @@ def controller_main(config_path: str) -> int:
     _follow_bfd(bfd, controller)
     reloader.narrow = lambda c: placement(c, controller.node)  # a changed file, as this node runs it
     metrics.placement_status = lambda: placement_status(controller.configured, controller.config)
+    metrics.session_info = lambda: session_info(controller.config)
     watch = ConfigFileWatch(config_path, controller.queue.put, seen=seen).start()
     # the API shim forwards the supervisor's drain request as SIGUSR1 (ignored until here); a request made before
     # the handler existed is in the environment or the runtime directory's drain file (bgpadv.runtime.lifecycle)
@@ -178,18 +200,16 @@ def controller_main(config_path: str) -> int:
         controller.request_drain()
     health = HealthServer(config.metrics.host_port, metrics)
     health.start()
-    events.start()
-    if import_events is not None:
-        import_events.start()
+    for part in background:
+        part.start()
     controller.feed_exabgp(sys.stdin)
     try:
         return controller.run()
     finally:
         _follow_bfd(bfd, None)
         watch.stop()
-        events.stop()
-        if import_events is not None:
-            import_events.stop()
+        for part in background:
+            part.stop()
         health.stop()
 
 

@@ -78,9 +78,11 @@ def _neighbor(config: Config, peer: PeerConfig, receive_routes: bool) -> list[st
     lines.append("    api {")
     lines.append(f"        processes [ {PROCESS_NAME} ];")
     lines.append("        neighbor-changes;")
-    lines.append("        send { parsed; update; }")  # `parsed` is needed for the echo to be written
-    if receive_routes:
-        lines.append("        receive { parsed; update; }")
+    # `parsed` is needed for the echo to be written; the NOTIFICATIONs both ways are the session objects' "last
+    # notification" (bgpadv.observe.sessionstate)
+    lines.append("        send { parsed; update; notification; }")
+    receive = "parsed; update; notification;" if receive_routes else "notification;"
+    lines.append(f"        receive {{ {receive} }}")
     lines.append("    }")
     lines.append("}")
     return lines

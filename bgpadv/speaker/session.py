@@ -327,6 +327,8 @@ class Speaker:
             "BGP notification",
             extra={"peer": reply.peer, "direction": reply.direction, "code": reply.code, "sub": reply.subcode},
         )
+        if reply.peer in self._peers:
+            self._observer.notification(reply.peer, reply.direction, reply.code, reply.subcode, reply.message, at)
 
     def _reply_shutdown(self, reply: Shutdown, at: float) -> None:
         log.warning("ExaBGP is shutting down")
@@ -505,6 +507,9 @@ class Speaker:
                 rib.update(dict.fromkeys(cmd.keys))
             if not ok:
                 self.errors += 1
+                self._observer.peer_error(
+                    cmd.peer, f"ExaBGP refused a command ({cmd.kind} of {len(cmd.keys)} prefixes); retrying", at
+                )
                 log.error(
                     "ExaBGP refused a command; its prefixes are now unknown and will be retried",
                     extra={"peer": cmd.peer, "kind": cmd.kind, "prefixes": len(cmd.routes) + len(cmd.prefixes)},
@@ -536,6 +541,8 @@ class Speaker:
             return
         self._peer_states[event.peer] = event.state
         self._observer.peer_state(event.peer, event.state, at)
+        if event.state == "down" and event.reason:
+            self._observer.peer_error(event.peer, f"session down: {event.reason}", at)
         if event.state == "up" and self._eor_done:
             self._queue_eor(event.peer)
 

@@ -154,9 +154,11 @@ def test_bgpadv_status_prints_aligned_tables(server: HealthServer, observer: Met
     assert text.startswith(f"bgpadv {importlib.metadata.version('bgpadv')}  ready: yes  alive: yes\n")
     lines = text.splitlines()
     peer_header = next(i for i, line in enumerate(lines) if line.startswith("PEER"))
-    assert lines[peer_header].split() == ["PEER", "STATE", "UPTIME", "ROUTES", "ANNOUNCED", "WITHDRAWN"]
-    assert lines[peer_header + 1].split()[:2] == [PEER, "up"]
-    assert lines[peer_header].index("ROUTES") + len("ROUTES") == lines[peer_header + 1].index(" 2 ") + 2
+    header = ["PEER", "ASN", "NODE", "STATE", "UPTIME", "SENT", "RECEIVED", "REFUSED", "BFD"]
+    assert lines[peer_header].split() == header
+    row = lines[peer_header + 1].split()
+    assert [row[0], row[3]] == [PEER, "up"] and row[5] == "2" and row[-1] == "disabled"
+    assert lines[peer_header].index("SENT") + len("SENT") == lines[peer_header + 1].index(" 2 ") + 2
     assert any(line.split()[:5] == ["sent", "1", "4.0", "ms", "4.0"] for line in lines)
     assert "vmnet-a" in text and "total 2 routes held over all peers, 2 planned, 0 refused values" in text
 

@@ -102,9 +102,12 @@ def test_each_overlay_renders_exactly_its_objects() -> None:
         "ClusterRole",
         "ClusterRoleBinding",
         "ConfigMap",
+        "CustomResourceDefinition",
         "Deployment",
         "Namespace",
         "PodDisruptionBudget",
+        "Role",
+        "RoleBinding",
         "Service",
         "ServiceAccount",
     ]
@@ -116,7 +119,7 @@ def test_each_overlay_renders_exactly_its_objects() -> None:
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_every_namespaced_object_lives_in_bgpadv(overlay: str) -> None:
-    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
+    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
     for doc in render(overlay):
         expected = None if doc["kind"] in cluster_scoped else "bgpadv"
         assert doc["metadata"].get("namespace") == expected, doc["kind"]
@@ -147,6 +150,24 @@ def test_the_cluster_role_lists_and_watches_what_bgpadv_reads_and_writes_only_ev
     }
 
 
+def test_a_namespaced_role_lets_bgpadv_write_its_session_state_objects_and_nothing_else() -> None:
+    docs = render("default")
+    role = next(d for d in docs if d["kind"] == "Role" and d["metadata"]["name"] == "bgpadv-session-state")
+    assert role["metadata"]["namespace"] == "bgpadv"
+    assert role["rules"] == [
+        {"apiGroups": ["bgpadv.io"], "resources": ["bgpsessionstates"], "verbs": ["list", "create", "patch", "delete"]},
+        {"apiGroups": ["bgpadv.io"], "resources": ["bgpsessionstates/status"], "verbs": ["patch"]},
+    ]
+    binding = next(d for d in docs if d["kind"] == "RoleBinding" and d["metadata"]["name"] == "bgpadv-session-state")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "bgpadv", "namespace": "bgpadv"}]
+    crd = one(docs, "CustomResourceDefinition")
+    assert crd["metadata"]["name"] == "bgpsessionstates.bgpadv.io"
+    (version,) = crd["spec"]["versions"]
+    assert version["subresources"] == {"status": {}}
+    columns = [c["name"] for c in version["additionalPrinterColumns"]]
+    assert columns[:7] == ["Peer", "ASN", "Node", "State", "Uptime", "Sent", "Received"]
+
+
 def test_the_cluster_role_covers_every_resource_bgpadv_watches() -> None:
     from bgpadv.core import resources
 
@@ -166,7 +187,7 @@ def test_the_cluster_role_is_bound_to_the_service_account_the_pod_runs_as() -> N
 
 
 def test_openshift_lets_the_service_account_use_the_hostnetwork_v2_scc_and_nothing_else() -> None:
-    docs = render("openshift")
+    docs = tuple(d for d in render("openshift") if not d["metadata"]["name"].endswith("-session-state"))
     role, binding = one(docs, "Role"), one(docs, "RoleBinding")
     assert role["rules"] == [
         {

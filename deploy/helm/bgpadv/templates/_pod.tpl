@@ -65,6 +65,18 @@ spec:
           valueFrom:
             fieldRef:
               fieldPath: spec.nodeName
+        - name: BGPADV_POD_NAME  # the instance: its BGPSessionState objects are named after it
+          valueFrom:
+            fieldRef:
+              fieldPath: metadata.name
+        - name: BGPADV_POD_NAMESPACE  # where its BGPSessionState objects live
+          valueFrom:
+            fieldRef:
+              fieldPath: metadata.namespace
+        - name: BGPADV_POD_UID  # their ownerReference: they go away with the pod
+          valueFrom:
+            fieldRef:
+              fieldPath: metadata.uid
         {{- if not .central }}
         - name: BGPADV_NODE_NAME  # per-node mode, for this node
           valueFrom:
