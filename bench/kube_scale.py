@@ -8,6 +8,9 @@ does; VMIs with their status, KubeVirt's CRD having no status subresource), then
   - write:   creating the 2N objects (+ N status writes), 8 client threads;
   - list:    `bgpadv run` started → every route at FRR (bgpadv's initial LIST pages through the real API, 500 a page,
              then the plan, ExaBGP, the session); FRR's table polled every 100 ms;
+  - pages:   the LIST requests (pages) bgpadv's initial list made per resource, and the apiserver's time per page
+             and in all, from kube-apiserver's own apiserver_request_duration_seconds{verb="LIST"} (read before
+             and after the start through /metrics);
   - one:     one more VM created → its /32 at FRR, with the N others watched;
   - memory:  peak (VmHWM) and current RSS of bgpadv's processes and of kube-apiserver and etcd.
 
@@ -29,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: bgpadv_lab is not installed
 
 from kubernetes.client import CoreV1Api, CustomObjectsApi
+from prometheus_client.parser import text_string_to_metric_families
 
 from bgpadv.config import KubernetesConfig
 from bgpadv.sources.client import make_api_client
@@ -129,6 +133,35 @@ def memory(label: str, pids: list[int]) -> str:
     return f"memory ({label}): " + "; ".join(parts)
 
 
+def list_requests(api: RealApiServer) -> dict[str, tuple[float, float]]:
+    """kube-apiserver's LIST requests so far per resource: (count, seconds), from its own duration histogram."""
+    text = api.kubectl("get", "--raw", "/metrics").stdout
+    out: dict[str, tuple[float, float]] = {}
+    for family in text_string_to_metric_families(text):
+        if family.name != "apiserver_request_duration_seconds":
+            continue
+        for sample in family.samples:
+            if sample.labels.get("verb") != "LIST" or not sample.name.endswith(("_count", "_sum")):
+                continue
+            count, seconds = out.get(sample.labels.get("resource", "?"), (0.0, 0.0))
+            if sample.name.endswith("_count"):
+                count += sample.value
+            else:
+                seconds += sample.value
+            out[sample.labels.get("resource", "?")] = (count, seconds)
+    return out
+
+
+def pages(before: dict[str, tuple[float, float]], after: dict[str, tuple[float, float]]) -> str:
+    parts = []
+    for resource in ("ipamclaims", "virtualmachineinstances"):
+        count = after.get(resource, (0, 0))[0] - before.get(resource, (0, 0))[0]
+        seconds = after.get(resource, (0, 0))[1] - before.get(resource, (0, 0))[1]
+        per = f"{1000 * seconds / count:.0f} ms/page" if count else "-"
+        parts.append(f"{resource} {count:.0f} pages ({per} at the apiserver, {seconds:.1f} s in all)")
+    return "pages: " + "; ".join(parts)
+
+
 def _pidfile(path: Path) -> list[int]:
     try:
         return [int(path.read_text().strip())]
@@ -158,12 +191,14 @@ def main() -> int:
             expected = args.vms + 1  # + the CUDN's subnet
             who = AsServiceAccount(api, "bgpadv", "bgpadv")
             config = lab_config(lab.workdir / "bgpadv-w1" / "kubeconfig")
+            listed_before = list_requests(api)
             started = time.monotonic()
             with BgpadvInLab(lab, api=who, config=config) as running:
                 vty = running.frr.vty()
                 wait_count(vty, expected, 600)
                 total = time.monotonic() - started
                 print(f"list: bgpadv started -> {expected} routes at FRR in {total:.1f} s")
+                print(pages(listed_before, list_requests(api)))
                 extra = k8s.vms_on_one_node(args.vms + 1)[-2:]
                 t0 = time.monotonic()
                 api.apply(extra)

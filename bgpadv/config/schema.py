@@ -855,6 +855,15 @@ class SafetyConfig(_Section):
             description="Held withdrawals go only when a full LIST at least this much later still agrees.",
         ),
     ] = 120.0
+    deletion_settle_seconds: Annotated[
+        Annotated[float, Span(0.0, 10.0)],
+        Field(
+            alias="deletionSettleSeconds",
+            description="Withdrawals caused by deletion events go out once deletions paused this long (at most 10 s "
+            "after the first), so a mass deletion (a CRD deleted) is seen whole before any of it is withdrawn; "
+            "announcements never wait. 0: at once.",
+        ),
+    ] = 1.0
     max_routes: Annotated[
         Annotated[int, Between(1, 10_000_000)],
         Field(alias="maxRoutes", description="Max-prefix per peer: beyond it the newest routes are refused."),

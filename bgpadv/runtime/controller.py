@@ -31,8 +31,10 @@ Fail static — a wrong or partial view of the cluster never withdraws routes in
   whatever it withdraws, unless it is part of a mass deletion: at least 3 objects and more than that fraction of one
   resource's objects starting to be deleted (DELETED or a deletionTimestamp) within 10 s, as when its CRD is deleted
   (the real apiserver marks every object deleting before it answers 404). Such plans are bulk plans too, and what
-  the deletion's first events withdrew is announced again and held with the rest (`bgpadv_resource_held{resource}`
-  is 1 while it lasts; `bgpadv.safety.failstatic`).
+  the deletion's first events withdrew is held with the rest (`bgpadv_resource_held{resource}` is 1 while it lasts;
+  `bgpadv.safety.failstatic`): every withdrawal caused by deletion events waits until they paused for
+  `safety.deletionSettleSeconds` (default 1 s, at most 10 s), so a burst is seen whole before any of it reaches the
+  fabric. The loop wakes for that deadline (`_settle`), and hands the speaker its last plan with them withdrawn.
 
 This module only orders the work; the decisions are made elsewhere: what changes reach which peer (planner,
 guard), what is held (`bgpadv.safety.failstatic`), how a changed configuration file is applied
@@ -195,7 +197,11 @@ class Controller:
         self._last_plan_at = 0.0
         # fail static: a relist or full replan never withdraws most of a peer's routes at once
         safety = config.safety
-        self.failstatic = FailStatic(watched, safety.max_withdraw_fraction, safety.hold_seconds, clock)
+        self.failstatic = FailStatic(
+            watched, safety.max_withdraw_fraction, safety.hold_seconds, clock, safety.deletion_settle_seconds
+        )
+        self._last_guarded: Mapping[str, tuple[Route, ...]] | None = None  # the last plan's routes per peer (guarded)
+        self._settle_cause: Cause | None = None  # the first cause of the withdrawals settling now
         # a mass deletion (a CRD deleted: every object marked deleting by ordinary events) shows as its resource held
         self.failstatic.on_mass_deletion = lambda res, on: self.observer.resource_held(res.plural, on)
 
@@ -238,11 +244,19 @@ class Controller:
         self.sources.start()
         try:
             while not self._stop.is_set():
-                if not self.step(wait=self.settings.heartbeat):
+                if not self.step(wait=self._wait()):
                     break
         finally:
             self.sources.stop()
         return 0
+
+    def _wait(self) -> float:
+        """How long the loop may wait for an item: the heartbeat, or less when settling withdrawals are due sooner."""
+        wait = self.settings.heartbeat
+        deadline = self.failstatic.settle_deadline()
+        if deadline is not None:
+            wait = min(wait, max(deadline - self.clock(), 0.001))
+        return wait
 
     def step(self, wait: float = 0.0) -> bool:
         """One iteration of the loop: heartbeat; take the first queued item (waiting at most `wait` seconds for
@@ -424,7 +438,9 @@ class Controller:
             self.bfd.set_desired(sessions_of(new.peers))
         self.incremental = IncrementalPlanner(new)
         self.guard = Guard(new)
-        self.failstatic.reconfigure(new.safety.max_withdraw_fraction, new.safety.hold_seconds)
+        self.failstatic.reconfigure(
+            new.safety.max_withdraw_fraction, new.safety.hold_seconds, new.safety.deletion_settle_seconds
+        )
         self._changed = None
         if self._pending_since is None:
             self._pending_since = time.monotonic()
@@ -442,17 +458,43 @@ class Controller:
         self._plan_and_send(cause_start, full=self.plan is None)
 
     def _timers(self) -> None:
-        """The speaker's retry, the first plan, the confirmation of held withdrawals, the periodic full resync."""
+        """The speaker's retry, the first plan, settled withdrawals, the confirmation of held withdrawals, the
+        periodic full resync."""
         now = self.clock()
         if self.speaker.needs_retry:
             self.speaker.resync()  # ExaBGP refused a command: diff the last desired set again
         self.failstatic.mass_deletions()  # notes the end of a mass deletion (its resource_held gauge)
+        self._settle()
         if self.plan is None:
             self._maybe_plan()
         elif self.failstatic.relisting or self._confirm_held():
             pass
         elif now - self._last_plan_at >= self.settings.resync_interval:
             self._plan_and_send(None, full=True)
+
+    def _settle(self) -> None:
+        """Deletion events paused long enough: the withdrawals they caused go out (the last plan handed again, with
+        them withdrawn), timed from the first of their events. Not while a LIST is half delivered or an unplanned
+        change waits: the next plan carries them out then."""
+        if (
+            self._last_guarded is None
+            or not self.failstatic.settle_due()
+            or self._pending_since is not None
+            or self.failstatic.relisting
+            or not self.speaker.ready
+        ):
+            return
+        decision = self.failstatic.settled(self._last_guarded)
+        cause, self._settle_cause = self._settle_cause, None
+        self._hand(decision.desired, decision.held, cause)
+
+    def _hand(self, desired: Mapping[str, tuple[Route, ...]], held: Mapping[str, int], cause: Cause | None) -> None:
+        """Give the speaker the hold's routes per peer (none for peers being removed)."""
+        self.observer.routes_held(held)
+        if self._moving is not None:  # peers being removed keep getting nothing
+            desired = {peer: (() if peer in self._moving[1] else routes) for peer, routes in desired.items()}
+        self._last_desired = desired
+        self.speaker.set_desired(desired, cause)
 
     def _confirm_held(self) -> bool:
         """Carry out what fail static asks while withdrawals are held (a confirming LIST of every resource, then a
@@ -496,12 +538,12 @@ class Controller:
         self.plan = plan
         self._last_plan_at = self.clock()
         decision = self.failstatic.withhold(guarded.per_peer, full=full)
-        self.observer.routes_held(decision.held)
-        desired = decision.desired
-        if self._moving is not None:  # peers being removed keep getting nothing
-            desired = {peer: (() if peer in self._moving[1] else routes) for peer, routes in desired.items()}
-        self._last_desired = desired
-        self.speaker.set_desired(desired, cause)
+        self._last_guarded = guarded.per_peer
+        if self.failstatic.settle_deadline() is None:
+            self._settle_cause = None
+        elif self._settle_cause is None:
+            self._settle_cause = cause
+        self._hand(decision.desired, decision.held, cause)
         if self.importer is not None and networks_moved:
             self.importer.set_networks(import_networks(plan), self.clock(), node_addresses(plan))
         # Observation after the commands are written: metrics never delay an UPDATE. ExaBGP's echo of what it sent

@@ -19,7 +19,14 @@ without another deletion: every plan with its deletion events is a bulk plan for
 <plural>"), so that, if it would withdraw more than the fraction of a peer's routes, the withdrawals (those the first
 events already made included) are held and carried out only when a full LIST of every resource begun
 `safety.holdSeconds` later still does not have the routes: the same confirmation as for a relist. A deletion of one
-VM stays an ordinary event, withdrawn at once; so does the deletion of many VMs of a large cluster one by one.
+VM stays an ordinary event; so does the deletion of many VMs of a large cluster one by one.
+
+Every plan with deletion events lets its withdrawals settle first (`bgpadv.safety.hold`): they go out once deletion
+events paused for `safety.deletionSettleSeconds` (default 1 s; at most `MASS_DELETION_WINDOW` after the first). A
+mass deletion is recognised on its `MASS_DELETION_MIN`th object, so without that its first withdrawals would already
+have reached the fabric, to be announced again when the rule trips (the flap the real apiserver showed); with it a
+burst is seen whole before any of it is withdrawn. `settled(desired)` is what the loop calls once
+`settle_deadline()` passed, with its last plan's routes.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from typing import Literal
 
 from bgpadv.core.model import Route
 from bgpadv.core.resources import Resource
-from bgpadv.safety.hold import MASS_DELETION, HoldDecision, WithdrawalHold
+from bgpadv.safety.hold import MASS_DELETION, SETTLE_SECONDS, HoldDecision, WithdrawalHold
 
 log = logging.getLogger("bgpadv.hold")
 
@@ -47,11 +54,16 @@ class FailStatic:
     """LIST tracking and the withdrawal hold of one controller, for the `watched` resources, on `clock`."""
 
     def __init__(
-        self, watched: Sequence[Resource], max_fraction: float, hold_seconds: float, clock: Callable[[], float]
+        self,
+        watched: Sequence[Resource],
+        max_fraction: float,
+        hold_seconds: float,
+        clock: Callable[[], float],
+        settle_seconds: float = SETTLE_SECONDS,
     ) -> None:
         self.watched = tuple(watched)
         self.clock = clock
-        self.hold = WithdrawalHold(max_fraction, hold_seconds, clock, MASS_DELETION_WINDOW)
+        self.hold = WithdrawalHold(max_fraction, hold_seconds, clock, MASS_DELETION_WINDOW, settle_seconds)
         self._bulk = False  # the unplanned changes include events of a (re)LIST
         self._relisting: set[Resource] = set()  # a LIST's events arrived, its SYNCED not yet
         self._listed: dict[Resource, float] = {}  # when each resource's latest completed LIST began
@@ -118,11 +130,12 @@ class FailStatic:
                 self.on_mass_deletion(resource, False)
         return tuple(self._mass_until)
 
-    def reconfigure(self, max_fraction: float, hold_seconds: float) -> None:
-        """New `safety` limits (a live configuration change): a new hold when they differ, the LIST bookkeeping
-        stays."""
+    def reconfigure(self, max_fraction: float, hold_seconds: float, settle_seconds: float = SETTLE_SECONDS) -> None:
+        """New `safety` limits (a live configuration change): a new hold when the fraction or the hold time differ,
+        the LIST bookkeeping stays; a new settle time applies to the hold as it is (from the next deletion on)."""
         if (self.hold.max_fraction, self.hold.hold_seconds) != (max_fraction, hold_seconds):
-            self.hold = WithdrawalHold(max_fraction, hold_seconds, self.clock, MASS_DELETION_WINDOW)
+            self.hold = WithdrawalHold(max_fraction, hold_seconds, self.clock, MASS_DELETION_WINDOW, settle_seconds)
+        self.hold.settle_seconds = settle_seconds
 
     # -- what it answers -------------------------------------------------------------------------------------------
     @property
@@ -139,6 +152,19 @@ class FailStatic:
         """Routes held per peer (peers seen so far, zeros included)."""
         return self.hold.held_counts()
 
+    def settle_deadline(self) -> float | None:
+        """When the withdrawals of deletion events go out, if no other deletion comes first (None: none waits)."""
+        return self.hold.settle_deadline()
+
+    def settle_due(self) -> bool:
+        """Withdrawals of deletion events may go out now (`settled`)."""
+        return self.hold.settle_due()
+
+    def settled(self, desired: Mapping[str, Sequence[Route]]) -> HoldDecision:
+        """The hold's decision on the last plan's routes once the deletions paused: the settled withdrawals go out.
+        Leaves the unplanned changes' marks (LIST events, deletions) to the next plan."""
+        return self.hold.apply(desired, bulk=False, listed_since=self.listed_since(), deletions=False)
+
     def listed_since(self) -> float | None:
         """When the oldest of the latest LISTs of every watched resource began; None if one never completed."""
         times = [self._listed.get(r) for r in self.watched]
@@ -146,16 +172,15 @@ class FailStatic:
 
     def withhold(self, desired: Mapping[str, Sequence[Route]], *, full: bool) -> HoldDecision:
         """The hold's decision on a plan's desired routes per peer: bulk when the plan is `full` (start-up, resync,
-        confirmation) or includes LIST events since the previous plan."""
+        confirmation) or includes LIST events since the previous plan; its withdrawals settle when it includes
+        deletion events."""
         mass, deletions = self._mass_origin, self._deletions
         self._mass_origin, self._deletions = None, False
         self.mass_deletions()
         bulk = full or self._bulk or mass is not None
         origin = "relist" if self._bulk else mass if mass is not None else "full replan"
         self._bulk = False
-        return self.hold.apply(
-            desired, bulk=bulk, listed_since=self.listed_since(), origin=origin, deletions=deletions and not bulk
-        )
+        return self.hold.apply(desired, bulk=bulk, listed_since=self.listed_since(), origin=origin, deletions=deletions)
 
     def confirmation(self) -> Confirmation | None:
         """While withdrawals are held: "replan" (in full) when a LIST of every resource begun after the deadline

@@ -7,17 +7,27 @@ between the planner and the speaker and decides, per peer, which withdrawals go 
 
 The rules (`safety.maxWithdrawFraction`, default 0.5; `safety.holdSeconds`, default 120 s):
 
-- Only *bulk* plans are checked: a full replan (start-up, periodic resync, a confirmation), a plan that includes
-  events of a (re)LIST, or a plan that includes deletion events of a *mass deletion* (`bgpadv.safety.failstatic`:
-  a large share of one resource's objects starting to be deleted within a few seconds, as when its CRD is deleted:
-  the apiserver marks every object deleting first, with ordinary watch events). Any other plan of ordinary watch
-  events (a DELETE included) is applied as it is, whatever it withdraws: an individual deletion is never delayed.
-- What ordinary plans with deletion events withdrew in the last `recent_seconds` (10 s) counts towards a mass
-  deletion's bulk plan: when it is held, those routes are announced again and held with the rest (a mass deletion
-  is recognised only after its first few events, which went out as ordinary ones).
+- Withdrawals caused by deletions *settle* first: a plan that includes deletion events (DELETED, or a
+  deletionTimestamp set) keeps what it withdraws in the desired set (`settling`) until deletion events pause for
+  `settle_seconds` (`safety.deletionSettleSeconds`, default 1 s), and at most `recent_seconds` (10 s, the mass-deletion
+  window of `bgpadv.safety.failstatic`) after the first of them; then they go out together. So a burst of deletions
+  (a CRD deleted: the apiserver marks every object deleting, one watch event each) is seen whole before anything of
+  it is withdrawn, and a mass deletion detected on its third event finds the first two withdrawals still here: they
+  are held with the rest, never withdrawn and announced again (a flap). The cost: one VM stopped reaches the ToR
+  `settle_seconds` later (0 withdraws at once). Announcements and next-hop changes never settle: a route desired
+  again (a VM restarted, its address taken by a new VM) replaces the settling one at once.
+- Only *bulk* plans are checked against the fraction: a full replan (start-up, periodic resync, a confirmation), a
+  plan that includes events of a (re)LIST, or a plan that includes deletion events of a *mass deletion*
+  (`bgpadv.safety.failstatic`: a large share of one resource's objects starting to be deleted within a few seconds,
+  as when its CRD is deleted). Any other plan is applied as it is once settled, whatever it withdraws: an individual
+  deletion waits for the settle window only.
+- What settled withdrawals took out in the last `recent_seconds` still counts towards a mass deletion's fraction
+  (a burst slower than the settle window); it is never announced again.
 - A bulk plan that would withdraw more than `max_fraction` of the routes last handed to the speaker for a peer
   (held ones included) withdraws nothing for that peer: every route it would withdraw stays in the desired set,
-  unchanged, and is counted as held. Announcements and next-hop changes in the same plan go out at once.
+  unchanged, and is counted as held (the settling ones join it). Announcements and next-hop changes in the same
+  plan go out at once. Under the fraction, a bulk plan with deletion events lets its withdrawals settle; one without
+  (a relist, a resync) carries them out at once, the routes still settling keep settling.
 - A held route is released (withdrawn) only by a bulk plan that still withdraws it and that is built from a full LIST
   of every resource begun at least `hold_seconds` after the route was held (`listed_since`: the oldest start among
   the latest LIST of each resource). The controller asks the reflectors for that LIST once the deadline passed.
@@ -30,7 +40,10 @@ The rules (`safety.maxWithdrawFraction`, default 0.5; `safety.holdSeconds`, defa
   restarted controller learns ExaBGP's routes without their attributes, so it could not keep them unchanged; a
   controller restarted *during* a hold therefore carries out what a fresh LIST says.)
 
-The hold is in-memory and single-threaded (the controller's loop); `clock` is injectable for tests.
+The controller carries settled withdrawals out on time: `settle_deadline()` says when, `apply` of its last plan
+(nothing new, `bulk=False`, `deletions=False`) then withdraws them. The hold is in-memory and single-threaded (the
+controller's loop); `clock` is injectable for tests. A controller restarted while withdrawals settle or are held
+carries out what its first plan says (see above).
 """
 
 from __future__ import annotations
@@ -47,14 +60,19 @@ log = logging.getLogger("bgpadv.hold")
 
 PrefixKey = tuple[int, int, int]  # `Prefix.key`: (IP version, network value, prefix length)
 MASS_DELETION = "mass deletion"  # the origin of a bulk plan made of the deletion events of a mass deletion
+SETTLE_SECONDS = 1.0
+"""The default of `safety.deletionSettleSeconds`: how long deletion events must pause before the withdrawals they
+caused go out. The CRD deletions measured on a real apiserver deliver every claim's event within a few
+milliseconds; one second is far above that and costs a stopped VM one second of a route to a VM that is gone."""
 
 
 @dataclass(slots=True)
 class _PeerHold:
-    handed: tuple[Route, ...] = ()  # what the speaker was last told to hold for this peer (held routes included)
+    handed: tuple[Route, ...] = ()  # what the speaker was last told to hold for this peer (held, settling included)
     held: dict[PrefixKey, tuple[Route, float]] = field(default_factory=dict)  # key -> (route, held since)
-    # withdrawn by ordinary plans with deletion events, within `recent_seconds`: key -> (route, withdrawn at)
-    recent: dict[PrefixKey, tuple[Route, float]] = field(default_factory=dict)
+    settling: dict[PrefixKey, Route] = field(default_factory=dict)  # withdrawals by deletion events, not yet out
+    # settled withdrawals carried out within `recent_seconds`: key -> withdrawn at (counted, never announced again)
+    recent: dict[PrefixKey, float] = field(default_factory=dict)
 
     def oldest(self) -> float | None:
         return min((since for _, since in self.held.values()), default=None)
@@ -70,21 +88,28 @@ class PeerOutcome:
     released: int = 0  # held routes no longer held without a confirmation (desired again, or under the threshold)
     planned_withdrawals: int = 0  # what this bulk plan would have withdrawn (0 for ordinary plans)
     base: int = 0  # routes handed before this decision
+    settling: int = 0  # withdrawals by deletion events kept until the deletions pause, after this decision
+    settled: int = 0  # settling withdrawals carried out by this decision
 
 
 @dataclass(frozen=True, slots=True)
 class HoldDecision:
     desired: dict[str, tuple[Route, ...]]
-    """What to hand the speaker: the plan's routes plus every held route, per peer."""
+    """What to hand the speaker: the plan's routes plus every held and settling route, per peer."""
     peers: dict[str, PeerOutcome]
 
     @property
     def held(self) -> dict[str, int]:
         return {peer: o.held for peer, o in self.peers.items()}
 
+    @property
+    def settling(self) -> dict[str, int]:
+        return {peer: o.settling for peer, o in self.peers.items()}
+
 
 class WithdrawalHold:
-    """Decides, per peer and per plan, which withdrawals are carried out and which are held (see the module)."""
+    """Decides, per peer and per plan, which withdrawals are carried out, which settle and which are held (see the
+    module)."""
 
     def __init__(
         self,
@@ -92,17 +117,24 @@ class WithdrawalHold:
         hold_seconds: float,
         clock: Callable[[], float] = time.monotonic,
         recent_seconds: float = 10.0,
+        settle_seconds: float = SETTLE_SECONDS,
     ) -> None:
         if not 0.0 <= max_fraction <= 1.0:
             raise ValueError("max_fraction must lie in [0, 1]")
         if hold_seconds < 0:
             raise ValueError("hold_seconds must not be negative")
+        if not 0.0 <= settle_seconds <= recent_seconds:
+            raise ValueError("settle_seconds must lie in [0, recent_seconds]")
         self.max_fraction = max_fraction
         self.hold_seconds = hold_seconds
         self.clock = clock
-        self.recent_seconds = recent_seconds  # how long withdrawals by deletion events count towards a mass deletion
+        # how long withdrawals by deletion events count towards a mass deletion; the longest a withdrawal settles
+        self.recent_seconds = recent_seconds
+        self.settle_seconds = settle_seconds  # deletion events must pause this long before their withdrawals go out
         self._peers: dict[str, _PeerHold] = {}
         self._oldest: float | None = None  # when the longest-held route was held (cached: the loop asks every turn)
+        self._settle_first: float | None = None  # the first deletion plan since nothing settled
+        self._settle_last: float | None = None  # the latest deletion plan while withdrawals settle
 
     # -- queries --------------------------------------------------------------------------------------------------
     def held_counts(self) -> dict[str, int]:
@@ -129,6 +161,23 @@ class WithdrawalHold:
         deadline = self.deadline()
         return deadline is not None and listed_since is not None and listed_since >= deadline
 
+    @property
+    def settling(self) -> bool:
+        """Some withdrawal by deletion events waits for the deletions to pause."""
+        return self._settle_first is not None
+
+    def settle_deadline(self) -> float | None:
+        """When the settling withdrawals go out (if no deletion event comes first); None when nothing settles."""
+        first, last = self._settle_first, self._settle_last
+        if first is None or last is None:
+            return None
+        return min(last + self.settle_seconds, first + self.recent_seconds)
+
+    def settle_due(self) -> bool:
+        """The settling withdrawals may go out now: apply the last plan again."""
+        deadline = self.settle_deadline()
+        return deadline is not None and self.clock() >= deadline
+
     # -- the decision ---------------------------------------------------------------------------------------------
     def apply(
         self,
@@ -139,15 +188,21 @@ class WithdrawalHold:
         origin: str = "relist",
         deletions: bool = False,
     ) -> HoldDecision:
-        """Take the planner's desired routes per peer; return what the speaker gets, held routes included.
+        """Take the planner's desired routes per peer; return what the speaker gets, held and settling routes
+        included.
 
         `bulk`: the plan is a full replan, includes (re)LIST events, or is part of a mass deletion. `listed_since`:
         the oldest start time among the latest completed LIST of each watched resource (None: not every resource
         listed). `origin` names the bulk plan's cause in log lines ("relist", "full replan", "mass deletion of
-        ipamclaims"). `deletions`: an ordinary plan that includes deletion events (DELETED, or a deletionTimestamp
-        set): what it withdraws goes out, and is remembered for `recent_seconds`, so that a mass deletion detected a
-        few events later counts it, and holds it (announced again) with the rest."""
+        ipamclaims"). `deletions`: the plan includes deletion events (DELETED, or a deletionTimestamp set): what it
+        withdraws settles (see the module), and the deletions' pause starts again."""
         now = self.clock()
+        if deletions:
+            if self._settle_first is None:
+                self._settle_first = now
+            self._settle_last = now
+        due = self.settle_due()
+        mass = bulk and origin.startswith(MASS_DELETION)
         out: dict[str, tuple[Route, ...]] = {}
         outcomes: dict[str, PeerOutcome] = {}
         # Peers usually get the very same tuple (and were handed the same one): compute its keys once per call.
@@ -171,52 +226,61 @@ class WithdrawalHold:
             st = self._peers.setdefault(peer, _PeerHold())
             routes = tuple(desired.get(peer, ()))
             if st.recent:
-                st.recent = {k: v for k, v in st.recent.items() if now - v[1] < self.recent_seconds}
-            if not bulk and not st.held and not deletions:  # the common case: nothing to compare, nothing to add
+                st.recent = {k: t for k, t in st.recent.items() if now - t < self.recent_seconds}
+            if not bulk and not st.held and not st.settling and not deletions:  # the common case: nothing to add
                 outcome = PeerOutcome(base=len(st.handed))
             elif not bulk:
                 wanted = key_set(routes)
-                if deletions:
-                    self._remember(st, keys(st.handed), wanted, now)
-                outcome = self._ordinary(st, wanted)
+                gone = {k: r for k, r in zip(keys(st.handed), st.handed, strict=True) if k not in wanted}
+                outcome = self._ordinary(st, wanted, gone, now, settle=deletions, due=due)
             else:
                 wanted = key_set(routes)
                 gone = {k: r for k, r in zip(keys(st.handed), st.handed, strict=True) if k not in wanted}
-                earlier = self._earlier(st, wanted, gone) if origin.startswith(MASS_DELETION) else 0
-                outcome = self._bulk(peer, st, gone, now, listed_since, origin, earlier)
-            if st.held:
-                kept = tuple(route for route, _ in st.held.values())
-                routes = routes + kept
+                earlier = sum(1 for k in st.recent if k not in wanted and k not in gone) if mass else 0
+                outcome = self._bulk(peer, st, gone, now, listed_since, origin, earlier, settle=deletions, due=due)
+            if st.held or st.settling:
+                routes = routes + tuple(route for route, _ in st.held.values()) + tuple(st.settling.values())
             st.handed = routes
             out[peer] = routes
             outcomes[peer] = outcome
         oldest = [t for st in self._peers.values() if (t := st.oldest()) is not None]
         self._oldest = min(oldest) if oldest else None
+        if not any(st.settling for st in self._peers.values()):
+            self._settle_first = self._settle_last = None
         return HoldDecision(out, outcomes)
 
-    @staticmethod
-    def _remember(st: _PeerHold, handed_keys: list[PrefixKey], wanted: set[PrefixKey], now: float) -> None:
-        """An ordinary plan with deletion events: remember what it withdraws (for a mass deletion seen later)."""
-        for k, r in zip(handed_keys, st.handed, strict=True):
-            if k not in wanted and k not in st.held:
-                st.recent[k] = (r, now)
+    def _settle(self, st: _PeerHold, gone: dict[PrefixKey, Route], now: float, *, settle: bool, due: bool) -> int:
+        """The withdrawals `gone` (not held) of a plan: they settle when the plan has deletion events; the settling
+        ones (all of them when `due`) go out, remembered in `recent`. How many settling withdrawals went out."""
+        st.settling = {k: r for k, r in st.settling.items() if k in gone}  # desired again: the plan's route wins
+        if settle:
+            st.settling.update((k, r) for k, r in gone.items() if k not in st.held)
+        if not due or not st.settling:
+            return 0
+        settled = len(st.settling)
+        st.recent.update((k, now) for k in st.settling)
+        st.settling = {}
+        return settled
 
-    @staticmethod
-    def _earlier(st: _PeerHold, wanted: set[PrefixKey], gone: dict[PrefixKey, Route]) -> int:
-        """A mass deletion's bulk plan: what its first (ordinary) events withdrew joins `gone`; how many."""
-        earlier = 0
-        for k, (r, _) in st.recent.items():
-            if k not in wanted and k not in gone:
-                gone[k] = r
-                earlier += 1
-        st.recent = {}
-        return earlier
-
-    def _ordinary(self, st: _PeerHold, wanted: set[PrefixKey]) -> PeerOutcome:
-        """Ordinary watch events: their withdrawals go out; a held route the plan desires again is no longer held."""
+    def _ordinary(
+        self,
+        st: _PeerHold,
+        wanted: set[PrefixKey],
+        gone: dict[PrefixKey, Route],
+        now: float,
+        *,
+        settle: bool,
+        due: bool,
+    ) -> PeerOutcome:
+        """Ordinary watch events: their withdrawals settle (deletion events) or go out; a held route the plan desires
+        again is no longer held."""
         before = len(st.held)
         st.held = {k: v for k, v in st.held.items() if k not in wanted}
-        return PeerOutcome(held=len(st.held), released=before - len(st.held), base=len(st.handed))
+        settled = self._settle(st, gone, now, settle=settle, due=due)
+        released = before - len(st.held)
+        return PeerOutcome(
+            held=len(st.held), released=released, base=len(st.handed), settling=len(st.settling), settled=settled
+        )
 
     def _bulk(
         self,
@@ -226,11 +290,15 @@ class WithdrawalHold:
         now: float,
         listed_since: float | None,
         origin: str,
-        earlier: int = 0,
+        earlier: int,
+        *,
+        settle: bool,
+        due: bool,
     ) -> PeerOutcome:
-        """A relist or full replan whose plan no longer has `gone` (key -> route handed before, or withdrawn
-        `earlier` by the first events of a mass deletion): confirm what a late enough LIST confirms, hold a mass
-        withdrawal (what was withdrawn earlier is announced again)."""
+        """A relist, full replan or mass deletion whose plan no longer has `gone` (key -> route handed before; held
+        and settling ones included; `earlier`: how many more the first events of a mass deletion already withdrew):
+        confirm what a late enough LIST confirms, hold a mass withdrawal (the settling ones with it), let the rest
+        settle or go out."""
         handed = len(st.handed) + earlier
         held = {k: v for k, v in st.held.items() if k in gone}  # a held route desired again is no longer held
         released = len(st.held) - len(held)
@@ -250,10 +318,13 @@ class WithdrawalHold:
                 )
         base = handed - confirmed
         newly = 0
-        if gone and len(gone) > self.max_fraction * base:
+        settled = 0
+        withdrawing = len(gone) + earlier
+        if gone and withdrawing > self.max_fraction * base:
             fresh = {k: (r, now) for k, r in gone.items() if k not in held}
             newly = len(fresh)
             held.update(fresh)
+            st.settling = {}  # they are held now
             if newly:
                 log.warning(
                     "holding %d withdrawals for peer %s (fail static): a %s would withdraw %d of its %d routes, more "
@@ -262,13 +333,19 @@ class WithdrawalHold:
                     newly,
                     peer,
                     origin,
-                    len(gone),
+                    withdrawing,
                     base,
                     self.max_fraction,
                     self.hold_seconds,
                 )
-        # else: the withdrawals not held before go out now; routes held before wait for their own confirmation
+        else:
+            # the withdrawals not held before settle (deletion events) or go out now (the settling ones keep
+            # settling); routes held before wait for their own confirmation
+            st.held = held
+            settled = self._settle(st, {k: r for k, r in gone.items() if k not in held}, now, settle=settle, due=due)
         if released:
             log.info("%d held routes for peer %s are desired again: no longer held", released, peer)
         st.held = held
-        return PeerOutcome(len(held), newly, confirmed, released, len(gone) + confirmed, handed)
+        return PeerOutcome(
+            len(held), newly, confirmed, released, withdrawing + confirmed, handed, len(st.settling), settled
+        )

@@ -10,7 +10,11 @@ The rules under test:
 - while withdrawals are held: nothing to do before the deadline; once it passed, ask for a confirming LIST once (and
   again after `hold_seconds` without a confirmation); a LIST of every resource begun at or after the deadline asks
   for a full replan, one begun before it does not;
-- new `safety` limits replace the hold; the same limits keep it and what it holds.
+- new `safety` limits replace the hold; the same limits keep it and what it holds; a new settle time keeps it;
+- a plan with deletion events settles its withdrawals (`settle_deadline`); `settled` carries them out once due and
+  leaves the marks of unplanned changes (LIST events, deletions) to the next plan; the IPAMClaim CRD deleted, one
+  claim deleting per plan, reaches the speaker as no withdrawal at all: the rule trips on the third claim and holds
+  the first two with it.
 """
 
 from __future__ import annotations
@@ -18,8 +22,8 @@ from __future__ import annotations
 import pytest
 
 from bgpadv.core import resources
-from bgpadv.safety.failstatic import FailStatic
-from tests.unit.test_hold import Clock, H, hosts
+from bgpadv.safety.failstatic import MASS_DELETION_MIN, FailStatic
+from tests.unit.test_hold import Clock, H, hosts, octets
 
 WATCHED = (resources.CUDN, resources.IPAM_CLAIM, resources.VMI)
 PEER = "10.0.0.1"
@@ -139,3 +143,51 @@ def test_new_limits_replace_the_hold(fraction, hold_seconds, kept):
     fs.reconfigure(fraction, hold_seconds)
     assert (fs.hold.max_fraction, fs.hold.hold_seconds) == (fraction, hold_seconds)
     assert fs.held_counts() == kept
+
+
+def test_a_new_settle_time_keeps_the_hold_and_what_it_holds():
+    fs = holding(Clock())
+    fs.reconfigure(0.5, H, 3.0)
+    assert fs.hold.settle_seconds == 3.0
+    assert fs.held_counts() == {PEER: 4}
+
+
+def test_a_plan_with_deletion_events_settles_and_settled_carries_it_out_later():
+    clock = Clock()
+    fs = failstatic(clock)
+    fs.withhold({PEER: hosts(10, 11, 12, 13)}, full=True)
+    fs.deletion(resources.IPAM_CLAIM, ("ns", "vm-13"), removed=False, objects=4, received_at=clock.now)
+    stopped = fs.withhold({PEER: hosts(10, 11, 12)}, full=False)
+    assert octets(stopped.desired[PEER]) == [10, 11, 12, 13]
+    assert fs.settle_deadline() == clock.now + 1.0 and not fs.settle_due()
+
+    clock.now += 1.0
+    from_list(fs, resources.VMI)  # a relist under way: its mark belongs to the next plan
+    assert fs.settle_due()
+    settled = fs.settled({PEER: hosts(10, 11, 12)})
+    assert octets(settled.desired[PEER]) == [10, 11, 12]
+    assert fs.settle_deadline() is None
+    listed(fs, resources.VMI, clock.now)
+    assert fs.withhold({PEER: ()}, full=False).held == {PEER: 3}, "the relist's plan is still bulk"
+
+
+def test_the_ipamclaim_crd_deleted_one_claim_a_plan_withdraws_nothing_and_holds_every_claim():
+    clock = Clock()
+    fs = failstatic(clock)
+    for res in WATCHED:
+        listed(fs, res, clock.now)
+    claims = list(range(10, 13))
+    subnet_and_claims = hosts(1, *claims)  # "1" stands for the network's subnet route
+    fs.withhold({PEER: subnet_and_claims}, full=True)
+    handed = []
+    for n, gone in enumerate(claims, start=1):
+        clock.now += 0.02
+        fs.deletion(resources.IPAM_CLAIM, ("ns", f"vm-{gone}"), removed=False, objects=3, received_at=clock.now)
+        assert bool(fs.mass_deletions()) == (n >= MASS_DELETION_MIN)
+        decision = fs.withhold({PEER: hosts(1, *claims[n:])}, full=False)
+        handed.append(octets(decision.desired[PEER]))
+    assert handed == [[1, *claims]] * len(claims), "no claim's route left the speaker's desired set"
+    assert decision.held == {PEER: 3}
+    clock.now += 30.0
+    assert not fs.settle_due()
+    assert octets(fs.withhold({PEER: hosts(1)}, full=False).desired[PEER]) == [1, *claims]

@@ -7,7 +7,12 @@ The rules under test:
   out at once; at or under the fraction it is applied;
 - a held route is withdrawn only by a bulk plan built from a LIST of every resource begun at least `hold_seconds`
   after it was held, and only if that plan still withdraws it; a plan that desires it again ends its hold;
-- peers are decided independently; the first plan has nothing to compare with and is never held.
+- peers are decided independently; the first plan has nothing to compare with and is never held;
+- withdrawals of a plan with deletion events settle: they stay desired until deletion events paused for
+  `settle_seconds`, at most `recent_seconds` after the first, then go out together; announcements and next-hop
+  changes never wait; a mass deletion found meanwhile holds the settling withdrawals with the rest, so nothing is
+  withdrawn and announced again; what settled before a mass deletion counts towards its fraction, and stays
+  withdrawn.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import pytest
 
 from bgpadv.core.model import ObjectRef, Route, RouteKind
 from bgpadv.core.prefix import Address, Prefix
-from bgpadv.safety.hold import WithdrawalHold
+from bgpadv.safety.hold import MASS_DELETION, WithdrawalHold
 
 H = 120.0
 W1, W2 = "10.0.0.11", "10.0.0.12"
@@ -225,10 +230,156 @@ def test_a_hold_and_a_confirmation_are_logged_as_warnings_with_their_cause(caplo
     ]
 
 
-@pytest.mark.parametrize(("fraction", "seconds"), [(-0.1, 120.0), (1.5, 120.0), (0.5, -1.0)])
-def test_invalid_limits_are_refused(fraction: float, seconds: float) -> None:
+@pytest.mark.parametrize(
+    ("fraction", "seconds", "settle"),
+    [
+        pytest.param(-0.1, 120.0, 1.0, id="negative-fraction"),
+        pytest.param(1.5, 120.0, 1.0, id="fraction-above-one"),
+        pytest.param(0.5, -1.0, 1.0, id="negative-hold"),
+        pytest.param(0.5, 120.0, -0.5, id="negative-settle"),
+        pytest.param(0.5, 120.0, 11.0, id="settle-beyond-the-mass-deletion-window"),
+    ],
+)
+def test_invalid_limits_are_refused(fraction: float, seconds: float, settle: float) -> None:
     with pytest.raises(ValueError):
-        WithdrawalHold(fraction, seconds)
+        WithdrawalHold(fraction, seconds, settle_seconds=settle)
+
+
+# -- withdrawals of deletion events settle ----------------------------------------------------------------------------
+S = 1.0  # settle_seconds
+MASS = f"{MASS_DELETION} of ipamclaims"
+
+
+def settling_hold(handed: tuple[Route, ...], clock: Clock, *, settle: float = S) -> WithdrawalHold:
+    hold = WithdrawalHold(0.5, H, clock, settle_seconds=settle)
+    hold.apply({"tor": handed}, bulk=False)
+    return hold
+
+
+def test_a_deletion_withdraws_only_once_the_deletions_paused_for_the_settle_time() -> None:
+    clock = Clock()
+    hold = settling_hold(hosts(1, 2, 3, 4), clock)
+    stopped = hold.apply({"tor": hosts(1, 2, 3)}, bulk=False, deletions=True)  # VM 4 stopped
+    assert octets(stopped.desired["tor"]) == [1, 2, 3, 4]
+    assert stopped.settling == {"tor": 1} and stopped.held == {"tor": 0}
+    assert hold.settle_deadline() == clock.now + S
+
+    clock.now += S - 0.01
+    assert not hold.settle_due()
+    assert octets(hold.apply({"tor": hosts(1, 2, 3)}, bulk=False).desired["tor"]) == [1, 2, 3, 4]
+    clock.now += 0.01
+    assert hold.settle_due()
+    settled = hold.apply({"tor": hosts(1, 2, 3)}, bulk=False)  # the controller hands its last plan again
+    assert octets(settled.desired["tor"]) == [1, 2, 3]
+    assert settled.peers["tor"].settled == 1 and settled.settling == {"tor": 0}
+    assert hold.settle_deadline() is None and not hold.active
+
+
+@pytest.mark.parametrize(
+    ("rule", "deletions_at", "released_at"),
+    [
+        ("one deletion goes the settle time later (a plan without deletion events does not delay it)", [0.0], S),
+        ("a deletion within the settle time starts it again", [0.0, 0.6, 1.5], 2.5),
+        ("deletions that never pause for it go at the latest 10 s after the first", [i * 0.9 for i in range(12)], 10.0),
+    ],
+)
+def test_settling_withdrawals_go_out_together_when_the_deletions_pause(
+    rule: str, deletions_at: list[float], released_at: float
+) -> None:
+    clock = Clock()
+    start = clock.now
+    hold = settling_hold(hosts(*range(1, 41)), clock)
+    for i, at in enumerate(deletions_at):
+        clock.now = start + at
+        hold.apply({"tor": hosts(*range(i + 2, 41))}, bulk=False, deletions=True)  # VM i + 1 stopped
+        hold.apply({"tor": hosts(*range(i + 2, 41))}, bulk=False)  # something else changed meanwhile
+    assert hold.settle_deadline() == pytest.approx(start + released_at), rule
+    clock.now = start + released_at
+    decision = hold.apply({"tor": hosts(*range(len(deletions_at) + 1, 41))}, bulk=False)
+    assert decision.peers["tor"].settled == len(deletions_at), rule
+    assert octets(decision.desired["tor"]) == list(range(len(deletions_at) + 1, 41)), rule
+
+
+def test_a_settle_time_of_zero_withdraws_at_once() -> None:
+    hold = settling_hold(hosts(1, 2, 3, 4), Clock(), settle=0.0)
+    decision = hold.apply({"tor": hosts(1, 2, 3)}, bulk=False, deletions=True)
+    assert octets(decision.desired["tor"]) == [1, 2, 3]
+    assert hold.settle_deadline() is None
+
+
+def test_announcements_and_next_hop_changes_never_settle() -> None:
+    clock = Clock()
+    hold = settling_hold(hosts(1, 2, 3, 4), clock)
+    hold.apply({"tor": hosts(1, 2, 3)}, bulk=False, deletions=True)  # VM 4 stopped: settling
+    moved, new = host(1, W2), host(9)
+    decision = hold.apply({"tor": (moved, host(2), host(3), new)}, bulk=False, deletions=True)  # a migration, a VM
+    routes = {r.prefix.key: r for r in decision.desired["tor"]}
+    assert routes[moved.prefix.key] is moved and routes[new.prefix.key] is new
+    assert octets(decision.desired["tor"]) == [1, 2, 3, 4, 9]
+
+
+def test_a_route_desired_again_while_it_settles_is_the_plans_at_once_and_no_longer_settles() -> None:
+    clock = Clock()
+    hold = settling_hold(hosts(1, 2, 3, 4), clock)
+    hold.apply({"tor": hosts(1, 2, 3)}, bulk=False, deletions=True)
+    again = host(4, W2)  # its address taken at once by a VM on another node
+    decision = hold.apply({"tor": (*hosts(1, 2, 3), again)}, bulk=False)
+    assert again in decision.desired["tor"] and host(4) not in decision.desired["tor"]
+    assert decision.settling == {"tor": 0} and hold.settle_deadline() is None
+
+
+@pytest.mark.parametrize(
+    "batches",
+    [
+        pytest.param([[1], [2], [3]], id="one-claim-a-plan"),
+        pytest.param([[1, 2], [3]], id="two-then-one"),
+    ],
+)
+def test_a_mass_deletion_holds_what_still_settles_and_nothing_is_withdrawn_meanwhile(batches) -> None:
+    """The CRD deleted: the first plans are ordinary deletions (the rule trips on the third claim); their
+    withdrawals still settle when it trips, so they are held with the rest: the speaker never lost a route."""
+    clock = Clock()
+    hold = settling_hold(hosts(1, 2, 3, 4), clock)
+    remaining = {1, 2, 3, 4}
+    handed = []
+    for n, batch in enumerate(batches):
+        remaining -= set(batch)
+        last = n == len(batches) - 1  # the failstatic rule trips with the third claim
+        decision = hold.apply(
+            {"tor": hosts(*sorted(remaining))}, bulk=last, origin=MASS if last else "relist", deletions=True
+        )
+        handed.append(octets(decision.desired["tor"]))
+        clock.now += 0.05
+    assert handed == [[1, 2, 3, 4]] * len(batches), "no withdrawal reached the speaker"
+    assert decision.held == {"tor": 3} and decision.settling == {"tor": 0}
+    assert decision.peers["tor"].newly_held == 3
+    clock.now += 10 * S
+    assert not hold.settle_due() and hold.deadline() is not None
+
+
+def test_withdrawals_settled_before_a_slow_mass_deletion_count_towards_it_and_stay_withdrawn() -> None:
+    """A burst slower than the settle time: what went out stays out (no flap); it still counts in the fraction."""
+    clock = Clock()
+    hold = settling_hold(hosts(1, 2, 3, 4), clock)
+    hold.apply({"tor": hosts(2, 3, 4)}, bulk=False, deletions=True)
+    clock.now += S
+    assert octets(hold.apply({"tor": hosts(2, 3, 4)}, bulk=False).desired["tor"]) == [2, 3, 4]  # 1 went out
+    clock.now += 2.0
+    decision = hold.apply({"tor": hosts(4)}, bulk=True, origin=MASS, deletions=True)  # 2 and 3: 3 of 4 in 10 s
+    assert octets(decision.desired["tor"]) == [2, 3, 4], "1 is not announced again; 2 and 3 are held"
+    assert decision.held == {"tor": 2}
+    assert decision.peers["tor"].planned_withdrawals == 3
+
+
+def test_a_bulk_plan_under_the_fraction_lets_deletions_settle_and_carries_out_the_rest() -> None:
+    clock = Clock()
+    hold = settling_hold(hosts(*range(1, 11)), clock)
+    hold.apply({"tor": hosts(*range(2, 11))}, bulk=False, deletions=True)  # VM 1 stopped: settling
+    resync = hold.apply({"tor": hosts(*range(3, 11))}, bulk=True, origin="full replan")  # 2 gone behind the watch
+    assert octets(resync.desired["tor"]) == [1, *range(3, 11)], "2 goes at once, 1 keeps settling"
+    mass = hold.apply({"tor": hosts(*range(4, 11))}, bulk=True, origin=MASS, deletions=True)  # 3 deleted
+    assert octets(mass.desired["tor"]) == [1, 3, *range(4, 11)], "under the fraction: the deletion settles too"
+    assert mass.held == {"tor": 0} and mass.settling == {"tor": 2}
 
 
 # -- observability --------------------------------------------------------------------------------------------------

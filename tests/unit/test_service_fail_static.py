@@ -5,10 +5,12 @@ wait for, `held`), with the real store and planner, a recording speaker and sour
 timers and the hold. The rules:
 - a relist (events marked `from_list`) is planned only once its SYNCED arrived, and it is a bulk plan: withdrawing
   more than half of the peer's routes withdraws none; its announcements go out at once;
-- ordinary watch DELETEs of a few objects are applied whatever they withdraw; a mass deletion by watch events (a
-  deletionTimestamp or DELETED on at least MASS_DELETION_MIN objects and more than the fraction of one resource's
-  objects within MASS_DELETION_WINDOW: a CRD deleted) is a bulk plan like a relist, the first events' withdrawals
-  included;
+- ordinary watch DELETEs of a few objects are applied whatever they withdraw, once deletion events paused for
+  `safety.deletionSettleSeconds` (the loop hands its last plan again then, the cause still the deletion event);
+  a route desired again meanwhile goes out at once; a mass deletion by watch events (a deletionTimestamp or
+  DELETED on at least MASS_DELETION_MIN objects and more than the fraction of one resource's objects within
+  MASS_DELETION_WINDOW: a CRD deleted) is a bulk plan like a relist, the first events' withdrawals included, and
+  since they were still settling the speaker never lost a route;
 - once the hold's deadline passed the controller asks every resource for a LIST; when a LIST of every resource begun
   after the deadline completed, a full replan withdraws what is still gone; objects that came back end the hold.
 """
@@ -64,10 +66,15 @@ class Clock:
 
 
 class Speaker(RecordingSpeaker):
-    """Keeps only the sorted prefixes desired for the one peer."""
+    """Keeps only the sorted prefixes desired for the one peer, and each set's cause."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.causes: list = []
 
     def set_desired(self, desired, cause=None) -> None:
         self.desired.append(sorted(str(r.prefix) for r in desired[PEER]))
+        self.causes.append(cause)
 
 
 class Cluster:
@@ -131,6 +138,7 @@ class Cluster:
 
 
 ADVERTISED = {"bgpadv.io/advertise": "true"}
+SETTLE = CONFIG.safety.deletion_settle_seconds
 ALL = sorted([SUBNET, host(10), host(11), host(12), host(13)])
 
 
@@ -174,11 +182,16 @@ def test_a_relist_withdrawing_at_most_half_is_applied(cluster: Cluster) -> None:
 
 def test_ordinary_delete_events_are_applied_whatever_they_withdraw(cluster: Cluster, clock: Clock) -> None:
     """Two VMs deleted together, and later two more: never a mass deletion (fewer than MASS_DELETION_MIN objects
-    within the window), so each withdrawal goes out at once, although the last two leave the peer one route."""
+    within the window), so each withdrawal goes out once settled, although the last two leave the peer one route."""
     cluster.watch("DELETED", claim(10), claim(11))
+    assert cluster.handed == ALL
+    clock.now += SETTLE
+    cluster.step()
     assert cluster.handed == sorted([SUBNET, host(12), host(13)])
     clock.now += MASS_DELETION_WINDOW
     cluster.watch("DELETED", claim(12), claim(13))
+    clock.now += SETTLE
+    cluster.step()
     assert cluster.handed == [SUBNET]
     assert cluster.observer.held[-1] == {PEER: 0}
 
@@ -190,12 +203,34 @@ def deleting(i: int) -> dict:
     return obj
 
 
-def test_one_vm_deleted_withdraws_at_once(cluster: Cluster) -> None:
+def test_one_vm_deleted_withdraws_once_the_deletions_paused_measured_from_its_event(
+    cluster: Cluster, clock: Clock
+) -> None:
     cluster.watch("MODIFIED", deleting(10))
+    assert cluster.handed == ALL
+    event = cluster.c.speaker.causes[-1]
+    clock.now += SETTLE / 2
+    cluster.watch("DELETED", claim(10))  # the same VM's next deletion event: the pause starts again
+    clock.now += SETTLE / 2
+    cluster.step()
+    assert cluster.handed == ALL
+    clock.now += SETTLE / 2
+    cluster.step()
     assert cluster.handed == sorted([SUBNET, host(11), host(12), host(13)])
-    cluster.watch("DELETED", claim(10))
-    assert cluster.handed == sorted([SUBNET, host(11), host(12), host(13)])
+    assert cluster.c.speaker.causes[-1] is event, "the convergence of the withdrawal counts from its first event"
     assert cluster.observer.held[-1] == {PEER: 0}
+    plans = len(cluster.c.speaker.desired)
+    clock.now += SETTLE
+    cluster.step()
+    assert len(cluster.c.speaker.desired) == plans, "settled once"
+
+
+def test_a_vm_back_while_its_withdrawal_settles_never_leaves_the_fabric(cluster: Cluster, clock: Clock) -> None:
+    cluster.watch("DELETED", claim(10))
+    cluster.watch("ADDED", claim(10))
+    clock.now += SETTLE
+    cluster.step()
+    assert all(handed == ALL for handed in cluster.c.speaker.desired)
 
 
 @pytest.mark.parametrize(
@@ -211,14 +246,20 @@ def test_a_crd_deleted_marks_every_claim_deleting_and_the_routes_are_held(
 ) -> None:
     """The IPAMClaim CRD deleted on a real apiserver: every claim gets a deletionTimestamp (ordinary MODIFIED
     events, in as many plans as the loop happens to make), then DELETED. From the third claim on it is a mass
-    deletion: the routes the first two withdrew are announced again, and every claim's route is held."""
+    deletion; the routes the first two would withdraw were still settling: every claim's route is held, and no set
+    handed to the speaker ever lacked one."""
+    start = len(cluster.c.speaker.desired)
     for batch in batches:
         cluster.watch("MODIFIED", *(deleting(i) for i in batch))
+        clock.now += 0.01
     assert cluster.handed == ALL
     assert cluster.observer.held[-1] == {PEER: 4}
     assert ("ipamclaims", True) in cluster.observer.resources_held
     cluster.watch("DELETED", *(claim(i) for i in (10, 11, 12, 13)))
+    clock.now += MASS_DELETION_WINDOW
+    cluster.step()
     assert cluster.handed == ALL, "the DELETED events of a mass deletion are held too"
+    assert all(handed == ALL for handed in cluster.c.speaker.desired[start:]), "never withdrawn, never a flap"
 
 
 def test_a_mass_deletion_is_carried_out_when_a_list_after_the_hold_confirms_it(cluster: Cluster, clock: Clock) -> None:
