@@ -138,6 +138,7 @@ class Network:
     allowed: tuple[SubnetRange, ...] = ()  # networks.secondary[].allowedPrefixes, beside a CUDN subnet
     max_addresses: int = 0  # networks.secondary[].maxAddressesPerInterface
     announce_subnets: bool = True  # False: `subnets` are the configured allowed prefixes (no CUDN subnet)
+    labels: Mapping[str, str] = field(default_factory=lambda: views.EMPTY_LABELS, hash=False)  # policies[].match
     network_id: int | None = None  # OVN-K's `k8s.ovn.org/network-id` (the importer's VRF)
 
     check: Callable[[int, int], str | None] = field(init=False, compare=False, repr=False)
@@ -305,6 +306,7 @@ def _from_view(view: views.Network) -> Network:
         ipam_disabled=view.ipam_disabled,
         host_subnet_lengths=tuple((SubnetRange.of(p), n) for p, n in view.host_subnet_lengths),
         network_id=view.network_id,
+        labels=view.labels,
     )
 
 
