@@ -280,7 +280,7 @@ class IncrementalPlanner:
         attributes)."""
         if not self._policies.uses_namespace_labels or old is None:
             return set()
-        before = dict(old)
+        before = {str(k): v for k, v in old}
         names = before.keys() | state.namespaces.keys()
         out = set()
         for name in names:

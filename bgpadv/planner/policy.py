@@ -25,10 +25,11 @@ from typing import TYPE_CHECKING
 from bgpadv.config import Config
 from bgpadv.core.model import Attributes, RouteKind
 from bgpadv.core.state import ClusterState
-from bgpadv.core.views import EMPTY_LABELS, Network
+from bgpadv.core.views import EMPTY_LABELS
 
 if TYPE_CHECKING:
     from bgpadv.planner.candidates import Candidate
+    from bgpadv.planner.networks import Network
 
 __all__ = ["Policies", "host_attributes"]
 
