@@ -10,6 +10,7 @@ from bgpadv.core import resources
 from bgpadv.core.model import RouteKind
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import plan
+from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv.safety.guard import Guard
 from bgpadv.sources.decode import decode
 from bgpadv_lab import objects as k8s
@@ -75,6 +76,27 @@ def test_every_replica_computes_the_same_attributes_for_a_route():
     a = {str(r.prefix): r.attributes for r in plan(_cluster(), cluster).routes if r.kind is RouteKind.HOST}
     b = {str(r.prefix): r.attributes for r in plan(_cluster(), node).routes if r.kind is RouteKind.HOST}
     assert a == b
+
+
+def _claimless(wave: str | None) -> ClusterState:
+    """vm-a without an IPAMClaim: its address from OVN-K's pod-networks annotation on its launcher pod."""
+    return k8s.state(
+        [k8s.node("worker-1", "10.0.0.11", "fd00::11")],
+        k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24"], labels={**k8s.ADVERTISED, "tier": "gold"}, namespaces=[NS]),
+        k8s.vmi(NS, "vm-a", "worker-1", labels={WAVE: wave} if wave else None),
+        k8s.launcher_pod(NS, "vm-a", "worker-1", ips=["192.168.100.10/24"], nad="vmnet-a"),
+    )
+
+
+def test_a_vm_without_a_claim_gets_its_policies_and_a_vmi_relabel_retags_it_in_both_planner_forms():
+    config = k8s.config(policies=POLICIES)
+    incremental = IncrementalPlanner(config)
+    for wave, med in (("3", 30), ("4", 10)):
+        state = _claimless(wave)
+        cold = plan(state, config)
+        assert incremental.plan(state, None) == cold
+        (route,) = [r for r in cold.routes if r.kind is RouteKind.HOST]
+        assert (str(route.prefix), route.attributes.med) == ("192.168.100.10/32", med)
 
 
 @pytest.mark.parametrize(
