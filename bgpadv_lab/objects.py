@@ -508,10 +508,12 @@ def vmi(
     *,
     created: str = DEFAULT_CREATED,
     secondary: Sequence[tuple[str, str]] = (),
+    labels: dict[str, str] | None = None,
 ) -> dict:
     """A VirtualMachineInstance owned by its VirtualMachine, on `node` (status.nodeName). `secondary`: more
-    interfaces as (interface name, `multus.networkName`), bridged to a NetworkAttachmentDefinition."""
-    labels = {"kubevirt.io/vm": name, "kubevirt.io/domain": name}
+    interfaces as (interface name, `multus.networkName`), bridged to a NetworkAttachmentDefinition. `labels`: the
+    VM template's own labels (e.g. `bgpadv.io/wave: "3"`), beside the ones KubeVirt sets."""
+    labels = {**(labels or {}), "kubevirt.io/vm": name, "kubevirt.io/domain": name}
     if node:
         labels["kubevirt.io/nodeName"] = node
     if migration_state and not migration_state.get("completed") and not migration_state.get("failed"):

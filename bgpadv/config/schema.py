@@ -419,6 +419,139 @@ class BfdConfig(_Section):
 # --- end of BFD ---------------------------------------------------------------------------------------------------
 
 
+# --- policies and export filters (issue 17 item 4) ------------------------------------------------------------------
+# Kept in one block: `policies[]` (per network / per VM attributes) and `peers[].exportFilter` (prefix lists).
+
+RouteKindName = Literal["subnet", "host"]
+ROUTE_KIND_NAMES: tuple[RouteKindName, ...] = ("subnet", "host")
+FilterAction = Literal["allow", "deny"]
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyMatch(_Section):
+    """`policies[].match`: which routes a policy sets attributes on. Every key given must match (AND); an omitted key
+    matches everything. `vmSelector` and `namespaceSelector` describe a VM, so they match host routes only."""
+
+    kinds: Annotated[
+        tuple[RouteKindName, ...],
+        Field(description="Route kinds: subnet (a network's subnets) and/or host (a VM's /32 or /128); omitted: both."),
+    ] = ()
+    networks: Annotated[
+        tuple[StrictStr, ...], Field(description="ClusterUserDefinedNetwork names; omitted: every network.")
+    ] = ()
+    network_selector: Annotated[
+        Selector | None, Field(alias="networkSelector", description="A label selector on the CUDN's labels.")
+    ] = None
+    vm_selector: Annotated[
+        Selector | None,
+        Field(
+            alias="vmSelector",
+            description="A label selector on the VirtualMachineInstance's labels (a VM's spec.template.metadata."
+            'labels, e.g. bgpadv.io/wave: "3"); host routes only.',
+        ),
+    ] = None
+    namespace_selector: Annotated[
+        Selector | None,
+        Field(alias="namespaceSelector", description="A label selector on the VM's Namespace labels (host routes)."),
+    ] = None
+
+    @property
+    def describes_vm(self) -> bool:
+        return self.vm_selector is not None or self.namespace_selector is not None
+
+    @model_validator(mode="after")
+    def _rules(self) -> Self:
+        problems: list[tuple[Loc, str]] = []
+        if len(set(self.kinds)) != len(self.kinds):
+            problems.append((("kinds",), "lists a kind more than once"))
+        if self.describes_vm and "subnet" in self.kinds:
+            which = "vmSelector" if self.vm_selector is not None else "namespaceSelector"
+            problems.append((("kinds",), f"a subnet belongs to no VM: {which} matches host routes only"))
+        if problems:
+            refuse(self, problems)
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySet(_Section):
+    """`policies[].set`: the attributes a matching policy sets (each omitted key leaves the attribute as it was)."""
+
+    local_preference: Annotated[
+        Annotated[int, Between(0, 4294967295)] | None,
+        Field(alias="localPreference", description="LOCAL_PREF, sent to iBGP peers only."),
+    ] = None
+    med: Annotated[Annotated[int, Between(0, 4294967295)] | None, Field(description="MULTI_EXIT_DISC.")] = None
+    communities: Annotated[tuple[Community, ...], Field(description="ASN:VALUE, added.")] = ()
+    large_communities: Annotated[
+        tuple[LargeCommunity, ...], Field(alias="largeCommunities", description="GLOBAL:LOCAL1:LOCAL2, added.")
+    ] = ()
+    as_path_prepend: Annotated[
+        Annotated[int, Between(0, 10)] | None,
+        Field(alias="asPathPrepend", description="Extra copies of the local AS (eBGP only)."),
+    ] = None
+
+
+@dataclass(frozen=True, slots=True)
+class Policy(_Section):
+    """`policies[]`: path attributes for the routes a policy matches. Precedence: every matching policy applies, in
+    the order of the list, over `attributes`: a later policy's localPreference, med or asPathPrepend replaces an
+    earlier one's; communities and large communities add up (each once, in first-seen order)."""
+
+    name: Annotated[StrictStr, Field(min_length=1, description="The policy's name (logs, render).")]
+    actions: Annotated[PolicySet, Field(alias="set", description="The attributes it sets.")]
+    match: Annotated[PolicyMatch, Field(description="The routes it applies to; omitted: every route.")] = field(
+        default_factory=PolicyMatch
+    )
+
+
+def _filter_width(prefix: IPNetwork) -> int:
+    return 32 if prefix.version == 4 else 128
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixRule(_Section):
+    """One entry of a prefix list (`peers[].exportFilter.rules[]`), as FRR's `ip prefix-list`: without `ge`/`le` the
+    prefix itself only; with them, the prefixes inside `prefix` whose length is within [ge (default: prefix's
+    length), le (default: 32 or 128)]."""
+
+    prefix: Annotated[Prefix, Field(description="The range (a CIDR with no host bits).")]
+    action: Annotated[FilterAction, Field(description="allow or deny what matches.")] = "allow"
+    ge: Annotated[Annotated[int, Between(0, 128)] | None, Field(description="The shortest length matched.")] = None
+    le: Annotated[Annotated[int, Between(0, 128)] | None, Field(description="The longest length matched.")] = None
+
+    @property
+    def lengths(self) -> tuple[int, int]:
+        """(shortest, longest) prefix length matched."""
+        if self.ge is None and self.le is None:
+            return self.prefix.prefixlen, self.prefix.prefixlen
+        lo = self.ge if self.ge is not None else self.prefix.prefixlen
+        return lo, self.le if self.le is not None else _filter_width(self.prefix)
+
+    @model_validator(mode="after")
+    def _rules(self) -> Self:
+        width, length = _filter_width(self.prefix), self.prefix.prefixlen
+        problems: list[tuple[Loc, str]] = []
+        for key, value in (("ge", self.ge), ("le", self.le)):
+            if value is not None and not length <= value <= width:
+                problems.append(((key,), f"must be between the prefix length {length} and {width}, got {value}"))
+        if not problems and self.ge is not None and self.le is not None and self.ge > self.le:
+            problems.append((("le",), f"must be at least ge ({self.ge}), got {self.le}"))
+        if problems:
+            refuse(self, problems)
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class ExportFilter(_Section):
+    """`peers[].exportFilter`: which routes the peer gets, as a prefix list: the first rule that matches decides;
+    when none does, `defaultAction` (deny, as FRR's implicit deny at the end of a prefix list)."""
+
+    rules: Annotated[tuple[PrefixRule, ...], Field(min_length=1, description="Tried in order; the first match wins.")]
+    default_action: Annotated[
+        FilterAction, Field(alias="defaultAction", description="What happens to a route no rule matches.")
+    ] = "deny"
+
+
 @dataclass(frozen=True, slots=True)
 class PeerConfig(_Section):
     """A BGP neighbour (`peers[]`): a top-of-rack router."""
@@ -510,6 +643,15 @@ class PeerConfig(_Section):
         Field(description="A BFD session to the peer (FRR's bfdd, single hop); omitted: none."),
     ] = field(default_factory=BfdConfig)
     # --- end of BFD ---
+
+    # --- export filter (issue 17 item 4, policy) ---
+    export_filter: Annotated[
+        ExportFilter | None,
+        Field(
+            alias="exportFilter",
+            description="A prefix list of the routes this peer gets (allow/deny, ge/le); omitted: every route.",
+        ),
+    ] = None
     self_addresses: Annotated[tuple[IPAddress, ...], PlainValidator(_not_in_file), SkipJsonSchema()] = ()
     """What `next-hop self` stands for on this session per family where `nextHopSelf` says nothing and the session
     cannot resolve it: derived at controller start (`bgpadv.runtime.peering`), never written in the file."""
@@ -1195,6 +1337,12 @@ class Config(_Section):
         _read_as(PathAttributes, PathAttributes.held),
         Field(description="Path attributes added to every route."),
     ] = field(default_factory=Attributes)
+    # --- policies (issue 17 item 4) ---
+    policies: Annotated[
+        tuple[Policy, ...],
+        AfterValidator(_unique(lambda p: p.name, lambda i: (i, "name"), lambda name: f"{name!r} is listed twice")),
+        Field(description="Path attributes per network and per VM (applied in order over attributes)."),
+    ] = ()
     kubernetes: KubernetesConfig = field(default_factory=KubernetesConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     exabgp: ExaBGPConfig = field(default_factory=ExaBGPConfig)
@@ -1255,6 +1403,24 @@ class Config(_Section):
             (("peers", i, "ebgpMultihop"), f"is for eBGP peers: AS {peer.asn} is localASN (iBGP is not TTL-limited)")
             for i, peer in enumerate(self.peers)
             if peer.ebgp_multihop is not None and peer.ibgp(self.local_asn)
+        ]
+        if problems:
+            refuse(self, problems)
+        return self
+
+    @model_validator(mode="after")
+    def _local_preference_needs_ibgp(self) -> Self:
+        """LOCAL_PREF goes to internal peers only: set where every peer is eBGP, it would do nothing (issue 17)."""
+        if any(p.ibgp(self.local_asn) for p in self.peers):
+            return self
+        why = f"is sent to iBGP peers only, and every peer is eBGP (no peer has asn {self.local_asn}, localASN)"
+        problems: list[tuple[Loc, str]] = []
+        if self.attributes.local_preference is not None:
+            problems.append((("attributes", "localPreference"), why))
+        problems += [
+            (("policies", i, "set", "localPreference"), why)
+            for i, policy in enumerate(self.policies)
+            if policy.actions.local_preference is not None
         ]
         if problems:
             refuse(self, problems)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from bgpadv.core.prefix import Address, Prefix
@@ -61,7 +61,20 @@ class Attributes:
     med: int | None = None
     communities: tuple[str, ...] = ()  # canonical "65000:100" strings, validated by config
     large_communities: tuple[str, ...] = ()  # canonical "65000:1:2"
-    as_path_prepend: int = 0  # how many times to prepend the local ASN
+    as_path_prepend: int = 0
+    """Extra copies of the local AS on an eBGP session: the AS path carries it `1 + as_path_prepend` times (FRR's
+    `path` shows it three times for 2). Nothing on an iBGP session (our own AS would make the peer drop the route)."""
+
+    def on_session(self, ibgp: bool) -> Attributes:
+        """What goes on the wire to one kind of peer: iBGP without prepend, eBGP without local preference
+        (RFC 4271 5.1.5: LOCAL_PREF is not sent to external peers; ExaBGP drops it there too)."""
+        if ibgp:
+            return self if not self.as_path_prepend else replace(self, as_path_prepend=0)
+        return self if self.local_preference is None else replace(self, local_preference=None)
+
+    def as_path(self, local_asn: int, ibgp: bool) -> tuple[int, ...]:
+        """The AS_PATH the peer receives from us."""
+        return () if ibgp else (local_asn,) * (1 + self.as_path_prepend)
 
 
 DEFAULT_ATTRIBUTES = Attributes()

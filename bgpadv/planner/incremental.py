@@ -59,6 +59,7 @@ from bgpadv.planner.networks import Networks, advertised_subnets, index_networks
 from bgpadv.planner.nodes import NodeInfo, index_nodes, node_address_keys
 from bgpadv.planner.placement import LauncherPods, needs_pods, placements
 from bgpadv.planner.pod_networks import ClaimLink, claim_link, primary_networks, read_vmi_pods, vmi_pods
+from bgpadv.planner.policy import Policies, host_attributes
 from bgpadv.planner.space import infrastructure_space, next_hop_exclusions
 from bgpadv.planner.vms import host_route
 
@@ -180,6 +181,8 @@ class IncrementalPlanner:
 
     def __init__(self, config: Config) -> None:
         self.config = config
+        self._policies = Policies(config)
+        self._attributes_of = host_attributes(ClusterState(), self._policies)
         self.fallbacks = 0  # how many plans were ambiguous in order and delegated to the cold planner
         self._reset()
 
@@ -256,16 +259,35 @@ class IncrementalPlanner:
             hinted = {}
             for fld, key in changed:
                 hinted.setdefault(fld, set()).add(key)
+        old_namespaces = self._seen["namespaces"]
         rebuild_hosts, changed_nodes, changed_keys = self._networks_and_nodes(state)
         if rebuild_hosts:
             self._reset_hosts()
         self._handovers = []
+        self._attributes_of = host_attributes(state, self._policies)
+        relabelled = self._relabelled_namespaces(old_namespaces, state) if not rebuild_hosts else set()
         if self.config.networks.host_routes:
-            self._hosts(state, hinted if not rebuild_hosts else None, rebuild_hosts, changed_nodes, changed_keys)
+            self._hosts(
+                state, hinted if not rebuild_hosts else None, rebuild_hosts, changed_nodes, changed_keys, relabelled
+            )
         ctx = self._context
         if self._handovers or ctx.handovers:
             ctx = self._context = dataclasses.replace(ctx, handovers=tuple(self._handovers))
         return self._assemble()
+
+    def _relabelled_namespaces(self, old: list[tuple[object, object]] | None, state: ClusterState) -> set[str]:
+        """The namespaces whose labels changed, when a policy reads them (their VMs' host routes get new
+        attributes)."""
+        if not self._policies.uses_namespace_labels or old is None:
+            return set()
+        before = {str(k): v for k, v in old}
+        names = before.keys() | state.namespaces.keys()
+        out = set()
+        for name in names:
+            a, b = before.get(name), state.namespaces.get(name)
+            if a is not b and getattr(a, "labels", None) != getattr(b, "labels", None):
+                out.add(str(name))
+        return out
 
     def _networks_and_nodes(self, state: ClusterState) -> tuple[bool, set[str], set[int]]:
         """Networks, nodes, subnet routes and the CUDN refusals: few objects, always compared by identity.
@@ -308,7 +330,7 @@ class IncrementalPlanner:
                         changed_keys |= info.keys
             self._nodes = nodes
             self._node_keys = node_address_keys(nodes)
-            s_routes, s_refusals = subnet_routes(state, config, networks, nodes)
+            s_routes, s_refusals = subnet_routes(state, config, networks, nodes, self._policies)
             for r in self._global:
                 self._refusals.remove(r)
             self._global = [*networks.refusals, *s_refusals]
@@ -376,6 +398,7 @@ class IncrementalPlanner:
         rebuild: bool,
         changed_nodes: set[str],
         changed_keys: set[int],
+        relabelled: set[str] = frozenset(),  # type: ignore[assignment]
     ) -> None:
         networks = self._networks
         assert networks is not None
@@ -396,6 +419,10 @@ class IncrementalPlanner:
             out_dirty.update(self._by_node.get(node_name, ()))
         winners = self._winner
         out_dirty.update(k for k in changed_keys if k in winners)
+        if relabelled:  # a policy reads namespace labels: the host routes of their VMs
+            for vmi_key, linked in self._by_vmi.items():
+                if vmi_key[0] in relabelled:
+                    out_dirty.update(linked)
         # 4. the host route (or refusal) of every address whose inputs changed
         self._outputs(state, out_dirty)
 
@@ -591,6 +618,8 @@ class IncrementalPlanner:
                 self._needs_pods.discard(v)
             if old_p is None or old_p.node != node:
                 out_dirty.update(self._by_vmi.get(v, ()))
+            elif self._policies.uses_vm_labels and getattr(old_p.vmi, "labels", None) != getattr(vmi, "labels", None):
+                out_dirty.update(self._by_vmi.get(v, ()))  # a policy reads VMI labels: new attributes
 
     def _outputs(self, state: ClusterState, out_dirty: set[int]) -> None:
         """The host route (or refusal) of every address in `out_dirty`, kept in the sorted route list; a route that
@@ -631,7 +660,7 @@ class IncrementalPlanner:
             return None
         candidate = w.candidate
         node_name = self._placed[candidate.vmi].node
-        result = host_route(k, candidate, node_name, self._nodes, self._node_keys, self.config)
+        result = host_route(k, candidate, node_name, self._nodes, self._node_keys, self.config, self._attributes_of)
         self._out[k] = _Output(node_name, result)
         if node_name is not None:
             self._by_node.setdefault(node_name, set()).add(k)

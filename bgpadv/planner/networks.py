@@ -108,6 +108,7 @@ from bgpadv.planner import checks
 from bgpadv.planner.checks import Address, SubnetRange
 from bgpadv.planner.fast import make_route
 from bgpadv.planner.nodes import NodeInfo
+from bgpadv.planner.policy import Policies
 from bgpadv.planner.space import infrastructure_space
 
 CUDN_PREFIX = "cluster_udn_"
@@ -137,6 +138,7 @@ class Network:
     allowed: tuple[SubnetRange, ...] = ()  # networks.secondary[].allowedPrefixes, beside a CUDN subnet
     max_addresses: int = 0  # networks.secondary[].maxAddressesPerInterface
     announce_subnets: bool = True  # False: `subnets` are the configured allowed prefixes (no CUDN subnet)
+    labels: Mapping[str, str] = field(default_factory=lambda: views.EMPTY_LABELS, hash=False)  # policies[].match
     network_id: int | None = None  # OVN-K's `k8s.ovn.org/network-id` (the importer's VRF)
 
     check: Callable[[int, int], str | None] = field(init=False, compare=False, repr=False)
@@ -304,6 +306,7 @@ def _from_view(view: views.Network) -> Network:
         ipam_disabled=view.ipam_disabled,
         host_subnet_lengths=tuple((SubnetRange.of(p), n) for p, n in view.host_subnet_lengths),
         network_id=view.network_id,
+        labels=view.labels,
     )
 
 
@@ -513,7 +516,7 @@ def _layer3_routes(
     nodes: Mapping[str, views.Node],
     index: Mapping[str, NodeInfo],
     layer3: list[Network],
-    attrs: Attributes,
+    attrs: Mapping[str, Attributes],
     routes: list[Route],
     refusals: list[Refusal],
 ) -> None:
@@ -526,7 +529,7 @@ def _layer3_routes(
     network every host subnet has its cidr's hostSubnet length and cidrs never overlap, and advertised networks never
     overlap each other: two host subnets overlap only when they are the same prefix.
     """
-    rules = [(network.name, host_subnet_check(network)) for network in layer3]
+    rules = [(network.name, host_subnet_check(network), attrs[network.name]) for network in layer3]
     holder: dict[Prefix, NodeInfo] = {}
     for node in sorted(nodes.values(), key=_node_age):
         info = index.get(node.name)
@@ -540,7 +543,7 @@ def _layer3_routes(
         if not named:
             continue
         hops = {4: info.address(4), 6: info.address(6)}
-        for name, check in rules:
+        for name, check, network_attrs in rules:
             for entry in named.get(name, ()):
                 refusal = check(info, entry)
                 if refusal is not None:
@@ -560,7 +563,7 @@ def _layer3_routes(
                     reason, message = info.no_address(net.version)
                     refusals.append(Refusal(info.ref, entry.text, reason, message, name))
                     continue
-                routes.append(make_route(net, next_hop, name, RouteKind.SUBNET, info.ref, info.name, attrs))
+                routes.append(make_route(net, next_hop, name, RouteKind.SUBNET, info.ref, info.name, network_attrs))
 
 
 def _node_age(node: views.Node) -> tuple[str, str]:
@@ -568,17 +571,25 @@ def _node_age(node: views.Node) -> tuple[str, str]:
 
 
 def subnet_routes(
-    state: ClusterState, config: Config, networks: Networks, nodes: Mapping[str, NodeInfo]
+    state: ClusterState,
+    config: Config,
+    networks: Networks,
+    nodes: Mapping[str, NodeInfo],
+    policies: Policies | None = None,
 ) -> tuple[list[Route], list[Refusal]]:
-    """Layer2 subnets (next hop self) and Layer3 per-node host subnets (next hop the node)."""
+    """Layer2 subnets (next hop self) and Layer3 per-node host subnets (next hop the node), with each network's
+    attributes (`bgpadv.planner.policy`)."""
     routes: list[Route] = []
     refusals: list[Refusal] = []
     if not config.networks.subnets:
         return routes, refusals
-    attrs = config.attributes
+    policies = policies if policies is not None else Policies(config)
     layer3: list[Network] = []
+    layer3_attrs: dict[str, Attributes] = {}
     for network in networks.advertised.values():
+        attrs = policies.subnet(network)
         if network.topology != "Layer2":
+            layer3_attrs[network.name] = attrs
             layer3.append(network)
         elif network.announce_subnets:
             here = _unselected_speaker(network, config, nodes)
@@ -595,7 +606,7 @@ def subnet_routes(
             )
     if not layer3:
         return routes, refusals
-    _layer3_routes(state.nodes, nodes, layer3, attrs, routes, refusals)
+    _layer3_routes(state.nodes, nodes, layer3, layer3_attrs, routes, refusals)
     return routes, refusals
 
 

@@ -105,11 +105,11 @@ into a `Collector`;
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from bgpadv.config import Config
 from bgpadv.core import reasons
-from bgpadv.core.model import Refusal, Route, RouteKind
+from bgpadv.core.model import Attributes, Refusal, Route, RouteKind
 from bgpadv.core.prefix import Prefix
 from bgpadv.core.state import ClusterState
 from bgpadv.core.views import MAX_CLAIM_IPS, address_key
@@ -123,6 +123,7 @@ from bgpadv.planner.networks import Network, Networks
 from bgpadv.planner.nodes import NodeInfo, node_address_keys
 from bgpadv.planner.placement import LauncherPods, needs_pods, placements, vmi_node
 from bgpadv.planner.pod_networks import claim_links, read_pod_networks
+from bgpadv.planner.policy import Policies, host_attributes
 
 __all__ = [
     "MAX_CLAIM_IPS",
@@ -159,7 +160,7 @@ def host_routes(
     out.validate()
     resolve_conflicts(out)
     placed = placements({c.vmi for c in out.owner.values()}, state, config.node_name)
-    routes = _place(out.owner, placed, config, nodes, out)
+    routes = _place(out.owner, placed, config, nodes, out, host_attributes(state, Policies(config)))
     return routes, out.refusals
 
 
@@ -202,9 +203,11 @@ def host_route(
     nodes: Mapping[str, NodeInfo],
     node_keys: frozenset[int] | set[int],
     config: Config,
+    attributes_of: Callable[[Candidate], Attributes] | None = None,
 ) -> Route | Refusal | None:
     """The host route of one winning address (`key`, see `address_key`) placed on `node_name` (`placements`), or
-    its refusal (rules 7-8); None when the VM is not running. `node_keys`: `nodes.node_address_keys(nodes)`."""
+    its refusal (rules 7-8); None when the VM is not running. `node_keys`: `nodes.node_address_keys(nodes)`.
+    `attributes_of`: the route's attributes (`bgpadv.planner.policy.host_attributes`; None: `config.attributes`)."""
     if node_name is None:
         return None  # VM not running: a stopped VM is normal
     if candidate.network.node_selectors is not None:
@@ -215,15 +218,14 @@ def host_route(
         return node_address_refusal(key, candidate, nodes)
     version, value = (6, key ^ _V6) if key >= _V6 else (4, key)
     name, ref = candidate.network.name, candidate.ref
+    attributes = config.attributes if attributes_of is None else attributes_of(candidate)
     if config.next_hop == "self":
-        return make_route(
-            Prefix.host(version, value), None, name, RouteKind.HOST, ref, node_name or None, config.attributes
-        )
+        return make_route(Prefix.host(version, value), None, name, RouteKind.HOST, ref, node_name or None, attributes)
     info = nodes.get(node_name)
     next_hop = info.address(version) if info is not None else None
     if next_hop is None:
         return no_next_hop_refusal(version, candidate, node_name, nodes)
-    return make_route(Prefix.host(version, value), next_hop, name, RouteKind.HOST, ref, node_name, config.attributes)
+    return make_route(Prefix.host(version, value), next_hop, name, RouteKind.HOST, ref, node_name, attributes)
 
 
 def _place(
@@ -232,6 +234,7 @@ def _place(
     config: Config,
     nodes: Mapping[str, NodeInfo],
     out: Collector,
+    attributes_of: Callable[[Candidate], Attributes] | None = None,
 ) -> list[Route]:
     """The host routes of the winning candidates; their refusals go to `out`."""
     node_keys = node_address_keys(nodes)
@@ -239,7 +242,7 @@ def _place(
     append = routes.append
     refuse = out.refusals.append
     for key, candidate in candidates.items():
-        result = host_route(key, candidate, placed[candidate.vmi], nodes, node_keys, config)
+        result = host_route(key, candidate, placed[candidate.vmi], nodes, node_keys, config, attributes_of)
         if result.__class__ is Route:
             append(result)
         elif result is not None:

@@ -7,11 +7,11 @@ given (kept as given, never resolved: `exabgp_config.controller_argv`) names a n
 when the file's identity or content changed, queues `ConfigFileChanged` for the controller's loop. The loop reads
 and validates the file and classifies the change (`classify`):
 
-- **live**: only `networks` (selector, subnets, host routes), `nextHop`, `attributes` or `safety` changed. The
-  controller swaps its configuration, planner, guard and withdrawal hold and replans in full; the speaker diffs the
-  plan against what ExaBGP holds, so exactly the routes whose prefix, next hop or attributes changed are sent. A
-  deliberate edit is applied whatever it withdraws (the fail-static hold is for a partial view of the cluster, not
-  for an operator's decision). ExaBGP and every session stay as they are.
+- **live**: only `networks` (selector, subnets, host routes), `nextHop`, `attributes`, `policies`, the peers'
+  `exportFilter` or `safety` changed. The controller swaps its configuration, planner, guard and withdrawal hold
+  and replans in full; the speaker diffs the plan against what ExaBGP holds, so exactly the routes whose prefix,
+  next hop or attributes changed are sent. A deliberate edit is applied whatever it withdraws (the fail-static hold
+  is for a partial view of the cluster, not for an operator's decision). ExaBGP and every session stay as they are.
 - **controller**: anything else the controller alone uses (`kubernetes`, `metrics`, `exabgp` flow control,
   `nodeName`, `nextHopSelf`, following RouteAdvertisements): the controller exits and the API shim starts a new one
   on the new file at once. ExaBGP keeps every session and route; the new controller relearns what ExaBGP holds
@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from bgpadv.config import Config, ConfigError, load, with_test_hold
+from bgpadv.config import Config, ConfigError, PeerConfig, load, with_test_hold
 from bgpadv.runtime.lifecycle import CANDIDATE, EXABGP_CONF, LAST_GOOD
 from bgpadv.speaker.exabgp_config import PID_FILE, render_exabgp_config, write_private
 
@@ -53,7 +53,7 @@ log = logging.getLogger("bgpadv.reload")
 
 """In the runtime directory: the bytes of the last configuration file this pod validated."""
 
-LIVE_FIELDS = ("networks", "next_hop", "attributes", "safety")
+LIVE_FIELDS = ("networks", "next_hop", "attributes", "policies", "safety")
 """Configuration fields the controller applies without a restart (except `networks.followRouteAdvertisements`,
 which changes the watched resources)."""
 
@@ -126,13 +126,21 @@ def classify(old: Config, new: Config, render: Callable[[Config], str | None] | 
     if render is not None:
         if render(new) != render(old):
             return "exabgp"
-    elif (new.peers, new.local_asn, new.router_id) != (old.peers, old.local_asn, old.router_id):
+    elif (_sessions(new.peers), new.local_asn, new.router_id) != (_sessions(old.peers), old.local_asn, old.router_id):
         return "exabgp"
     if new.networks.follow_route_advertisements != old.networks.follow_route_advertisements:
         return "controller"
-    if dataclasses.replace(new, **{f: getattr(old, f) for f in LIVE_FIELDS}) != old:
+    live = {f: getattr(old, f) for f in LIVE_FIELDS}
+    if dataclasses.replace(new, peers=_sessions(new.peers), **live) != dataclasses.replace(
+        old, peers=_sessions(old.peers)
+    ):
         return "controller"
     return "live"
+
+
+def _sessions(peers: Sequence[PeerConfig]) -> tuple[PeerConfig, ...]:
+    """The peers without what the guard alone reads (`exportFilter`: applied live, the session stays)."""
+    return tuple(p if p.export_filter is None else dataclasses.replace(p, export_filter=None) for p in peers)
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,8 @@ see `bgpadv.planner.checks`):
    without a global IPv6 address of the node found for the session, `PeerConfig.self_addresses`); or no
    configured peer carries the route's family at all. A peer whose `families` lack a family that another peer
    carries simply does not get those routes (one session per family is a common design, not a refusal).
+7b. the peer's `exportFilter` (per peer, after rule 7): a prefix list (first matching rule, else its
+   `defaultAction`). What it keeps from a peer is the operator's choice, not a refusal: no reason code, no Event.
 8. `duplicate-prefix` (per peer): two routes for one prefix (after rule 7); the oldest origin keeps it — the source
    object's `creationTimestamp` (none sorts last), then namespace, name and kind, then the plan's order.
 9. `max-routes-exceeded` (per peer): beyond `safety.maxRoutes`, prefixes the peer already holds (`advertised`) are
@@ -52,7 +54,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from bgpadv.config import Config, PeerConfig
+from bgpadv.config import Config, ExportFilter, PeerConfig
 from bgpadv.core.addressing import NEXT_HOP_RANGES, SPECIAL_RANGES
 from bgpadv.core.model import Plan, PlanContext, Refusal, Route
 from bgpadv.core.prefix import Address, Prefix
@@ -96,6 +98,7 @@ class PeerRules:
     carried: int  # bit mask of route classes the session carries
     configured: int  # bit mask of route classes of the families the peer is configured for
     session_version: int
+    export: ExportRules | None = None  # the peer's exportFilter (rule 7b)
 
     @staticmethod
     def of(peer: PeerConfig, self_versions: Collection[int]) -> PeerRules:
@@ -108,7 +111,35 @@ class PeerRules:
                 # ExaBGP resolves `self` within the session's family (or IPv4); nextHopSelf gives an explicit address
                 if version in self_versions or version == 4 or version == session:
                     carried |= _route_class(version, explicit=False)
-        return PeerRules(peer.name, carried, configured, session)
+        export = ExportRules.of(peer.export_filter) if peer.export_filter is not None else None
+        return PeerRules(peer.name, carried, configured, session, export)
+
+
+@dataclass(frozen=True, slots=True)
+class ExportRules:
+    """A peer's `exportFilter`, compiled: (version, first, last, shortest, longest, allow) per rule, in order, and
+    what a prefix no rule matches gets."""
+
+    rules: tuple[tuple[int, int, int, int, int, bool], ...]
+    default_allow: bool
+
+    @staticmethod
+    def of(f: ExportFilter) -> ExportRules:
+        rows = []
+        for rule in f.rules:
+            lo, hi = rule.lengths
+            net = rule.prefix
+            rows.append((net.version, net.first, net.last, lo, hi, rule.action == "allow"))
+        return ExportRules(tuple(rows), f.default_action == "allow")
+
+    def allows(self, prefix: Prefix) -> bool:
+        """The first rule whose range holds `prefix` with a length in its bounds decides (a prefix list)."""
+        version, first, length = prefix.version, prefix.value, prefix.length
+        last = first + (1 << ((32 if version == 4 else 128) - length)) - 1
+        for v, lo_addr, hi_addr, lo, hi, allow in self.rules:
+            if v == version and lo_addr <= first and last <= hi_addr and lo <= length <= hi:
+                return allow
+        return self.default_allow
 
 
 def _route_class(version: int, explicit: bool) -> int:
@@ -418,6 +449,9 @@ def _per_peer(
     routes: Sequence[Route] = candidates
     if filter_family:
         routes = _carried(routes, verdicts, peer, ctx, refusals)
+    if peer.export is not None:  # rule 7b: the operator's own filter, not a refusal
+        allows = peer.export.allows
+        routes = [r for r in routes if allows(r.prefix)]
     if deduplicate:
         routes = _deduplicated(routes, verdicts, peer, refusals)
     if len(routes) > ctx.max_routes:
@@ -528,7 +562,7 @@ class Guard:
         per_peer: dict[str, tuple[Route, ...]] = {}
         for peer in ctx.peers:
             filter_family = bool(present & ~peer.carried)
-            if not filter_family and ordered and len(shared) <= ctx.max_routes:
+            if not filter_family and ordered and len(shared) <= ctx.max_routes and peer.export is None:
                 per_peer[peer.name] = shared
                 continue
             out = _per_peer(shared, lookup, peer, ctx, filter_family, not ordered, advertised, refusals)

@@ -83,7 +83,8 @@ def _community(value: str, large: bool = False) -> str:
 
 
 def render_attributes(attributes: Attributes, local_asn: int | None = None) -> str:
-    """The shared path attributes, in ExaBGP's order: origin, local-preference, med, communities, as-path."""
+    """The shared path attributes, in ExaBGP's order: origin, local-preference, med, communities, as-path (for
+    an eBGP session: the speaker removes the prepend toward iBGP peers, `Attributes.on_session`)."""
     words = ["origin igp"]
     if attributes.local_preference is not None:
         words.append(f"local-preference {_u32('local-preference', attributes.local_preference)}")
@@ -102,7 +103,9 @@ def render_attributes(attributes: Attributes, local_asn: int | None = None) -> s
         if not 0 < count <= 10:
             raise ValueError(f"as-path prepend must be between 0 and 10, got {count}")
         asn = _u32("local ASN", local_asn)
-        words.append(f"as-path [ {' '.join([asn] * count)} ]")
+        # ExaBGP sends a given AS path as it is (it adds the local AS only to an empty one on eBGP): `count` extra
+        # copies are `count + 1` in all (issue 17: 2 showed the AS twice in FRR's `path`, once more than asked)
+        words.append(f"as-path [ {' '.join([asn] * (count + 1))} ]")
     return " ".join(words)
 
 

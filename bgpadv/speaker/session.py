@@ -133,7 +133,7 @@ class Speaker:
         }
         # iBGP peers get no AS-path prepend: our own AS in the path makes the peer drop the route (loop detection)
         self._ibgp = {p.name for p in peers if local_asn is not None and p.ibgp(local_asn)}
-        self._no_prepend: dict[Attributes, Attributes] = {}
+        self._no_prepend: dict[tuple[bool, Attributes], Attributes] = {}
         self._max_line_bytes = max_line_bytes
         self._advertised: dict[str, dict[_Key, Route | None]] = {name: {} for name in self._peers}
         self._desired: dict[str, dict[_Key, Route]] | None = None  # None: nothing asked for yet
@@ -370,12 +370,14 @@ class Speaker:
         return route.next_hop if route.next_hop is not None else self._self_of[peer].get(route.prefix.version)
 
     def _wire_attributes(self, attributes: Attributes, peer: str) -> Attributes:
-        """The attributes as sent to `peer`: without AS-path prepend on an iBGP session."""
-        if peer not in self._ibgp or not attributes.as_path_prepend:
+        """The attributes as sent to `peer` (`Attributes.on_session`): no AS-path prepend on an iBGP session, no
+        local preference on an eBGP one. One shared object per distinct input, for grouping."""
+        ibgp = peer in self._ibgp
+        if (attributes.as_path_prepend == 0) if ibgp else (attributes.local_preference is None):
             return attributes
-        out = self._no_prepend.get(attributes)
+        out = self._no_prepend.get((ibgp, attributes))
         if out is None:
-            out = self._no_prepend[attributes] = dataclasses.replace(attributes, as_path_prepend=0)
+            out = self._no_prepend[(ibgp, attributes)] = attributes.on_session(ibgp)
         return out
 
     def _pending_work(self) -> int:

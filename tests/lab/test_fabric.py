@@ -214,9 +214,8 @@ def test_an_ipv4_session_carries_the_ipv6_routes_with_the_nodes_ipv6_address_and
 def test_the_knobs_as_the_tors_see_them(fabric):
     _, _, tor_a, tor_b, _ = fabric
     a = tor_a.vtysh_json("show bgp ipv4 unicast json")["routes"]["192.168.100.10/32"][0]
-    # the 4-byte AS heads the path. (ExaBGP sends a given as-path as it is, without adding the local AS: today's
-    # `asPathPrepend: N` renders N copies, so 1 adds nothing on eBGP; issue 17 item 4 owns prepend's semantics.)
-    assert a["path"].split()[0] == str(LOCAL_AS)
+    # the 4-byte AS heads the path, twice: `asPathPrepend: 1` is one copy more than the one eBGP adds
+    assert a["path"].split() == [str(LOCAL_AS), str(LOCAL_AS)]
     b = tor_b.vtysh_json("show bgp ipv4 unicast json")["routes"]["192.168.100.20/32"][0]
     assert (b["path"], b.get("locPrf")) == ("", 200)  # iBGP: local preference carried, no prepend
     n = tor_b.neighbor(W2)

@@ -266,7 +266,8 @@ def test_an_ibgp_session_gets_local_preference_and_no_as_path_prepend():
     ibgp = [line for line in lines if line.startswith("neighbor 10.0.0.1 ") and "192.168.100.0/24" in line]
     ebgp = [line for line in lines if line.startswith("neighbor 10.0.0.2 ") and "192.168.100.0/24" in line]
     assert "local-preference 200" in ibgp[0] and "as-path" not in ibgp[0]
-    assert "as-path [ 64513 64513 ]" in ebgp[0]
+    assert "as-path [ 64513 64513 64513 ]" in ebgp[0]  # prepend 2: two copies more than the one eBGP adds
+    assert "local-preference" not in ebgp[0]  # LOCAL_PREF is for internal peers only
 
 
 # -- the controller follows its node's labels -------------------------------------------------------------------------

@@ -183,7 +183,7 @@ claims = st.builds(
     st.sampled_from([True] * 9 + [False]),
 )
 vmis = st.builds(
-    lambda ns, vm, node, target, phase, migration, ifaces, created, nad: k8s.vmi(
+    lambda ns, vm, node, target, phase, migration, ifaces, created, nad, wave: k8s.vmi(
         ns,
         vm,
         node,
@@ -192,6 +192,7 @@ vmis = st.builds(
         migration_state=_migration(vm, node or "worker-1", target, migration),
         created=created,
         secondary=[("data", nad)] if nad else (),
+        labels={WAVE: wave} if wave else None,
     ),
     st.sampled_from(NAMESPACES),
     st.sampled_from(VMS),
@@ -203,10 +204,14 @@ vmis = st.builds(
     | st.lists(st.sampled_from(("10.150.0.10", "10.150.0.11", "10.150.0.1", "10.100.0.10", "10.150.7.1")), max_size=6),
     st.sampled_from(CREATED),
     st.sampled_from(("flat", "flat", "apps/flat", None)),
+    st.sampled_from((None, None, "2", "3")),  # the migration wave label policies match
 )
 namespaces = st.builds(
-    lambda name, selected: k8s.namespace(name, {"guests": "flat"} if selected else None),
+    lambda name, selected, prod: k8s.namespace(
+        name, {**({"guests": "flat"} if selected else {}), **({"tier": "prod"} if prod else {})}
+    ),
     st.sampled_from(("apps", "imported-vms")),
+    st.booleans(),
     st.booleans(),
 )
 POD_IPS = (*ADDRESSES, "10.132.2.5/24", "fd10:132:0:2::5/64", "10.132.9.9/24")
@@ -258,6 +263,24 @@ changes = st.tuples(st.sampled_from([False] * 4 + [True]), objects_)
 # a batch of changes planned together; None-hints are drawn per batch
 batches = st.tuples(st.lists(changes, min_size=1, max_size=4), st.sampled_from([False] * 9 + [True]))
 
+WAVE = "bgpadv.io/wave"
+POLICIES = [  # every match key, overlapping on purpose (precedence: list order)
+    {"name": "all", "set": {"communities": ["64513:1"], "med": 5}},
+    {"name": "subnets", "match": {"kinds": ["subnet"]}, "set": {"largeCommunities": ["64513:0:1"]}},
+    {"name": "net-a", "match": {"networks": ["net-a", "l3"]}, "set": {"communities": ["64513:100"], "med": 10}},
+    {"name": "advertised", "match": {"networkSelector": {"matchLabels": dict(k8s.ADVERTISED)}}, "set": {"med": 20}},
+    {"name": "wave-3", "match": {"vmSelector": {"matchLabels": {WAVE: "3"}}}, "set": {"asPathPrepend": 2}},
+    {
+        "name": "waves",
+        "match": {"vmSelector": {"matchExpressions": [{"key": WAVE, "operator": "Exists"}]}},
+        "set": {"communities": ["64513:9"]},
+    },
+    {
+        "name": "prod",
+        "match": {"kinds": ["host"], "namespaceSelector": {"matchLabels": {"tier": "prod"}}},
+        "set": {"largeCommunities": ["64513:2:2"], "med": 30},
+    },
+]
 SECONDARY = {"secondary": [{"name": "flat", "allowedPrefixes": ["10.150.0.0/25"], "maxAddressesPerInterface": 2}]}
 CONFIGS = {
     "node": k8s.config(networks=SECONDARY),
@@ -267,6 +290,8 @@ CONFIGS = {
     "follow-ra": k8s.config(networks={**SECONDARY, "followRouteAdvertisements": True}),
     "per-node-follow-ra": k8s.config(nodeName="worker-2", networks={"followRouteAdvertisements": True}),
     "no-pod-addresses": k8s.config(networks={"podNetworkAddresses": False}),
+    "policies": k8s.config(networks=SECONDARY, policies=POLICIES, attributes={"communities": ["64513:7"]}),
+    "per-node-policies": k8s.config(nodeName="worker-2", policies=POLICIES),
 }
 
 

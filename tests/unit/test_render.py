@@ -318,7 +318,7 @@ def test_routes_carry_the_configured_attributes_and_their_peers(capsys, tmp_path
             "nextHop: node", "nextHop: node\nattributes: {localPreference: 200, communities: ['64513:100']}"
         ).replace(
             "  - address: 10.0.0.1\n    asn: 64512",
-            "  - address: 10.0.0.1\n    asn: 64512\n  - address: 10.0.0.2\n    asn: 64512",
+            "  - address: 10.0.0.1\n    asn: 64512\n  - address: 10.0.0.2\n    asn: 64513",  # iBGP: local-pref
             1,
         )
     )
