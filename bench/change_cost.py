@@ -226,7 +226,11 @@ def storm(n: int, window: float, count: int = 500, seconds: float = 1.0) -> dict
 def flood(n: int, window: float, count: int = 20_000) -> dict[str, float | list[float]]:
     c, exa, where = build(n, window)
     pods = [
-        event(resources.LAUNCHER_POD, "MODIFIED", k8s.launcher_pod(NS, f"vm-{k % n}", "worker-1" if where[k % n] == 0 else "worker-2"))
+        event(
+            resources.LAUNCHER_POD,
+            "MODIFIED",
+            k8s.launcher_pod(NS, f"vm-{k % n}", "worker-1" if where[k % n] == 0 else "worker-2"),
+        )
         for k in range(count)
     ]
     target = n // 3
@@ -316,18 +320,26 @@ def ms(values: list[float]) -> str:
 def report(label: str, r: dict) -> None:
     print(f"-- {label}")
     for n, samples in r["change"].items():
-        print(f"  one change at {int(n):>7} routes: wall {ms(samples['wall'])} | CPU median "
-              f"{statistics.median(samples['cpu']) * 1000:8.2f} ms")
+        print(
+            f"  one change at {int(n):>7} routes: wall {ms(samples['wall'])} | CPU median "
+            f"{statistics.median(samples['cpu']) * 1000:8.2f} ms"
+        )
     if r.get("storm"):
         s = r["storm"]
-        print(f"  storm (500 migrations in 1 s): queue → written {ms(s['latency'])}; last written "
-              f"{s['last']:.2f} s after the first event; missing {int(s['missing'])}")
+        print(
+            f"  storm (500 migrations in 1 s): queue → written {ms(s['latency'])}; last written "
+            f"{s['last']:.2f} s after the first event; missing {int(s['missing'])}"
+        )
         f = r["flood"]
-        print(f"  flood (20,000 pod events, one migration inside): migration {ms(f['latency'])}; "
-              f"flood fed in {f['span']:.2f} s; missing {int(f['missing'])}")
+        print(
+            f"  flood (20,000 pod events, one migration inside): migration {ms(f['latency'])}; "
+            f"flood fed in {f['span']:.2f} s; missing {int(f['missing'])}"
+        )
         b = r["bulk"]
-        print(f"  bulk (10,000 new VMs, one migration behind the first): migration {ms(b['latency'])}; "
-              f"bulk written after {b['bulk']:.2f} s")
+        print(
+            f"  bulk (10,000 new VMs, one migration behind the first): migration {ms(b['latency'])}; "
+            f"bulk written after {b['bulk']:.2f} s"
+        )
 
 
 def main() -> int:
