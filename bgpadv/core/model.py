@@ -105,6 +105,20 @@ class Route:
 
 
 @dataclass(frozen=True, slots=True)
+class RouteDelta:
+    """What changed from one plan to the next, as the incremental planner knows it: the routes no longer planned and
+    the routes newly planned. A route whose next hop, attributes or provenance changed is in both (the old object
+    removed, the new one added). Applied to the previous plan's routes, it gives the new plan's routes as a multiset
+    (the order is the plan's business)."""
+
+    removed: tuple[Route, ...] = ()
+    added: tuple[Route, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.removed or self.added)
+
+
+@dataclass(frozen=True, slots=True)
 class Refusal:
     """A value the planner will not announce, with a stable machine-readable reason code.
 

@@ -30,6 +30,12 @@ What is cached, and what invalidates it:
   (`Plan.context`), whose mappings are kept (the same objects) when they come out equal, so the guard keeps its
   context. `Plan.context.handovers`: the host routes that moved to another node in this call (step 4).
 
+The delta (`last_delta`): the routes the last call removed and added compared with the call before (a
+`RouteDelta`, in the node's view in per-node mode), gathered from the addresses whose output changed and from the
+subnet routes (compared as multisets when recomputed); None when the call could not tell (the first call, every host
+cache rebuilt, a failed call). The controller feeds it to the guard, the hold and the speaker, so that one change
+costs the size of the change (`bgpadv.runtime.controller`).
+
 Order: `Plan.build` sorts with a stable sort, so elements with equal sort keys keep the cold planner's insertion order.
 Host routes have distinct keys (one winner per address) and subnet routes precede host routes of the same key, so the
 route order is exact. When equal-keyed refusals differ, or a conflict has two candidates of the same age (the cold
@@ -41,11 +47,22 @@ from __future__ import annotations
 
 import dataclasses
 from bisect import bisect_left, insort
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from bgpadv.config import Config
-from bgpadv.core.model import Handover, Plan, PlanContext, PlannedNetwork, Refusal, Route, route_order
+from bgpadv.core.model import (
+    Handover,
+    Plan,
+    PlanContext,
+    PlannedNetwork,
+    Refusal,
+    Route,
+    RouteDelta,
+    RouteKind,
+    route_order,
+)
 from bgpadv.core.prefix import Address
 from bgpadv.core.space import EMPTY_SPACE, InfrastructureSpace
 from bgpadv.core.state import ClusterState
@@ -171,6 +188,25 @@ def _same_items(previous: list[tuple[object, object]] | None, current: Mapping[A
     return all(k == pk and v is pv for (k, v), (pk, pv) in zip(current.items(), previous, strict=True))
 
 
+def _in_view(route: Route, view: str) -> bool:
+    """The route is part of node `view`'s plan (`Plan.for_node`)."""
+    return route.node == view or (route.node is None and route.kind is RouteKind.SUBNET)
+
+
+def _delta(removed: list[Route], added: list[Route], view: str | None) -> RouteDelta:
+    """The delta of one call (in `view`'s plan when given), a route both removed and added (the same object) left
+    out."""
+    if view:
+        removed = [r for r in removed if _in_view(r, view)]
+        added = [r for r in added if _in_view(r, view)]
+    if removed and added:
+        both = {id(r) for r in removed} & {id(r) for r in added}
+        if both:
+            removed = [r for r in removed if id(r) not in both]
+            added = [r for r in added if id(r) not in both]
+    return RouteDelta(tuple(removed), tuple(added))
+
+
 class IncrementalPlanner:
     """`plan(state, changed)` == `bgpadv.planner.plan(state, config)`, at the cost of what changed (see the module).
 
@@ -184,10 +220,15 @@ class IncrementalPlanner:
         self._policies = Policies(config)
         self._attributes_of = host_attributes(ClusterState(), self._policies)
         self.fallbacks = 0  # how many plans were ambiguous in order and delegated to the cold planner
+        self.last_delta: RouteDelta | None = None  # what the last call changed (see the module); None: unknown
+        self._removed: list[Route] = []
+        self._added: list[Route] = []
+        self._delta_known = False
         self._reset()
 
     # -- state -----------------------------------------------------------------------------------------------------
     def _reset(self) -> None:
+        self._delta_known = False
         self._state: ClusterState | None = None
         self._seen: dict[str, list[tuple[object, object]] | None] = {
             "cudns": None,
@@ -206,6 +247,7 @@ class IncrementalPlanner:
         self._reset_hosts()
 
     def _reset_hosts(self) -> None:
+        self._delta_known = False
         self._claims: dict[object, _Entry] = {}
         self._vmi_records: dict[object, _Entry] = {}
         self._holders: dict[int, list[Candidate]] = {}
@@ -237,19 +279,24 @@ class IncrementalPlanner:
         previous call (None: anything may have changed)."""
         if state is not self._state:
             changed = None
+        self._removed, self._added = [], []
+        self._delta_known = self._state is not None
+        self.last_delta = None
         try:
             with cyclic_gc_paused():
                 result = self._plan(state, changed)
         except BaseException:
             self._reset()
             raise
+        view = self.config.node_name
+        if self._delta_known:
+            self.last_delta = _delta(self._removed, self._added, view)
+        self._removed, self._added = [], []
         if result is None:
             self.fallbacks += 1
             cold = cold_plan(state, self.config)
             result = Plan(cold.routes, cold.rejected, self._context)
             view = None  # cold_plan gave the node's view already
-        else:
-            view = self.config.node_name
         return result.for_node(view) if view else result
 
     def _plan(self, state: ClusterState, changed: Iterable[tuple[str, object]] | None) -> Plan | None:
@@ -336,7 +383,7 @@ class IncrementalPlanner:
             self._global = [*networks.refusals, *s_refusals]
             for r in self._global:
                 self._refusals.add(r)
-            self._subnet_routes = sorted(s_routes, key=route_order)
+            self._subnet_routes = self._subnet_delta(sorted(s_routes, key=route_order))
             self._context = self._new_context(state, networks, nodes)
         self._seen = {
             "cudns": list(state.cudns.items()),
@@ -345,6 +392,18 @@ class IncrementalPlanner:
             "namespaces": list(state.namespaces.items()),
         }
         return rebuild_hosts, changed_nodes, changed_keys
+
+    def _subnet_delta(self, fresh: list[Route]) -> list[Route]:
+        """Note the subnet routes that came and went (as multisets: equal routes are the same route); the equal ones
+        keep their previous objects (the guard caches its verdicts per object)."""
+        old = Counter(self._subnet_routes)
+        new = Counter(fresh)
+        if old == new:
+            return self._subnet_routes
+        self._removed.extend((old - new).elements())
+        self._added.extend((new - old).elements())
+        previous = {r: r for r in self._subnet_routes}
+        return [previous.get(r, r) for r in fresh]
 
     def _new_context(self, state: ClusterState, networks: Networks, nodes: dict[str, NodeInfo]) -> PlanContext:
         """The plan's context, keeping the previous one's mappings where they are equal (consumers cache by
@@ -634,6 +693,11 @@ class IncrementalPlanner:
                 self._handover(state, k, new_route)
             if result.__class__ is Refusal:
                 refusals.add(result)
+            if old_route is not new_route:
+                if old_route is not None:
+                    self._removed.append(old_route)
+                if new_route is not None:
+                    self._added.append(new_route)
             if not bulk:
                 self._place_route(k, old_route, new_route)
         if bulk:

@@ -47,6 +47,15 @@ incremental planner hands over the very same objects for what did not change) an
 changes. A call then costs one dictionary lookup per route plus the changed routes' evaluation; rules 7-9 cost
 nothing unless a peer lacks a family present in the plan, the plan holds two routes for one prefix, or a peer goes
 over its limit.
+
+The delta path (`Guard.check_delta`): after a whole `check`, the guard keeps what its cross-route rules need — the
+accepted routes grouped by prefix (rule 8), the routes each peer gets counted (rule 9), every refusal per route
+(rules 1-7) and the cross-route refusals (rules 8-9) — and takes the planner's `RouteDelta` instead of the whole
+plan: it costs the delta's routes, and gives each peer's changes (prefix key -> the route it gets now, or None) and
+the complete refusals, the same answer as `check` on the whole plan. It declines (None: the caller runs `check`)
+when it cannot give that answer cheaply: no whole check on this context yet, a peer with an `exportFilter` (rule
+7b has no delta form yet), a delta touching a prefix that two accepted routes share (rule 8's tie-break reads the
+plan's order), or a peer at or over `safety.maxRoutes` (rule 9 ranks every route).
 """
 
 from __future__ import annotations
@@ -56,14 +65,14 @@ from dataclasses import dataclass, field, replace
 
 from bgpadv.config import Config, ExportFilter, PeerConfig
 from bgpadv.core.addressing import NEXT_HOP_RANGES, SPECIAL_RANGES
-from bgpadv.core.model import Plan, PlanContext, Refusal, Route
+from bgpadv.core.model import Plan, PlanContext, Refusal, Route, RouteDelta
 from bgpadv.core.prefix import Address, Prefix
 from bgpadv.core.space import EMPTY_SPACE, InfrastructureSpace
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import checks
 from bgpadv.planner import plan as make_plan
 
-__all__ = ["SPECIAL_RANGES", "Guard", "GuardContext", "Guarded", "check_peer"]
+__all__ = ["SPECIAL_RANGES", "Guard", "GuardContext", "Guarded", "GuardedDelta", "check_peer"]
 
 PrefixKey = tuple[int, int, int]
 """`Prefix.key`, (IP version, network value, prefix length): the speaker's key of a prefix."""
@@ -444,8 +453,9 @@ def _per_peer(
     deduplicate: bool,
     held: Callable[[str], Collection[PrefixKey]] | None,
     refusals: list[Refusal],
+    limits: list[str],
 ) -> Sequence[Route]:
-    """Rules 7-9 for one peer."""
+    """Rules 7-9 for one peer; `limits` gets the peer's name when it is at or over `max_routes`."""
     routes: Sequence[Route] = candidates
     if filter_family:
         routes = _carried(routes, verdicts, peer, ctx, refusals)
@@ -454,6 +464,8 @@ def _per_peer(
         routes = [r for r in routes if allows(r.prefix)]
     if deduplicate:
         routes = _deduplicated(routes, verdicts, peer, refusals)
+    if len(routes) >= ctx.max_routes:
+        limits.append(peer.name)  # at the limit: one more route and rule 9 ranks them all (no delta path)
     if len(routes) > ctx.max_routes:
         routes = _limited(routes, verdicts, peer, ctx.max_routes, held, refusals)
     return routes
@@ -483,6 +495,75 @@ class Guarded:
         return Plan(routes, (*plan.rejected, *self.rejected), plan.context)
 
 
+@dataclass(frozen=True, slots=True)
+class GuardedDelta:
+    """The guard's outcome for a delta: per peer, prefix key -> the route the peer gets now (None: none), for every
+    prefix the delta touched; and every refusal of the whole plan now (each once), as `Guarded.rejected`."""
+
+    changes: dict[str, dict[PrefixKey, Route | None]]
+    rejected: tuple[Refusal, ...]
+    unreached: frozenset[int]  # id() of the plan's routes no peer gets (refused, or carried by no peer)
+
+    def observed(self, plan: Plan) -> Plan:
+        """As `Guarded.observed`: the routes some peer gets, the planner's refusals followed by the guard's."""
+        unreached = self.unreached
+        routes = plan.routes if not unreached else tuple(r for r in plan.routes if id(r) not in unreached)
+        if not self.rejected and routes is plan.routes:
+            return plan
+        return Plan(routes, (*plan.rejected, *self.rejected), plan.context)
+
+
+class _Base:
+    """What `Guard.check_delta` continues from: the last whole check's cross-route state, kept up to date."""
+
+    def __init__(self, ctx: GuardContext) -> None:
+        self.ctx = ctx
+        self.groups: dict[int, list[Route]] = {}  # prefix order -> accepted routes (rules 1-6) of that prefix
+        self.counts: dict[str, int] = {}  # routes each peer gets
+        self.refused: dict[Route, list[Refusal]] = {}  # the rules 1-7 refusals of a planned route (by value)
+        self.refused_n: dict[Route, int] = {}  # how many planned routes are equal to it
+        self.cross: list[Refusal] = []  # rules 8-9 refusals (their prefixes' groups hold two routes: untouched)
+        self.unreached: dict[int, Route] = {}  # id -> planned route no peer gets
+        self.elsewhere: dict[str, int] = {}  # per peer: the route classes some other peer is configured for
+        for peer in ctx.peers:
+            other = 0
+            for p in ctx.peers:
+                if p is not peer:
+                    other |= p.configured
+            self.elsewhere[peer.name] = other
+
+    def family_refusals(self, route: Route, cls: int) -> list[Refusal]:
+        """Rule 7 for one accepted route, peer by peer (the first refusing peer first, as `check` names it)."""
+        out = []
+        for peer in self.ctx.peers:
+            if not cls & peer.carried and (cls & peer.configured or not cls & self.elsewhere[peer.name]):
+                out.append(_refuse(route, checks.FAMILY_NOT_CARRIED, _not_carried_message(route, peer)))
+        return out
+
+    def note_refused(self, route: Route, refusals: list[Refusal]) -> None:
+        if route in self.refused_n:
+            self.refused_n[route] += 1
+        else:
+            self.refused_n[route] = 1
+            self.refused[route] = refusals
+
+    def drop_refused(self, route: Route) -> None:
+        n = self.refused_n.get(route)
+        if n is None:
+            return
+        if n > 1:
+            self.refused_n[route] = n - 1
+        else:
+            del self.refused_n[route], self.refused[route]
+
+    def rejected(self) -> tuple[Refusal, ...]:
+        out: list[Refusal] = []
+        for refusals in self.refused.values():
+            out.extend(refusals)
+        out.extend(self.cross)
+        return _unique(out)
+
+
 class Guard:
     """Applies the guard to every peer of a context, caching rules 1-6 per Route object (see the module).
 
@@ -498,6 +579,7 @@ class Guard:
         self._verdicts: dict[int, _Verdict] = {}
         self._verdict_context: GuardContext | None = None
         self._evaluate: _Evaluator | None = None
+        self._base: _Base | None = None  # what the delta path continues from (`check_delta`)
 
     def context(self, plan: Plan) -> GuardContext:
         """The context of `plan` (`GuardContext.from_plan`), cached by the identity of the network and node-address
@@ -560,14 +642,190 @@ class Guard:
 
         shared = tuple(accepted)
         per_peer: dict[str, tuple[Route, ...]] = {}
+        cross: list[Refusal] = []
+        limits: list[str] = []
         for peer in ctx.peers:
             filter_family = bool(present & ~peer.carried)
-            if not filter_family and ordered and len(shared) <= ctx.max_routes and peer.export is None:
+            if not filter_family and ordered and len(shared) < ctx.max_routes and peer.export is None:
                 per_peer[peer.name] = shared
                 continue
-            out = _per_peer(shared, lookup, peer, ctx, filter_family, not ordered, advertised, refusals)
+            out = _per_peer(shared, lookup, peer, ctx, filter_family, not ordered, advertised, cross, limits)
             per_peer[peer.name] = out if isinstance(out, tuple) else tuple(out)
+        self._rebase(ctx, routes, shared, per_peer, present, ordered, cross, limits)
+        refusals.extend(cross)
         return Guarded(per_peer, _unique(refusals))
+
+    def _rebase(
+        self,
+        ctx: GuardContext,
+        routes: Sequence[Route],
+        shared: tuple[Route, ...],
+        per_peer: dict[str, tuple[Route, ...]],
+        present: int,
+        ordered: bool,
+        cross: list[Refusal],
+        limits: list[str],
+    ) -> None:
+        """Keep what the delta path continues from (whole checks only: this costs the plan's size)."""
+        self._base = None
+        if limits:
+            return  # rule 9 ranks every route: whole checks until the peers are under their limit again
+        base = _Base(ctx)
+        verdict = self._verdicts.__getitem__
+        if len(shared) != len(routes):
+            for r in routes:
+                refusal = verdict(id(r))[2]
+                if refusal is not None:
+                    base.note_refused(r, [refusal])
+                    base.unreached[id(r)] = r
+        if ordered:
+            base.groups = {verdict(id(r))[1]: [r] for r in shared}
+        else:
+            groups = base.groups
+            for r in shared:
+                groups.setdefault(verdict(id(r))[1], []).append(r)
+        if any(present & ~peer.carried for peer in ctx.peers):
+            everyone = 0
+            for peer in ctx.peers:
+                everyone |= peer.carried
+            for r in shared:
+                cls = verdict(id(r))[3]
+                refusals = base.family_refusals(r, cls)
+                if refusals:
+                    base.note_refused(r, refusals)
+                if not cls & everyone:
+                    base.unreached[id(r)] = r
+        reached = {id(r) for out in per_peer.values() for r in out} if not ordered else None
+        if reached is not None:  # a route that lost its prefix to an older one for every peer
+            for r in shared:
+                if id(r) not in reached:
+                    base.unreached[id(r)] = r
+        base.counts = {name: len(out) for name, out in per_peer.items()}
+        base.cross = [r for r in cross if r.reason != checks.FAMILY_NOT_CARRIED]
+        self._base = base
+
+    def check_delta(self, delta: RouteDelta, ctx: GuardContext) -> GuardedDelta | None:
+        """The guard on the plan that `delta` leads to from the last plan guarded (see the module): each peer's
+        changes and every refusal now. None when the delta path cannot give `check`'s answer: call `check` with the
+        whole plan then (it also gives this path a new start)."""
+        base = self._base
+        if base is None or (ctx is not base.ctx and ctx != base.ctx):
+            return None
+        if any(peer.export is not None for peer in ctx.peers):
+            return None  # rule 7b (a peer's exportFilter) has no delta form yet: the whole check decides
+        touched = self._touched(base, delta)
+        if touched is None:
+            self._base = None  # a route the guard never saw: start again from the whole plan
+            return None
+        counts = self._counted(base, touched)
+        if counts is None:
+            return None
+        base.counts = counts
+        self._note_refusals(base, delta)
+        changes = self._apply(base, touched)
+        cache = self._verdicts
+        if len(cache) > 4 * (len(base.groups) + len(base.refused)) + 1024:  # forget routes no longer planned
+            live = [r for g in base.groups.values() for r in g]
+            live.extend(base.refused)
+            live.extend(base.unreached.values())
+            self._verdicts = {id(r): cache[id(r)] for r in live if id(r) in cache}
+        return GuardedDelta(changes, base.rejected(), frozenset(base.unreached))
+
+    def _verdict(self, r: Route) -> _Verdict:
+        """Rules 1-6 for one route (cached per object)."""
+        v = self._verdicts.get(id(r))
+        if v is None or v[0] is not r:
+            evaluate = self._evaluate
+            assert evaluate is not None
+            v = self._verdicts[id(r)] = evaluate(r)
+            self.evaluated += 1
+        return v
+
+    def _touched(self, base: _Base, delta: RouteDelta) -> dict[int, list[Route]] | None:
+        """Prefix order -> the accepted routes of that prefix after the delta, for every prefix it touches; None
+        when it removes an accepted route the guard does not hold."""
+        groups = base.groups
+        touched: dict[int, list[Route]] = {}
+        for r in (*delta.removed, *delta.added):
+            v = self._verdict(r)
+            if v[2] is None and v[1] not in touched:
+                touched[v[1]] = list(groups.get(v[1], ()))
+        for r in delta.removed:
+            v = self._verdict(r)
+            if v[2] is not None:
+                continue
+            group = touched[v[1]]
+            at = next((i for i, x in enumerate(group) if x is r), None)
+            if at is None:
+                if r not in group:
+                    return None
+                at = group.index(r)
+            del group[at]
+        for r in delta.added:
+            v = self._verdict(r)
+            if v[2] is None:
+                touched[v[1]].append(r)
+        return touched
+
+    def _counted(self, base: _Base, touched: dict[int, list[Route]]) -> dict[str, int] | None:
+        """The routes each peer gets after the delta; None when rule 8 or 9 must look at the whole plan (two
+        accepted routes for a touched prefix, before or after; a peer reaching `safety.maxRoutes`)."""
+        counts = dict(base.counts)
+        limit = base.ctx.max_routes
+        for order, after in touched.items():
+            before = base.groups.get(order, ())
+            if len(before) > 1 or len(after) > 1:
+                return None
+            was = self._verdict(before[0])[3] if before else 0
+            now = self._verdict(after[0])[3] if after else 0
+            for peer in base.ctx.peers:
+                d = (1 if now & peer.carried else 0) - (1 if was & peer.carried else 0)
+                if d:
+                    n = counts[peer.name] = counts[peer.name] + d
+                    if n >= limit:
+                        return None
+        return counts
+
+    def _note_refusals(self, base: _Base, delta: RouteDelta) -> None:
+        """Rules 1-7's refusals and the routes no peer gets, for the delta's routes."""
+        peers = base.ctx.peers
+        everyone = 0
+        for peer in peers:
+            everyone |= peer.carried
+        for r in delta.removed:
+            base.drop_refused(r)
+            base.unreached.pop(id(r), None)
+        for r in delta.added:
+            _, _, refusal, cls = self._verdict(r)
+            if refusal is not None:
+                base.note_refused(r, [refusal])
+                base.unreached[id(r)] = r
+                continue
+            if any(cls & ~p.carried for p in peers):
+                refusals = base.family_refusals(r, cls)
+                if refusals:
+                    base.note_refused(r, refusals)
+            if not cls & everyone:
+                base.unreached[id(r)] = r
+
+    def _apply(self, base: _Base, touched: dict[int, list[Route]]) -> dict[str, dict[PrefixKey, Route | None]]:
+        """Take the touched groups; per peer, prefix key -> the route it gets now (None: none)."""
+        peers = base.ctx.peers
+        groups = base.groups
+        changes: dict[str, dict[PrefixKey, Route | None]] = {peer.name: {} for peer in peers}
+        for order, after in touched.items():
+            if after:
+                groups[order] = after
+                route = after[0]
+                cls = self._verdict(route)[3]
+                for peer in peers:
+                    changes[peer.name][route.prefix.key] = route if cls & peer.carried else None
+            else:
+                old = groups.pop(order, None)
+                if old:
+                    for peer in peers:
+                        changes[peer.name][old[0].prefix.key] = None
+        return changes
 
 
 def check_peer(

@@ -197,7 +197,16 @@ def test_bench_reaches_the_object_builders_through_the_lab_package():
     importers = sorted(
         path.name for path in (ROOT / "bench").glob("*.py") if "bgpadv_lab.objects" in imported_modules(path)
     )
-    assert importers == ["convergence.py", "flap.py", "guard.py", "hostile.py", "kube_scale.py", "restart.py", "rss.py"]
+    assert importers == [
+        "change_cost.py",
+        "convergence.py",
+        "flap.py",
+        "guard.py",
+        "hostile.py",
+        "kube_scale.py",
+        "restart.py",
+        "rss.py",
+    ]
 
 
 def test_the_demo_finds_the_checkouts_example_manifests():

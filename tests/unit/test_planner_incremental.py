@@ -353,10 +353,26 @@ def test_incremental_plan_equals_plan_after_every_change(config_name, seeded, st
         for obj in _base():
             _apply(state, False, obj)
     inc = IncrementalPlanner(config)
-    _assert_same_plan(inc.plan(state, None), plan(state, config))
+    previous = inc.plan(state, None)
+    _assert_same_plan(previous, plan(state, config))
     for batch, everything in steps:
         changed = {_apply(state, delete, obj) for delete, obj in batch}
-        _assert_same_plan(inc.plan(state, None if everything else changed), plan(state, config))
+        got = inc.plan(state, None if everything else changed)
+        _assert_same_plan(got, plan(state, config))
+        _assert_delta_leads_from(previous, got, inc.last_delta)
+        previous = got
+
+
+def _assert_delta_leads_from(previous, got, delta) -> None:
+    """The planner's delta (when it knows one) turns the previous plan's routes into the new plan's, as multisets:
+    what the guard, the hold and the speaker are fed instead of the whole set."""
+    if delta is None:
+        return
+    routes = Counter(previous.routes)
+    routes.subtract(delta.removed)
+    assert all(n >= 0 for n in routes.values()), "the delta removes a route the previous plan did not have"
+    routes.update(delta.added)
+    assert +routes == Counter(got.routes)
 
 
 # --- the tricky cases, one by one --------------------------------------------------------------------------------
