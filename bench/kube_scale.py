@@ -39,7 +39,7 @@ from bgpadv.sources.client import make_api_client
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab, lab_config
 from bgpadv_lab.frr import VtyClient
-from bgpadv_lab.kubeapi import AsServiceAccount, RealApiServer, applicable, kube_possible, shipped_rbac
+from bgpadv_lab.kubeapi import AsServiceAccount, RealApiServer, applicable, kube_possible, shipped_crds, shipped_rbac
 from bgpadv_lab.netns import in_netns
 from bgpadv_lab.topology import TOR_V4, Lab
 
@@ -185,6 +185,7 @@ def main() -> int:
         try:
             api.up()
             api.apply(cluster)
+            api.install_crds(shipped_crds())
             api.apply(shipped_rbac())
             write = write_all(api, lab.ns("tor"), vms)
             print(f"write: {len(vms)} objects (+{args.vms} status writes) in {write:.1f} s ({len(vms) / write:.0f}/s)")

@@ -57,14 +57,25 @@ def built() -> Path | None:
     return Path(out.stdout.strip()) if out.returncode == 0 else None
 
 
-def shipped_rbac() -> list[dict]:
-    """The shipped Namespace, ServiceAccount, ClusterRole and ClusterRoleBinding (`kubectl kustomize deploy/base`)."""
+def shipped_base() -> list[dict]:
+    """Every object of the shipped base, as `kubectl kustomize deploy/base` renders it (namespace `bgpadv`)."""
     kubectl = build() / "bin" / "kubectl"
     out = subprocess.run(
         [str(kubectl), "kustomize", str(ROOT / "deploy" / "base")], check=True, capture_output=True, text=True
     ).stdout
-    wanted = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"}
-    return [doc for doc in yaml.safe_load_all(out) if doc and doc["kind"] in wanted]
+    return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+def shipped_rbac() -> list[dict]:
+    """The shipped Namespace, ServiceAccount, ClusterRole and ClusterRoleBinding, and the namespaced Role and
+    RoleBinding of bgpadv's own BGPSessionState objects (`bgpadv-session-state`), from `shipped_base()`."""
+    wanted = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+    return [doc for doc in shipped_base() if doc["kind"] in wanted]
+
+
+def shipped_crds() -> list[dict]:
+    """The CustomResourceDefinitions bgpadv ships (BGPSessionState), from `shipped_base()`."""
+    return [doc for doc in shipped_base() if doc["kind"] == "CustomResourceDefinition"]
 
 
 def applicable(obj: dict) -> dict:
@@ -138,12 +149,26 @@ class RealApiServer:
         assert self.tree is not None
         for path in sorted((self.tree / "crds").glob("*.yaml")):
             for crd in yaml.safe_load_all(path.read_text()):
-                if not crd:
-                    continue
-                spec = crd["spec"]
-                for version in spec["versions"]:
-                    if (version.get("subresources") or {}).get("status") is not None:
-                        self._status_kinds.add((f"{spec['group']}/{version['name']}", spec["names"]["kind"]))
+                if crd:
+                    self._register_status_kinds(crd)
+
+    def install_crds(self, crds: Iterable[dict]) -> None:
+        """Create (or update) CustomResourceDefinitions beyond the upstream ones `up()` installs (bgpadv's own,
+        `shipped_crds()`), and wait until the apiserver serves them (condition Established)."""
+        crds = list(crds)
+        if not crds:
+            return
+        self.apply(crds)
+        names = [f"crd/{crd['metadata']['name']}" for crd in crds]
+        self.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+        for crd in crds:
+            self._register_status_kinds(crd)
+
+    def _register_status_kinds(self, crd: dict) -> None:
+        spec = crd["spec"]
+        for version in spec["versions"]:
+            if (version.get("subresources") or {}).get("status") is not None:
+                self._status_kinds.add((f"{spec['group']}/{version['name']}", spec["names"]["kind"]))
 
     def has_status_subresource(self, api_version: str, kind: str) -> bool:
         return (api_version, kind) in self._status_kinds

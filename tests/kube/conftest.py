@@ -17,7 +17,7 @@ from __future__ import annotations
 import pytest
 
 from bgpadv_lab import objects as k8s
-from bgpadv_lab.kubeapi import RealApiServer, build, kube_possible, shipped_rbac
+from bgpadv_lab.kubeapi import RealApiServer, build, kube_possible, shipped_crds, shipped_rbac
 from bgpadv_lab.topology import TOR_V4, WORKERS, Lab
 
 API_PORT = 6443
@@ -28,7 +28,8 @@ W1_6, W2_6 = WORKERS["w1"][1], WORKERS["w2"][1]
 @pytest.fixture(scope="session")
 def kube():
     """(lab, api): the lab (FRR ToR, two workers) and the real apiserver on the ToR's 10.0.0.1:6443, with the two
-    worker Nodes and the shipped RBAC (namespace `bgpadv`, ServiceAccount `bgpadv` bound to the ClusterRole)."""
+    worker Nodes, the shipped BGPSessionState CRD and the shipped RBAC (namespace `bgpadv`, ServiceAccount `bgpadv`
+    bound to the ClusterRole, and in `bgpadv` to the Role `bgpadv-session-state`)."""
     reason = kube_possible()
     if reason:
         pytest.skip(reason)
@@ -37,6 +38,7 @@ def kube():
         api = RealApiServer(lab.workdir / "kube", netns=lab.ns("tor"), listen=TOR_V4, port=API_PORT)
         try:
             api.up()
+            api.install_crds(shipped_crds())
             api.apply(shipped_rbac())
             api.apply([k8s.node("worker-1", W1, W1_6), k8s.node("worker-2", W2, W2_6)])
             yield lab, api

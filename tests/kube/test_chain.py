@@ -5,12 +5,24 @@ Scope: what the fabric sees when the cluster is driven the way its controllers d
 `bgpadv_lab.objects` are applied with kubectl (server-side apply: the real OpenAPI schema, CEL rules and strict field
 validation run); statuses behind a status subresource are written through it (Node, CUDN, IPAMClaim), KubeVirt's
 VMI status with the object (its CRD has no status subresource). Every route assertion reads FRR's BGP table.
-One bgpadv instance runs in worker-1 for the module, selecting only this module's network.
+One bgpadv instance runs in worker-1 for the module, selecting only this module's network, as the shipped Deployment
+runs it: the shipped ServiceAccount's token, exactly the shipped RBAC, its pod name and namespace in the environment
+(`BGPADV_POD_NAME`, `BGPADV_POD_NAMESPACE`, `BGPADV_POD_NODE_NAME`, the downward API's; there is no pod, so no
+owner reference).
+
+Session status in the API (issue 17 item 6): the BGPSessionState object bgpadv writes for its one peer was accepted
+by the real apiserver against the shipped CRD (schema, status subresource, nothing pruned), says what FRR's own
+`show bgp neighbors json` says of the session (state, prefixes FRR accepted from bgpadv), and is what
+`kubectl get bgpsessionstates` (printer columns) and `bgpadv status --all` show.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
+from datetime import datetime
 
 import pytest
 
@@ -18,7 +30,7 @@ from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab, lab_config, wait_for_routes
 from bgpadv_lab.frr import FrrRouter
 from bgpadv_lab.kubeapi import AsServiceAccount
-from bgpadv_lab.topology import WORKERS
+from bgpadv_lab.topology import TOR_V4, WORKERS
 
 pytestmark = [pytest.mark.kube, pytest.mark.lab]
 W1, W2 = WORKERS["w1"][0], WORKERS["w2"][0]
@@ -27,6 +39,9 @@ W1_6 = WORKERS["w1"][1]
 NS = "kube-chain"
 SELECTED = {"bgpadv.test/tier": "chain"}
 NETWORK = "cluster_udn_vmnet-k"
+INSTANCE = "bgpadv-w1"  # the pod name the downward API would give (BGPADV_POD_NAME)
+HOME = "bgpadv"  # the namespace of the shipped ServiceAccount, Role and RoleBinding (kustomize's `namespace:`)
+SESSION_STATE = ("bgpadv.io/v1alpha1", "BGPSessionState", f"{INSTANCE}.{TOR_V4}", HOME)
 
 
 def cluster() -> list[dict]:
@@ -70,8 +85,11 @@ def chain(kube):
         lab,
         api=AsServiceAccount(api, "bgpadv", "bgpadv"),
         config=lab_config(
-            lab.workdir / "bgpadv-w1" / "kubeconfig", networks={"selector": {"matchLabels": dict(SELECTED)}}
+            lab.workdir / "bgpadv-w1" / "kubeconfig",
+            networks={"selector": {"matchLabels": dict(SELECTED)}},
+            sessionState={"intervalSeconds": 1},  # route counters written within a second (default 30 s)
         ),
+        env={"BGPADV_POD_NAME": INSTANCE, "BGPADV_POD_NAMESPACE": HOME, "BGPADV_POD_NODE_NAME": "worker-1"},
     )
     with bgpadv as running:
         wait_route(running.frr, "192.168.110.10/32", [W1], timeout=60)
@@ -154,3 +172,118 @@ def test_the_shipped_role_is_enough_every_list_watch_and_event_write_succeeds(ch
         line for line in metrics.splitlines() if line.startswith("bgpadv_resource_held{") and not line.endswith(" 0.0")
     ]
     assert held == []
+
+
+# --- session status in the API: BGPSessionState against FRR's view --------------------------------------------------
+
+
+def frr_view(frr: FrrRouter, address: str) -> tuple[str, int]:
+    """FRR's state of its neighbor `address` and how many prefixes it accepted from it, all families together."""
+    neighbor = frr.neighbor(address)
+    families = neighbor.get("addressFamilyInfo") or {}
+    return neighbor.get("bgpState", ""), sum(int(f.get("acceptedPrefixCounter", 0)) for f in families.values())
+
+
+def session_state(api) -> dict | None:
+    return api.get(*SESSION_STATE)
+
+
+def matches_frr(api, frr: FrrRouter) -> tuple[dict, tuple[str, int]] | None:
+    """(the object, FRR's view) once the object says what FRR says, else None."""
+    obj = session_state(api)
+    state, accepted = frr_view(frr, W1)
+    if obj is None or state != "Established":
+        return None
+    status = obj.get("status") or {}
+    if status.get("state") != "up" or (status.get("routes") or {}).get("sent") != accepted:
+        return None
+    return obj, (state, accepted)
+
+
+@pytest.fixture(scope="module")
+def settled(chain):
+    """The BGPSessionState object once it agrees with FRR (the module's other tests leave the table settled)."""
+    running, api = chain
+    wait_route(running.frr, "192.168.110.14/32", None)  # nothing of the other tests is still moving
+    obj, view = running.frr.wait_for(
+        lambda: matches_frr(api, running.frr),
+        30,
+        f"the BGPSessionState to match FRR (object {session_state(api)}, FRR {frr_view(running.frr, W1)})",
+    )
+    return running, api, obj, view
+
+
+def test_bgpadv_writes_one_session_state_per_peer_in_its_namespace_accepted_by_the_shipped_crd(settled):
+    _, api, obj, _ = settled
+    mine = api.list("bgpadv.io/v1alpha1", "BGPSessionState", HOME, label_selector=f"bgpadv.io/instance={INSTANCE}")
+    assert [o["metadata"]["name"] for o in mine] == [f"{INSTANCE}.{TOR_V4}"], "one object per configured peer"
+    assert obj["metadata"]["labels"]["bgpadv.io/peer"] == TOR_V4
+    assert obj["spec"] == {
+        "instance": INSTANCE,
+        "peer": TOR_V4,
+        "peerAddress": TOR_V4,
+        "peerASN": 64512,
+        "localASN": 64513,
+        "node": "worker-1",
+    }, "the apiserver stored the spec whole (a structural schema prunes unknown fields)"
+    status = obj["status"]
+    assert set(status) >= {"state", "lastTransitionTime", "establishedTime", "routes", "bfd", "updateTime"}
+    assert status["bfd"] == "disabled"
+    # the stored object passes the shipped CRD's schema again with strict field validation (no unknown field)
+    api.kubectl(
+        "apply",
+        "--server-side",
+        "--dry-run=server",
+        "--validate=strict",
+        "--field-manager=bgpadv-tests-dry-run",
+        "-f",
+        "-",
+        input=json.dumps(
+            {k: v for k, v in obj.items() if k != "metadata"}
+            | {"metadata": {"name": obj["metadata"]["name"], "namespace": HOME}}
+        ),
+    )
+
+
+def test_the_session_state_says_what_frr_says_of_the_session(settled):
+    running, _, obj, (frr_state, accepted) = settled
+    assert frr_state == "Established"
+    assert obj["status"]["state"] == "up"
+    frr_since = int(running.frr.neighbor(W1)["bgpTimerUpEstablishedEpoch"])
+    established = datetime.fromisoformat(obj["status"]["establishedTime"]).timestamp()
+    assert abs(established - frr_since) <= 2, f"one session since {frr_since}, the object says {established}"
+    held = len(settled[0].frr.bgp_routes("ipv4")) + len(settled[0].frr.bgp_routes("ipv6"))
+    assert accepted == held, "every route in FRR's tables is one bgpadv sent (the ToR originates none here)"
+    assert obj["status"]["routes"]["sent"] == accepted
+
+
+def test_kubectl_get_shows_the_session_in_the_printer_columns(settled):
+    _, api, _, (_, accepted) = settled
+    out = api.kubectl("get", "bgpsessionstates", "-n", HOME).stdout
+    print(f"\n$ kubectl get bgpsessionstates -n {HOME}\n{out}")
+    header, *rows = out.splitlines()
+    assert header.split() == ["NAME", "PEER", "ASN", "NODE", "STATE", "UPTIME", "SENT", "RECEIVED", "AGE"]
+    (row,) = [r.split() for r in rows if r.startswith(f"{INSTANCE}.")]
+    assert row[:3] == [f"{INSTANCE}.{TOR_V4}", TOR_V4, "64512"]
+    assert "up" in row and str(accepted) in row
+    wide = api.kubectl("get", "bgpss", "-n", HOME, "-o", "wide").stdout
+    print(f"$ kubectl get bgpss -n {HOME} -o wide\n{wide}")
+    assert wide.splitlines()[0].split()[-5:] == ["REFUSED", "BFD", "LAST", "ERROR", "AGE"]
+
+
+def test_bgpadv_status_all_lists_the_session_through_the_api(settled):
+    running, api, _, (_, accepted) = settled
+
+    def status_all(*extra: str) -> str:
+        argv = [sys.executable, "-m", "bgpadv", "status", "--all", "--kubeconfig", str(api.kubeconfig), *extra]
+        proc = running.lab.net.spawn(running.ns, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err.decode()
+        return out.decode()
+
+    table = status_all()
+    print(f"\n$ bgpadv status --all --kubeconfig admin.kubeconfig\n{table}")
+    (row,) = [line.split() for line in table.splitlines() if line.startswith(INSTANCE)]
+    assert row[:3] == [INSTANCE, TOR_V4, "64512"] and "up" in row and str(accepted) in row
+    (entry,) = [o for o in json.loads(status_all("--json")) if o["metadata"]["name"] == f"{INSTANCE}.{TOR_V4}"]
+    assert entry["status"]["routes"]["sent"] == accepted

@@ -1,12 +1,14 @@
-"""RBAC for real: the shipped ClusterRole (`kubectl kustomize deploy/base`) against the real authorizer.
+"""RBAC for real: the shipped ClusterRole and session-state Role (`kubectl kustomize deploy/base`) against the real
+authorizer.
 
 Scope: the shipped role grants exactly what bgpadv does (list+watch on its seven kinds, create/patch Events, nothing
-else: `kubectl auth can-i` as its ServiceAccount); a role missing one verb from the start leaves bgpadv unready,
-its log and `bgpadv_watch_restarts_total{resource,reason="error"}` naming the resource it cannot read; a verb
-withdrawn from a running bgpadv (its connections then cut with `ss -K`: an
-open watch was authorized when it began) is fail static: the resource is held (log line,
-`bgpadv_resource_held{resource}`), its routes stay at the ToR. `bgpadv explain --kubeconfig` and `render --kubeconfig`
-need nothing beyond the shipped role (they only list).
+else: `kubectl auth can-i` as its ServiceAccount); the Role `bgpadv-session-state` lets it list, create, patch and
+delete BGPSessionStates and patch their status in its own namespace `bgpadv` only; a role missing one verb from the
+start leaves bgpadv unready, its log and `bgpadv_watch_restarts_total{resource,reason="error"}` naming the resource
+it cannot read; a verb withdrawn from a running bgpadv (its connections then cut with `ss -K`: an open watch was
+authorized when it began) is fail static: the resource is held (log line, `bgpadv_resource_held{resource}`), its
+routes stay at the ToR. `bgpadv explain --kubeconfig` and `render --kubeconfig` need nothing beyond the shipped role
+(they only list).
 Each case runs bgpadv in worker-1 with its own ServiceAccount bound to its own copy of the shipped rules.
 """
 
@@ -144,6 +146,28 @@ def test_the_shipped_role_writes_events_and_reads_no_secrets(rbac):
     assert can("create", "events", "-n", NS) and can("patch", "events", "-n", NS)
     assert not can("list", "secrets", "-A")
     assert not can("get", "configmaps", "-n", "bgpadv")
+
+
+@pytest.mark.parametrize(
+    ("verb", "what", "namespace", "allowed"),
+    [
+        pytest.param("list", "bgpsessionstates.bgpadv.io", "bgpadv", True, id="list-own-namespace"),
+        pytest.param("create", "bgpsessionstates.bgpadv.io", "bgpadv", True, id="create-own-namespace"),
+        pytest.param("patch", "bgpsessionstates.bgpadv.io", "bgpadv", True, id="patch-own-namespace"),
+        pytest.param("delete", "bgpsessionstates.bgpadv.io", "bgpadv", True, id="delete-own-namespace"),
+        pytest.param("patch", "bgpsessionstates.bgpadv.io/status", "bgpadv", True, id="patch-status"),
+        pytest.param("update", "bgpsessionstates.bgpadv.io", "bgpadv", False, id="no-update"),
+        pytest.param("get", "bgpsessionstates.bgpadv.io", "bgpadv", False, id="no-get"),
+        pytest.param("watch", "bgpsessionstates.bgpadv.io", "bgpadv", False, id="no-watch"),
+        pytest.param("create", "bgpsessionstates.bgpadv.io", NS, False, id="not-in-another-namespace"),
+        pytest.param("list", "bgpsessionstates.bgpadv.io", "", False, id="not-cluster-wide"),
+    ],
+)
+def test_the_shipped_session_state_role_writes_its_objects_in_its_namespace_only(rbac, verb, what, namespace, allowed):
+    _, api = rbac
+    scope = ["-n", namespace] if namespace else ["-A"]
+    out = api.kubectl("auth", "can-i", verb, what, f"--as={SA}", *scope, check=False)
+    assert (out.stdout.strip() == "yes") is allowed, out.stdout + out.stderr
 
 
 def test_a_role_missing_a_verb_from_the_start_leaves_bgpadv_unready_naming_the_resource(rbac):
