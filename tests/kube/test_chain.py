@@ -251,9 +251,10 @@ def test_the_session_state_says_what_frr_says_of_the_session(settled):
     assert obj["status"]["state"] == "up"
     frr_since = int(running.frr.neighbor(W1)["bgpTimerUpEstablishedEpoch"])
     established = datetime.fromisoformat(obj["status"]["establishedTime"]).timestamp()
-    # The same session, not a later one: bgpadv dates it when ExaBGP reports it up through the API pipe, which lags
-    # FRR's own epoch by seconds on a loaded 2-core machine (3 s seen); a reset would date it a hold time or more later.
-    assert abs(established - frr_since) <= 8, f"one session since {frr_since}, the object says {established}"
+    # The session FRR has now, not an earlier one (a stale object would date it before FRR's epoch). No upper bound:
+    # bgpadv dates it when ExaBGP reports it up through the API pipe, which lags FRR's own epoch by seconds on a
+    # loaded 2-core machine (3 s and 6 s seen); a reset moves FRR's epoch as well, so a bound would only time the lag.
+    assert established >= frr_since - 1, f"FRR's session is up since {frr_since}, the object says {established}"
     held = len(settled[0].frr.bgp_routes("ipv4")) + len(settled[0].frr.bgp_routes("ipv6"))
     assert accepted == held, "every route in FRR's tables is one bgpadv sent (the ToR originates none here)"
     assert obj["status"]["routes"]["sent"] == accepted
