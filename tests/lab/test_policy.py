@@ -99,9 +99,9 @@ def best(frr: FrrRouter, prefix: str) -> dict[str, Any]:
 
 
 def tags(path: dict[str, Any]) -> tuple[list[str], list[str], int | None]:
-    """(communities, large communities, MED) of one FRR path."""
-    communities = (path.get("community") or {}).get("string", "").split()
-    large = (path.get("largeCommunity") or {}).get("string", "").split()
+    """(communities, large communities, MED) of one FRR path; each list sorted."""
+    communities = sorted((path.get("community") or {}).get("list", []))
+    large = sorted((path.get("largeCommunity") or {}).get("list", []))
     return communities, large, path.get("metric")
 
 
@@ -145,7 +145,7 @@ def test_a_networks_communities_reach_its_subnet_and_host_routes(policy_lab, pre
 
 def test_a_vm_label_policy_sets_med_and_a_community_on_that_vms_host_route_only(policy_lab):
     _, _, frr = policy_lab
-    assert tags(best(frr, VM_A2)) == (["64513:3", "64513:100"], ["64513:1:100"], 50)
+    assert tags(best(frr, VM_A2)) == (["64513:100", "64513:3"], ["64513:1:100"], 50)
     assert tags(best(frr, VM_A))[2] in (None, 0)
     assert "64513:3" not in tags(best(frr, SUBNET_A))[0]
 
@@ -173,7 +173,7 @@ def test_relabelling_a_vmi_retags_its_host_route_without_resetting_the_session(p
     a2_before = tags(best(frr, VM_A2))
     b.api.patch("kubevirt.io/v1", "VirtualMachineInstance", "vm-a", NS, {"metadata": {"labels": {WAVE: "3"}}})
     frr.wait_for(lambda: tags(best(frr, VM_A))[2] == 50, 30, f"{VM_A} to get MED 50", every=0.2)
-    assert tags(best(frr, VM_A)) == (["64513:3", "64513:100"], ["64513:1:100"], 50)
+    assert tags(best(frr, VM_A)) == (["64513:100", "64513:3"], ["64513:1:100"], 50)
     assert tags(best(frr, VM_A2)) == a2_before  # the other routes are untouched
     assert tags(best(frr, SUBNET_A)) == (["64513:100"], ["64513:1:100"], tags(best(frr, SUBNET_A))[2])
 
