@@ -127,6 +127,17 @@ def _parse_time(text: str) -> float | None:
 _parse_time_cached = functools.lru_cache(maxsize=4096)(_parse_time)
 
 
+def selector_arguments(resource: Resource) -> dict[str, str]:
+    """The client arguments of `resource`'s label and field selectors (none when it has none): every LIST page and
+    every WATCH of it carries the same."""
+    out: dict[str, str] = {}
+    if resource.label_selector:
+        out["label_selector"] = resource.label_selector
+    if resource.field_selector:
+        out["field_selector"] = resource.field_selector
+    return out
+
+
 def list_page_arguments(resource: Resource, settings: ReflectorSettings, token: str | None) -> dict[str, Any]:
     """The client arguments of one LIST page of `resource` (its selectors, the page size, the continue `token`),
     raw bytes back: what the reflectors and the read-only snapshot send alike."""
@@ -135,10 +146,7 @@ def list_page_arguments(resource: Resource, settings: ReflectorSettings, token: 
         "_preload_content": False,
         "_request_timeout": (settings.connect_timeout, settings.request_timeout),
     }
-    if resource.label_selector:
-        kwargs["label_selector"] = resource.label_selector
-    if resource.field_selector:
-        kwargs["field_selector"] = resource.field_selector
+    kwargs.update(selector_arguments(resource))
     if token:
         kwargs["_continue"] = token
     return kwargs
@@ -493,10 +501,7 @@ class Reflector:
             "_preload_content": False,
             "_request_timeout": (s.connect_timeout, s.inactivity_timeout),
         }
-        if r.label_selector:
-            kwargs["label_selector"] = r.label_selector
-        if r.field_selector:
-            kwargs["field_selector"] = r.field_selector
+        kwargs.update(selector_arguments(r))
         response = self._call(**kwargs)
         self._response = response
         delivered = 0
