@@ -233,6 +233,22 @@ class FrrRouter:
                 out[prefix] = sorted(set(hops))
         return out
 
+    def best_next_hops(self, prefix: str) -> list[str] | None:
+        """The next hops of bgpd's best (and multipath) paths for `prefix` (its family read from the prefix); None
+        when bgpd has no route for it."""
+        return self.bgp_routes("ipv6" if ":" in prefix else "ipv4").get(prefix)
+
+    def wait_route(self, prefix: str, next_hops: list[str] | None, timeout: float = 15.0) -> float:
+        """Wait until bgpd's best path for `prefix` has `next_hops` (None: until it has no route for it); returns
+        the seconds it took."""
+        start = time.monotonic()
+        self.wait_for(
+            lambda: self.best_next_hops(prefix) == next_hops,
+            timeout,
+            f"{prefix} -> {next_hops} (FRR has {self.best_next_hops(prefix)})",
+        )
+        return time.monotonic() - start
+
     def fib_routes(self, family: int = 4) -> dict[str, list[str]]:
         """The ToR kernel's BGP routes: prefix -> gateways."""
         raw = sh(["ip", f"-{family}", "-j", "route", "show", "proto", "bgp"], netns=self.ns).stdout

@@ -66,16 +66,6 @@ def vm(name: str, node: str | None, ips: list[str]) -> list[dict]:
     return objs
 
 
-def route(frr: FrrRouter, prefix: str) -> list[str] | None:
-    return frr.bgp_routes("ipv6" if ":" in prefix else "ipv4").get(prefix)
-
-
-def wait_route(frr: FrrRouter, prefix: str, next_hops: list[str] | None, timeout: float = 20.0) -> None:
-    frr.wait_for(
-        lambda: route(frr, prefix) == next_hops, timeout, f"{prefix} -> {next_hops} (FRR has {route(frr, prefix)})"
-    )
-
-
 @pytest.fixture(scope="module")
 def chain(kube):
     lab, api = kube
@@ -92,7 +82,7 @@ def chain(kube):
         env={"BGPADV_POD_NAME": INSTANCE, "BGPADV_POD_NAMESPACE": HOME, "BGPADV_POD_NODE_NAME": "worker-1"},
     )
     with bgpadv as running:
-        wait_route(running.frr, "192.168.110.10/32", [W1], timeout=60)
+        running.frr.wait_route("192.168.110.10/32", [W1], timeout=60)
         yield running, api
 
 
@@ -108,21 +98,21 @@ def test_a_live_migration_written_as_kubevirt_writes_it_moves_the_next_hop_witho
     running, api = chain
     frr = running.frr
     api.apply(vm("vm-m", "worker-1", ["192.168.110.13/24"]))
-    wait_route(frr, "192.168.110.13/32", [W1])
+    frr.wait_route("192.168.110.13/32", [W1], timeout=20.0)
     vmi = ("kubevirt.io/v1", "VirtualMachineInstance", "vm-m", NS)
     api.patch_status(*vmi, {"status": {"migrationState": k8s.migration_state("worker-1", "worker-2", vmi="vm-m")}})
     time.sleep(1.0)
-    assert route(frr, "192.168.110.13/32") == [W1], "the target is not live yet: stay on the source"
+    assert frr.best_next_hops("192.168.110.13/32") == [W1], "the target is not live yet: stay on the source"
 
     seen: list[list[str] | None] = []
     ready = k8s.migration_state("worker-1", "worker-2", target_ready="2026-11-30T12:00:00Z", vmi="vm-m")
     api.patch_status(*vmi, {"status": {"migrationState": ready}})
-    frr.wait_for(lambda: seen.append(route(frr, "192.168.110.13/32")) or seen[-1] == [W2], 20, "next hop W2")
+    frr.wait_for(lambda: seen.append(frr.best_next_hops("192.168.110.13/32")) or seen[-1] == [W2], 20, "next hop W2")
     done = k8s.migration_state("worker-1", "worker-2", target_ready="2026-11-30T12:00:00Z", completed=True, vmi="vm-m")
     api.patch_status(*vmi, {"status": {"migrationState": done, "nodeName": "worker-2"}})
     api.patch(*vmi, {"metadata": {"labels": {"kubevirt.io/nodeName": "worker-2"}}})
     time.sleep(1.0)
-    seen.append(route(frr, "192.168.110.13/32"))
+    seen.append(frr.best_next_hops("192.168.110.13/32"))
     assert None not in seen, "the route must move, not disappear and come back"
     assert seen[-1] == [W2]
 
@@ -131,15 +121,15 @@ def test_a_stopped_vm_is_withdrawn_when_its_vmi_starts_deleting_and_others_stay(
     running, api = chain
     frr = running.frr
     api.apply(vm("vm-s", "worker-2", ["192.168.110.14/24"]))
-    wait_route(frr, "192.168.110.14/32", [W2])
+    frr.wait_route("192.168.110.14/32", [W2], timeout=20.0)
     vmi = ("kubevirt.io/v1", "VirtualMachineInstance", "vm-s", NS)
     api.delete(*vmi)  # the finalizers keep it, with a deletionTimestamp, while virt-handler stops the domain
     assert api.get(*vmi)["metadata"].get("deletionTimestamp")
-    wait_route(frr, "192.168.110.14/32", None)
+    frr.wait_route("192.168.110.14/32", None, timeout=20.0)
     api.finalize(*vmi)  # virt-controller is done: the VMI goes away
     assert api.get(*vmi) is None
-    assert route(frr, "192.168.110.10/32") == [W1]
-    assert route(frr, "192.168.110.0/24") == [W1]
+    assert frr.best_next_hops("192.168.110.10/32") == [W1]
+    assert frr.best_next_hops("192.168.110.0/24") == [W1]
 
 
 def test_an_address_outside_the_network_gets_a_warning_event_readable_with_kubectl(chain):
@@ -204,7 +194,7 @@ def matches_frr(api, frr: FrrRouter) -> tuple[dict, tuple[str, int]] | None:
 def settled(chain):
     """The BGPSessionState object once it agrees with FRR (the module's other tests leave the table settled)."""
     running, api = chain
-    wait_route(running.frr, "192.168.110.14/32", None)  # nothing of the other tests is still moving
+    running.frr.wait_route("192.168.110.14/32", None, timeout=20.0)  # nothing of the other tests is still moving
     obj, view = running.frr.wait_for(
         lambda: matches_frr(api, running.frr),
         30,

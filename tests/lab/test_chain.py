@@ -16,7 +16,6 @@ import pytest
 
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import METRICS_PORT, BgpadvInLab
-from bgpadv_lab.frr import FrrRouter
 from bgpadv_lab.objects import VM_NAMESPACE as NS
 from bgpadv_lab.topology import EXT_HOST, Lab
 
@@ -53,33 +52,21 @@ def vm(name: str, node: str | None, ips: list[str], phase: str = "Running") -> l
     return objs
 
 
-def route(frr: FrrRouter, prefix: str) -> list[str] | None:
-    afi = "ipv6" if ":" in prefix else "ipv4"
-    return frr.bgp_routes(afi).get(prefix)
-
-
-def wait_route(frr: FrrRouter, prefix: str, next_hops: list[str] | None, timeout: float = 15.0) -> None:
-    """Wait until FRR's best path for `prefix` has `next_hops` (None: until FRR has no route for it)."""
-    frr.wait_for(
-        lambda: route(frr, prefix) == next_hops, timeout, f"{prefix} -> {next_hops} (FRR has {route(frr, prefix)})"
-    )
-
-
 @pytest.fixture(scope="module")
 def chain():
     if sys.platform != "linux":
         pytest.skip("needs Linux network namespaces")
     with Lab("bgpe2e") as lab, BgpadvInLab(lab, cluster()) as running:
-        wait_route(running.frr, "192.168.100.10/32", [W1], timeout=60)
+        running.frr.wait_route("192.168.100.10/32", [W1], timeout=60)
         yield running
 
 
 def test_selected_network_subnets_and_running_vm_addresses_reach_the_tor(chain):
     frr = chain.frr
-    assert route(frr, "192.168.100.0/24") == [W1]
-    assert route(frr, "192.168.100.10/32") == [W1]
-    wait_route(frr, "fd10:100::10/128", [W1_6])
-    wait_route(frr, "fd10:100::/64", [W1_6])  # `self` over the IPv4 session: the configured nextHopSelf
+    assert frr.best_next_hops("192.168.100.0/24") == [W1]
+    assert frr.best_next_hops("192.168.100.10/32") == [W1]
+    frr.wait_route("fd10:100::10/128", [W1_6])
+    frr.wait_route("fd10:100::/64", [W1_6])  # `self` over the IPv4 session: the configured nextHopSelf
     assert "192.168.100.10/32" in frr.fib_routes(4), "the ToR kernel must carry the host route"
 
 
@@ -95,40 +82,40 @@ def test_a_new_vm_is_announced_and_a_stopped_vm_withdrawn_leaving_others_untouch
     frr = chain.frr
     for obj in vm("vm-b", "worker-2", ["192.168.100.11/24"]):
         chain.api.create(obj)
-    wait_route(frr, "192.168.100.11/32", [W2])
+    frr.wait_route("192.168.100.11/32", [W2])
     chain.api.delete("kubevirt.io/v1", "VirtualMachineInstance", "vm-b", NS)  # VM stopped: the claim stays
-    wait_route(frr, "192.168.100.11/32", None)
-    assert route(frr, "192.168.100.10/32") == [W1]
-    assert route(frr, "192.168.100.0/24") == [W1]
+    frr.wait_route("192.168.100.11/32", None)
+    assert frr.best_next_hops("192.168.100.10/32") == [W1]
+    assert frr.best_next_hops("192.168.100.0/24") == [W1]
 
 
 def test_a_deleted_claim_is_withdrawn(chain):
     frr = chain.frr
     for obj in vm("vm-c", "worker-1", ["192.168.100.12/24"]):
         chain.api.create(obj)
-    wait_route(frr, "192.168.100.12/32", [W1])
+    frr.wait_route("192.168.100.12/32", [W1])
     chain.api.delete("k8s.cni.cncf.io/v1alpha1", "IPAMClaim", "vm-c.default", NS)
-    wait_route(frr, "192.168.100.12/32", None)
+    frr.wait_route("192.168.100.12/32", None)
 
 
 def test_live_migration_moves_the_next_hop_when_the_target_is_ready_without_a_withdrawal(chain):
     frr = chain.frr
     for obj in vm("vm-m", "worker-1", ["192.168.100.13/24"]):
         chain.api.create(obj)
-    wait_route(frr, "192.168.100.13/32", [W1])
+    frr.wait_route("192.168.100.13/32", [W1])
     pending = k8s.migration_state("worker-1", "worker-2", vmi="vm-m")
     chain.api.patch_status(
         "kubevirt.io/v1", "VirtualMachineInstance", "vm-m", NS, {"status": {"migrationState": pending}}
     )
     time.sleep(0.5)
-    assert route(frr, "192.168.100.13/32") == [W1], "the target is not live yet: stay on the source"
+    assert frr.best_next_hops("192.168.100.13/32") == [W1], "the target is not live yet: stay on the source"
 
     seen: list[list[str] | None] = []
     ready = k8s.migration_state("worker-1", "worker-2", target_ready="2026-11-30T12:00:00Z", vmi="vm-m")
     chain.api.patch_status(
         "kubevirt.io/v1", "VirtualMachineInstance", "vm-m", NS, {"status": {"migrationState": ready}}
     )
-    frr.wait_for(lambda: seen.append(route(frr, "192.168.100.13/32")) or seen[-1] == [W2], 15, "next hop W2")
+    frr.wait_for(lambda: seen.append(frr.best_next_hops("192.168.100.13/32")) or seen[-1] == [W2], 15, "next hop W2")
     assert None not in seen, "the route must move, not disappear and come back"
     frr.wait_for(lambda: frr.fib_routes(4).get("192.168.100.13/32") == [W2], 5, "FIB via W2")
 
@@ -137,13 +124,13 @@ def test_a_failed_migration_keeps_the_vm_on_its_source(chain):
     frr = chain.frr
     for obj in vm("vm-f", "worker-1", ["192.168.100.14/24"]):
         chain.api.create(obj)
-    wait_route(frr, "192.168.100.14/32", [W1])
+    frr.wait_route("192.168.100.14/32", [W1])
     failed = k8s.migration_state("worker-1", "worker-2", failed=True, vmi="vm-f")
     chain.api.patch_status(
         "kubevirt.io/v1", "VirtualMachineInstance", "vm-f", NS, {"status": {"migrationState": failed}}
     )
     time.sleep(0.5)
-    assert route(frr, "192.168.100.14/32") == [W1]
+    assert frr.best_next_hops("192.168.100.14/32") == [W1]
 
 
 def test_external_traffic_reaches_the_vm_with_its_source_address_intact(chain):
@@ -172,18 +159,18 @@ def test_a_controller_crash_keeps_the_routes_on_the_fabric(chain):
     assert gaps == [], "the ToR must see no change while ExaBGP respawns the controller"
     for obj in vm("vm-r", "worker-2", ["192.168.100.15/24"]):
         chain.api.create(obj)
-    wait_route(frr, "192.168.100.15/32", [W2])
+    frr.wait_route("192.168.100.15/32", [W2])
 
 
 def test_changes_missed_while_the_watch_history_expired_are_caught_up_by_a_relist(chain):
     frr = chain.frr
     for obj in vm("vm-g", "worker-2", ["192.168.100.16/24"]):
         chain.api.create(obj)
-    wait_route(frr, "192.168.100.16/32", [W2])
+    frr.wait_route("192.168.100.16/32", [W2])
     chain.api.drop_watches()
     chain.api.delete("kubevirt.io/v1", "VirtualMachineInstance", "vm-g", NS)
     chain.api.compact()  # the watch resumes from a resourceVersion the server has forgotten: 410, relist
-    wait_route(frr, "192.168.100.16/32", None)
+    frr.wait_route("192.168.100.16/32", None)
 
 
 def _samples(text: str, name: str, **labels: str) -> float:
@@ -205,7 +192,7 @@ def test_a_running_instance_exports_metrics_that_move_with_the_routes(chain):
     assert _samples(before, "bgpadv_peer_up", peer="10.0.0.1") == 1
     for obj in vm("vm-metrics", "worker-2", ["192.168.100.17/24"]):
         chain.api.create(obj)
-    wait_route(chain.frr, "192.168.100.17/32", [W2])
+    chain.frr.wait_route("192.168.100.17/32", [W2])
 
     def moved() -> bool:
         after = chain.get("/metrics")[1]
@@ -246,14 +233,14 @@ def explain_live(chain, target: str) -> tuple[int, dict, str]:
 
 
 def test_explain_live_says_announced_with_the_next_hop_frr_holds(chain):
-    wait_route(chain.frr, "192.168.100.10/32", [W1])
+    chain.frr.wait_route("192.168.100.10/32", [W1])
     code, doc, err = explain_live(chain, "192.168.100.10")
     assert code == 0, err
     assert doc["verdict"] == "announced"
     assert [(r["prefix"], r["nextHop"], r["node"], r["peers"]) for r in doc["routes"]] == [
         ("192.168.100.10/32", W1, "worker-1", ["10.0.0.1"])
     ]
-    assert route(chain.frr, "192.168.100.10/32") == [W1], "the ToR holds what explain says"
+    assert chain.frr.best_next_hops("192.168.100.10/32") == [W1], "the ToR holds what explain says"
     assert {o["object"] for o in doc["objects"]} >= {
         f"IPAMClaim {NS}/vm-a.default",
         f"VirtualMachineInstance {NS}/vm-a",
@@ -269,4 +256,4 @@ def test_explain_live_says_refused_for_a_refused_address_the_tor_never_sees(chai
     assert code == 1, err
     assert doc["verdict"] == "refused"
     assert [r["reason"] for r in doc["rules"] if r["verdict"] == "refused"] == ["outside-network-subnets"]
-    assert route(chain.frr, "10.66.0.1/32") is None
+    assert chain.frr.best_next_hops("10.66.0.1/32") is None

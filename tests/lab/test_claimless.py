@@ -15,7 +15,6 @@ import pytest
 
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab
-from bgpadv_lab.frr import FrrRouter
 from bgpadv_lab.objects import VM_NAMESPACE as NS
 from bgpadv_lab.topology import Lab
 
@@ -45,30 +44,20 @@ def launcher(api, vm: str, node: str, suffix: str, ips: list[str], *, runs_for: 
     return k8s.owned_by(pod, vmi["metadata"]["uid"] if vmi is not None else "")
 
 
-def route(frr: FrrRouter, prefix: str) -> list[str] | None:
-    return frr.bgp_routes("ipv4").get(prefix)
-
-
-def wait_route(frr: FrrRouter, prefix: str, next_hops: list[str] | None, timeout: float = 15.0) -> None:
-    frr.wait_for(
-        lambda: route(frr, prefix) == next_hops, timeout, f"{prefix} -> {next_hops} (FRR has {route(frr, prefix)})"
-    )
-
-
 @pytest.fixture(scope="module")
 def chain():
     if sys.platform != "linux":
         pytest.skip("needs Linux network namespaces")
     with Lab("bgpnoclaim") as lab, BgpadvInLab(lab, cluster()) as running:
-        wait_route(running.frr, "192.168.100.0/24", [W1], timeout=90)
+        running.frr.wait_route("192.168.100.0/24", [W1], timeout=90)
         running.api.create(launcher(running.api, "vm-p", "worker-1", "a1b2c", ["192.168.100.30/24"]))
-        wait_route(running.frr, "192.168.100.30/32", [W1], timeout=30)
+        running.frr.wait_route("192.168.100.30/32", [W1], timeout=30)
         yield running
 
 
 def test_a_vm_without_a_claim_gets_its_host_route_at_its_node(chain):
-    assert route(chain.frr, "192.168.100.30/32") == [W1]
-    assert route(chain.frr, "192.168.100.0/24") == [W1]
+    assert chain.frr.best_next_hops("192.168.100.30/32") == [W1]
+    assert chain.frr.best_next_hops("192.168.100.0/24") == [W1]
 
 
 def test_the_route_follows_the_pods_address(chain):
@@ -77,8 +66,8 @@ def test_the_route_follows_the_pods_address(chain):
     chain.api.patch(
         "v1", "Pod", "virt-launcher-vm-p-a1b2c", NS, {"metadata": {"annotations": {POD_NETWORKS: annotation}}}
     )
-    wait_route(frr, "192.168.100.31/32", [W1])
-    wait_route(frr, "192.168.100.30/32", None)
+    frr.wait_route("192.168.100.31/32", [W1])
+    frr.wait_route("192.168.100.30/32", None)
 
 
 def test_the_route_follows_the_vm_to_another_node(chain):
@@ -87,7 +76,7 @@ def test_the_route_follows_the_vm_to_another_node(chain):
     chain.api.delete("v1", "Pod", "virt-launcher-vm-p-a1b2c", NS)
     chain.api.create(launcher(chain.api, "vm-p", "worker-2", "d3e4f", ["192.168.100.31/24"]))
     chain.api.patch_status("kubevirt.io/v1", "VirtualMachineInstance", "vm-p", NS, {"status": {"nodeName": "worker-2"}})
-    wait_route(frr, "192.168.100.31/32", [W2])
+    frr.wait_route("192.168.100.31/32", [W2])
 
 
 def test_a_pod_of_another_vm_carrying_this_vms_domain_announces_nothing(chain):
@@ -96,6 +85,6 @@ def test_a_pod_of_another_vm_carrying_this_vms_domain_announces_nothing(chain):
     chain.api.create(launcher(chain.api, "vm-p", "worker-1", "f0rg3", ["192.168.100.40/24"], runs_for="vm-intruder"))
     chain.api.create(k8s.vmi(NS, "vm-q", "worker-1"))
     chain.api.create(launcher(chain.api, "vm-q", "worker-1", "q1q1q", ["192.168.100.41/24"]))
-    wait_route(frr, "192.168.100.41/32", [W1])  # a later change is through: the forged pod was planned before it
-    assert route(frr, "192.168.100.40/32") is None
-    assert route(frr, "192.168.100.31/32") == [W2]
+    frr.wait_route("192.168.100.41/32", [W1])  # a later change is through: the forged pod was planned before it
+    assert frr.best_next_hops("192.168.100.40/32") is None
+    assert frr.best_next_hops("192.168.100.31/32") == [W2]

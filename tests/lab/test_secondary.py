@@ -10,13 +10,11 @@ its own VM and addresses. Convergence times are printed (`pytest -s`).
 from __future__ import annotations
 
 import sys
-import time
 
 import pytest
 
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab, lab_config
-from bgpadv_lab.frr import FrrRouter
 from bgpadv_lab.objects import STATIC_VM_NAMESPACE as NS
 from bgpadv_lab.topology import EXT_HOST, Lab
 
@@ -54,19 +52,6 @@ def cluster() -> list[dict]:
     ]
 
 
-def route(frr: FrrRouter, prefix: str) -> list[str] | None:
-    return frr.bgp_routes("ipv4").get(prefix)
-
-
-def wait_route(frr: FrrRouter, prefix: str, next_hops: list[str] | None, timeout: float = 15.0) -> float:
-    """Wait until FRR's best path for `prefix` has `next_hops` (None: gone); returns the seconds it took."""
-    start = time.monotonic()
-    frr.wait_for(
-        lambda: route(frr, prefix) == next_hops, timeout, f"{prefix} -> {next_hops} (FRR has {route(frr, prefix)})"
-    )
-    return time.monotonic() - start
-
-
 def report_interfaces(chain: BgpadvInLab, name: str, ips: list[str]) -> None:
     """What the guest agent would do: rewrite the VMI's status.interfaces with the guest's current addresses."""
     iface = k8s.interface(ips, name="guest", pod_interface="pod9b8a7c6d5e4")
@@ -83,14 +68,14 @@ def chain():
             networks={"selector": {"matchLabels": dict(ADVERTISED)}, "secondary": SECONDARY},
         )
         with BgpadvInLab(lab, cluster(), config=config) as running:
-            took = wait_route(running.frr, "10.77.0.20/32", [W2], timeout=60)
+            took = running.frr.wait_route("10.77.0.20/32", [W2], timeout=60)
             print(f"\nfirst guest route at the ToR {took:.2f}s after the session was up")
             yield running
 
 
 def test_a_guest_reported_address_is_a_host_route_via_the_vms_node_and_nothing_else_is(chain):
     frr = chain.frr
-    assert route(frr, "10.77.0.20/32") == [W2]
+    assert frr.best_next_hops("10.77.0.20/32") == [W2]
     frr.wait_for(lambda: frr.fib_routes(4).get("10.77.0.20/32") == [W2], 5, "FIB via worker-2")
     v4 = frr.bgp_routes("ipv4")
     assert "10.88.0.5/32" not in v4  # outside the allowed prefixes
@@ -112,29 +97,29 @@ def test_external_traffic_reaches_the_guest_address_with_its_source_intact(chain
 def test_the_guest_changing_its_address_withdraws_the_old_route_and_announces_the_new(chain):
     frr = chain.frr
     chain.api.create(guest_vmi("app", "worker-2", ["10.77.0.30"]))
-    wait_route(frr, "10.77.0.30/32", [W2])
+    frr.wait_route("10.77.0.30/32", [W2])
     report_interfaces(chain, "app", ["10.77.0.31"])
-    announced = wait_route(frr, "10.77.0.31/32", [W2])
-    withdrawn = wait_route(frr, "10.77.0.30/32", None)
+    announced = frr.wait_route("10.77.0.31/32", [W2])
+    withdrawn = frr.wait_route("10.77.0.30/32", None)
     print(f"\naddress change: new /32 at the ToR after {announced:.2f}s, old gone {withdrawn:.2f}s later")
 
 
 def test_a_stopped_vm_is_withdrawn(chain):
     frr = chain.frr
     chain.api.create(guest_vmi("batch", "worker-2", ["10.77.0.40"]))
-    wait_route(frr, "10.77.0.40/32", [W2])
+    frr.wait_route("10.77.0.40/32", [W2])
     chain.api.delete(*VMI_API, "batch", NS)
-    took = wait_route(frr, "10.77.0.40/32", None)
+    took = frr.wait_route("10.77.0.40/32", None)
     print(f"\nVM stopped: /32 withdrawn at the ToR after {took:.2f}s")
 
 
 def test_live_migration_moves_the_next_hop_at_target_ready(chain):
     frr = chain.frr
     chain.api.create(guest_vmi("mover", "worker-2", ["10.77.0.50"]))
-    wait_route(frr, "10.77.0.50/32", [W2])
+    frr.wait_route("10.77.0.50/32", [W2])
     ready = k8s.migration_state("worker-2", "worker-1", target_ready="2026-11-30T12:00:00Z", vmi="mover")
     chain.api.patch_status(*VMI_API, "mover", NS, {"status": {"migrationState": ready}})
-    took = wait_route(frr, "10.77.0.50/32", [W1])
+    took = frr.wait_route("10.77.0.50/32", [W1])
     print(f"\nlive migration: next hop moved after {took:.2f}s")
 
 
@@ -146,7 +131,7 @@ def test_hostile_reports_never_reach_the_tor(chain):
         guest_vmi("thief", "worker-1", ["10.77.0.20", "10.99.0.1", *flood], created="2026-01-01T00:00:00Z")
     )
     chain.api.create(guest_vmi("marker", "worker-1", ["10.77.0.60"]))
-    wait_route(frr, "10.77.0.60/32", [W1])  # applied after the thief: its outcome is on the ToR too
+    frr.wait_route("10.77.0.60/32", [W1])  # applied after the thief: its outcome is on the ToR too
     v4 = frr.bgp_routes("ipv4")
     assert v4["10.77.0.20/32"] == [W2]  # the older reporter (db) keeps it
     assert "10.99.0.1/32" not in v4
@@ -158,5 +143,5 @@ def test_hostile_reports_never_reach_the_tor(chain):
     other["metadata"]["namespace"] = "elsewhere"
     chain.api.create(other)
     chain.api.create(guest_vmi("marker2", "worker-1", ["10.77.0.61"]))
-    wait_route(frr, "10.77.0.61/32", [W1])
-    assert route(frr, "10.77.0.70/32") is None
+    frr.wait_route("10.77.0.61/32", [W1])
+    assert frr.best_next_hops("10.77.0.70/32") is None
