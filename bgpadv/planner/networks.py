@@ -512,7 +512,24 @@ def _wrong_length(info: NodeInfo, entry: views.HostSubnet, length: int, network:
     return Refusal(info.ref, entry.text, checks.MALFORMED_ADDRESS, message, network)
 
 
-def _layer3_routes(
+def _placement_spans(network: Network) -> dict[int, tuple[tuple[int, int, int, int | None], ...]] | None:
+    """Per IP version, (first, last, prefix length, required hostSubnet length or None) of each cidr of a Layer3
+    network, for the fast path of its host-subnet rules; None when `host_subnet_check` must decide every entry (a
+    `host_subnet_lengths` cidr that is not one of its subnets, which the decoder never writes).
+
+    A well-formed entry (no host bits, as decoded) starting inside a cidr with a prefix at least as long lies
+    inside it; with the required length (or none set) it passes every rule `host_subnet_check` applies except the
+    node selector, which the caller tests once per node."""
+    by_cidr = {c: n for c, n in network.host_subnet_lengths}
+    if not set(by_cidr) <= set(network.subnets):
+        return None
+    spans: dict[int, list[tuple[int, int, int, int | None]]] = {4: [], 6: []}
+    for s in network.subnets:
+        spans.setdefault(s.version, []).append((s.first, s.last, s.network.length, by_cidr.get(s)))
+    return {version: tuple(rows) for version, rows in spans.items()}
+
+
+def _layer3_routes(  # noqa: C901 (one hot loop, kept flat on purpose)
     nodes: Mapping[str, views.Node],
     index: Mapping[str, NodeInfo],
     layer3: list[Network],
@@ -524,13 +541,22 @@ def _layer3_routes(
     (into `refusals`): a node's malformed annotation (once), a malformed or misplaced entry, a subnet an older node
     holds, a node without a next hop of the family.
 
-    Each node's annotation was decoded once, into its view, and each network's rules are compiled once here; the
-    nodes are read oldest first (creationTimestamp, then name), so the first to name a host subnet keeps it. Within a
-    network every host subnet has its cidr's hostSubnet length and cidrs never overlap, and advertised networks never
-    overlap each other: two host subnets overlap only when they are the same prefix.
+    Each node's annotation was decoded once, into its view, and each network's rules are compiled once here (its
+    cidrs per family, `_placement_spans`); per node, its next hops and the node selectors are read once. An entry
+    the fast path accepts costs a range test, one dict look-up and the route; any other goes through
+    `host_subnet_check`, which words the refusal. The nodes are read oldest first (creationTimestamp, then name), so
+    the first to name a host subnet keeps it. Within a network every host subnet has its cidr's hostSubnet length
+    and cidrs never overlap, and advertised networks never overlap each other: two host subnets overlap only when
+    they are the same prefix (held by its `key`).
     """
-    rules = [(network.name, host_subnet_check(network), attrs[network.name]) for network in layer3]
-    holder: dict[Prefix, NodeInfo] = {}
+    rules = [
+        (network.name, host_subnet_check(network), _placement_spans(network), network, attrs[network.name])
+        for network in layer3
+    ]
+    holder: dict[tuple[int, int, int], NodeInfo] = {}
+    held = holder.get
+    subnet = RouteKind.SUBNET
+    route = make_route
     for node in sorted(nodes.values(), key=_node_age):
         info = index.get(node.name)
         if info is None:
@@ -542,28 +568,49 @@ def _layer3_routes(
         named = node.host_subnets
         if not named:
             continue
-        hops = {4: info.address(4), 6: info.address(6)}
-        for name, check, network_attrs in rules:
-            for entry in named.get(name, ()):
-                refusal = check(info, entry)
-                if refusal is not None:
-                    refusals.append(refusal)
-                    continue
+        ref, node_name, labels = info.ref, info.name, info.labels
+        hop4, hop6 = info.address(4), info.address(6)
+        for name, check, spans, network, network_attrs in rules:
+            entries = named.get(name)
+            if not entries:
+                continue
+            fast = spans is not None and (network.node_selectors is None or network.selects_node(labels))
+            for entry in entries:
                 net = entry.prefix
-                assert net is not None  # check() refuses an entry that does not parse
-                older = holder.get(net)
+                if fast and net is not None:
+                    version, first, length = net.version, net.value, net.length
+                    for lo, hi, cidr_length, required in spans[version]:  # type: ignore[index]
+                        if lo <= first <= hi and length >= cidr_length:
+                            ok = required is None or required == length
+                            break
+                    else:
+                        ok = False
+                    if not ok:
+                        refusal = check(info, entry)
+                        assert refusal is not None  # the fast path accepts only what check() accepts
+                        refusals.append(refusal)
+                        continue
+                else:
+                    refusal = check(info, entry)
+                    if refusal is not None:
+                        refusals.append(refusal)
+                        continue
+                    assert net is not None  # check() refuses an entry that does not parse
+                    version = net.version
+                key = net.key
+                older = held(key)
                 if older is not None:
                     if older is not info:
                         message = f"host subnet {net} is also named by node {older.name}, which is older and keeps it"
-                        refusals.append(Refusal(info.ref, entry.text, checks.HOST_SUBNET_CONFLICT, message, name))
+                        refusals.append(Refusal(ref, entry.text, checks.HOST_SUBNET_CONFLICT, message, name))
                     continue  # the same node naming it twice: once is enough
-                holder[net] = info
-                next_hop = hops[net.version]
+                holder[key] = info
+                next_hop = hop4 if version == 4 else hop6
                 if next_hop is None:
-                    reason, message = info.no_address(net.version)
-                    refusals.append(Refusal(info.ref, entry.text, reason, message, name))
+                    reason, message = info.no_address(version)
+                    refusals.append(Refusal(ref, entry.text, reason, message, name))
                     continue
-                routes.append(make_route(net, next_hop, name, RouteKind.SUBNET, info.ref, info.name, network_attrs))
+                routes.append(route(net, next_hop, name, subnet, ref, node_name, network_attrs))
 
 
 def _node_age(node: views.Node) -> tuple[str, str]:
