@@ -11,6 +11,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from bgpadv.core.model import Cause, Plan, Route
 from bgpadv.observe.observers import NullObserver
 
+PrefixKey = tuple[int, int, int]
+
 
 class RecordingSpeaker:
     """Records every desired set, ExaBGP line and drain; `ready`, `closed` and `needs_retry` are set by the test."""
@@ -24,6 +26,8 @@ class RecordingSpeaker:
         self.lines: list[str] = []
         self.drains = 0
         self.resyncs = 0
+        self.deltas = 0  # hands by apply_delta
+        self.tables: dict[str, dict[PrefixKey, Route]] = {}  # the desired set per peer, by prefix key
 
     def held(self, peer: str) -> Collection[object]:
         return ()
@@ -32,7 +36,22 @@ class RecordingSpeaker:
         self.started = True
 
     def set_desired(self, desired: Mapping[str, Iterable[Route]], cause: Cause | None = None) -> None:
-        self.desired.append({peer: tuple(routes) for peer, routes in desired.items()})
+        whole = {peer: tuple(routes) for peer, routes in desired.items()}
+        self.tables = {peer: {r.prefix.key: r for r in routes} for peer, routes in whole.items()}
+        self.desired.append(whole)
+
+    def apply_delta(self, changes: Mapping[str, Mapping[PrefixKey, Route | None]], cause: Cause | None = None) -> None:
+        """Recorded as the whole set the change leads to (`set_desired`), so tests read every hand alike."""
+        tables = self.tables
+        for peer, change in changes.items():
+            table = tables.setdefault(peer, {})
+            for key, route in change.items():
+                if route is None:
+                    table.pop(key, None)
+                else:
+                    table[key] = route
+        self.deltas += 1
+        self.set_desired({peer: tuple(table.values()) for peer, table in tables.items()}, cause)
 
     def handle_line(self, line: str, at: float | None = None) -> None:
         self.lines.append(line)

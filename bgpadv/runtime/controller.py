@@ -66,7 +66,7 @@ from bgpadv.runtime.peering import Served
 from bgpadv.runtime.reload import ConfigFileChanged, Reloader
 from bgpadv.runtime.seams import ControllerSources, ControllerSpeaker
 from bgpadv.safety.failstatic import FailStatic
-from bgpadv.safety.guard import Guard, Guarded, PrefixKey
+from bgpadv.safety.guard import Guard, Guarded, GuardedDelta, PrefixKey
 from bgpadv.sources.reflector import WatchEvent
 from bgpadv.sources.store import Store
 from bgpadv.speaker.bfd import BfdSessions, sessions_of
@@ -85,6 +85,13 @@ class LoopSettings:
 
     coalesce_window: float = 0.002
     """After a watch event, keep collecting events for this long before planning (seconds)."""
+    coalesce_limit: float = 0.005
+    """Stop collecting this long after the loop turn began, even while events keep coming (seconds), once at least
+    `coalesce_min_items` were taken: a flood of events never holds back the plan of what already arrived; the rest
+    is taken by the next turn."""
+    coalesce_min_items: int = 256
+    """A loop turn takes at least this many queued items before `coalesce_limit` can end it (a short burst is
+    always planned in one go, however slow the machine)."""
     heartbeat: float = 1.0
     """The loop wakes at least this often, to heartbeat the health check and run timers (seconds)."""
     resync_interval: float = 300.0
@@ -200,7 +207,7 @@ class Controller:
         self.failstatic = FailStatic(
             watched, safety.max_withdraw_fraction, safety.hold_seconds, clock, safety.deletion_settle_seconds
         )
-        self._last_guarded: Mapping[str, tuple[Route, ...]] | None = None  # the last plan's routes per peer (guarded)
+        self._whole_next = False  # the next plan takes the whole path (a failure left the delta chain unsure)
         self._settle_cause: Cause | None = None  # the first cause of the withdrawals settling now
         # a mass deletion (a CRD deleted: every object marked deleting by ordinary events) shows as its resource held
         self.failstatic.on_mass_deletion = lambda res, on: self.observer.resource_held(res.plural, on)
@@ -286,11 +293,18 @@ class Controller:
         return True
 
     def _drain(self) -> bool:
-        """Take everything already queued; after a watch event, wait out the coalescing window."""
+        """Take everything already queued; after a watch event, wait out the coalescing window; never longer than
+        `coalesce_limit` in all (a flood: what is still queued waits for the next turn, after this plan)."""
         deadline = None
+        stop = time.monotonic() + self.settings.coalesce_limit
+        floor = self.settings.coalesce_min_items
+        taken = 0
         while True:
             if self._pending_since is not None and deadline is None:
-                deadline = time.monotonic() + self.settings.coalesce_window
+                deadline = min(time.monotonic() + self.settings.coalesce_window, stop)
+            if taken >= floor and time.monotonic() >= stop:
+                return True
+            taken += 1
             try:
                 if deadline is None:
                     item = self.queue.get_nowait()
@@ -477,16 +491,16 @@ class Controller:
         them withdrawn), timed from the first of their events. Not while a LIST is half delivered or an unplanned
         change waits: the next plan carries them out then."""
         if (
-            self._last_guarded is None
+            self.plan is None
             or not self.failstatic.settle_due()
             or self._pending_since is not None
             or self.failstatic.relisting
             or not self.speaker.ready
         ):
             return
-        decision = self.failstatic.settled(self._last_guarded)
+        decision = self.failstatic.settled_delta()  # = settled(the last plan's routes): only the settled change
         cause, self._settle_cause = self._settle_cause, None
-        self._hand(decision.desired, decision.held, cause)
+        self._hand_delta(decision.changes, decision.held, cause)
 
     def _hand(self, desired: Mapping[str, tuple[Route, ...]], held: Mapping[str, int], cause: Cause | None) -> None:
         """Give the speaker the hold's routes per peer (none for peers being removed)."""
@@ -495,6 +509,27 @@ class Controller:
             desired = {peer: (() if peer in self._moving[1] else routes) for peer, routes in desired.items()}
         self._last_desired = desired
         self.speaker.set_desired(desired, cause)
+
+    def _hand_delta(
+        self, changes: Mapping[str, Mapping[PrefixKey, Route | None]], held: Mapping[str, int], cause: Cause | None
+    ) -> None:
+        """`_hand` of a change: the hold's per-peer changes (none for peers being removed)."""
+        self.observer.routes_held(held)
+        if self._moving is not None:  # peers being removed keep getting nothing
+            changes = {peer: change for peer, change in changes.items() if peer not in self._moving[1]}
+        self._last_desired = self.failstatic.hold.handed()
+        if self._moving is not None:
+            self._last_desired = {
+                peer: (() if peer in self._moving[1] else routes) for peer, routes in self._last_desired.items()
+            }
+        self.speaker.apply_delta(changes, cause)
+
+    def _note_settling(self, cause: Cause | None) -> None:
+        """The cause the settling withdrawals are timed from: the first plan's since nothing settled."""
+        if self.failstatic.settle_deadline() is None:
+            self._settle_cause = None
+        elif self._settle_cause is None:
+            self._settle_cause = cause
 
     def _confirm_held(self) -> bool:
         """Carry out what fail static asks while withdrawals are held (a confirming LIST of every resource, then a
@@ -510,6 +545,12 @@ class Controller:
         return False
 
     def _plan_and_send(self, received_at: float | None, *, full: bool) -> None:
+        """Plan, guard, hold and hand to the speaker. The delta path (planner delta -> `Guard.check_delta` ->
+        `FailStatic.withhold_delta` -> `Speaker.apply_delta`) costs the change; the whole path runs for a full plan
+        (start-up, the periodic resync, a fail-static confirmation), a plan without a known delta (a (re)LIST
+        completed, a live configuration change), a bulk plan for the hold (LIST events, a mass deletion), after a
+        planner or guard failure, and when the guard declines the delta (duplicate prefixes, a peer at
+        `safety.maxRoutes`, a new context: networks or nodes changed)."""
         started = time.monotonic()
         # the selected networks (or the nodes, whose addresses the import refuses as next hops) may have moved: a
         # CUDN/RA/Node event, a (re)list or a live configuration change
@@ -520,13 +561,21 @@ class Controller:
             or bool({CUDN.kind, ROUTE_ADVERTISEMENTS.kind, NODE.kind} & self._kinds)
         )
         changed, self._changed = (None if full else self._changed), set()
+        whole = changed is None or self._whole_next or self.plan is None or self.failstatic.wants_whole
         state = self.store.state
         try:
             plan = self.incremental.plan(state, changed)
-            guarded = desired_per_peer(self.guard, plan, state, self.speaker.held)
+            delta = self.incremental.last_delta
+            guarded: Guarded | GuardedDelta | None = None
+            if not whole and delta is not None:
+                guarded = self.guard.check_delta(delta, self.guard.context(plan))
+            if guarded is None:
+                guarded = desired_per_peer(self.guard, plan, state, self.speaker.held)
         except Exception:  # planner and guard are pure and tested not to raise; never let a bug take the sessions down
             log.exception("planner or guard failed; keeping the current advertisements")
+            self._whole_next = True  # what the planner and the guard continue from may not be what was sent
             return
+        self._whole_next = False
         planned_at = time.monotonic()
         cause = (
             Cause(received_at=received_at, planned_at=planned_at, kinds=tuple(sorted(self._kinds)))
@@ -537,13 +586,14 @@ class Controller:
         first, previous = self.plan is None, self.plan
         self.plan = plan
         self._last_plan_at = self.clock()
-        decision = self.failstatic.withhold(guarded.per_peer, full=full)
-        self._last_guarded = guarded.per_peer
-        if self.failstatic.settle_deadline() is None:
-            self._settle_cause = None
-        elif self._settle_cause is None:
-            self._settle_cause = cause
-        self._hand(decision.desired, decision.held, cause)
+        if isinstance(guarded, GuardedDelta):
+            change = self.failstatic.withhold_delta(guarded.changes)
+            self._note_settling(cause)
+            self._hand_delta(change.changes, change.held, cause)
+        else:
+            decision = self.failstatic.withhold(guarded.per_peer, full=full)
+            self._note_settling(cause)
+            self._hand(decision.desired, decision.held, cause)
         if self.importer is not None and networks_moved:
             self.importer.set_networks(import_networks(plan), self.clock(), node_addresses(plan))
         # Observation after the commands are written: metrics never delay an UPDATE. ExaBGP's echo of what it sent

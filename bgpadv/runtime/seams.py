@@ -38,6 +38,11 @@ class ControllerSpeaker(Protocol):
     def set_desired(self, desired: Mapping[str, Iterable[Route]], cause: Cause | None = None) -> None:
         """The whole set each peer should have; the speaker sends the difference."""
 
+    def apply_delta(
+        self, changes: Mapping[str, Mapping[tuple[int, int, int], Route | None]], cause: Cause | None = None
+    ) -> None:
+        """A change of the desired sets: per peer, prefix key -> the route it gets now (None: none)."""
+
     def handle_line(self, line: str, at: float | None = None) -> None:
         """One line from ExaBGP (an ack, a peer event, an UPDATE echo)."""
 

@@ -37,7 +37,7 @@ from typing import Literal
 
 from bgpadv.core.model import Route
 from bgpadv.core.resources import Resource
-from bgpadv.safety.hold import MASS_DELETION, SETTLE_SECONDS, HoldDecision, WithdrawalHold
+from bgpadv.safety.hold import MASS_DELETION, SETTLE_SECONDS, HoldDecision, HoldDelta, PrefixKey, WithdrawalHold
 
 log = logging.getLogger("bgpadv.hold")
 
@@ -181,6 +181,26 @@ class FailStatic:
         origin = "relist" if self._bulk else mass if mass is not None else "full replan"
         self._bulk = False
         return self.hold.apply(desired, bulk=bulk, listed_since=self.listed_since(), origin=origin, deletions=deletions)
+
+    @property
+    def wants_whole(self) -> bool:
+        """The unplanned changes make a bulk plan (LIST events, a mass deletion): `withhold` the whole plan, there
+        is no delta form of the fraction rule."""
+        return self._bulk or self._mass_origin is not None
+
+    def withhold_delta(self, changes: Mapping[str, Mapping[PrefixKey, Route | None]]) -> HoldDelta:
+        """`withhold` of an ordinary plan (not `wants_whole`, not full) given as each peer's change of guarded
+        routes: the hold's decision as per-peer changes (`WithdrawalHold.apply_delta`)."""
+        if self.wants_whole:
+            raise ValueError("a bulk plan has no delta form: withhold() the whole plan")
+        deletions = self._deletions
+        self._deletions = False
+        self.mass_deletions()
+        return self.hold.apply_delta(changes, deletions=deletions)
+
+    def settled_delta(self) -> HoldDelta:
+        """`settled` as a delta: the settled withdrawals, per peer (nothing else changes)."""
+        return self.hold.apply_delta({}, deletions=False)
 
     def confirmation(self) -> Confirmation | None:
         """While withdrawals are held: "replan" (in full) when a LIST of every resource begun after the deadline

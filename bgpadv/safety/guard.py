@@ -52,10 +52,11 @@ The delta path (`Guard.check_delta`): after a whole `check`, the guard keeps wha
 accepted routes grouped by prefix (rule 8), the routes each peer gets counted (rule 9), every refusal per route
 (rules 1-7) and the cross-route refusals (rules 8-9) — and takes the planner's `RouteDelta` instead of the whole
 plan: it costs the delta's routes, and gives each peer's changes (prefix key -> the route it gets now, or None) and
-the complete refusals, the same answer as `check` on the whole plan. It declines (None: the caller runs `check`)
-when it cannot give that answer cheaply: no whole check on this context yet, a peer with an `exportFilter` (rule
-7b has no delta form yet), a delta touching a prefix that two accepted routes share (rule 8's tie-break reads the
-plan's order), or a peer at or over `safety.maxRoutes` (rule 9 ranks every route).
+the complete refusals, the same answer as `check` on the whole plan. A peer's `exportFilter` (rule 7b) is a pure
+function of the prefix, applied to the delta's routes alone. It declines (None: the caller runs `check`) when it
+cannot give that answer cheaply: no whole check on this context yet, a delta touching a prefix that two accepted
+routes share (rule 8's tie-break reads the plan's order), or a peer at or over `safety.maxRoutes` (rule 9 ranks every
+route).
 """
 
 from __future__ import annotations
@@ -695,7 +696,8 @@ class Guard:
                     base.note_refused(r, refusals)
                 if not cls & everyone:
                     base.unreached[id(r)] = r
-        reached = {id(r) for out in per_peer.values() for r in out} if not ordered else None
+        exported = any(peer.export is not None for peer in ctx.peers)
+        reached = {id(r) for out in per_peer.values() for r in out} if not ordered or exported else None
         if reached is not None:  # a route that lost its prefix to an older one for every peer
             for r in shared:
                 if id(r) not in reached:
@@ -711,8 +713,6 @@ class Guard:
         base = self._base
         if base is None or (ctx is not base.ctx and ctx != base.ctx):
             return None
-        if any(peer.export is not None for peer in ctx.peers):
-            return None  # rule 7b (a peer's exportFilter) has no delta form yet: the whole check decides
         touched = self._touched(base, delta)
         if touched is None:
             self._base = None  # a route the guard never saw: start again from the whole plan
@@ -776,10 +776,12 @@ class Guard:
             before = base.groups.get(order, ())
             if len(before) > 1 or len(after) > 1:
                 return None
-            was = self._verdict(before[0])[3] if before else 0
-            now = self._verdict(after[0])[3] if after else 0
+            was = before[0] if before else None
+            now = after[0] if after else None
             for peer in base.ctx.peers:
-                d = (1 if now & peer.carried else 0) - (1 if was & peer.carried else 0)
+                d = (1 if now is not None and self._gets(peer, now) else 0) - (
+                    1 if was is not None and self._gets(peer, was) else 0
+                )
                 if d:
                     n = counts[peer.name] = counts[peer.name] + d
                     if n >= limit:
@@ -792,6 +794,7 @@ class Guard:
         everyone = 0
         for peer in peers:
             everyone |= peer.carried
+        filtered = any(peer.export is not None for peer in peers)
         for r in delta.removed:
             base.drop_refused(r)
             base.unreached.pop(id(r), None)
@@ -805,8 +808,14 @@ class Guard:
                 refusals = base.family_refusals(r, cls)
                 if refusals:
                     base.note_refused(r, refusals)
-            if not cls & everyone:
+            if not cls & everyone or (filtered and not any(self._gets(p, r) for p in peers)):
                 base.unreached[id(r)] = r
+
+    def _gets(self, peer: PeerRules, route: Route) -> bool:
+        """The peer gets this accepted route (rules 7 and 7b), its prefix's only route."""
+        if not self._verdict(route)[3] & peer.carried:
+            return False
+        return peer.export is None or peer.export.allows(route.prefix)
 
     def _apply(self, base: _Base, touched: dict[int, list[Route]]) -> dict[str, dict[PrefixKey, Route | None]]:
         """Take the touched groups; per peer, prefix key -> the route it gets now (None: none)."""
@@ -817,9 +826,8 @@ class Guard:
             if after:
                 groups[order] = after
                 route = after[0]
-                cls = self._verdict(route)[3]
                 for peer in peers:
-                    changes[peer.name][route.prefix.key] = route if cls & peer.carried else None
+                    changes[peer.name][route.prefix.key] = route if self._gets(peer, route) else None
             else:
                 old = groups.pop(order, None)
                 if old:

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bgpadv.core.model import Route
@@ -68,7 +68,8 @@ milliseconds; one second is far above that and costs a stopped VM one second of 
 
 @dataclass(slots=True)
 class _PeerHold:
-    handed: tuple[Route, ...] = ()  # what the speaker was last told to hold for this peer (held, settling included)
+    # what the speaker was last told to hold for this peer (held, settling included), by prefix key
+    handed: dict[PrefixKey, Route] = field(default_factory=dict)
     held: dict[PrefixKey, tuple[Route, float]] = field(default_factory=dict)  # key -> (route, held since)
     settling: dict[PrefixKey, Route] = field(default_factory=dict)  # withdrawals by deletion events, not yet out
     # settled withdrawals carried out within `recent_seconds`: key -> withdrawn at (counted, never announced again)
@@ -96,6 +97,23 @@ class PeerOutcome:
 class HoldDecision:
     desired: dict[str, tuple[Route, ...]]
     """What to hand the speaker: the plan's routes plus every held and settling route, per peer."""
+    peers: dict[str, PeerOutcome]
+
+    @property
+    def held(self) -> dict[str, int]:
+        return {peer: o.held for peer, o in self.peers.items()}
+
+    @property
+    def settling(self) -> dict[str, int]:
+        return {peer: o.settling for peer, o in self.peers.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class HoldDelta:
+    """`HoldDecision` of a delta (`WithdrawalHold.apply_delta`): per peer, prefix key -> the route the speaker holds
+    now (None: none), for every key that may have changed."""
+
+    changes: dict[str, Mapping[PrefixKey, Route | None]]
     peers: dict[str, PeerOutcome]
 
     @property
@@ -231,16 +249,17 @@ class WithdrawalHold:
                 outcome = PeerOutcome(base=len(st.handed))
             elif not bulk:
                 wanted = key_set(routes)
-                gone = {k: r for k, r in zip(keys(st.handed), st.handed, strict=True) if k not in wanted}
+                gone = {k: r for k, r in st.handed.items() if k not in wanted}
                 outcome = self._ordinary(st, wanted, gone, now, settle=deletions, due=due)
             else:
                 wanted = key_set(routes)
-                gone = {k: r for k, r in zip(keys(st.handed), st.handed, strict=True) if k not in wanted}
+                gone = {k: r for k, r in st.handed.items() if k not in wanted}
                 earlier = sum(1 for k in st.recent if k not in wanted and k not in gone) if mass else 0
                 outcome = self._bulk(peer, st, gone, now, listed_since, origin, earlier, settle=deletions, due=due)
             if st.held or st.settling:
                 routes = routes + tuple(route for route, _ in st.held.values()) + tuple(st.settling.values())
-            st.handed = routes
+                memo.pop(id(routes), None)
+            st.handed = dict(zip(keys(routes), routes, strict=True))
             out[peer] = routes
             outcomes[peer] = outcome
         oldest = [t for st in self._peers.values() if (t := st.oldest()) is not None]
@@ -248,6 +267,89 @@ class WithdrawalHold:
         if not any(st.settling for st in self._peers.values()):
             self._settle_first = self._settle_last = None
         return HoldDecision(out, outcomes)
+
+    def apply_delta(
+        self, changes: Mapping[str, Mapping[PrefixKey, Route | None]], *, deletions: bool = False
+    ) -> HoldDelta:
+        """`apply` of an ordinary plan (`bulk=False`) given as the change of each peer's guarded routes since the
+        last plan (prefix key -> the route the peer gets now, None: none; keys absent: unchanged): the same decision,
+        as per-peer changes of what the speaker holds, at the cost of the change (and of what is held or settling).
+        A bulk plan (full, a relist, a mass deletion) has no delta form: `apply` it whole."""
+        now = self.clock()
+        if deletions:
+            if self._settle_first is None:
+                self._settle_first = now
+            self._settle_last = now
+        due = self.settle_due()
+        out: dict[str, Mapping[PrefixKey, Route | None]] = {}
+        outcomes: dict[str, PeerOutcome] = {}
+        for peer in sorted(set(self._peers) | set(changes)):
+            st = self._peers.setdefault(peer, _PeerHold())
+            change = changes.get(peer, {})
+            if st.recent:
+                st.recent = {k: t for k, t in st.recent.items() if now - t < self.recent_seconds}
+            handed = st.handed
+            base = len(handed)
+            if not st.held and not st.settling and not deletions:  # the common case: the plan's change as it is
+                for k, r in change.items():
+                    if r is None:
+                        handed.pop(k, None)
+                    else:
+                        handed[k] = r
+                out[peer] = change
+                outcomes[peer] = PeerOutcome(base=base)
+                continue
+            out[peer], outcomes[peer] = self._ordinary_delta(st, change, now, deletions=deletions, due=due)
+        oldest = [t for st in self._peers.values() if (t := st.oldest()) is not None]
+        self._oldest = min(oldest) if oldest else None
+        if not any(st.settling for st in self._peers.values()):
+            self._settle_first = self._settle_last = None
+        return HoldDelta(out, outcomes)
+
+    def _ordinary_delta(
+        self, st: _PeerHold, change: Mapping[PrefixKey, Route | None], now: float, *, deletions: bool, due: bool
+    ) -> tuple[dict[PrefixKey, Route | None], PeerOutcome]:
+        """`_ordinary` for one peer's change while something is held or settles (or the plan has deletions)."""
+        handed = st.handed
+        base = len(handed)
+        held_before = len(st.held)
+        for k, r in change.items():
+            if r is not None:  # desired again: the plan's route wins
+                st.held.pop(k, None)
+                st.settling.pop(k, None)
+        if deletions:  # what the plan withdraws now (not held) settles
+            for k, r in change.items():
+                if r is None and k not in st.held and (old := handed.get(k)) is not None:
+                    st.settling[k] = old
+        touched = list(change)
+        settled = 0
+        if due and st.settling:
+            settled = len(st.settling)
+            st.recent.update((k, now) for k in st.settling)
+            touched.extend(st.settling)
+            for k in st.settling:
+                handed.pop(k, None)
+            st.settling = {}
+        for k, r in change.items():
+            if r is not None:
+                handed[k] = r
+            elif k in st.held:
+                handed[k] = st.held[k][0]
+            elif k in st.settling:
+                handed[k] = st.settling[k]
+            else:
+                handed.pop(k, None)
+        return {k: handed.get(k) for k in touched}, PeerOutcome(
+            held=len(st.held),
+            released=held_before - len(st.held),
+            base=base,
+            settling=len(st.settling),
+            settled=settled,
+        )
+
+    def handed(self) -> dict[str, Collection[Route]]:
+        """What the speaker was last told to hold, per peer (live views, no copies)."""
+        return {peer: st.handed.values() for peer, st in self._peers.items()}
 
     def _settle(self, st: _PeerHold, gone: dict[PrefixKey, Route], now: float, *, settle: bool, due: bool) -> int:
         """The withdrawals `gone` (not held) of a plan: they settle when the plan has deletion events; the settling

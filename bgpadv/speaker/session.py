@@ -136,7 +136,11 @@ class Speaker:
         self._no_prepend: dict[tuple[bool, Attributes], Attributes] = {}
         self._max_line_bytes = max_line_bytes
         self._advertised: dict[str, dict[_Key, Route | None]] = {name: {} for name in self._peers}
+        self._unknown: dict[str, set[_Key]] = {name: set() for name in self._peers}  # keys advertised maps to None
         self._desired: dict[str, dict[_Key, Route]] | None = None  # None: nothing asked for yet
+        # per peer: key -> (what the latest unacknowledged command for it leaves ExaBGP holding (None: withdrawn),
+        # that command); queued and in-flight commands both: what `apply_delta` diffs against
+        self._pending: dict[str, dict[_Key, tuple[Route | None, _Command]]] = {name: {} for name in self._peers}
         self._cause: Cause | None = None
         self._inflight: deque[_Command] = deque()
         self._queue: deque[_Command] = deque()
@@ -205,12 +209,12 @@ class Speaker:
 
     def unknown(self, peer: str) -> int:
         """How many prefixes for `peer` are in an unknown state (learned at start-up or after an error)."""
-        return sum(1 for r in self._advertised.get(peer, {}).values() if r is None)
+        return len(self._unknown.get(peer, ()))
 
     @property
     def needs_retry(self) -> bool:
         """An `error` left prefixes unknown that the last desired set cares about: call `resync()` later."""
-        return self._ready and self._pending_work() == 0 and any(self.unknown(p) for p in self._peers)
+        return self._ready and any(self._unknown.values()) and self._pending_work() == 0
 
     def start(self) -> None:
         """Learn ExaBGP's adj-rib-out (hitless restart of the controller). Call once, before anything else."""
@@ -226,41 +230,88 @@ class Speaker:
         self._pump(time.monotonic())
 
     def set_desired(self, desired: Mapping[str, Iterable[Route]], cause: Cause | None = None) -> None:
-        """The WHOLE desired set per peer (key = PeerConfig.name); a configured peer left out gets nothing."""
+        """The WHOLE desired set per peer (key = PeerConfig.name); a configured peer left out gets nothing. Diffs
+        every desired route against what ExaBGP holds: start-up, resync, reload; `apply_delta` for a change."""
         table: dict[str, dict[_Key, Route]] = {}
         for name, peer in self._peers.items():
             wanted: dict[_Key, Route] = {}
-            self_ok = self._self_ok(peer)
-            own_self = self._self_of[name]
+            admit = self._admission(name, peer)
             dropped = 0
             for route in desired.get(name, ()):
-                if self.draining:
-                    route = self._graceful_shutdown(route)
-                key = route.prefix.key
-                version = key[0]
-                hop = route.next_hop if route.next_hop is not None else own_self.get(version)
-                # the peer carries the family, and the next hop is of the prefix's version (or a `self` it resolves)
-                if version in self_ok and (self_ok[version] if hop is None else hop.version == version):
-                    wanted[key] = route
+                admitted = admit(route)
+                if admitted is not None:
+                    wanted[admitted.prefix.key] = admitted
                 else:
                     dropped += 1
-            if dropped:
-                # Defence in depth: the guard (bgpadv.safety.guard) refuses these with `family-not-carried` before
-                # they get
-                # here, so this is a bug upstream; never send ExaBGP what the session cannot carry, and say so.
-                self.skipped += dropped
-                log.error(
-                    "desired routes the peer cannot carry reached the speaker; not sent",
-                    extra={"peer": name, "routes": dropped},
-                )
+            self._report_dropped(name, dropped)
             table[name] = wanted
-        unknown = set(desired) - set(self._peers)
-        if unknown:
-            log.warning("desired routes for unconfigured peers ignored", extra={"peers": sorted(unknown)})
+        self._warn_unconfigured(desired)
         self._desired = table
         self._cause = cause
         if self._ready:
             self._replan()
+
+    def apply_delta(self, changes: Mapping[str, Mapping[_Key, Route | None]], cause: Cause | None = None) -> None:
+        """A change of the desired set: per peer, prefix key -> the route it gets now (None: none). Only those keys
+        are diffed against what ExaBGP will hold once every queued and in-flight command is acknowledged, and
+        commands are planned for them alone, behind the ones already queued (which stay): the cost of the change,
+        not of the table. The same end state as `set_desired` of the whole set the changes lead to."""
+        if self._desired is None:
+            self._desired = {name: {} for name in self._peers}
+        touched: dict[str, list[_Key]] = {}
+        for name, peer in self._peers.items():
+            change = changes.get(name)
+            if not change:
+                continue
+            wanted = self._desired.setdefault(name, {})
+            admit = self._admission(name, peer)
+            dropped = 0
+            for key, route in change.items():
+                admitted = admit(route) if route is not None else None
+                if admitted is None:
+                    dropped += route is not None
+                    wanted.pop(key, None)
+                else:
+                    wanted[key] = admitted
+            self._report_dropped(name, dropped)
+            touched[name] = list(change)
+        self._warn_unconfigured(changes)
+        self._cause = cause
+        if self._ready and touched:
+            self._replan_keys(touched)
+
+    def _admission(self, name: str, peer: PeerConfig) -> Callable[[Route], Route | None]:
+        """The route as desired for `name` (GRACEFUL_SHUTDOWN added while draining), or None when the session
+        cannot carry it: the peer lacks the family, or the next hop is of another version (or a `self` ExaBGP
+        cannot resolve on this session)."""
+        self_ok = self._self_ok(peer)
+        own_self = self._self_of[name]
+
+        def admit(route: Route) -> Route | None:
+            if self.draining:
+                route = self._graceful_shutdown(route)
+            version = route.prefix.key[0]
+            hop = route.next_hop if route.next_hop is not None else own_self.get(version)
+            if version in self_ok and (self_ok[version] if hop is None else hop.version == version):
+                return route
+            return None
+
+        return admit
+
+    def _report_dropped(self, name: str, dropped: int) -> None:
+        if dropped:
+            # Defence in depth: the guard (bgpadv.safety.guard) refuses these with `family-not-carried` before they
+            # get here, so this is a bug upstream; never send ExaBGP what the session cannot carry, and say so.
+            self.skipped += dropped
+            log.error(
+                "desired routes the peer cannot carry reached the speaker; not sent",
+                extra={"peer": name, "routes": dropped},
+            )
+
+    def _warn_unconfigured(self, desired: Mapping[str, object]) -> None:
+        unknown = [peer for peer in desired if peer not in self._peers]
+        if unknown:
+            log.warning("desired routes for unconfigured peers ignored", extra={"peers": sorted(unknown)})
 
     def drain(self) -> None:
         """Graceful shutdown: re-announce every desired route with GRACEFUL_SHUTDOWN (65535:0), now and from now on.
@@ -397,77 +448,151 @@ class Speaker:
         return overlay
 
     def _replan(self) -> None:
+        """Diff the whole desired set of every peer against what ExaBGP will hold (advertised and in flight); the
+        queued commands are dropped first (the latest desired set wins)."""
         assert self._desired is not None
         self._queue = deque(c for c in self._queue if c.kind not in (_ANNOUNCE, _WITHDRAW))  # latest wins
+        self._pending = {name: {} for name in self._peers}
+        for cmd in self._inflight:
+            self._note_pending(cmd)
         self._synced = dict.fromkeys(self._peers, False)  # every desired set ends in a `synced`, even a no-op
         for name, peer in self._peers.items():
             wanted = self._desired.get(name, {})
             advertised = self._advertised[name]
             overlay = self._in_flight(name)
-            # by (next hop, attributes): one group a bulk announcement; keyed by the next hop's precomputed key (every
-            # route may carry its own equal object)
-            groups: dict[tuple[object, ...], tuple[Address | None, Attributes, list[tuple[_Key, Route]]]] = {}
+            groups: _Groups = {}
             for key, route in wanted.items():
                 current = overlay.get(key, advertised.get(key)) if overlay else advertised.get(key)
                 if current is None or not _same_wire(current, route):
-                    hop = self._next_hop(route, name)
-                    by = (None if hop is None else hop.key, route.attributes)
-                    group = groups.get(by)
-                    if group is None:
-                        group = groups[by] = (hop, self._wire_attributes(route.attributes, name), [])
-                    group[2].append((key, route))
+                    self._group(groups, name, key, route)
             # what ExaBGP will hold (advertised, less in-flight withdrawals, plus in-flight announcements) but is
             # no longer wanted; an unknown prefix (None in advertised) counts as held
             gone = [k for k in advertised if k not in wanted and (k not in overlay or overlay[k] is not None)]
             gone += [k for k, r in overlay.items() if r is not None and k not in wanted and k not in advertised]
-            for next_hop, attributes, items in sorted(groups.values(), key=_group_order):
-                items.sort(key=_first)
-                prefixes = [r.prefix for _, r in items]
-                start = 0
-                for count, line in protocol.announce_lines(
-                    peer.address,
-                    next_hop,
-                    attributes,
-                    prefixes,
-                    self._chunk,
-                    self._max_line_bytes,
-                    local_asn=self._local_asn,
-                ):
-                    chosen = items[start : start + count]
-                    start += count
-                    self._queue.append(
-                        _Command(
-                            _ANNOUNCE,
-                            name,
-                            line,
-                            routes=tuple(r for _, r in chosen),
-                            keys=tuple(k for k, _ in chosen),
-                            cause=self._cause,
-                        )
-                    )
-            gone.sort()  # by (version, value, prefixlen); one run of commands per version
-            for version in sorted({k[0] for k in gone}):
-                keys = [k for k in gone if k[0] == version]
-                prefixes = [_network(k, overlay.get(k, advertised.get(k))) for k in keys]
-                start = 0
-                for count, line in protocol.withdraw_lines(peer.address, prefixes, self._chunk, self._max_line_bytes):
-                    run = slice(start, start + count)
-                    start += count
-                    self._queue.append(
-                        _Command(
-                            _WITHDRAW,
-                            name,
-                            line,
-                            prefixes=tuple(prefixes[run]),
-                            keys=tuple(keys[run]),
-                            cause=self._cause,
-                        )
-                    )
+            self._queue_commands(name, peer, groups, gone, _overlaid(overlay, advertised))
         at = time.monotonic()
         for name in self._peers:
             self._check_synced(name, at)
         self._maybe_initial_eor()
         self._pump(at)
+
+    def _replan_keys(self, touched: Mapping[str, Sequence[_Key]]) -> None:
+        """`_replan` for the given keys of the given peers only, diffed against advertised overlaid with every
+        queued and in-flight command (which stay): new commands go behind them, so the latest one wins."""
+        assert self._desired is not None
+        for name, keys in touched.items():
+            peer = self._peers[name]
+            wanted = self._desired.get(name, {})
+            advertised = self._advertised[name]
+            pending = self._pending[name]
+            groups: _Groups = {}
+            gone: list[_Key] = []
+            for key in dict.fromkeys(keys):
+                p = pending.get(key)
+                if p is not None:
+                    current, holds = p[0], p[0] is not None
+                else:
+                    current, holds = advertised.get(key), key in advertised
+                route = wanted.get(key)
+                if route is not None:
+                    if current is None or not _same_wire(current, route):
+                        self._group(groups, name, key, route)
+                elif holds:
+                    gone.append(key)
+
+            def held_route(
+                k: _Key,
+                pending: dict[_Key, tuple[Route | None, _Command]] = pending,
+                advertised: dict[_Key, Route | None] = advertised,
+            ) -> Route | None:
+                p = pending.get(k)
+                return p[0] if p is not None else advertised.get(k)
+
+            self._synced[name] = False
+            self._queue_commands(name, peer, groups, gone, held_route)
+        at = time.monotonic()
+        for name in touched:
+            self._check_synced(name, at)
+        self._maybe_initial_eor()
+        self._pump(at)
+
+    def _group(self, groups: _Groups, name: str, key: _Key, route: Route) -> None:
+        """Add a route to announce to its group: by (next hop, attributes), one group a bulk announcement; keyed by
+        the next hop's precomputed key (every route may carry its own equal object)."""
+        hop = self._next_hop(route, name)
+        by = (None if hop is None else hop.key, route.attributes)
+        group = groups.get(by)
+        if group is None:
+            group = groups[by] = (hop, self._wire_attributes(route.attributes, name), [])
+        group[2].append((key, route))
+
+    def _queue_commands(
+        self,
+        name: str,
+        peer: PeerConfig,
+        groups: _Groups,
+        gone: list[_Key],
+        held_route: Callable[[_Key], Route | None],
+    ) -> None:
+        """Render and queue the announcements (`groups`) and withdrawals (`gone`; `held_route(key)`: the route
+        ExaBGP will hold there, for its prefix) for one peer."""
+        for next_hop, attributes, items in sorted(groups.values(), key=_group_order):
+            items.sort(key=_first)
+            prefixes = [r.prefix for _, r in items]
+            start = 0
+            for count, line in protocol.announce_lines(
+                peer.address,
+                next_hop,
+                attributes,
+                prefixes,
+                self._chunk,
+                self._max_line_bytes,
+                local_asn=self._local_asn,
+            ):
+                chosen = items[start : start + count]
+                start += count
+                self._enqueue(
+                    _Command(
+                        _ANNOUNCE,
+                        name,
+                        line,
+                        routes=tuple(r for _, r in chosen),
+                        keys=tuple(k for k, _ in chosen),
+                        cause=self._cause,
+                    )
+                )
+        gone.sort()  # by (version, value, prefixlen); one run of commands per version
+        for version in sorted({k[0] for k in gone}):
+            keys = [k for k in gone if k[0] == version]
+            prefixes = [_network(k, held_route(k)) for k in keys]
+            start = 0
+            for count, line in protocol.withdraw_lines(peer.address, prefixes, self._chunk, self._max_line_bytes):
+                run = slice(start, start + count)
+                start += count
+                self._enqueue(
+                    _Command(
+                        _WITHDRAW,
+                        name,
+                        line,
+                        prefixes=tuple(prefixes[run]),
+                        keys=tuple(keys[run]),
+                        cause=self._cause,
+                    )
+                )
+
+    def _enqueue(self, cmd: _Command) -> None:
+        self._queue.append(cmd)
+        self._note_pending(cmd)
+
+    def _note_pending(self, cmd: _Command) -> None:
+        """An announcement or withdrawal not yet acknowledged: what it leaves ExaBGP holding, per key."""
+        pending = self._pending.setdefault(cmd.peer, {})
+        if cmd.kind == _ANNOUNCE:
+            for k, r in zip(cmd.keys, cmd.routes, strict=True):
+                pending[k] = (r, cmd)
+        elif cmd.kind == _WITHDRAW:
+            for k in cmd.keys:
+                pending[k] = (None, cmd)
 
     def _send_now(self, cmd: _Command) -> None:
         self._seq += 1
@@ -495,33 +620,13 @@ class Speaker:
             return
         cmd = self._inflight.popleft()
         if cmd.kind in (_ANNOUNCE, _WITHDRAW):
-            self._observer.command_acked(cmd.seq, ok, at)
-            rib = self._advertised[cmd.peer]
-            if cmd.kind == _ANNOUNCE:
-                if ok:
-                    rib.update(zip(cmd.keys, cmd.routes, strict=True))
-                else:
-                    rib.update(dict.fromkeys(cmd.keys))
-            elif ok:
-                for k in cmd.keys:
-                    rib.pop(k, None)
-            else:
-                rib.update(dict.fromkeys(cmd.keys))
-            if not ok:
-                self.errors += 1
-                self._observer.peer_error(
-                    cmd.peer, f"ExaBGP refused a command ({cmd.kind} of {len(cmd.keys)} prefixes); retrying", at
-                )
-                log.error(
-                    "ExaBGP refused a command; its prefixes are now unknown and will be retried",
-                    extra={"peer": cmd.peer, "kind": cmd.kind, "prefixes": len(cmd.routes) + len(cmd.prefixes)},
-                )
-            self._check_synced(cmd.peer, at)
+            self._acked(cmd, ok, at)
         elif cmd.kind == _EOR:
             if not ok:
                 log.debug("End-of-RIB refused (peer not established)", extra={"peer": cmd.peer})
         elif cmd.kind == _SHOW_RIB:
             self._advertised = {name: self._rib_dump.get(name, {}) for name in self._peers}
+            self._unknown = {name: {k for k, r in rib.items() if r is None} for name, rib in self._advertised.items()}
             self._rib_dump = {}
             self._ready = True
             log.info(
@@ -533,6 +638,39 @@ class Speaker:
         elif cmd.kind == _SHOW_RIB_IN and self.on_received is not None:
             self.on_received(RibInDone(), at)
         self._maybe_initial_eor()
+
+    def _acked(self, cmd: _Command, ok: bool, at: float) -> None:
+        """An announcement or withdrawal answered: advertised, the unknown keys and the pending index follow."""
+        self._observer.command_acked(cmd.seq, ok, at)
+        rib = self._advertised[cmd.peer]
+        unknown = self._unknown[cmd.peer]
+        if ok:
+            if cmd.kind == _ANNOUNCE:
+                rib.update(zip(cmd.keys, cmd.routes, strict=True))
+            else:
+                for k in cmd.keys:
+                    rib.pop(k, None)
+            if unknown:
+                unknown.difference_update(cmd.keys)
+        else:
+            rib.update(dict.fromkeys(cmd.keys))
+            unknown.update(cmd.keys)
+        pending = self._pending.get(cmd.peer)
+        if pending:
+            for k in cmd.keys:
+                p = pending.get(k)
+                if p is not None and p[1] is cmd:
+                    del pending[k]
+        if not ok:
+            self.errors += 1
+            self._observer.peer_error(
+                cmd.peer, f"ExaBGP refused a command ({cmd.kind} of {len(cmd.keys)} prefixes); retrying", at
+            )
+            log.error(
+                "ExaBGP refused a command; its prefixes are now unknown and will be retried",
+                extra={"peer": cmd.peer, "kind": cmd.kind, "prefixes": len(cmd.routes) + len(cmd.prefixes)},
+            )
+        self._check_synced(cmd.peer, at)
 
     def _on_rib_route(self, route: RibRoute) -> None:
         if route.peer in self._rib_dump:
@@ -559,7 +697,7 @@ class Speaker:
         busy = any(c.peer == name and c.kind in (_ANNOUNCE, _WITHDRAW) for c in (*self._queue, *self._inflight))
         if not busy:
             self._synced[name] = True
-            known = sum(1 for r in self._advertised[name].values() if r is not None)  # len(advertised(name))
+            known = len(self._advertised[name]) - len(self._unknown[name])  # len(advertised(name))
             self._observer.synced(name, known, at)
 
     def _maybe_initial_eor(self) -> None:
@@ -568,6 +706,20 @@ class Speaker:
         self._eor_done = True
         for name in self._peers:
             self._queue_eor(name)
+
+
+def _overlaid(overlay: Mapping[_Key, Route | None], advertised: Mapping[_Key, Route | None]) -> _HeldRoute:
+    """The route ExaBGP will hold at a key: the in-flight overlay's, else the advertised one."""
+
+    def held_route(key: _Key) -> Route | None:
+        return overlay.get(key, advertised.get(key))
+
+    return held_route
+
+
+_HeldRoute = Callable[[_Key], "Route | None"]
+_Groups = dict[tuple[object, ...], tuple[Address | None, Attributes, list[tuple[_Key, Route]]]]
+"""Announcements to render: by (next hop key, attributes) -> (next hop, wire attributes, [(key, route)])."""
 
 
 def _group_order(group: tuple[Address | None, Attributes, list[tuple[_Key, Route]]]) -> tuple[object, ...]:

@@ -332,3 +332,27 @@ def test_a_host_route_moved_by_a_ready_migration_starts_a_handover_measurement(v
     c.queue.put(event(resources.VMI, "MODIFIED", moved))
     c.step()
     assert recorder.handovers == [("192.168.100.10/32", 1796040000.0)]
+
+
+def test_a_flood_of_events_never_holds_back_the_plan_past_the_coalescing_limit(clock):
+    """Coalescing stops at its limit: with far more queued events than one turn handles within `coalesce_limit`,
+    the turn plans what it took and leaves the rest queued for the next turn (a flood never starves a change)."""
+    c = Controller(
+        CONFIG,
+        speaker=RecordingSpeaker(),
+        sources_factory=RecordingSources,
+        observer=RecordingObserver(),
+        settings=LoopSettings(coalesce_window=0.0, coalesce_limit=0.0, coalesce_min_items=10, resync_interval=300.0),
+        clock=clock,
+    )
+    synced_all(c)
+    c.step()
+    assert len(c.observer.plans) == 1
+    for i in range(200):
+        c.queue.put(event(resources.CUDN, "MODIFIED", cudn(100 + i)))
+    c.step()
+    assert len(c.observer.plans) == 2, "the turn planned what it had taken"
+    assert not c.queue.empty(), "the rest of the flood waits for the next turn"
+    while not c.queue.empty():
+        c.step()
+    assert len(c.observer.plans) > 3

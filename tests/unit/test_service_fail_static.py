@@ -73,7 +73,8 @@ class Speaker(RecordingSpeaker):
         self.causes: list = []
 
     def set_desired(self, desired, cause=None) -> None:
-        self.desired.append(sorted(str(r.prefix) for r in desired[PEER]))
+        super().set_desired(desired, cause)
+        self.desired[-1] = sorted(str(r.prefix) for r in self.desired[-1][PEER])
         self.causes.append(cause)
 
 
