@@ -6,8 +6,9 @@ the real classes do, and that a double lacking a method is refused.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
+from bgpadv.config import PeerConfig
 from bgpadv.core.model import Cause, Plan, Route
 from bgpadv.observe.observers import NullObserver
 
@@ -24,6 +25,7 @@ class RecordingSpeaker:
         self.lines: list[str] = []
         self.drains = 0
         self.resyncs = 0
+        self.peer_sets: list[list[str]] = []  # set_peers calls, peer names
 
     def held(self, peer: str) -> Collection[object]:
         return ()
@@ -33,6 +35,9 @@ class RecordingSpeaker:
 
     def set_desired(self, desired: Mapping[str, Iterable[Route]], cause: Cause | None = None) -> None:
         self.desired.append({peer: tuple(routes) for peer, routes in desired.items()})
+
+    def set_peers(self, peers: Sequence[PeerConfig]) -> None:
+        self.peer_sets.append([p.name for p in peers])
 
     def handle_line(self, line: str, at: float | None = None) -> None:
         self.lines.append(line)

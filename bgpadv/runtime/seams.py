@@ -7,9 +7,10 @@ speaker has fails at once instead of being probed around. The observer seams are
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
+from bgpadv.config import PeerConfig
 from bgpadv.core.model import Cause, Route
 
 
@@ -37,6 +38,9 @@ class ControllerSpeaker(Protocol):
 
     def set_desired(self, desired: Mapping[str, Iterable[Route]], cause: Cause | None = None) -> None:
         """The whole set each peer should have; the speaker sends the difference."""
+
+    def set_peers(self, peers: Sequence[PeerConfig]) -> None:
+        """The served peers changed live (ExaBGP already has them as neighbors): new ones start empty."""
 
     def handle_line(self, line: str, at: float | None = None) -> None:
         """One line from ExaBGP (an ack, a peer event, an UPDATE echo)."""
