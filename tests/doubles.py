@@ -6,8 +6,9 @@ the real classes do, and that a double lacking a method is refused.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
+from bgpadv.config import PeerConfig
 from bgpadv.core.model import Cause, Plan, Route
 from bgpadv.observe.observers import NullObserver
 
@@ -28,6 +29,7 @@ class RecordingSpeaker:
         self.resyncs = 0
         self.deltas = 0  # hands by apply_delta
         self.tables: dict[str, dict[PrefixKey, Route]] = {}  # the desired set per peer, by prefix key
+        self.peer_sets: list[list[str]] = []  # set_peers calls, peer names
 
     def held(self, peer: str) -> Collection[object]:
         return ()
@@ -52,6 +54,9 @@ class RecordingSpeaker:
                     table[key] = route
         self.deltas += 1
         self.set_desired({peer: tuple(table.values()) for peer, table in tables.items()}, cause)
+
+    def set_peers(self, peers: Sequence[PeerConfig]) -> None:
+        self.peer_sets.append([p.name for p in peers])
 
     def handle_line(self, line: str, at: float | None = None) -> None:
         self.lines.append(line)

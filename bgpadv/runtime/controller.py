@@ -63,7 +63,7 @@ from bgpadv.observe.observers import NullObserver, Observer
 from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv.runtime.derive import handovers_of, import_networks, node_addresses
 from bgpadv.runtime.peering import Served
-from bgpadv.runtime.reload import ConfigFileChanged, Reloader
+from bgpadv.runtime.reload import ConfigFileChanged, Reloader, peers_only_moved
 from bgpadv.runtime.seams import ControllerSources, ControllerSpeaker
 from bgpadv.safety.failstatic import FailStatic
 from bgpadv.safety.guard import Guard, Guarded, GuardedDelta, PrefixKey
@@ -110,6 +110,18 @@ class _StdinClosed:
 
 class _Drain:
     """Graceful shutdown asked for (SIGUSR1 from the API shim, see `bgpadv.runtime.shim`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Move:
+    """A change of the served peers (`Controller._move_peers`): the configuration to run, the file's configuration it
+    was narrowed from, the peers leaving (withdrawn first), since when, and whether a configuration file asked it."""
+
+    config: Config
+    configured: Config
+    leaving: frozenset[str]
+    since: float
+    from_file: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,12 +184,13 @@ class Controller:
         self.bfd = bfd  # bfdd's sessions (bgpadv.speaker.bfd.BfdControl); None: BFD not wired
         # peers per node (bgpadv.runtime.peering): `configured` is the file's configuration, `config` what this
         # instance runs of it on `node` (`placement(configured, node)`); a label change of the node that selects
-        # other peers reloads ExaBGP and ends the loop for a new controller
+        # other peers reloads ExaBGP with them and swaps the peers live (`_move_peers`)
         self.configured = configured if configured is not None else config
         self.placement = placement
         self.node = node
         self.served = Served(tuple(p.name for p in config.peers))
-        self._moving: tuple[Config, set[str], float] | None = None  # (new config, leaving peers, since)
+        self._moving: _Move | None = None  # a peer move waiting for the leaving peers' withdrawals
+        self.on_peers: Callable[[Config], None] | None = None  # the served peers changed live (metrics, bfdd wanted)
         self._last_desired: Mapping[str, Iterable[Route]] | None = None
         self.importer = importer  # egress import (bgpadv.importer), fed by the speaker's on_received hook
         self.reloader = reloader  # live configuration reload (bgpadv.runtime.reload); None: the file is not watched
@@ -369,8 +382,8 @@ class Controller:
 
     # -- peers per node (bgpadv.runtime.peering) ---------------------------------------------------------------------
     def _follow_node(self, event: WatchEvent) -> bool:
-        """This instance's Node changed: when its labels select other peers, reload ExaBGP with them and end the loop
-        for a new controller (False). A deleted Node changes nothing (its VMs leave with it)."""
+        """This instance's Node changed: when its labels select other peers, move to them (`_move_peers`). A deleted
+        Node changes nothing (its VMs leave with it)."""
         name = self.config.speaker_node
         if event.resource is not NODE or name is None or not self.configured.peer_selection:
             return True
@@ -383,7 +396,7 @@ class Controller:
         place = self.placement
         new = place(self.configured, node) if place is not None else self.configured.serving(node.labels)
         log.warning(
-            "this node's labels select other peers: reloading ExaBGP with them, then a new controller",
+            "this node's labels select other peers: moving to them",
             extra={
                 "node": name,
                 "peers": [p.name for p in new.peers],
@@ -391,25 +404,55 @@ class Controller:
                 "labels_before": dict(previous.labels) if previous is not None else None,
             },
         )
+        return self._move_peers(new, self.configured, from_file=False)
+
+    def _move_peers(self, new: Config, configured: Config, *, from_file: bool) -> bool:
+        """Serve `new`'s peers (narrowed from the file's `configured`): withdraw every route from the leaving peers
+        first, then reload ExaBGP with the new neighbors and swap the configuration live (`_reload_peers`)."""
         kept = {p.name for p in new.peers}
         leaving = {p.name for p in self.config.peers if p.name not in kept}
+        self.served = Served(tuple(p.name for p in new.peers))  # do not start the same move on every Node event
         if leaving and self.speaker.ready and self.plan is not None:
             # ExaBGP drops a removed neighbor's TCP session without a NOTIFICATION, which the ToR takes for a
             # graceful restart: it would keep our routes stale for its restart time. Withdraw them first.
-            self._moving = (new, leaving, self.clock())
-            self.served = Served(tuple(p.name for p in new.peers))
+            self._moving = _Move(new, configured, frozenset(leaving), self.clock(), from_file)
             self._resend_without(leaving)
             return self._moved_when_withdrawn()
-        return self._reload_peers(new)
+        return self._reload_peers(_Move(new, configured, frozenset(leaving), self.clock(), from_file))
 
-    def _reload_peers(self, new: Config) -> bool:
+    def _reload_peers(self, move: _Move) -> bool:
+        """Reload ExaBGP with the move's neighbors (a neighbor whose block is unchanged keeps its session), then take
+        them on live (`_swap_peers`); only when a kept peer's own session settings changed, or the local AS or router
+        ID, does the loop end for a new controller (False), whose speaker relearns ExaBGP's RIB."""
         self._moving = None
+        new = move.config
         if self.reloader is None or not self.reloader.reload_exabgp(new):
-            log.error("cannot reload ExaBGP with this node's peers: the running peers stay")
-            self.served = Served(tuple(p.name for p in new.peers))  # do not retry on every Node event
+            log.error("cannot reload ExaBGP with the new peers: the running peers stay")
+            if move.from_file and self.reloader is not None:
+                self.reloader.counted("refused")
             return True
-        self.restart_requested = True
-        return False
+        if not peers_only_moved(self.config, new):
+            self.restart_requested = True
+            return False
+        self._swap_peers(move)
+        return True
+
+    def _swap_peers(self, move: _Move) -> None:
+        """ExaBGP has the new neighbors: the speaker learns the peer set (new peers start empty and get the whole
+        desired set from the next plan, queued by ExaBGP until their session is up), then the configuration, planner,
+        guard and BFD sessions are swapped (`apply_live`) and the next plan compares everything."""
+        before = [p.name for p in self.config.peers]
+        self.speaker.set_peers(move.config.peers)
+        self.apply_live(move.config, move.configured)
+        self._maybe_plan()  # now: the move may complete in the timers, after this step's plan
+        if self.on_peers is not None:
+            self.on_peers(move.config)
+        if move.from_file and self.reloader is not None:
+            self.reloader.applied_live()
+        log.info(
+            "peers changed live: ExaBGP reloaded, untouched sessions kept",
+            extra={"peers": [p.name for p in move.config.peers], "previous": before},
+        )
 
     def _resend_without(self, leaving: Collection[str]) -> None:
         """Desire nothing for the peers being removed (their withdrawals go out before ExaBGP drops them)."""
@@ -419,33 +462,37 @@ class Controller:
 
     def _moved_when_withdrawn(self) -> bool:
         """The pending peer move is carried out once ExaBGP acknowledged the leaving peers' withdrawals (or after
-        `MOVE_WITHDRAW_SECONDS`). False ends the loop (the move is done: a new controller comes)."""
-        if self._moving is None:
+        `MOVE_WITHDRAW_SECONDS`). False ends the loop (a move a new controller must finish)."""
+        move = self._moving
+        if move is None:
             return True
-        new, leaving, since = self._moving
-        if any(self.speaker.held(peer) for peer in leaving) and self.clock() - since < MOVE_WITHDRAW_SECONDS:
+        if any(self.speaker.held(peer) for peer in move.leaving) and self.clock() - move.since < MOVE_WITHDRAW_SECONDS:
             return True
-        return self._reload_peers(new)
+        return self._reload_peers(move)
 
     # -- live configuration reload (bgpadv.runtime.reload) -------------------------------------------------------------
     def _reload(self) -> bool:
-        """Apply a changed configuration file: live, or by ending the loop for a new controller (after reloading
-        ExaBGP when its own configuration changed). False ends the loop."""
+        """Apply a changed configuration file: live, by moving peers live (`_move_peers`), or by ending the loop for a
+        new controller (after reloading ExaBGP when its own configuration changed). False ends the loop."""
         if self.reloader is None:
             return True
         decision = self.reloader.decide(self.config)
         if decision.action == "restart":
             self.restart_requested = True
             return False
+        configured = self.reloader.last_loaded
+        if decision.action == "peers" and decision.config is not None:
+            return self._move_peers(decision.config, configured or decision.config, from_file=True)
         if decision.action == "live" and decision.config is not None:
-            self.apply_live(decision.config, self.reloader.last_loaded)
+            self.apply_live(decision.config, configured)
             self.reloader.applied_live()
         return True
 
     def apply_live(self, new: Config, configured: Config | None = None) -> None:
-        """Swap the configuration, planner, guard and (if its settings changed) the withdrawal hold, and make the next
-        plan compare everything. A deliberate edit is not a bulk view change: what it withdraws goes at once.
-        `configured`: the file's configuration `new` was narrowed from (default: `new`)."""
+        """Swap the configuration, planner, guard, BFD sessions and (if its settings changed) the withdrawal hold, and
+        make the next plan compare everything. A deliberate edit is not a bulk view change: what it withdraws goes at
+        once. `configured`: the file's configuration `new` was narrowed from (default: `new`). The speaker's peer set
+        is `_swap_peers`' (the peers must be ExaBGP's first)."""
         self.config = new
         self.configured = configured if configured is not None else new
         if self.bfd is not None:
@@ -506,7 +553,7 @@ class Controller:
         """Give the speaker the hold's routes per peer (none for peers being removed)."""
         self.observer.routes_held(held)
         if self._moving is not None:  # peers being removed keep getting nothing
-            desired = {peer: (() if peer in self._moving[1] else routes) for peer, routes in desired.items()}
+            desired = {peer: (() if peer in self._moving.leaving else routes) for peer, routes in desired.items()}
         self._last_desired = desired
         self.speaker.set_desired(desired, cause)
 
@@ -516,11 +563,11 @@ class Controller:
         """`_hand` of a change: the hold's per-peer changes (none for peers being removed)."""
         self.observer.routes_held(held)
         if self._moving is not None:  # peers being removed keep getting nothing
-            changes = {peer: change for peer, change in changes.items() if peer not in self._moving[1]}
+            changes = {peer: change for peer, change in changes.items() if peer not in self._moving.leaving}
         self._last_desired = self.failstatic.hold.handed()
         if self._moving is not None:
             self._last_desired = {
-                peer: (() if peer in self._moving[1] else routes) for peer, routes in self._last_desired.items()
+                peer: (() if peer in self._moving.leaving else routes) for peer, routes in self._last_desired.items()
             }
         self.speaker.apply_delta(changes, cause)
 

@@ -16,11 +16,17 @@ and validates the file and classifies the change (`classify`):
   `nodeName`, `nextHopSelf`, following RouteAdvertisements): the controller exits and the API shim starts a new one
   on the new file at once. ExaBGP keeps every session and route; the new controller relearns what ExaBGP holds
   before it changes anything (as after any controller crash).
-- **exabgp**: ExaBGP's own configuration changed (peers added, removed or changed, `localASN`, `routerID`): the
-  controller renders the new ExaBGP configuration over the running one (`<runtime dir>/exabgp.conf`, atomically),
-  sends ExaBGP SIGUSR1 (ExaBGP 5's reload: a neighbor whose block is unchanged keeps its session and its RIB, a new
-  one is started, a removed one is stopped, a changed one re-established; the API process, unchanged, keeps
-  running), then exits as for **controller**, so that the new controller's speaker has the new peer set.
+- **peers**: peers were only added or removed (every kept peer's session settings, `localASN` and `routerID` as
+  they were; anything else changed is live): the controller withdraws every route from the removed peers, renders
+  the new ExaBGP configuration over the running one (`<runtime dir>/exabgp.conf`, atomically) and sends ExaBGP
+  SIGUSR1 (ExaBGP 5's reload: a neighbor whose block is unchanged keeps its session and its RIB, a new one is
+  started, a removed one is stopped; the API process keeps running), then swaps its own configuration live: the
+  speaker learns the new peer set (a new peer starts empty and gets the whole desired set, which ExaBGP queues until
+  its session is up), and the BFD sessions follow. The same move runs when the node's labels select other peers
+  (`peers[].nodeSelector`, `bgpadv.runtime.peering`). No controller restart, no session reset.
+- **exabgp**: ExaBGP's own configuration changed otherwise (a kept peer's session settings, `localASN`,
+  `routerID`): the controller rewrites ExaBGP's configuration and reloads it as above (a changed neighbor is
+  re-established), then exits as for **controller**, so that the new controller's speaker relearns ExaBGP's RIB.
 - **refused**: the new file does not parse or validate. Nothing changes; an error is logged with every problem,
   `bgpadv_config_reloads_total{result="refused"}` counts it. A controller that starts while the file is invalid
   (after a crash, or one restarted for an earlier change) runs the last good configuration, kept in the runtime
@@ -138,6 +144,16 @@ def classify(old: Config, new: Config, render: Callable[[Config], str | None] | 
     return "live"
 
 
+def peers_only_moved(old: Config, new: Config) -> bool:
+    """`new` adds or removes peers and changes nothing else that needs a new controller: every peer in both has the
+    same session settings (its `exportFilter` aside), the local AS and router ID are the same, any other change is
+    live. What `Controller._move_peers` carries out without a restart."""
+    before = {p.name: p for p in _sessions(old.peers)}
+    if any(before.get(p.name, p) != p for p in _sessions(new.peers)):
+        return False
+    return classify(old, dataclasses.replace(new, peers=old.peers)) in ("unchanged", "live")
+
+
 def _sessions(peers: Sequence[PeerConfig]) -> tuple[PeerConfig, ...]:
     """The peers without what the guard alone reads (`exportFilter`: applied live, the session stays)."""
     return tuple(p if p.export_filter is None else dataclasses.replace(p, export_filter=None) for p in peers)
@@ -146,9 +162,10 @@ def _sessions(peers: Sequence[PeerConfig]) -> tuple[PeerConfig, ...]:
 @dataclass(frozen=True, slots=True)
 class ReloadDecision:
     """What the controller does with a changed file: nothing ("keep": unchanged, refused, or ExaBGP could not be
-    reloaded), apply `config` in place ("live"), or end its loop for a new controller ("restart")."""
+    reloaded), apply `config` in place ("live"), move to its peers live ("peers": withdraw from the removed ones,
+    reload ExaBGP, swap; `Controller._move_peers`), or end its loop for a new controller ("restart")."""
 
-    action: Literal["keep", "live", "restart"]
+    action: Literal["keep", "live", "peers", "restart"]
     config: Config | None = None
 
 
@@ -210,7 +227,7 @@ class Reloader:
     def decide(self, running: Config) -> ReloadDecision:
         """Read the changed file and decide against the `running` configuration (see the module docstring). An
         ExaBGP change is carried out here (its configuration rewritten and reloaded) before the restart is asked;
-        a live change is the caller's to apply, then `applied_live()`."""
+        a live change or a peer move is the caller's to apply, then `applied_live()`."""
         new = self.load()
         if new is None:
             return KEEP
@@ -221,6 +238,9 @@ class Reloader:
             return KEEP
         if kind == "live":
             return ReloadDecision("live", new)
+        if kind == "exabgp" and peers_only_moved(running, new):
+            log.info("peers added or removed: moving to them live", extra={"path": self.config_path})
+            return ReloadDecision("peers", new)  # the controller withdraws, reloads ExaBGP (reload_exabgp), swaps
         if kind == "exabgp" and not self.reload_exabgp(new):
             self.counted("refused")
             return KEEP

@@ -7,9 +7,10 @@ speaker has fails at once instead of being probed around. The observer seams are
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
+from bgpadv.config import PeerConfig
 from bgpadv.core.model import Cause, Route
 
 
@@ -42,6 +43,9 @@ class ControllerSpeaker(Protocol):
         self, changes: Mapping[str, Mapping[tuple[int, int, int], Route | None]], cause: Cause | None = None
     ) -> None:
         """A change of the desired sets: per peer, prefix key -> the route it gets now (None: none)."""
+
+    def set_peers(self, peers: Sequence[PeerConfig]) -> None:
+        """The served peers changed live (ExaBGP already has them as neighbors): new ones start empty."""
 
     def handle_line(self, line: str, at: float | None = None) -> None:
         """One line from ExaBGP (an ack, a peer event, an UPDATE echo)."""

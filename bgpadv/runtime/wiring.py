@@ -189,6 +189,7 @@ def controller_main(config_path: str) -> int:
         bfd=bfd,
     )
     _follow_bfd(bfd, controller)
+    controller.on_peers = _peers_changed(metrics, Path(runtime) if runtime and bfd is not None else None)
     reloader.narrow = lambda c: placement(c, controller.node)  # a changed file, as this node runs it
     metrics.placement_status = lambda: placement_status(controller.configured, controller.config)
     metrics.session_info = lambda: session_info(controller.config)
@@ -217,20 +218,15 @@ def _start_bfd(config: Config, runtime: Path | None, metrics: MetricsObserver) -
     """The BFD client of the peers with `bfd.enabled` (bgpadv.speaker.bfd): asks the supervisor for bfdd (the
     `bfdd.wanted` file) while some served peer wants BFD, and keeps its sessions; the metrics and /status read
     its states. None without a runtime directory (`bgpadv controller --no-shim` alone: no supervisor, no bfdd)."""
-    from bgpadv.speaker.bfd import BFD_WANTED, BFDD_SOCKET, BfdControl, BfdStates, bfdd_dir, sessions_of
+    from bgpadv.speaker.bfd import BFDD_SOCKET, BfdControl, BfdStates, bfdd_dir, sessions_of
 
     sessions = sessions_of(config.peers)
     if runtime is None:
         if sessions:
             log.error("BFD is enabled but there is no runtime directory (no supervisor runs bfdd): no BFD")
         return None
-    wanted = runtime / BFD_WANTED
-    if sessions:
-        wanted.touch()
-    else:
-        wanted.unlink(missing_ok=True)
+    _want_bfdd(runtime, config, metrics)
     states = BfdStates()
-    metrics.bfd_peers(s.peer for s in sessions.values())
     metrics.bfd_status = lambda: {peer: st.as_json() for peer, st in states.snapshot().items()}
     control = BfdControl(bfdd_dir(runtime) / BFDD_SOCKET, states)
     control.set_desired(sessions)
@@ -240,6 +236,31 @@ def _start_bfd(config: Config, runtime: Path | None, metrics: MetricsObserver) -
 
     control.on_metrics = changed
     return control
+
+
+def _peers_changed(metrics: MetricsObserver, bfd_runtime: Path | None) -> Callable[[Config], None]:
+    """What follows a live peer move (node labels or the file): the per-peer gauges, and bfdd wanted or not (when
+    BFD is wired, `bfd_runtime`)."""
+
+    def changed(running: Config) -> None:
+        metrics.set_peers(p.name for p in running.peers)
+        if bfd_runtime is not None:
+            _want_bfdd(bfd_runtime, running, metrics)
+
+    return changed
+
+
+def _want_bfdd(runtime: Path, config: Config, metrics: MetricsObserver) -> None:
+    """Ask the supervisor for bfdd (the `bfdd.wanted` file) while some served peer wants BFD; the BFD gauges' peers."""
+    from bgpadv.speaker.bfd import BFD_WANTED, sessions_of
+
+    sessions = sessions_of(config.peers)
+    wanted = runtime / BFD_WANTED
+    if sessions:
+        wanted.touch()
+    else:
+        wanted.unlink(missing_ok=True)
+    metrics.bfd_peers(s.peer for s in sessions.values())
 
 
 def _follow_bfd(bfd: BfdControl | None, controller: Controller | None) -> None:

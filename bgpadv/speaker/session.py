@@ -313,6 +313,42 @@ class Speaker:
         if unknown:
             log.warning("desired routes for unconfigured peers ignored", extra={"peers": sorted(unknown)})
 
+    def set_peers(self, peers: Sequence[PeerConfig]) -> None:
+        """The peer set changed live (ExaBGP was reloaded with these neighbors: `bgpadv.runtime.controller`'s peer
+        move). A new peer starts with nothing advertised and not synced; it gets routes from the next `set_desired`
+        (ExaBGP queues them until its session is up, and the speaker's End-of-RIB follows its `up`). A removed peer's
+        tables, queued commands and desired set are dropped (the controller withdrew its routes before ExaBGP dropped
+        it); acks of its commands still in flight are matched in order and discarded. A kept peer keeps everything:
+        its session is untouched. A kept peer whose configuration changed is taken as the new one's (same name)."""
+        new = {p.name: p for p in peers}
+        removed = [name for name in self._peers if name not in new]
+        for name in removed:
+            self._advertised.pop(name, None)
+            self._unknown.pop(name, None)
+            self._pending.pop(name, None)
+            self._peer_states.pop(name, None)
+            self._synced.pop(name, None)
+            self._rib_dump.pop(name, None)
+            if self._desired is not None:
+                self._desired.pop(name, None)
+        self._queue = deque(c for c in self._queue if c.peer in new or c.peer == "")
+        for name in new:
+            if name not in self._peers:
+                self._advertised[name] = {}
+                self._unknown[name] = set()
+                self._pending[name] = {}
+                self._synced[name] = False
+                if self._started and not self._ready:
+                    self._rib_dump.setdefault(name, {})
+                if self._desired is not None:
+                    self._desired[name] = {}
+        self._peers = new
+        self._self_of = {
+            p.name: {**{a.version: Address(a.version, a.value) for a in p.self_addresses}, **self._self} for p in peers
+        }
+        self._ibgp = {p.name for p in peers if self._local_asn is not None and p.ibgp(self._local_asn)}
+        log.info("peer set changed", extra={"peers": list(new), "removed": removed})
+
     def drain(self) -> None:
         """Graceful shutdown: re-announce every desired route with GRACEFUL_SHUTDOWN (65535:0), now and from now on.
         Idempotent; there is no way back (the process is about to stop)."""
@@ -619,6 +655,11 @@ class Speaker:
             log.debug("ack of a command this speaker did not write ignored", extra={"ok": ok})
             return
         cmd = self._inflight.popleft()
+        if cmd.peer and cmd.peer not in self._peers:  # a peer removed since (set_peers): nothing to record
+            if cmd.kind in (_ANNOUNCE, _WITHDRAW):
+                self._observer.command_acked(cmd.seq, ok, at)
+            self._maybe_initial_eor()
+            return
         if cmd.kind in (_ANNOUNCE, _WITHDRAW):
             self._acked(cmd, ok, at)
         elif cmd.kind == _EOR:

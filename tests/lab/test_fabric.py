@@ -22,6 +22,8 @@ is the same code with the node from BGPADV_POD_NODE_NAME (unit tests).
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import sys
 from typing import Any
 
@@ -130,9 +132,11 @@ def wait_table(frr: FrrRouter, expected: dict[str, list[tuple[str, str]]], afi: 
 
 
 def session(frr: FrrRouter, address: str) -> tuple[str, int, int]:
-    """(state, connections established, up for ms) of FRR's neighbor `address`."""
+    """(state, connections established, connections dropped) of FRR's neighbor `address`. A reset session shows as a
+    count that grew; its uptime does not say it: FRR 8.4 keeps a peer's uptime in whole seconds (`bgpTimerUpMsec` is
+    seconds x 1000), so two reads within the same second are equal although the session never dropped."""
     n = frr.neighbor(address)
-    return str(n.get("bgpState", "")), int(n.get("connectionsEstablished", 0)), int(n.get("bgpTimerUpMsec", 0))
+    return str(n.get("bgpState", "")), int(n.get("connectionsEstablished", 0)), int(n.get("connectionsDropped", 0))
 
 
 @pytest.fixture(scope="module")
@@ -142,6 +146,11 @@ def fabric():
     ranges = ("10.0.0.0/24", "fd00::/64")
     tor_a = TorSettings(asn=64512, cluster_asn=LOCAL_AS, cluster_ranges=ranges, listen_also=(TOR_A6,))
     with Lab("bgpfab", tor=tor_a) as lab, contextlib.ExitStack() as stack:
+        keep = os.environ.get("BGPADV_LAB_KEEP")  # a directory: FRR's and bgpadv's logs are copied there at the end
+        if keep:
+            sockets = shutil.ignore_patterns("*.vty", "zserv.api", "*.sock")
+            kept = os.path.join(keep, lab.prefix)
+            stack.callback(shutil.copytree, lab.workdir, kept, ignore=sockets, dirs_exist_ok=True)
         net = lab.net
         tor_b_ns = net.create("torb")
         net.veth(lab.ns("tor"), "torb", tor_b_ns, "eth0")
@@ -224,11 +233,6 @@ def test_the_knobs_as_the_tors_see_them(fabric):
     assert n.get("portForeign") == 1179 or n.get("portLocal") == 1179
 
 
-@pytest.mark.xfail(
-    reason="seen once in CI (02:41 run): the untouched ToR A session was reset by a relabel; passed in every other "
-    "run; cause not found yet (issue 17 stays open on it)",
-    strict=False,
-)
 def test_a_node_relabelled_moves_its_session_and_leaves_the_others_untouched(fabric):
     _, api, tor_a, tor_b, _ = fabric
     w1_before = session(tor_a, W1)
@@ -237,15 +241,14 @@ def test_a_node_relabelled_moves_its_session_and_leaves_the_others_untouched(fab
     relabel(api, "ab")  # both racks: a session with ToR A too
     wait_table(tor_a, {SUBNET: [(W1, W1), (W2, W2)], "192.168.100.10/32": [(W1, W1)], "192.168.100.20/32": [(W2, W2)]})
     w2b = session(tor_b, W2)
-    assert w2b[:2] == w2b_before[:2] and w2b[2] > w2b_before[2], "the untouched ToR B session was reset"
+    assert w2b == w2b_before, "the untouched ToR B session was reset"
     w2a_before = session(tor_a, W2)
     relabel(api, "a")  # rack a only: the ToR B session goes
     tor_b.wait_for(lambda: session(tor_b, W2)[0] != "Established", 30, "ToR B's session with worker-2 to end")
     wait_table(tor_b, {}, timeout=90)
     w2a = session(tor_a, W2)
-    assert w2a[:2] == w2a_before[:2] and w2a[2] > w2a_before[2], "the untouched ToR A session was reset"
-    w1 = session(tor_a, W1)
-    assert w1[:2] == w1_before[:2] and w1[2] > w1_before[2], "worker-1's session was reset"
+    assert w2a == w2a_before, "the untouched ToR A session was reset"
+    assert session(tor_a, W1) == w1_before, "worker-1's session was reset"
 
 
 def test_the_sessions_interface_gives_the_nodes_global_ipv6_address_and_never_its_link_local_one(fabric):

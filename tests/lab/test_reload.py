@@ -185,6 +185,8 @@ def test_an_invalid_file_changes_nothing_and_the_next_valid_one_applies(running)
     frr = bgpadv.frr
     before_routes, before_session = routes(frr), sessions(frr, W1)
     valid = bgpadv.config
+    # the previous tests' peer changes were applied live by this same controller (no restart): counted already
+    applied = reloads(bgpadv, "applied") if bgpadv.get_ok("/metrics") else 0.0
 
     publish(bgpadv, volume, localASN="not a number", networks={"selector": {}})
     deadline = time.monotonic() + 5.0  # several polls of the file (every second): the change was seen and refused
@@ -201,4 +203,4 @@ def test_an_invalid_file_changes_nothing_and_the_next_valid_one_applies(running)
     publish(bgpadv, volume, networks={"selector": {"matchLabels": {"bgpadv.io/advertise": "true"}}})
     frr.wait_for(lambda: routes(frr) == NET_A | NET_B, 20, "the next valid file applied")
     assert sessions(frr, W1) == before_session
-    assert (reloads(bgpadv, "refused"), reloads(bgpadv, "applied")) == (1.0, 1.0)
+    assert (reloads(bgpadv, "refused"), reloads(bgpadv, "applied")) == (1.0, applied + 1.0)

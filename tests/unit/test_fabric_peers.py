@@ -12,6 +12,7 @@ real FRR ToRs (tests/lab/test_fabric.py).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pytest
@@ -318,13 +319,33 @@ def test_a_label_change_that_keeps_the_same_peers_changes_nothing():
     assert (reloader.reloaded, c.restart_requested) == ([], False)
 
 
-def test_a_node_moved_to_the_other_rack_reloads_exabgp_with_that_racks_peer_and_ends_for_a_new_controller():
+def test_a_node_moved_to_the_other_rack_reloads_exabgp_with_that_racks_peer_and_takes_it_on_live():
     c, reloader = per_node_controller()
     c.queue.put(node_event({RACK: "b"}))
-    assert c.step() is False
+    assert c.step() is True, "no new controller: the loop goes on"
     assert reloader.reloaded == [["10.0.0.2", "192.0.2.1"]]
-    assert c.restart_requested is True
-    assert c.speaker.desired[-1]["10.0.0.1"] == (), "the leaving peer's routes are withdrawn before ExaBGP drops it"
+    assert c.restart_requested is False
+    speaker = c.speaker
+    assert isinstance(speaker, RecordingSpeaker)
+    withdrawn = next(i for i, d in enumerate(speaker.desired) if d.get("10.0.0.1") == ())
+    assert speaker.peer_sets == [["10.0.0.2", "192.0.2.1"]], "the speaker learns the new peer set after the reload"
+    assert [p.name for p in c.config.peers] == ["10.0.0.2", "192.0.2.1"]
+    assert [p.name for p in c.guard.config.peers] == ["10.0.0.2", "192.0.2.1"]
+    assert c.step() is True  # the next plan, for the new peer set
+    last = speaker.desired[-1]
+    assert not last.get("10.0.0.1") and withdrawn < len(speaker.desired) - 1, (
+        "the leaving peer is withdrawn first, then a plan for the new peer set"
+    )
+    assert last["10.0.0.2"] == last["192.0.2.1"], "the new peer gets the whole desired set"
+
+
+def test_a_move_that_changes_a_kept_peers_session_still_ends_for_a_new_controller():
+    c, reloader = per_node_controller()
+    changed = [p if p.name != "192.0.2.1" else dataclasses.replace(p, hold_time=30) for p in c.configured.peers]
+    c.configured = dataclasses.replace(c.configured, peers=tuple(changed))
+    c.queue.put(node_event({RACK: "b"}))
+    assert c.step() is False and c.restart_requested is True
+    assert reloader.reloaded == [["10.0.0.2", "192.0.2.1"]]
 
 
 class HoldingSpeaker(RecordingSpeaker):
@@ -348,7 +369,7 @@ def test_the_reload_waits_for_the_leaving_peers_withdrawals_then_goes_at_most_af
     c.queue.put(node_event({RACK: "b"}))
     assert c.step() is True and reloader.reloaded == []  # withdrawals in flight
     speaker.holding = set()  # acknowledged
-    assert c.step() is False and reloader.reloaded == [["10.0.0.2", "192.0.2.1"]]
+    assert c.step() is True and reloader.reloaded == [["10.0.0.2", "192.0.2.1"]]
     c2, reloader2 = per_node_controller()
     c2.clock = lambda: now[0]
     c2.speaker = speaker
@@ -356,7 +377,7 @@ def test_the_reload_waits_for_the_leaving_peers_withdrawals_then_goes_at_most_af
     c2.queue.put(node_event({RACK: "b"}))
     assert c2.step() is True
     now[0] += MOVE_WITHDRAW_SECONDS
-    assert c2.step() is False and reloader2.reloaded == [["10.0.0.2", "192.0.2.1"]]
+    assert c2.step() is True and reloader2.reloaded == [["10.0.0.2", "192.0.2.1"]]
 
 
 # -- render says which node serves which peer ------------------------------------------------------------------------
