@@ -951,6 +951,13 @@ class ExaBGPConfig(_Section):
     chunk_prefixes: Annotated[
         Annotated[int, Between(1, 5000)], Field(alias="chunkPrefixes", description="Prefixes per bulk command line.")
     ] = 1000
+    runtime: Annotated[
+        Literal["auto", "cpython", "pypy"],
+        Field(
+            description="The interpreter ExaBGP runs under: pypy (Debian's pypy3 on PATH, running the ExaBGP "
+            "installed beside bgpadv), cpython (bgpadv's own), auto (pypy when pypy3 is found, else cpython).",
+        ),
+    ] = "cpython"
     listen_port: Annotated[
         Annotated[int, Between(1, 65535)],
         Field(

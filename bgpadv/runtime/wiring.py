@@ -30,6 +30,7 @@ from bgpadv.speaker.exabgp_config import (
     exabgp_argv,
     exabgp_environment,
     render_exabgp_config,
+    resolve_runtime,
     write_private,
 )
 from bgpadv.speaker.session import Speaker
@@ -60,7 +61,12 @@ def run(config_path: str, runtime_dir: str | None = None) -> int:
         # the peers without nodeSelector: the controller adds those its node's labels select (bgpadv.runtime.peering)
         write_private(conf, render_exabgp_config(config.serving(None), api_argv))  # 0600: it holds the MD5 passwords
         env = {**os.environ, **exabgp_environment(config, str(rdir))}
-        argv = exabgp_argv(str(conf))
+        try:
+            runtime = resolve_runtime(config.exabgp.runtime)
+        except ValueError as e:
+            print(f"bgpadv: {e}", file=sys.stderr)
+            return 2
+        argv = exabgp_argv(str(conf), runtime=runtime)
         setup_logging(os.environ.get("BGPADV_LOG_LEVEL", "INFO"))
         return supervise(argv, env, rdir, config.safety.drain_seconds)
     finally:

@@ -16,9 +16,11 @@ port `exabgp.listenPort` (default 179). With no passive peer the bind list is em
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pwd
 import shlex
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -187,11 +189,61 @@ def exabgp_environment(config: Config, runtime_dir: str | Path) -> dict[str, str
     }
 
 
-def exabgp_argv(config_file: str | Path, *, validate: bool = False) -> list[str]:
-    """ExaBGP's command line from the Python environment bgpadv runs in (`validate`: check the file and exit)."""
+RUNTIMES = ("auto", "cpython", "pypy")
+"""`exabgp.runtime`: the interpreter ExaBGP runs under. `pypy`: Debian's `pypy3` (on PATH), running the ExaBGP that is
+installed beside bgpadv (pure Python, no dependencies, so the same files run under both); `cpython`: bgpadv's own
+interpreter; `auto`: pypy when `pypy3` is found, else cpython."""
+
+# PyPy runs the ExaBGP package installed for CPython: its directory is put first on sys.path (the package only, not
+# CPython's site-packages as a whole, so nothing else of CPython's can be picked up); then ExaBGP's own entry point.
+_PYPY_BOOT = (
+    "import os, sys; sys.path.insert(0, os.path.dirname(sys.argv.pop(1))); sys.argv[0] = 'exabgp'; "
+    "from exabgp.application.main import main; sys.exit(main())"
+)
+
+
+def exabgp_package_dir() -> str | None:
+    """Where the `exabgp` package bgpadv runs is installed (found without importing it), None if it is not."""
+    spec = importlib.util.find_spec("exabgp")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return str(Path(next(iter(spec.submodule_search_locations))).absolute())
+
+
+def pypy_interpreter() -> str | None:
+    """The `pypy3` on PATH, None if there is none."""
+    return shutil.which("pypy3")
+
+
+def resolve_runtime(setting: str) -> str:
+    """`cpython` or `pypy` for `exabgp.runtime` (`auto`: pypy when it is there). An explicit `pypy` that cannot run
+    raises ValueError (a configuration the node cannot honour; `auto` falls back instead)."""
+    if setting not in RUNTIMES:
+        raise ValueError(f"exabgp.runtime must be one of {', '.join(RUNTIMES)}, got {setting!r}")
+    if setting == "cpython":
+        return "cpython"
+    missing = [what for what, found in (("pypy3", pypy_interpreter()), ("exabgp", exabgp_package_dir())) if not found]
+    if not missing:
+        return "pypy"
+    if setting == "pypy":
+        raise ValueError(f"exabgp.runtime is pypy but {' and '.join(missing)} cannot be found")
+    return "cpython"
+
+
+def exabgp_argv(config_file: str | Path, *, validate: bool = False, runtime: str = "cpython") -> list[str]:
+    """ExaBGP's command line (`validate`: check the file and exit): under bgpadv's own interpreter (`cpython`), or
+    `pypy` (`resolve_runtime`'s answer) running the same ExaBGP package."""
+    command = ["validate" if validate else "server", str(config_file)]
+    if runtime == "pypy":
+        interpreter, package = pypy_interpreter(), exabgp_package_dir()
+        if interpreter is None or package is None:
+            raise ValueError("ExaBGP under PyPy needs pypy3 on PATH and the exabgp package")
+        return [interpreter, "-c", _PYPY_BOOT, package, *command]
+    if runtime != "cpython":
+        raise ValueError(f"unknown ExaBGP runtime {runtime!r}")
     script = Path(sys.executable).with_name("exabgp")
     base = [str(script)] if script.exists() else [sys.executable, "-m", "exabgp"]
-    return [*base, "validate" if validate else "server", str(config_file)]
+    return [*base, *command]
 
 
 def config_path_as_given(path: str | os.PathLike[str]) -> str:

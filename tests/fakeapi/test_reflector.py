@@ -22,8 +22,9 @@ import pytest
 from kubernetes import client
 
 from bgpadv.core import resources
-from bgpadv.sources.reflector import ReflectorSettings, Sources, WatchEvent, object_wall_time
+from bgpadv.sources.reflector import ReflectorSettings, Sources, WatchEvent, object_wall_time, tombstone
 from bgpadv.sources.store import Store
+from bgpadv_lab import objects
 from bgpadv_lab.fakeapi import FakeApiServer
 from bgpadv_lab.objects import VM_NAMESPACE as NS
 
@@ -326,6 +327,21 @@ def test_410_after_a_compaction_relists_and_emits_the_missed_deletions(server: F
         assert h.store.state.ipam_claims[(NS, "vm-b.default")].labels["moved"] == "yes"
     finally:
         h.sources.stop()
+
+
+def test_what_the_reflector_keeps_of_an_object_is_its_identity_and_version_only() -> None:
+    """A relist compares resourceVersions and a missed deletion carries the object's key: the reflector keeps that
+    much of each object (the store holds the decoded view), not the whole document (memory at 100,000 VMs)."""
+    vmi = objects.vmi(NS, "vm-a", "worker-1", interfaces=[objects.interface(["192.168.100.10"])])
+    vmi["metadata"].update(resourceVersion="42", uid="3f1c")
+    kept = tombstone(vmi)
+    assert kept == {
+        "kind": "VirtualMachineInstance",
+        "apiVersion": "kubevirt.io/v1",
+        "metadata": {"name": "vm-a", "namespace": NS, "resourceVersion": "42", "uid": "3f1c"},
+    }
+    assert resources.VMI.key(kept) == resources.VMI.key(vmi)
+    assert tombstone({"metadata": "not a mapping"})["metadata"] == {}
 
 
 def test_an_absent_crd_counts_as_synced_and_is_retried_until_installed() -> None:

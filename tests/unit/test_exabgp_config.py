@@ -101,3 +101,18 @@ def test_argv_runs_exabgp_from_this_environment():
     argv = exabgp_argv("/run/bgpadv/exabgp.conf")
     assert argv[-2:] == ["server", "/run/bgpadv/exabgp.conf"]
     assert Path(argv[0]).name in ("exabgp", "python", "python3") or argv[1:3] == ["-m", "exabgp"]
+
+
+def test_exabgp_runs_under_pypy_only_where_pypy3_and_the_exabgp_package_are_found(monkeypatch) -> None:
+    import bgpadv.speaker.exabgp_config as module
+
+    monkeypatch.setattr(module, "pypy_interpreter", lambda: "/usr/bin/pypy3")
+    assert module.resolve_runtime("auto") == "pypy"
+    assert module.resolve_runtime("cpython") == "cpython"
+    argv = module.exabgp_argv("/run/bgpadv/exabgp.conf", runtime="pypy")
+    assert argv[0] == "/usr/bin/pypy3" and argv[-2:] == ["server", "/run/bgpadv/exabgp.conf"]
+    assert argv[3].endswith("exabgp")  # the package directory bgpadv's own ExaBGP is installed in
+    monkeypatch.setattr(module, "pypy_interpreter", lambda: None)
+    assert module.resolve_runtime("auto") == "cpython"
+    with pytest.raises(ValueError, match="pypy3"):
+        module.resolve_runtime("pypy")
