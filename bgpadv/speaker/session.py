@@ -57,6 +57,7 @@ from bgpadv.speaker.protocol import (
     Shutdown,
     UpdateEvent,
 )
+from bgpadv.speaker.sent import SendLog
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +157,8 @@ class Speaker:
         # the import hook (bgpadv.importer): set before start(), it gets every received UPDATE, peer state, the
         # start-up neighbor list and ExaBGP's adj-rib-in (`show adj-rib in json`, then RibInDone)
         self.on_received: Callable[[object, float], None] | None = None
+        # each prefix's last acknowledged send per peer, for `explain --status-url` (bgpadv.speaker.sent)
+        self.sent = SendLog(self._peers)
 
     @classmethod
     def from_config(
@@ -496,6 +499,8 @@ class Speaker:
         cmd = self._inflight.popleft()
         if cmd.kind in (_ANNOUNCE, _WITHDRAW):
             self._observer.command_acked(cmd.seq, ok, at)
+            if ok:
+                self.sent.acked(cmd.peer, cmd.kind, cmd.keys, cmd.cause, at)
             rib = self._advertised[cmd.peer]
             if cmd.kind == _ANNOUNCE:
                 if ok:
