@@ -22,7 +22,9 @@ Offline it reads manifests (`--manifests FILE|DIR|-`, as `render` does); live (`
 resources the service reads, once, read-only (`bgpadv.sources.snapshot`: the service's own RBAC suffices). With
 `--status-url` (repeatable: one per instance) it adds what each running instance reports on its `/status`: its
 readiness, each peer's session state and the routes it holds for the networks concerned (counts per peer, network,
-family and kind: the instances keep no per-prefix record, so when a single prefix was sent is not known here).
+family and kind), and from its `/sent` when each peer was last sent each prefix concerned (the routes, the subnets
+that hold the address, the address's own host prefix): announce or withdraw, the time ExaBGP acknowledged it and
+when the cause was seen (`bgpadv.speaker.sent`; at most `MAX_SENT_PREFIXES` prefixes per instance).
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ VERDICTS = (ANNOUNCED, REFUSED, NOT_ANNOUNCED, COVERED, UNKNOWN)
 EXIT_ANNOUNCED = 0
 EXIT_NOT_ANNOUNCED = 1
 EXIT_USAGE = 2
+MAX_SENT_PREFIXES = 256  # per instance and query (the listener's own limit, bgpadv.observe.health.MAX_SENT_QUERY)
 
 
 @functools.cache
@@ -184,6 +187,14 @@ class Explanation:
     @property
     def exit_code(self) -> int:
         return EXIT_ANNOUNCED if self.verdict == ANNOUNCED else EXIT_NOT_ANNOUNCED
+
+    def prefixes(self) -> list[str]:
+        """The prefixes whose sends the live instances are asked about: the routes, the subnets holding the address,
+        and what was asked (a host prefix that has no route now may have been withdrawn)."""
+        found = [str(a.route.prefix) for a in (*self.routes, *self.covering)]
+        if self.query.prefix is not None:
+            found.append(str(self.query.prefix))
+        return list(dict.fromkeys(found))[:MAX_SENT_PREFIXES]
 
     def networks(self) -> list[str]:
         """The networks concerned (for the live instances' route counts)."""
@@ -778,7 +789,7 @@ def render_table(out: Explanation) -> str:
 
 def render_instances(found: Sequence[dict[str, Any]]) -> list[str]:
     """What each running instance reports (live, `--status-url`)."""
-    lines = ["instances (live /status; per-prefix send times are not recorded by the instances)"]
+    lines = ["instances (live /status and /sent)"]
     for inst in found:
         if "error" in inst:
             lines.append(f"  {inst['url']}: unreachable: {inst['error']}")
@@ -791,7 +802,24 @@ def render_instances(found: Sequence[dict[str, Any]]) -> list[str]:
             lines.append(
                 f"    holds {r['count']} {r['kind']} IPv{r['family']} route(s) of {r['network']} for {r['peer']}"
             )
+        if "sent_error" in inst:
+            lines.append(f"    send times unknown: {_printable(str(inst['sent_error']))}")
+        for prefix, peers in sorted((inst.get("sent") or {}).items()):
+            lines.append(f"    {_printable(prefix)}: {_sent_text(peers)}")
     return lines
+
+
+def _sent_text(peers: dict[str, Any]) -> str:
+    """`sent to tor-a at 2026-…Z (announce), tor-b at …` or `never sent to any peer by this instance`."""
+    if not peers:
+        return "never sent to any peer by this instance"
+    parts = []
+    for peer, sent in sorted(peers.items()):
+        text = f"{_printable(peer)} at {_printable(str(sent.get('at')))} ({_printable(str(sent.get('action')))})"
+        if sent.get("causeReceivedAt"):
+            text += f", change seen {_printable(str(sent['causeReceivedAt']))}"
+        parts.append(text)
+    return "sent to " + "; ".join(parts)
 
 
 def render(out: Explanation, output: str) -> str:
@@ -874,17 +902,23 @@ def main(
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     explanation = Explainer(state, cfg, instances(state, cfg)).explain(query)
-    explanation.instances = [_live_instance(url, explanation.networks()) for url in status_urls]
+    explanation.instances = [_live_instance(url, explanation.networks(), explanation.prefixes()) for url in status_urls]
     sys.stdout.write(render(explanation, output))
     return explanation.exit_code
 
 
-def _live_instance(url: str, networks: Sequence[str]) -> dict[str, Any]:
+def _live_instance(url: str, networks: Sequence[str], prefixes: Sequence[str] = ()) -> dict[str, Any]:
     import urllib.error
 
     from bgpadv.commands import status
 
     try:
-        return instance_report(url, status.fetch(url), None, networks)
+        report = instance_report(url, status.fetch(url), None, networks)
     except (urllib.error.URLError, OSError, ValueError) as e:
         return instance_report(url, None, str(e), networks)
+    if prefixes:
+        try:
+            report["sent"] = status.fetch_sent(url, prefixes)
+        except (urllib.error.URLError, OSError, ValueError) as e:  # an older instance: no /sent (404)
+            report["sent_error"] = str(e)
+    return report

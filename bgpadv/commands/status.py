@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import IO, Any
 
@@ -22,6 +24,15 @@ def fetch(url: str = DEFAULT_URL, timeout: float = 5.0) -> dict[str, Any]:
     """The /status JSON of the instance at `url` (the metrics listener's base URL)."""
     with urllib.request.urlopen(url.rstrip("/") + "/status", timeout=timeout) as resp:
         return json.loads(resp.read())
+
+
+def fetch_sent(url: str, prefixes: Sequence[str], timeout: float = 5.0) -> dict[str, Any]:
+    """`/sent` of the instance at `url`: prefix -> peer -> its last acknowledged send (`bgpadv.speaker.sent`).
+    An instance older than the endpoint answers 404: HTTPError, a URLError."""
+    query = urllib.parse.urlencode([("prefix", p) for p in prefixes])
+    with urllib.request.urlopen(url.rstrip("/") + "/sent?" + query, timeout=timeout) as resp:
+        found: dict[str, Any] = json.loads(resp.read()).get("prefixes") or {}
+        return found
 
 
 def main(url: str = DEFAULT_URL, *, as_json: bool = False, out: IO[str] | None = None) -> int:

@@ -5,6 +5,9 @@
   seconds; 503 when it is stuck.
 - `/readyz`: 200 once the initial sync is done and at least one peer is established; 503 with the reason otherwise.
 - `/status`: a JSON snapshot for people and `bgpadv status` (peers, routes, convergence percentiles, last sync).
+- `/sent?prefix=P[&prefix=Q...]`: for each prefix (an address means its host prefix), each peer's last send of it
+  acknowledged by ExaBGP: action, time and the cause's times (`bgpadv explain --status-url` asks it; at most
+  `MAX_SENT_QUERY` prefixes; 400 for a bad prefix, 404 when the instance keeps no record).
 
 The server only reads what the observer keeps; it never calls into the chain.
 """
@@ -16,14 +19,34 @@ import logging
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from bgpadv.core.prefix import Prefix
 from bgpadv.observe.metrics_observer import MetricsObserver
 
 log = logging.getLogger(__name__)
+
+MAX_SENT_QUERY = 256  # prefixes per /sent request
+
+
+def sent_prefixes(query: str) -> list[Prefix]:
+    """The prefixes of a /sent query string (`prefix=` repeated; an address is its host prefix). ValueError with
+    a message fit for the client when one is malformed, none is given or there are too many."""
+    values = parse_qs(query).get("prefix", [])
+    if not values:
+        raise ValueError("give ?prefix=CIDR (repeatable)")
+    if len(values) > MAX_SENT_QUERY:
+        raise ValueError(f"at most {MAX_SENT_QUERY} prefixes per request, got {len(values)}")
+    out = []
+    for value in values:
+        try:
+            out.append(Prefix.parse(value))  # no length: the host prefix
+        except ValueError as e:
+            raise ValueError(f"prefix {value[:64]!r}: {e}") from None
+    return out
 
 
 class HealthServer:
@@ -124,6 +147,8 @@ class _Handler(BaseHTTPRequestHandler):
                 body = owner.observer.status()
                 body["alive"] = dict(zip(("ok", "reason"), owner.alive(), strict=True))
                 self._send(200, (json.dumps(body, sort_keys=True) + "\n").encode(), "application/json")
+            elif path == "/sent":
+                self._sent(owner, urlsplit(self.path).query)
             elif path == "/":
                 links = "".join(f'<a href="{p}">{p}</a><br>' for p in ("/metrics", "/healthz", "/readyz", "/status"))
                 self._send(200, f"<html><body>bgpadv<br>{links}</body></html>".encode(), "text/html")
@@ -132,6 +157,19 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception:
             log.exception("health endpoint failed", extra={"path": path})
             self._send(500, b"internal error\n", "text/plain; charset=utf-8")
+
+    def _sent(self, owner: HealthServer, query: str) -> None:
+        report = owner.observer.sent_status
+        if report is None:
+            self._send(404, b"this instance keeps no send record\n", "text/plain; charset=utf-8")
+            return
+        try:
+            prefixes = sent_prefixes(query)
+        except ValueError as e:
+            self._send(400, (str(e) + "\n").encode(), "text/plain; charset=utf-8")
+            return
+        body = {"prefixes": report(prefixes)}
+        self._send(200, (json.dumps(body, sort_keys=True) + "\n").encode(), "application/json")
 
     def do_HEAD(self) -> None:
         self.do_GET()

@@ -58,6 +58,8 @@ class MetricsObserver:
         self.import_status: Callable[[], dict[str, Any]] | None = None
         self.placement_status: Callable[[], dict[str, Any]] | None = None  # peers this node serves
         self.bfd_status: Callable[[], dict[str, Any]] | None = None  # peer → BFD state (bgpadv.speaker.bfd)
+        # prefixes → each peer's last acknowledged send of each, for /sent (bgpadv.speaker.sent.SendLog.report)
+        self.sent_status: Callable[[Sequence[Prefix]], dict[str, Any]] | None = None
         self._bfd_peers: set[str] = set()
         # per served peer what the configuration says of its session (asn, address, node):
         # bgpadv.observe.sessionstate.session_fields completes /status's peers with it (and the BFD state above)

@@ -199,6 +199,7 @@ def controller_main(config_path: str) -> int:
     reloader.narrow = lambda c: placement(c, controller.node)  # a changed file, as this node runs it
     metrics.placement_status = lambda: placement_status(controller.configured, controller.config)
     metrics.session_info = lambda: session_info(controller.config)
+    metrics.sent_status = speaker.sent.report  # /sent?prefix=P: when each peer was last sent P
     watch = ConfigFileWatch(config_path, controller.queue.put, seen=seen).start()
     # the API shim forwards the supervisor's drain request as SIGUSR1 (ignored until here); a request made before
     # the handler existed is in the environment or the runtime directory's drain file (bgpadv.runtime.lifecycle)

@@ -57,6 +57,7 @@ from bgpadv.speaker.protocol import (
     Shutdown,
     UpdateEvent,
 )
+from bgpadv.speaker.sent import SendLog
 
 log = logging.getLogger(__name__)
 
@@ -160,6 +161,8 @@ class Speaker:
         # the import hook (bgpadv.importer): set before start(), it gets every received UPDATE, peer state, the
         # start-up neighbor list and ExaBGP's adj-rib-in (`show adj-rib in json`, then RibInDone)
         self.on_received: Callable[[object, float], None] | None = None
+        # each prefix's last acknowledged send per peer, for `explain --status-url` (bgpadv.speaker.sent)
+        self.sent = SendLog(self._peers)
 
     @classmethod
     def from_config(
@@ -343,6 +346,7 @@ class Speaker:
                 if self._desired is not None:
                     self._desired[name] = {}
         self._peers = new
+        self.sent.set_peers(new)
         self._self_of = {
             p.name: {**{a.version: Address(a.version, a.value) for a in p.self_addresses}, **self._self} for p in peers
         }
@@ -686,6 +690,7 @@ class Speaker:
         rib = self._advertised[cmd.peer]
         unknown = self._unknown[cmd.peer]
         if ok:
+            self.sent.acked(cmd.peer, cmd.kind, cmd.keys, cmd.cause, at)
             if cmd.kind == _ANNOUNCE:
                 rib.update(zip(cmd.keys, cmd.routes, strict=True))
             else:
