@@ -16,27 +16,44 @@ In priority order (the first that a subnet meets gives the reason code):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal, NamedTuple
 
-from bgpadv.config import Config
+from bgpadv.config import Config, PeerConfig
 from bgpadv.core import reasons, views
 from bgpadv.core.space import Entry, InfrastructureSpace
 
-__all__ = ["infrastructure_space", "next_hop_exclusions", "session_addresses"]
+__all__ = ["SessionAddress", "infrastructure_space", "next_hop_exclusions", "session_addresses"]
 
 
-def session_addresses(config: Config) -> list[tuple[int, int, str]]:
-    """(version, value, what) of the addresses of bgpadv's own BGP sessions: peers, local addresses, nextHopSelf."""
-    out: list[tuple[int, int, str]] = []
+class SessionAddress(NamedTuple):
+    """An address of bgpadv's own BGP sessions, and what it is (in refusal messages)."""
+
+    version: int
+    value: int
+    what: str
+    role: Literal["peer", "local", "self"]  # the peer's address, or one of this host's (local, next hop self)
+
+
+def _peer_label(peer: PeerConfig) -> str:
+    return f"BGP peer {peer.address}" if peer.name == str(peer.address) else f"BGP peer {peer.name} ({peer.address})"
+
+
+def session_addresses(config: Config) -> list[SessionAddress]:
+    """The addresses of bgpadv's own BGP sessions: each peer's, each session's local and next-hop-self addresses, the
+    global nextHopSelf ones. The one list the planner's space, its next-hop exclusions and the guard read."""
+    out: list[SessionAddress] = []
     for peer in config.peers:
-        out.append((peer.address.version, peer.address.value, f"BGP peer {peer.address}"))
+        label = _peer_label(peer)
+        out.append(SessionAddress(peer.address.version, peer.address.value, label, "peer"))
         if peer.local_address is not None:
             a = peer.local_address
-            out.append((a.version, a.value, f"the local address {a} of the session with {peer.address}"))
-        out.extend(
-            (a.version, a.value, f"the next-hop-self address {a} of the session with {peer.address}")
+            what = f"the local address {a} of the session with {label}"
+            out.append(SessionAddress(a.version, a.value, what, "local"))
+        out.extend(  # derived from this node's own addresses (bgpadv.runtime.peering)
+            SessionAddress(a.version, a.value, f"the next-hop-self address {a} of the session with {label}", "self")
             for a in peer.self_addresses
         )
-    out.extend((a.version, a.value, f"the nextHopSelf address {a}") for a in config.next_hop_self)
+    out.extend(SessionAddress(a.version, a.value, f"the nextHopSelf address {a}", "self") for a in config.next_hop_self)
     return out
 
 
@@ -48,25 +65,16 @@ def next_hop_exclusions(config: Config) -> tuple[list[tuple[int, int, str]], lis
     (bgpadv on a node peering from the node's address is the usual set-up, and per-node mode always is). Cluster mode
     cannot tell which node that is, so the one node that reports it keeps it (two nodes: `duplicate-node-address`);
     per-node mode accepts it only on its own node (`nodeName`)."""
-    peers: list[tuple[int, int, str]] = []
-    own: list[tuple[int, int, str]] = []
-    for peer in config.peers:
-        peers.append((peer.address.version, peer.address.value, f"BGP peer {peer.address}"))
-        if peer.local_address is not None:
-            a = peer.local_address
-            own.append((a.version, a.value, f"the local address {a} of the session with {peer.address}"))
-        own.extend(  # derived from this node's own addresses (bgpadv.runtime.peering)
-            (a.version, a.value, f"the next-hop-self address {a} of the session with {peer.address}")
-            for a in peer.self_addresses
-        )
-    own.extend((a.version, a.value, f"the nextHopSelf address {a}") for a in config.next_hop_self)
+    rows = session_addresses(config)
+    peers = [(r.version, r.value, r.what) for r in rows if r.role == "peer"]
+    own = [(r.version, r.value, r.what) for r in rows if r.role != "peer"]
     return peers, own
 
 
 def infrastructure_space(nodes: Mapping[str, views.Node], config: Config) -> InfrastructureSpace:
     """The infrastructure space of a cluster and a configuration (see the module)."""
     sessions = session_addresses(config)
-    peer: list[Entry] = [(v, value, value, what) for v, value, what in sessions]
+    peer: list[Entry] = [(v, value, value, what) for v, value, what, _ in sessions]
     node: list[Entry] = []
     connected: list[Entry] = []
     pods: list[Entry] = []
@@ -75,7 +83,7 @@ def infrastructure_space(nodes: Mapping[str, views.Node], config: Config) -> Inf
             node.append((a.version, a.value, a.value, f"the address {a} of node {n.name}"))
         for p in n.connected:
             connected.append((p.version, p.first, p.last, f"the network {p} node {n.name} is connected to"))
-            held = next((what for v, value, what in sessions if v == p.version and p.first <= value <= p.last), None)
+            held = next((what for v, value, what, _ in sessions if v == p.version and p.first <= value <= p.last), None)
             if held is not None:
                 peer.append((p.version, p.first, p.last, f"the session subnet {p} of {held}"))
         for p in n.pod_subnets:

@@ -72,6 +72,7 @@ from bgpadv.core.space import EMPTY_SPACE, InfrastructureSpace
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import checks
 from bgpadv.planner import plan as make_plan
+from bgpadv.planner.space import session_addresses
 
 __all__ = ["SPECIAL_RANGES", "Guard", "GuardContext", "Guarded", "GuardedDelta", "check_peer"]
 
@@ -191,19 +192,8 @@ class GuardContext:
                 if (a.version, a.value) in infra:
                     shared.add((a.version, a.value))
                 infra.setdefault((a.version, a.value), f"an address of node {name}")
-        sessions: list[tuple[int, int, str]] = []
-        peer_rows: set[int] = set()
-        for peer in config.peers:
-            peer_rows.add(len(sessions))
-            sessions.append((peer.address.version, peer.address.value, f"the address of BGP peer {peer.name}"))
-            if peer.local_address is not None:
-                a = peer.local_address
-                sessions.append((a.version, a.value, f"the local address of the session with {peer.name}"))
-            sessions.extend(
-                (a.version, a.value, f"the next-hop-self address of the session with {peer.name}")
-                for a in peer.self_addresses
-            )
-        sessions.extend((a.version, a.value, "a nextHopSelf address") for a in config.next_hop_self)
+        rows = session_addresses(config)  # the planner's own list (`bgpadv.planner.space`): one wording everywhere
+        sessions = [(r.version, r.value, r.what) for r in rows]
         for version, value, what in sessions:
             infra.setdefault((version, value), what)
         self_versions = {a.version for a in config.next_hop_self}
@@ -217,7 +207,7 @@ class GuardContext:
             sessions=tuple(sessions),
             space=space,
             shared=frozenset(shared),
-            peer_addresses=tuple(row for i, row in enumerate(sessions) if i in peer_rows),
+            peer_addresses=tuple((r.version, r.value, r.what) for r in rows if r.role == "peer"),
         )
 
     def subnet_networks(self) -> list[Prefix]:

@@ -198,6 +198,7 @@ def test_bench_reaches_the_object_builders_through_the_lab_package():
         path.name for path in (ROOT / "bench").glob("*.py") if "bgpadv_lab.objects" in imported_modules(path)
     )
     assert importers == [
+        "bulk.py",
         "change_cost.py",
         "convergence.py",
         "flap.py",
