@@ -5,10 +5,11 @@ planner delta -> `Guard.check_delta` -> `FailStatic.withhold_delta` -> `Speaker.
 whole-set path as it was before the delta chain (the guard declines every delta, so each plan runs
 `desired_per_peer` -> `FailStatic.withhold` -> `Speaker.set_desired`, and a settling deadline hands
 `FailStatic.settled` of the last guarded plan). After any random sequence of changes - VMs (claim and VMI) added
-and deleted, migrated to the other node, the network deleted and created again, a node's address changed, a burst
-of deletions that the withdrawal hold takes for a mass deletion, the clock moved past `deletionSettleSeconds` or the
-mass-deletion window - every peer's desired set on the recording speaker is the same on both, and so are the counts
-of routes held.
+and deleted, migrated to the other node, a claim readdressed (perhaps to another VM's address), a LIST of every
+resource completed again (confirming held withdrawals past their deadline), the network deleted and created again,
+a node's address changed, a burst of deletions that the withdrawal hold takes for a mass deletion, the clock moved
+past `deletionSettleSeconds`, the mass-deletion window or the hold's deadline - every peer's desired set on the
+recording speaker is the same on both, and so are the counts of routes held.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ CONFIG = parse(
     }
 )
 SETTLE = CONFIG.safety.deletion_settle_seconds
+HOLD = CONFIG.safety.hold_seconds
 NODES = {"worker-1": "10.0.0.11", "worker-2": "10.0.0.12"}
 VMS = range(10, 18)
 
@@ -101,6 +103,7 @@ class Cluster:
         self.whole = whole_set_only(controller(self.clock))
         self.versions = count(200000)
         self.vms: dict[int, str] = {}  # VM -> its node
+        self.addresses = {i: i for i in VMS}  # VM -> the last octet of its claimed address
         self.network = True
         self.node_addresses = dict(NODES)
         listed = [self.node(name) for name in NODES] + [self.cudn()]
@@ -126,7 +129,8 @@ class Cluster:
         return self.versioned(k8s.cudn_layer2("vmnet-a", [SUBNET], labels=ADVERTISED))
 
     def claim(self, i: int) -> dict:
-        return self.versioned(k8s.ipam_claim(NS, f"vm-{i}.default", f"vm-{i}", NET, [f"192.168.100.{i}/24"]))
+        address = f"192.168.100.{self.addresses[i]}/24"
+        return self.versioned(k8s.ipam_claim(NS, f"vm-{i}.default", f"vm-{i}", NET, [address]))
 
     def vmi(self, i: int) -> dict:
         return self.versioned(k8s.vmi(NS, f"vm-{i}", self.vms[i]))
@@ -168,6 +172,21 @@ class Cluster:
         self.vms[i] = "worker-2" if self.vms[i] == "worker-1" else "worker-1"
         self.watch(("MODIFIED", self.vmi(i)))
 
+    def readdress(self, i: int, octet: int) -> None:
+        """VM i's claim now holds another address, perhaps another VM's (two claims of one address)."""
+        if i not in self.vms:
+            return
+        self.addresses[i] = octet
+        self.watch(("MODIFIED", self.claim(i)))
+
+    def relist(self) -> None:
+        """Every resource's LIST completes again (nothing changed meanwhile): a plan without a known delta, and the
+        confirmation of held withdrawals once their deadline passed."""
+        for c in (self.delta, self.whole):
+            for res in watched_resources(CONFIG):
+                c.queue.put(WatchEvent(res, "SYNCED", None, self.clock.now, None, listed_at=self.clock.now))
+        self.step()
+
     def toggle_network(self) -> None:
         self.network = not self.network
         self.watch(("ADDED" if self.network else "DELETED", self.cudn()))
@@ -199,10 +218,12 @@ change = st.one_of(
     st.tuples(st.just("add"), vm, st.sampled_from(sorted(NODES))),
     st.tuples(st.just("remove"), vm),
     st.tuples(st.just("migrate"), vm),
+    st.tuples(st.just("readdress"), vm, vm),
+    st.tuples(st.just("relist")),
     st.tuples(st.just("toggle_network")),
     st.tuples(st.just("move_node")),
     st.tuples(st.just("burst")),
-    st.tuples(st.just("tick"), st.sampled_from([SETTLE / 2, SETTLE, MASS_DELETION_WINDOW])),
+    st.tuples(st.just("tick"), st.sampled_from([SETTLE / 2, SETTLE, MASS_DELETION_WINDOW, HOLD])),
 )
 
 
