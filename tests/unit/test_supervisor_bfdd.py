@@ -70,6 +70,7 @@ def test_a_bfdd_dying_for_another_reason_is_restarted_with_backoff(tmp_path, run
     starts = fake_bfdd(tmp_path, monkeypatch, ["bfdd: some other start-up error"])
     bfdd = Bfdd(runtime, {}, backoff=Backoff(first=0.01, cap=0.01, healthy_after=60.0))
     run_for(bfdd, 1.0)
+    bfdd.stop()
     assert len(starts.read_text().splitlines()) >= 2
     assert bfdd.gave_up is None
     assert not (runtime / bfd.BFDD_FAILED).exists()
