@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds bgpadv's container image from Debian packages and PyPI wheels alone (no registry pull), with buildah:
 #
-#   1. base image  localhost/bgpadv-base:bookworm-<key>: `mmdebstrap --variant=minbase` with python3, python3-venv, frr (bfdd),
+#   1. base image  localhost/bgpadv-base:bookworm-<key>: `mmdebstrap --variant=minbase` with python3, python3-venv, frr (bfdd), libcap2-bin (setcap),
 #      libnss-wrapper and ca-certificates, imported with `buildah from scratch` + commit. Built once per <key> (a hash
 #      of the mmdebstrap command line): the root filesystem tar is kept in $CACHE_DIR, the image in buildah's store.
 #   2. wheels      bgpadv and its dependencies at the versions pinned in requirements/image.txt (constraints:
@@ -40,7 +40,7 @@ say() { echo "build-image: $* ($(($(date +%s) - t0)) s)" >&2; }
 # -- 1. the base image -------------------------------------------------------------------------------------------
 debstrap=(
   mmdebstrap --quiet --variant=minbase --format=tar
-  --include=python3,python3-venv,libnss-wrapper,ca-certificates,frr
+  --include=python3,python3-venv,libnss-wrapper,ca-certificates,frr,libcap2-bin
   --dpkgopt='path-exclude=/usr/share/man/*'
   --dpkgopt='path-exclude=/usr/share/locale/*'
   --dpkgopt='path-exclude=/usr/share/doc/*'

@@ -120,6 +120,12 @@ class Metrics:
             ["peer"],
             registry=r,
         )
+        self.bfdd_cannot_start = Gauge(
+            "bgpadv_bfdd_cannot_start",
+            "1 once the supervisor gave up starting FRR's bfdd (e.g. the pod lacks the capabilities bfdd needs: "
+            "README, BFD); every BFD session then stays down. 0 otherwise.",
+            registry=r,
+        )
         self.peer_transitions = Counter(
             "bgpadv_peer_transitions_total", "Changes of a peer's session between up and not up.", ["peer"], registry=r
         )

@@ -218,6 +218,12 @@ class MetricsObserver:
 
     # --- configuration --------------------------------------------------------------------------------------------
 
+    def bfdd_failed(self, reason: str) -> None:
+        """The supervisor gave up on bfdd (`reason`: e.g. missing capabilities): `bgpadv_bfdd_cannot_start` 1; the
+        BFD peers' `bgpadv_bfd_session_up` series stay 0."""
+        del reason  # logged by the BFD client; a label would be unbounded text
+        self.metrics.bfdd_cannot_start.set(1)
+
     def bfd_peers(self, peers: Iterable[str]) -> None:
         """The peers with BFD enabled: each has a `bgpadv_bfd_session_up` series (0 until up); the others none."""
         wanted = set(peers)

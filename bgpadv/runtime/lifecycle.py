@@ -22,7 +22,7 @@ import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from bgpadv.speaker.bfd import BFD_WANTED, BFDD_DIR
+from bgpadv.speaker.bfd import BFD_WANTED, BFDD_DIR, BFDD_FAILED
 from bgpadv.speaker.exabgp_config import PID_FILE
 
 RUNTIME_DIR_ENV = "BGPADV_RUNTIME_DIR"  # set by the supervisor; ExaBGP passes its environment to the shim
@@ -34,7 +34,7 @@ CANDIDATE = "config.candidate.yaml"  # a changed configuration file being valida
 LAST_GOOD = "config.last-good.yaml"  # the last configuration applied: what a restarted controller falls back on
 # What a stop leaves in a configured runtime directory: only the last good configuration, which the next start
 # needs while the file is broken (bgpadv.runtime.reload.Reloader.start_config). Everything else is rewritten at start.
-EPHEMERAL_FILES = (EXABGP_CONF, CANDIDATE, DRAIN_FILE, SHIM_PID_FILE, PID_FILE, BFD_WANTED)
+EPHEMERAL_FILES = (EXABGP_CONF, CANDIDATE, DRAIN_FILE, SHIM_PID_FILE, PID_FILE, BFD_WANTED, BFDD_FAILED)
 EPHEMERAL_DIRS = (BFDD_DIR,)  # bfdd's own directory (bgpadv.speaker.bfd): its sockets, PID file, configuration
 
 _PR_SET_PDEATHSIG = 1

@@ -25,6 +25,11 @@ PID file, vty and control sockets), restarted when it dies with the shim's backo
 60 s alive) and stopped when no longer asked for. The controller configures its sessions through the control
 socket (`bgpadv.speaker.bfd`). At a stop bfdd gets SIGTERM before ExaBGP's SIGKILL: it sends AdminDown, which a
 ToR does not take for a failure (RFC 5882), so graceful restart still keeps the routes.
+bfdd's output goes through the supervisor (to its stderr). A bfdd that exits at start-up because it lacks the
+capabilities it insists on (`privs_init: initial cap_set_proc failed`, FRR 8.4: NET_BIND_SERVICE, NET_RAW and
+SYS_ADMIN in its permitted set) is not restarted: no restart can give it capabilities. The supervisor logs one
+error naming the missing ones and the fix (README, "BFD"), and writes the reason to `bfdd.failed` in the runtime
+directory, where the controller's BFD client finds it (`bgpadv_bfdd_cannot_start` 1, the sessions stay down).
 """
 
 from __future__ import annotations
@@ -32,16 +37,20 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import signal
 import subprocess
+import threading
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from bgpadv.runtime.lifecycle import DRAIN_FILE, DRAINING_ENV, RUNTIME_DIR_ENV, SHIM_PID_FILE, die_with_parent
 from bgpadv.runtime.shim import Backoff
-from bgpadv.speaker.bfd import BFD_WANTED, BFDD_CONF, bfdd_argv, bfdd_dir
+from bgpadv.speaker.bfd import BFD_WANTED, BFDD_CONF, BFDD_FAILED, bfdd_argv, bfdd_dir
 from bgpadv.speaker.exabgp_config import PID_FILE
 
 log = logging.getLogger("bgpadv.lifecycle")
@@ -80,6 +89,7 @@ def supervise(
     # over a pid file whose process exists. This supervisor is the only one starting ExaBGP in this directory.
     (runtime_dir / PID_FILE).unlink(missing_ok=True)
     (runtime_dir / BFD_WANTED).unlink(missing_ok=True)  # the controller asks again
+    (runtime_dir / BFDD_FAILED).unlink(missing_ok=True)  # a new container may have the capabilities
     child_env = {**env, RUNTIME_DIR_ENV: str(runtime_dir)}
     child_env.pop(DRAINING_ENV, None)
     # its own session: a terminal's ^C reaches only the supervisor, which decides how ExaBGP stops
@@ -159,6 +169,8 @@ class Bfdd:
         self.started = 0.0
         self.next_start = 0.0
         self.restarts = 0
+        self.gave_up: str | None = None  # why bfdd is never started again (this container cannot run it)
+        self._output = _Output()
 
     def wanted(self) -> bool:
         return (self.runtime_dir / BFD_WANTED).exists()
@@ -167,11 +179,16 @@ class Bfdd:
         if self.proc is not None and self.proc.poll() is not None:
             code = self.proc.returncode
             self.proc = None
-            delay = self.backoff.next_delay(now - self.started)
-            self.next_start = now + delay
-            log.error("bfdd exited: restarting it", extra={"code": code, "delay": delay})
+            output = self._output.collect()
+            missing = missing_capabilities(output)
+            if missing is not None:
+                self._give_up(missing)
+            else:
+                delay = self.backoff.next_delay(now - self.started)
+                self.next_start = now + delay
+                log.error("bfdd exited: restarting it", extra={"code": code, "delay": delay})
         wanted = self.wanted()
-        if wanted and self.proc is None and now >= self.next_start:
+        if wanted and self.proc is None and self.gave_up is None and now >= self.next_start:
             self._start(now)
         elif not wanted and self.proc is not None:
             log.info("no peer enables BFD any more: stopping bfdd", extra={"pid": self.proc.pid})
@@ -194,8 +211,8 @@ class Bfdd:
             self.proc = subprocess.Popen(
                 bfdd_argv(self.runtime_dir, user=user[0] if user else None, group=_group(user[2]) if user else None),
                 env=self.env,
-                stdout=2,
-                stderr=2,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
                 preexec_fn=die_with_parent(signal.SIGKILL),
@@ -205,7 +222,21 @@ class Bfdd:
             self.next_start = now + delay
             log.error("cannot start bfdd: %s", e, extra={"delay": delay})
             return
+        self._output = _Output.follow(self.proc)
         log.info("bfdd started", extra={"pid": self.proc.pid})
+
+    def _give_up(self, missing: list[str]) -> None:
+        caps = ",".join(missing)
+        self.gave_up = (
+            f"bfdd cannot start: it lacks the capabilities {caps} (FRR's bfdd exits without NET_BIND_SERVICE, "
+            "NET_RAW and SYS_ADMIN in its permitted set). Fix: file capabilities on the binary "
+            "(setcap cap_net_bind_service,cap_net_raw,cap_sys_admin+p on bfdd; the bgpadv image has them), these "
+            "three in the container's securityContext.capabilities.add, and allowPrivilegeEscalation: true (Helm: "
+            "bfd.enabled; kustomize: deploy/components/bfd). BFD sessions stay down; bfdd is not restarted"
+        )
+        log.error(self.gave_up, extra={"missing": missing})
+        with contextlib.suppress(OSError):
+            (self.runtime_dir / BFDD_FAILED).write_text(self.gave_up + "\n")
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
@@ -217,6 +248,56 @@ class Bfdd:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+_PRIVS_FAILED = "privs_init: initial cap_set_proc failed"
+_CAP = re.compile(r"cap_[a-z_]+")
+
+
+def missing_capabilities(output: Sequence[str]) -> list[str] | None:
+    """The capabilities a bfdd that exited at start-up for want of them lacks (its `Wanted caps:` less its `Have
+    caps:`, or all it wanted when those lines do not say), in its order; None: it did not exit for that."""
+    if not any(_PRIVS_FAILED in line for line in output):
+        return None
+    wanted: list[str] = []
+    have: set[str] = set()
+    for line in output:
+        if "Wanted caps:" in line:
+            wanted = _CAP.findall(line.split("Wanted caps:", 1)[1])
+        elif "Have caps:" in line:
+            have = set(_CAP.findall(line.split("Have caps:", 1)[1]))
+    missing = [c for c in wanted if c not in have]
+    return missing or wanted or ["cap_net_bind_service", "cap_net_raw", "cap_sys_admin"]
+
+
+class _Output:
+    """A bfdd's output, copied to the supervisor's stderr by a daemon thread; its last lines kept for the exit's
+    diagnosis."""
+
+    def __init__(self) -> None:
+        self.lines: deque[str] = deque(maxlen=50)
+        self.thread: threading.Thread | None = None
+
+    @classmethod
+    def follow(cls, proc: subprocess.Popen) -> _Output:
+        out = cls()
+        if proc.stdout is not None:
+            out.thread = threading.Thread(target=out._copy, args=(proc.stdout,), name="bfdd-output", daemon=True)
+            out.thread.start()
+        return out
+
+    def _copy(self, stream: IO[bytes]) -> None:
+        with stream:
+            for raw in stream:
+                self.lines.append(raw.decode(errors="replace").rstrip("\n"))
+                with contextlib.suppress(OSError):
+                    os.write(2, raw)
+
+    def collect(self, timeout: float = 1.0) -> list[str]:
+        """The last lines, once the exited process' output is read to its end (or `timeout`)."""
+        if self.thread is not None:
+            self.thread.join(timeout)
+        return list(self.lines)
 
 
 def _frr_user() -> tuple[str, int, int] | None:

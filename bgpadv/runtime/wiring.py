@@ -225,7 +225,7 @@ def _start_bfd(config: Config, runtime: Path | None, metrics: MetricsObserver) -
     """The BFD client of the peers with `bfd.enabled` (bgpadv.speaker.bfd): asks the supervisor for bfdd (the
     `bfdd.wanted` file) while some served peer wants BFD, and keeps its sessions; the metrics and /status read
     its states. None without a runtime directory (`bgpadv controller --no-shim` alone: no supervisor, no bfdd)."""
-    from bgpadv.speaker.bfd import BFDD_SOCKET, BfdControl, BfdStates, bfdd_dir, sessions_of
+    from bgpadv.speaker.bfd import BFDD_FAILED, BFDD_SOCKET, BfdControl, BfdStates, bfdd_dir, sessions_of
 
     sessions = sessions_of(config.peers)
     if runtime is None:
@@ -242,6 +242,8 @@ def _start_bfd(config: Config, runtime: Path | None, metrics: MetricsObserver) -
         metrics.bfd_state(peer, up)
 
     control.on_metrics = changed
+    control.failed_file = runtime / BFDD_FAILED
+    control.on_bfdd_failed = metrics.bfdd_failed
     return control
 
 

@@ -47,6 +47,7 @@ BFDD_DIR = "bfdd"  # under the runtime directory
 BFDD_SOCKET = "bfdd.sock"  # bfdd's control socket, in BFDD_DIR
 BFDD_CONF = "bfdd.conf"
 BFDD_PID = "bfdd.pid"
+BFDD_FAILED = "bfdd.failed"  # in the runtime directory: the supervisor gave up on bfdd (the reason, one line)
 BFD_WANTED = "bfdd.wanted"  # in the runtime directory: the controller wants bfdd to run (its peers enable BFD)
 BFDD_BINARY_ENV = "BGPADV_BFDD"  # where bfdd is (default DEFAULT_BFDD)
 DEFAULT_BFDD = "/usr/lib/frr/bfdd"
@@ -264,6 +265,10 @@ class BfdControl:
         self.states = states
         self.on_change = on_change
         self.on_metrics: Callable[[str, bool], None] | None = None  # peer, up: the gauge (any thread)
+        # the supervisor's reason for giving up on bfdd (`BFDD_FAILED`, read while bfdd is unreachable): the gauge
+        self.on_bfdd_failed: Callable[[str], None] | None = None
+        self.failed_file: Path | None = None
+        self.bfdd_failed = ""
         self.retry = retry
         self._wall = wall_clock
         self._desired: dict[str, BfdSession] = {}
@@ -318,6 +323,19 @@ class BfdControl:
             except OSError as e:
                 log.warning("BFD: writing to bfdd failed: %s", e)
 
+    def _check_failed(self) -> None:
+        """Report once that the supervisor gave up on bfdd (its `BFDD_FAILED` file): nothing will ever listen."""
+        if self.failed_file is None or self.bfdd_failed:
+            return
+        try:
+            reason = self.failed_file.read_text().strip()
+        except OSError:
+            return
+        self.bfdd_failed = reason or "bfdd cannot start"
+        log.error("BFD: the supervisor gave up on bfdd: %s", self.bfdd_failed)
+        if self.on_bfdd_failed is not None:
+            self.on_bfdd_failed(self.bfdd_failed)
+
     def _run(self) -> None:
         warned = False
         while not self._stop.is_set():
@@ -326,6 +344,7 @@ class BfdControl:
                 sock.connect(str(self.path))
             except OSError as e:
                 sock.close()
+                self._check_failed()
                 if not warned:
                     log.info("BFD: bfdd's control socket not reachable yet: %s", e, extra={"path": str(self.path)})
                     warned = True

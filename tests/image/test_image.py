@@ -134,6 +134,14 @@ def test_the_default_user_is_65532_in_group_0(container: str) -> None:
     assert result.stdout == "uid=65532(bgpadv) gid=0(root) groups=0(root)\n", result.stderr
 
 
+def test_bfdd_carries_the_three_file_capabilities_frr_insists_on_and_nothing_else(container: str) -> None:
+    # permitted only (+p, not effective): FRR raises them itself; without them bfdd exits at start-up (README, BFD)
+    result = run_as(container, OPENSHIFT_USER, "getcap", "/usr/lib/frr/bfdd")
+    assert result.stdout.split() == ["/usr/lib/frr/bfdd", "cap_net_bind_service,cap_net_raw,cap_sys_admin=p"], (
+        result.stderr
+    )
+
+
 def test_every_module_the_service_loads_imports_from_the_trimmed_virtualenv(container: str) -> None:
     """The image drops the Kubernetes client's unused asyncio half; what `bgpadv run` and the controller import must
     still load (check-config alone would not notice)."""

@@ -386,3 +386,52 @@ def test_the_readme_values_install_the_readme_configuration(helm: str, tmp_path:
     assert yaml.safe_load(path.read_text()) == EXAMPLE_CONFIG  # the kustomize path's configuration, the same
     monkeypatch.setenv("BGPADV_NODE_IP", "10.0.0.11")
     assert checkconfig.main(str(path)) == 0, capsys.readouterr().err
+
+
+# -- BFD: the capabilities bfdd needs, only when asked for -----------------------------------------------------------
+
+BFD_PEER = {"address": "10.0.0.1", "asn": 64512, "localAddress": "10.0.0.11", "bfd": {"enabled": True}}
+NO_BFD_PEER = {"address": "10.0.1.1", "asn": 64512, "bfd": {"enabled": False}}
+
+
+def security_context(docs: tuple[dict, ...]) -> dict:
+    (container,) = workload(docs)["spec"]["template"]["spec"]["containers"]
+    return container["securityContext"]
+
+
+@pytest.mark.parametrize("mode", ["cluster", "per-node"])
+@pytest.mark.parametrize(
+    ("values", "bfd"),
+    [
+        pytest.param({}, False, id="default"),
+        pytest.param({"config": {"localASN": 64513, "peers": [NO_BFD_PEER]}}, False, id="peer-bfd-off"),
+        pytest.param({"config": {"localASN": 64513, "peers": [NO_BFD_PEER, BFD_PEER]}}, True, id="a-peer-enables-bfd"),
+        pytest.param({"bfd": {"enabled": True}}, True, id="values-bfd-enabled"),
+    ],
+)
+def test_bfdd_gets_its_three_capabilities_only_when_bfd_is_enabled(
+    helm: str, mode: str, values: dict, bfd: bool
+) -> None:
+    from .test_kustomize import BFD_CAPABLE, HARDENED
+
+    docs = template(helm, {**values, "mode": mode})
+    assert security_context(docs) == (BFD_CAPABLE if bfd else HARDENED)
+
+
+def test_the_chart_with_bfd_renders_what_kustomize_with_the_bfd_component_does(helm: str, tmp_path: Path) -> None:
+    from .test_kustomize import with_components
+
+    chart = substance(template(helm, {"bfd": {"enabled": True}}), "helm")
+    kustomized = substance(
+        tuple(d for d in with_components(tmp_path, "bfd") if d["kind"] != "CustomResourceDefinition"), "kustomize"
+    )
+    assert chart == kustomized
+
+
+def test_bfd_enabled_must_be_a_boolean(helm: str, tmp_path: Path) -> None:
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"bfd": {"enabled": "yes"}}))
+    result = subprocess.run(
+        [helm, "template", "bgpadv", str(CHART), "--values", str(values)], capture_output=True, text=True
+    )
+    assert result.returncode != 0 and "bfd" in result.stderr

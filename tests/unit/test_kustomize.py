@@ -19,6 +19,7 @@ over zones besides its required anti-affinity by hostname; every object and pod 
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -501,3 +502,56 @@ def test_nothing_refers_to_the_old_flat_manifest() -> None:
         path = ROOT / name
         if path.suffix in (".md", ".py", ".yaml", ".sh", ".toml", "") and path.is_file() and path != Path(__file__):
             assert "deploy/bgpadv.yaml" not in path.read_text(errors="replace"), name
+
+
+# -- BFD (deploy/components/bfd) --------------------------------------------------------------------------------------
+
+HARDENED = {
+    "runAsNonRoot": True,
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+BFD_CAPABLE = {
+    **HARDENED,
+    "allowPrivilegeEscalation": True,  # no_new_privs would ignore the file capabilities of the image's bfdd
+    "capabilities": {"drop": ["ALL"], "add": ["NET_BIND_SERVICE", "NET_RAW", "SYS_ADMIN"]},
+}
+
+
+def with_components(tmp_path: Path, *components: str) -> tuple[dict, ...]:
+    """An operator's overlay: the base plus the named components of deploy/components (kustomize refuses absolute
+    paths: relative ones from the overlay's directory)."""
+    deploy = Path(os.path.relpath(DEPLOY, tmp_path))
+    (tmp_path / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {"resources": [str(deploy / "base")], "components": [str(deploy / "components" / c) for c in components]}
+        )
+    )
+    return kustomize(tmp_path)
+
+
+@pytest.mark.parametrize(("components", "kind"), [((), "Deployment"), (("per-node",), "DaemonSet")])
+def test_the_bfd_component_adds_exactly_bfdds_three_capabilities_and_allows_escalation(
+    tmp_path: Path, components: tuple[str, ...], kind: str
+) -> None:
+    without = with_components(tmp_path, *components)
+    docs = with_components(tmp_path, *components, "bfd")
+    assert workload(docs)["kind"] == kind
+    assert container(without)["securityContext"] == HARDENED
+    assert container(docs)["securityContext"] == BFD_CAPABLE
+    # nothing else changes: the pod's own securityContext, every other object
+    assert [d for d in docs if d["kind"] != kind] == [d for d in without if d["kind"] != kind]
+    assert workload(docs)["spec"]["template"]["spec"]["securityContext"] == {
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def test_the_readme_names_the_bfd_component_and_what_it_grants() -> None:
+    section = README.split("## BFD (`peers[].bfd`)", 1)[1].split("\n## ", 1)[0]
+    for needed in ("deploy/components/bfd", "allowPrivilegeEscalation: true", "bfd.enabled", "setcap"):
+        assert needed in section, needed
+    for cap in ("NET_BIND_SERVICE", "NET_RAW", "SYS_ADMIN"):
+        assert cap in section, cap

@@ -37,3 +37,12 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
 {{- define "bgpadv.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
+
+{{/* "true" when bfdd must be able to start: bfd.enabled, or some peer of the configuration has bfd.enabled. */}}
+{{- define "bgpadv.bfd" -}}
+{{- $on := .Values.bfd.enabled -}}
+{{- range .Values.config.peers -}}
+{{- if kindIs "map" . -}}{{- if kindIs "map" .bfd -}}{{- if .bfd.enabled -}}{{- $on = true -}}{{- end -}}{{- end -}}{{- end -}}
+{{- end -}}
+{{- if $on -}}true{{- end -}}
+{{- end -}}

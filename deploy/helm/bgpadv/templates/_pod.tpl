@@ -102,10 +102,20 @@ spec:
         {{- toYaml $root.Values.resources | nindent 8 }}
       securityContext:
         runAsNonRoot: true
+        {{- if include "bgpadv.bfd" $root }}
+        # BFD (README, "BFD"): the image's bfdd carries file capabilities (+p) for these three, which FRR's bfdd
+        # insists on at start-up; they take effect only inside the bounding set (add) and without no_new_privs
+        allowPrivilegeEscalation: true
+        readOnlyRootFilesystem: true
+        capabilities:
+          drop: ["ALL"]
+          add: ["NET_BIND_SERVICE", "NET_RAW", "SYS_ADMIN"]
+        {{- else }}
         allowPrivilegeEscalation: false
         readOnlyRootFilesystem: true
         capabilities:
           drop: ["ALL"]
+        {{- end }}
         seccompProfile:
           type: RuntimeDefault
       volumeMounts:
