@@ -21,7 +21,6 @@ Run: `nice -n 10 .venv/bin/python bench/bulk.py` (root, FRR). `BENCH_SCALE=100k`
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import signal
 import statistics
@@ -35,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: bg
 
 from bgpadv.speaker.exabgp_config import daemon_user, exabgp_argv
 from bgpadv_lab import objects as k8s
-from bgpadv_lab.chain import BgpadvInLab, fake_api_in, lab_config
+from bgpadv_lab.chain import BgpadvInLab, fake_api_in, lab_config, process_tree
 from bgpadv_lab.frr import VtyClient
 from bgpadv_lab.topology import TOR_V4, Lab
 
@@ -97,17 +96,6 @@ def _cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def tree(pid: int) -> list[int]:
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        for task in Path(f"/proc/{p}/task").glob("*"):
-            with contextlib.suppress(OSError):
-                todo += [int(c) for c in (task / "children").read_text().split()]
-    return out
-
-
 def role(pid: int, root: int) -> str:
     if pid == root:
         return "supervisor"
@@ -142,7 +130,7 @@ def wait_load(vty: VtyClient, count: int, t0: float, timeout: float, root: int |
             raise TimeoutError(f"{routes} of {count} routes after {timeout:.0f} s")
         if root is not None and now - last_sample >= 0.2:
             last_sample = now
-            worst = max(worst, sum(_status(p).get("VmRSS", 0) for p in tree(root)))
+            worst = max(worst, sum(_status(p).get("VmRSS", 0) for p in process_tree(root)))
         time.sleep(0.05)
     done = time.monotonic()
     return Load(done - t0, done - (established or done), worst_sum=worst)
@@ -202,7 +190,7 @@ def bgpadv(count: int, runtime: str, per_node: bool) -> Load:
                 assert chain.proc is not None
                 load = wait_load(vty, expected, t0, 900, chain.proc.pid)
                 time.sleep(2.0)  # the first resync after the load
-                for pid in tree(chain.proc.pid):
+                for pid in process_tree(chain.proc.pid):
                     name = role(pid, chain.proc.pid)
                     load.peaks[name] = load.peaks.get(name, 0) + _status(pid).get("VmHWM", 0)
                     load.cpu[name] = load.cpu.get(name, 0.0) + _cpu(pid)

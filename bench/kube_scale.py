@@ -21,7 +21,6 @@ Not a test: nothing is asserted. Skips (exit 0, a line saying why) where the lab
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 import threading
@@ -37,7 +36,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from bgpadv.config import KubernetesConfig
 from bgpadv.sources.client import make_api_client
 from bgpadv_lab import objects as k8s
-from bgpadv_lab.chain import BgpadvInLab, lab_config
+from bgpadv_lab.chain import BgpadvInLab, lab_config, process_tree
 from bgpadv_lab.frr import VtyClient
 from bgpadv_lab.kubeapi import AsServiceAccount, RealApiServer, applicable, kube_possible, shipped_crds, shipped_rbac
 from bgpadv_lab.netns import in_netns
@@ -104,18 +103,6 @@ def _status_kib(pid: int, field: str) -> int:
     except OSError:
         pass
     return 0
-
-
-def _tree(pid: int) -> list[int]:
-    """`pid` and every descendant (bgpadv run → ExaBGP → the API shim → the controller)."""
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        for task in Path(f"/proc/{p}/task").glob("*"):
-            with contextlib.suppress(OSError):
-                todo += [int(c) for c in (task / "children").read_text().split()]
-    return out
 
 
 def memory(label: str, pids: list[int]) -> str:
@@ -206,7 +193,7 @@ def main() -> int:
                 wait_count(vty, expected + 1, 60)
                 print(f"one: one more VM (kubectl apply) -> its /32 at FRR in {time.monotonic() - t0:.2f} s")
                 assert running.proc is not None
-                print(memory("bgpadv", _tree(running.proc.pid)))
+                print(memory("bgpadv", process_tree(running.proc.pid)))
                 print(memory("API", _pidfile(api.dir / "kube-apiserver.pid") + _pidfile(api.dir / "etcd.pid")))
         finally:
             api.down()

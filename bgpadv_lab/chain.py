@@ -242,5 +242,17 @@ def wait_for_routes(
     return last
 
 
+def process_tree(pid: int) -> list[int]:
+    """`pid` and every descendant (bgpadv run → ExaBGP → the API shim → the controller), from /proc."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            with contextlib.suppress(OSError):
+                todo += [int(c) for c in (task / "children").read_text().split()]
+    return out
+
+
 def monotonic_ms(since: float) -> float:
     return (time.monotonic() - since) * 1000

@@ -93,10 +93,10 @@ class PeerOutcome:
     settled: int = 0  # settling withdrawals carried out by this decision
 
 
-@dataclass(frozen=True, slots=True)
-class HoldDecision:
-    desired: dict[str, tuple[Route, ...]]
-    """What to hand the speaker: the plan's routes plus every held and settling route, per peer."""
+class _PeerCounts:
+    """The per-peer counts of a hold's outcome (`peers`), shared by `HoldDecision` and `HoldDelta`."""
+
+    __slots__ = ()
     peers: dict[str, PeerOutcome]
 
     @property
@@ -109,20 +109,19 @@ class HoldDecision:
 
 
 @dataclass(frozen=True, slots=True)
-class HoldDelta:
+class HoldDecision(_PeerCounts):
+    desired: dict[str, tuple[Route, ...]]
+    """What to hand the speaker: the plan's routes plus every held and settling route, per peer."""
+    peers: dict[str, PeerOutcome]
+
+
+@dataclass(frozen=True, slots=True)
+class HoldDelta(_PeerCounts):
     """`HoldDecision` of a delta (`WithdrawalHold.apply_delta`): per peer, prefix key -> the route the speaker holds
     now (None: none), for every key that may have changed."""
 
     changes: dict[str, Mapping[PrefixKey, Route | None]]
     peers: dict[str, PeerOutcome]
-
-    @property
-    def held(self) -> dict[str, int]:
-        return {peer: o.held for peer, o in self.peers.items()}
-
-    @property
-    def settling(self) -> dict[str, int]:
-        return {peer: o.settling for peer, o in self.peers.items()}
 
 
 class WithdrawalHold:
@@ -262,10 +261,7 @@ class WithdrawalHold:
             st.handed = dict(zip(keys(routes), routes, strict=True))
             out[peer] = routes
             outcomes[peer] = outcome
-        oldest = [t for st in self._peers.values() if (t := st.oldest()) is not None]
-        self._oldest = min(oldest) if oldest else None
-        if not any(st.settling for st in self._peers.values()):
-            self._settle_first = self._settle_last = None
+        self._after_plan()
         return HoldDecision(out, outcomes)
 
     def apply_delta(
@@ -300,10 +296,7 @@ class WithdrawalHold:
                 outcomes[peer] = PeerOutcome(base=base)
                 continue
             out[peer], outcomes[peer] = self._ordinary_delta(st, change, now, deletions=deletions, due=due)
-        oldest = [t for st in self._peers.values() if (t := st.oldest()) is not None]
-        self._oldest = min(oldest) if oldest else None
-        if not any(st.settling for st in self._peers.values()):
-            self._settle_first = self._settle_last = None
+        self._after_plan()
         return HoldDelta(out, outcomes)
 
     def _ordinary_delta(
@@ -346,6 +339,13 @@ class WithdrawalHold:
             settling=len(st.settling),
             settled=settled,
         )
+
+    def _after_plan(self) -> None:
+        """The oldest held withdrawal, and the end of a settling spell, once every peer is decided."""
+        oldest = [t for st in self._peers.values() if (t := st.oldest()) is not None]
+        self._oldest = min(oldest) if oldest else None
+        if not any(st.settling for st in self._peers.values()):
+            self._settle_first = self._settle_last = None
 
     def handed(self) -> dict[str, Collection[Route]]:
         """What the speaker was last told to hold, per peer (live views, no copies)."""
