@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages bgpadv's lab and tests need: FRR (the ToR), iproute2 (netns, veth),
 # tcpdump (UPDATE capture at the ToR), prometheus (a real scraper), ping (the traffic test), buildah and mmdebstrap
-# (`make image` and tests/image), openssl and curl (scripts/kube/kube.sh: the test apiserver's PKI, etcd's health).
+# (`make image` and tests/image), openssl and curl (scripts/kube/kube.sh: the test apiserver's PKI, etcd's health),
+# pypy3 (ExaBGP under PyPy: `exabgp.runtime: pypy`, its lab test and `make bench`).
 # Idempotent; needs root. Go (>= 1.26, for scripts/kube/build.sh) is not Debian's (bookworm's is 1.19): this
 # workplace's machines ship it in /usr/local/go.
 # `kubectl` (for `kubectl kustomize` in tests/unit/test_kustomize.py) is not installed from here: Debian bookworm's
@@ -26,6 +27,7 @@ case "$what" in
     command -v flock >/dev/null || need+=(util-linux)
     command -v openssl >/dev/null || need+=(openssl)
     command -v curl >/dev/null || need+=(curl)
+    command -v pypy3 >/dev/null || need+=(pypy3)
     ;;
   image) ;;
   *) echo "usage: $0 [all|image]" >&2; exit 2 ;;
