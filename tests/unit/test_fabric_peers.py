@@ -96,8 +96,10 @@ def test_every_knob_is_read_with_its_value():
         ),
         pytest.param(
             {"connectRetry": 5},
-            "peers[0].connectRetry: is not supported: ExaBGP has no connect-retry timer (it retries after 1 s, the "
-            "delay growing by a fifth up to 60 s, reset once a session is established); remove it",
+            "peers[0].connectRetry: is not supported: ExaBGP (5.0.15 checked) has no connect-retry setting, per "
+            "neighbor or per process (exabgp.tcp.attempts caps the attempts, exabgp.tcp.delay delays announcements): "
+            "after a failed or closed connection it waits 0, 1, 2, 3, 4, 5, 7, 9, 11, 14 ... s (each delay 1 + 1.2 x "
+            "the previous, at most 60 s; reactor/delay.py), back to 0 once a session is established; remove it",
             id="connect-retry",
         ),
         pytest.param(
