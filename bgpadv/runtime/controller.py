@@ -486,6 +486,11 @@ class Controller:
             self.restart_requested = True
             return False
         configured = self.reloader.last_loaded
+        if decision.action == "keep" and decision.config is not None and configured is not None:
+            # what runs is unchanged, what the file configures may not be (peers for other nodes' labels): keep it,
+            # or a later label change of this node would move to the file's earlier peers
+            self.configured = configured
+            return True
         if decision.action == "peers" and decision.config is not None:
             return self._move_peers(decision.config, configured or decision.config, from_file=True)
         if decision.action == "live" and decision.config is not None:
@@ -507,6 +512,7 @@ class Controller:
         self.failstatic.reconfigure(
             new.safety.max_withdraw_fraction, new.safety.hold_seconds, new.safety.deletion_settle_seconds
         )
+        self.failstatic.set_peers({p.name for p in new.peers})  # a removed peer's withdrawals are not held
         self._changed = None
         if self._pending_since is None:
             self._pending_since = time.monotonic()
