@@ -631,7 +631,7 @@ class PeerConfig(_Section):
     connect_retry: Annotated[
         Any,
         SkipJsonSchema(),
-        Field(alias="connectRetry", description="Refused: ExaBGP has no connect-retry timer."),
+        Field(alias="connectRetry", description="Refused: ExaBGP (5.0.15) has no connect-retry setting."),
     ] = None
     description: Annotated[
         Description | None,
@@ -729,8 +729,10 @@ class PeerConfig(_Section):
             problems.append(
                 (
                     ("connectRetry",),
-                    "is not supported: ExaBGP has no connect-retry timer (it retries after 1 s, the delay growing by "
-                    "a fifth up to 60 s, reset once a session is established); remove it",
+                    "is not supported: ExaBGP (5.0.15 checked) has no connect-retry setting, per neighbor or per "
+                    "process (exabgp.tcp.attempts caps the attempts, exabgp.tcp.delay delays announcements): after a "
+                    "failed or closed connection it waits 0, 1, 2, 3, 4, 5, 7, 9, 11, 14 ... s (each delay 1 + 1.2 x "
+                    "the previous, at most 60 s; reactor/delay.py), back to 0 once a session is established; remove it",
                 )
             )
         if self.keepalive_time is not None and self.keepalive_time * 3 != self.hold_time:

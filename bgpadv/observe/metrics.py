@@ -111,7 +111,11 @@ class Metrics:
             registry=r,
         )
         self.peer_up = Gauge(
-            "bgpadv_peer_up", "1 while the BGP session with the peer is established.", ["peer"], registry=r
+            "bgpadv_peer_up",
+            "1 while the BGP session with the peer is established and its BFD session (peers[].bfd), if any, has "
+            "not failed; 0 otherwise.",
+            ["peer"],
+            registry=r,
         )
         self.bfd_up = Gauge(
             "bgpadv_bfd_session_up",

@@ -239,6 +239,14 @@ class MetricsObserver:
         if peer in self._bfd_peers:
             self.metrics.bfd_up.labels(peer=peer).set(1 if up else 0)
 
+    def bfd_changed(self, peer: str, state: str, failed: bool, diagnostic: int, at: float) -> None:
+        """A BFD session changed (the controller's loop): a failure takes the peer as down (`StatusModel`); the
+        BFD state itself is `/status`'s `bfd` (read from `bfd_status`)."""
+        try:
+            self.model.bfd_changed(peer, failed, diagnostic)
+        except Exception:
+            log.exception("metrics: bfd_changed")
+
     def set_peers(self, peers: Iterable[str]) -> None:
         """The configured peers: new ones start at peer_up 0; label sets of peers no longer configured go away."""
         for name in self.model.set_peers(peers):

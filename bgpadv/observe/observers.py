@@ -88,6 +88,10 @@ class ControllerObserver(Protocol):
     def migration_handover_started(self, prefix: str, ready_wall: float) -> None:
         """A host route's next hop moves because a migration target became ready at `ready_wall` (epoch seconds)."""
 
+    def bfd_changed(self, peer: str, state: str, failed: bool, diagnostic: int, at: float) -> None:
+        """The peer's BFD session changed (bgpadv.speaker.bfd): `state` as bfdd says it (up, down, init, adm-down,
+        unknown), `failed` a down after up (the peer is then taken as down), `diagnostic` RFC 5880's code."""
+
 
 @runtime_checkable
 class Observer(SourcesObserver, PlannerObserver, SpeakerObserver, ControllerObserver, Protocol):
@@ -143,6 +147,9 @@ class NullObserver:
         pass
 
     def migration_handover_started(self, prefix: str, ready_wall: float) -> None:
+        pass
+
+    def bfd_changed(self, peer: str, state: str, failed: bool, diagnostic: int, at: float) -> None:
         pass
 
 
@@ -209,3 +216,6 @@ class Fanout:
 
     def migration_handover_started(self, prefix: str, ready_wall: float) -> None:
         self._each("migration_handover_started", prefix, ready_wall)
+
+    def bfd_changed(self, peer: str, state: str, failed: bool, diagnostic: int, at: float) -> None:
+        self._each("bfd_changed", peer, state, failed, diagnostic, at)

@@ -50,6 +50,17 @@ class PeerStatus:
     withdrawn: int = 0
     last_error: dict[str, Any] | None = None  # {"time": wall, "message"}
     last_notification: dict[str, Any] | None = None  # {"time": wall, "direction", "code", "subcode", "message"}
+    bfd_down: bool = False  # its BFD session went down after up (bgpadv.speaker.bfd): the peer is taken as down
+
+    @property
+    def up(self) -> bool:
+        """Established, and not failed by BFD: what `bgpadv_peer_up`, readiness and `/status` say."""
+        return self.state == "up" and not self.bfd_down
+
+    @property
+    def reported(self) -> str:
+        """The state `/status` reports: BGP's, or down while BFD says the path is gone."""
+        return "down" if self.bfd_down else self.state
 
 
 MAX_SESSION_TEXT = 512
@@ -78,6 +89,25 @@ _CEASE = {
     10: "BFD Down",
 }
 _OPEN = {1: "Unsupported Version Number", 2: "Bad Peer AS", 3: "Bad BGP Identifier", 6: "Unacceptable Hold Time"}
+
+
+# RFC 5880 §4.1: the diagnostic code of a BFD session's last state change
+_BFD_DIAGNOSTICS = {
+    0: "no diagnostic",
+    1: "control detection time expired",
+    2: "echo function failed",
+    3: "neighbor signaled session down",
+    4: "forwarding plane reset",
+    5: "path down",
+    6: "concatenated path down",
+    7: "administratively down",
+    8: "reverse concatenated path down",
+}
+
+
+def bfd_diagnostic_name(code: int) -> str:
+    """`1` → "control detection time expired": RFC 5880's words for a BFD diagnostic code."""
+    return _BFD_DIAGNOSTICS.get(code, f"diagnostic {code}")
 
 
 def notification_name(code: int, subcode: int) -> str:
@@ -210,21 +240,45 @@ class StatusModel:
             st.withdrawn += withdrawn
 
     def peer_state(self, peer: str, state: str) -> None:
-        m = self.metrics
         now = self._wall()
         with self._lock:
             st = self._peers.setdefault(peer, PeerStatus())
-            was_up = st.state == "up"
-            is_up = state == "up"
+            was_up = st.up
             st.state = state
             st.since_wall = now
-            if is_up and not was_up:
-                st.up_since_wall = now
-            elif not is_up:
-                st.up_since_wall = None
-        m.peer_up.labels(peer=peer).set(1 if is_up else 0)
+            self._moved(peer, st, was_up, now)
+
+    def bfd_changed(self, peer: str, failed: bool, diagnostic: int) -> None:
+        """The peer's BFD session changed: a failure (down after up) takes the peer as down whatever BGP says —
+        `bgpadv_peer_up` 0, not counted for readiness, `/status` and the session state object "down" — with the
+        reason as its last error; a recovery gives it back to BGP's state."""
+        now = self._wall()
+        with self._lock:
+            st = self._peers.setdefault(peer, PeerStatus())
+            if failed == st.bfd_down:
+                return
+            was_up = st.up
+            st.bfd_down = failed
+            if failed:
+                text = f"BFD down: {bfd_diagnostic_name(diagnostic)}"
+                if st.state == "up":
+                    text += " (the BGP session is still up: the peer is taken as down, its routes are not imported)"
+                st.last_error = {"time": now, "message": text[:MAX_SESSION_TEXT]}
+            if was_up != st.up:
+                st.since_wall = now
+            self._moved(peer, st, was_up, now)
+
+    def _moved(self, peer: str, st: PeerStatus, was_up: bool, now: float) -> None:
+        """After a change of `st` (under the lock): the uptime, `bgpadv_peer_up` and the transitions counter. The
+        gauge is set under the lock, so two threads' changes land in the order they were made."""
+        is_up = st.up
+        if is_up and not was_up:
+            st.up_since_wall = now
+        elif not is_up:
+            st.up_since_wall = None
+        self.metrics.peer_up.labels(peer=peer).set(1 if is_up else 0)
         if was_up != is_up:
-            m.peer_transitions.labels(peer=peer).inc()
+            self.metrics.peer_transitions.labels(peer=peer).inc()
 
     def notification(self, peer: str, direction: str, code: int, subcode: int, message: str) -> None:
         note = {
@@ -310,7 +364,10 @@ class StatusModel:
                     return False, "initial list not done for: " + ", ".join(missing)
             if not self._planned_once:
                 return False, "initial sync not done (no plan yet)"
-            if not any(p.state == "up" for p in self._peers.values()):
+            if not any(p.up for p in self._peers.values()):
+                failed = sorted(name for name, p in self._peers.items() if p.state == "up" and p.bfd_down)
+                if failed:
+                    return False, "no BGP peer established (BFD down: " + ", ".join(failed) + ")"
                 return False, "no BGP peer established"
         return True, "ok"
 
@@ -320,7 +377,8 @@ class StatusModel:
         with self._lock:
             peers = {
                 name: {
-                    "state": st.state,
+                    "state": st.reported,
+                    "bgp_state": st.state,
                     "since": st.since_wall,
                     "uptime_seconds": (now - st.up_since_wall) if st.up_since_wall is not None else None,
                     "routes_advertised": st.routes,

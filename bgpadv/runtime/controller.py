@@ -126,10 +126,13 @@ class _Move:
 
 @dataclass(frozen=True, slots=True)
 class BfdChanged:
-    """A peer's BFD session changed (`bgpadv.speaker.bfd`): `failed` is a down after up."""
+    """A peer's BFD session changed (`bgpadv.speaker.bfd`): `state` as bfdd says it, `failed` a down after up,
+    `diagnostic` RFC 5880's code of the change."""
 
     peer: str
     failed: bool
+    state: str = "unknown"
+    diagnostic: int = 0
 
 
 def watched_resources(config: Config) -> tuple[resources.Resource, ...]:
@@ -250,9 +253,9 @@ class Controller:
         """Ask the loop to re-announce every route with GRACEFUL_SHUTDOWN. Safe from a signal handler."""
         self.queue.put(_Drain())
 
-    def bfd_changed(self, peer: str, failed: bool) -> None:
-        """A peer's BFD session failed or recovered (from the BFD client's thread)."""
-        self.queue.put(BfdChanged(peer, failed))
+    def bfd_changed(self, peer: str, failed: bool, state: str = "unknown", diagnostic: int = 0) -> None:
+        """A peer's BFD session changed, e.g. failed or recovered (from the BFD client's thread)."""
+        self.queue.put(BfdChanged(peer, failed, state, diagnostic))
 
     def stop(self) -> None:
         self._stop.set()
@@ -340,8 +343,10 @@ class Controller:
             self.speaker.drain()
             return True
         if isinstance(item, BfdChanged):
+            # a BFD failure ends the peer for bgpadv: its imported routes leave the tables, and it is reported down
             if self.importer is not None:
                 self.importer.bfd_failed(item.peer, item.failed, self.clock())
+            self.observer.bfd_changed(item.peer, item.state, item.failed, item.diagnostic, time.monotonic())
             return True
         if isinstance(item, ConfigFileChanged):
             return self._reload()
@@ -481,6 +486,11 @@ class Controller:
             self.restart_requested = True
             return False
         configured = self.reloader.last_loaded
+        if decision.action == "keep" and decision.config is not None and configured is not None:
+            # what runs is unchanged, what the file configures may not be (peers for other nodes' labels): keep it,
+            # or a later label change of this node would move to the file's earlier peers
+            self.configured = configured
+            return True
         if decision.action == "peers" and decision.config is not None:
             return self._move_peers(decision.config, configured or decision.config, from_file=True)
         if decision.action == "live" and decision.config is not None:
@@ -502,6 +512,7 @@ class Controller:
         self.failstatic.reconfigure(
             new.safety.max_withdraw_fraction, new.safety.hold_seconds, new.safety.deletion_settle_seconds
         )
+        self.failstatic.set_peers({p.name for p in new.peers})  # a removed peer's withdrawals are not held
         self._changed = None
         if self._pending_since is None:
             self._pending_since = time.monotonic()

@@ -162,8 +162,10 @@ def _sessions(peers: Sequence[PeerConfig]) -> tuple[PeerConfig, ...]:
 @dataclass(frozen=True, slots=True)
 class ReloadDecision:
     """What the controller does with a changed file: nothing ("keep": unchanged, refused, or ExaBGP could not be
-    reloaded), apply `config` in place ("live"), move to its peers live ("peers": withdraw from the removed ones,
-    reload ExaBGP, swap; `Controller._move_peers`), or end its loop for a new controller ("restart")."""
+    reloaded; when unchanged `config` is set, and the file's configuration, `Reloader.last_loaded`, is the
+    configured one from now on), apply `config` in place ("live"), move to its peers live ("peers": withdraw from
+    the removed ones, reload ExaBGP, swap; `Controller._move_peers`), or end its loop for a new controller
+    ("restart")."""
 
     action: Literal["keep", "live", "peers", "restart"]
     config: Config | None = None
@@ -235,7 +237,9 @@ class Reloader:
         kind = classify(running, new, self.render if self.render(running) is not None else None)
         if kind == "unchanged":
             self.counted("unchanged")  # the file is back to the configuration in force: no longer stale
-            return KEEP
+            # this instance runs the same, but the file may have changed what it does not serve (a peer for
+            # another rack's nodes): with `config`, the caller keeps the file's configuration (`last_loaded`)
+            return ReloadDecision("keep", new)
         if kind == "live":
             return ReloadDecision("live", new)
         if kind == "exabgp" and peers_only_moved(running, new):

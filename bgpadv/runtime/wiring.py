@@ -279,5 +279,5 @@ def _follow_bfd(bfd: BfdControl | None, controller: Controller | None) -> None:
     if controller is None:
         bfd.stop()
         return
-    bfd.on_change = lambda peer, state: controller.bfd_changed(peer, state.failed)
+    bfd.on_change = lambda peer, st: controller.bfd_changed(peer, st.failed, st.state, st.diagnostic)
     bfd.start()

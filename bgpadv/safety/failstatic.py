@@ -32,7 +32,7 @@ burst is seen whole before any of it is withdrawn. `settled(desired)` is what th
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Literal
 
 from bgpadv.core.model import Route
@@ -129,6 +129,10 @@ class FailStatic:
             if self.on_mass_deletion is not None:
                 self.on_mass_deletion(resource, False)
         return tuple(self._mass_until)
+
+    def set_peers(self, peers: Collection[str]) -> None:
+        """The configured peers changed: the hold forgets the removed ones (`WithdrawalHold.set_peers`)."""
+        self.hold.set_peers(peers)
 
     def reconfigure(self, max_fraction: float, hold_seconds: float, settle_seconds: float = SETTLE_SECONDS) -> None:
         """New `safety` limits (a live configuration change): a new hold when the fraction or the hold time differ,

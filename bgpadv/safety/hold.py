@@ -195,6 +195,19 @@ class WithdrawalHold:
         deadline = self.settle_deadline()
         return deadline is not None and self.clock() >= deadline
 
+    def set_peers(self, peers: Collection[str]) -> list[str]:
+        """The configured peers changed (a live peer move): a removed peer's held, settling and handed routes are
+        dropped, not held (its routes were withdrawn before ExaBGP dropped it; nothing would ever confirm them, and
+        every plan would hand them to a speaker without that peer). Returns the peers dropped."""
+        gone = sorted(p for p in self._peers if p not in peers)
+        for p in gone:
+            st = self._peers.pop(p)
+            if st.held or st.settling:
+                log.info("peer removed: its held and settling withdrawals are dropped", extra={"peer": p})
+        if gone:
+            self._after_plan()
+        return gone
+
     # -- the decision ---------------------------------------------------------------------------------------------
     def apply(
         self,

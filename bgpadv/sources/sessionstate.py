@@ -153,6 +153,9 @@ class SessionStateWriter(NullObserver):
     def peer_error(self, peer: str, message: str, at: float) -> None:
         self._wake.set()
 
+    def bfd_changed(self, peer: str, state: str, failed: bool, diagnostic: int, at: float) -> None:
+        self._wake.set()
+
     # --- lifecycle ------------------------------------------------------------------------------------------------
 
     def start(self) -> SessionStateWriter:

@@ -14,6 +14,7 @@ machine (the figures: 100 ms x 3 detected in ~0.3 s, see the report).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import time
@@ -25,6 +26,7 @@ import pytest
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab, lab_config
 from bgpadv_lab.frr import FrrRouter, TorSettings
+from bgpadv_lab.netns import sh
 from bgpadv_lab.objects import VM_NAMESPACE as NS
 from bgpadv_lab.topology import Lab
 
@@ -169,3 +171,85 @@ def test_a_graceful_stop_keeps_the_routes_at_the_tor_bfdd_says_admin_down_first(
     with_bfd.spawn()
     with_bfd.wait_established()
     frr.wait_for(lambda: bfd_status(frr) == "up", 30, "the BFD session back after the restart")
+
+
+# -- a BFD failure ends bgpadv's side: the imported routes leave the table, the peer is reported down ----------------
+
+TABLE = 1001
+FABRIC = "198.51.100.0/24"
+TOR = "10.0.0.1"
+
+
+def imported(ns: str) -> set[str]:
+    """Protocol-186 ("bgp") destinations in the table bgpadv's import writes."""
+    result = sh(["ip", "-4", "-j", "route", "show", "table", str(TABLE)], netns=ns, check=False)
+    out = (result.stdout if result.returncode == 0 else "") or "[]"  # an empty table does not exist
+    return {r["dst"] for r in json.loads(out) if str(r.get("protocol")) == "bgp"}
+
+
+@pytest.fixture(scope="module")
+def importing() -> Iterator[tuple[BgpadvInLab, str]]:
+    rx, tx, multiplier = BFD_TIMERS
+    with Lab("bfdstate", tor=TorSettings(keepalive=3, hold=HOLD, bfd=BFD_TIMERS)) as lab:
+        config = lab_config(
+            lab.workdir / "bgpadv-w1" / "kubeconfig",
+            importRoutes={
+                "enabled": True,
+                "networks": [{"name": "vmnet-a", "table": TABLE, "accept": [{"prefix": FABRIC}]}],
+            },
+        )
+        config["peers"][0]["bfd"] = {"enabled": True, "minRx": rx, "minTx": tx, "multiplier": multiplier}
+        objects = [
+            k8s.node("worker-1", W1, "fd00::11"),
+            k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24"], labels={"bgpadv.io/advertise": "true"}),
+        ]
+        with BgpadvInLab(lab, objects, config=config) as chain:
+            chain.frr.wait_for(lambda: bfd_status(chain.frr) == "up", 30, "the ToR's BFD session with worker-1 up")
+            chain.frr.announce_to_cluster(FABRIC)
+            yield chain, lab.ns("w1")
+
+
+BLOCK_BFD = ["INPUT", "-p", "udp", "--dport", "3784", "-j", "DROP"]
+
+
+def block_bfd(ns: str) -> None:
+    """Drop every BFD control packet reaching `ns` (single hop, UDP 3784): an iptables rule in the lab's namespace."""
+    sh(["iptables", "-I", *BLOCK_BFD], netns=ns)
+
+
+def unblock_bfd(ns: str) -> None:
+    sh(["iptables", "-D", *BLOCK_BFD], netns=ns, check=False)
+
+
+def peer_reported(chain: BgpadvInLab) -> tuple[str, str, bool]:
+    """(/status's state of the ToR, its BFD state, bgpadv_peer_up == 1)."""
+    peer = chain.status()["peers"][TOR]
+    _, body = chain.get("/metrics")
+    return str(peer["state"]), str(peer["bfd"]), f'bgpadv_peer_up{{peer="{TOR}"}} 1.0' in body
+
+
+def test_a_bfd_failure_takes_the_imported_routes_out_of_the_table_at_once_and_reports_the_peer_down(importing):
+    """BFD packets dropped on worker-1 (iptables in its namespace): bgpadv's bfdd sees the session time out, and
+    bgpadv's side ends on BFD's word: the route leaves the kernel table at once (well inside the BGP hold time), the
+    peer is down in /status and in bgpadv_peer_up, with BFD down and the reason as its last error.
+
+    The way back is not asserted here (unit-tested in tests/unit/test_bfd.py): the ToR (FRR 8.4) tears its BGP
+    session down on its own BFD down (Cease 6/10), and in 2 of 4 runs registered no BFD session for the listen-range
+    neighbor re-established at once (`show bfd peers` empty, ExaBGP reconnecting without delay), so bgpadv's BFD
+    session had no partner; in one more run the route was not back 30 s after the ToR's BFD was up again (not
+    investigated yet)."""
+    chain, w1 = importing
+    frr = chain.frr
+    frr.wait_for(lambda: FABRIC in imported(w1), 30, f"{FABRIC} imported into table {TABLE}")
+    frr.wait_for(lambda: peer_reported(chain) == ("up", "up", True), 30, "the ToR reported up")
+    t0 = time.monotonic()
+    block_bfd(w1)
+    try:
+        frr.wait_for(lambda: FABRIC not in imported(w1), HOLD, f"{FABRIC} out of table {TABLE}", every=0.02)
+        gone = time.monotonic() - t0
+        frr.wait_for(lambda: peer_reported(chain) == ("down", "down", False), 10, "the ToR reported down")
+        assert "BFD down" in str(chain.status()["peers"][TOR]["last_error"]["message"])
+    finally:
+        unblock_bfd(w1)
+    print(f"\nBFD {BFD_TIMERS}: imported route out of table {TABLE} {gone:.3f} s after BFD packets were dropped")
+    assert gone < HOLD / 3, f"the route left after {gone:.2f}s: the hold time, not BFD"

@@ -240,3 +240,158 @@ def test_the_bfd_gauge_has_a_series_per_bfd_peer_only():
     assert m.metrics.bfd_up.labels(peer="10.0.0.1")._value.get() == 1
     m.bfd_peers([])
     assert not [s for s in m.metrics.bfd_up.collect()[0].samples]
+
+
+# -- the peer reported down while BFD is failed ---------------------------------------------------------------------
+
+NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
+
+
+class BfdObserved:
+    """A `MetricsObserver` serving one BFD peer, as `bgpadv.runtime.wiring` wires it: `bfd` is what bfdd says
+    (`/status`'s `bfd` section), `change` what the controller's loop hands on (`bfd_changed`)."""
+
+    def __init__(self) -> None:
+        from bgpadv.core.model import Plan
+        from bgpadv.observe.metrics_observer import MetricsObserver
+
+        self.bfd = "up"
+        self.m = m = MetricsObserver(Metrics(process_collectors=False), wall_clock=lambda: NOW)
+        m.set_peers(["10.0.0.1"])
+        m.planned(Plan(routes=(), rejected=()), None, 0.0, True)
+        m.bfd_status = lambda: {"10.0.0.1": {"state": self.bfd, "diagnostic": 1, "since": NOW, "failed": True}}
+        m.session_info = lambda: {"10.0.0.1": {"asn": 64512, "address": "10.0.0.1", "localASN": 64513, "node": "w1"}}
+
+    def change(self, state: str, failed: bool, diagnostic: int = 0) -> None:
+        self.bfd = state
+        self.m.bfd_changed("10.0.0.1", state, failed, diagnostic, 0.0)
+
+    @property
+    def peer_up(self) -> float:
+        return self.m.metrics.peer_up.labels(peer="10.0.0.1")._value.get()
+
+    @property
+    def transitions(self) -> float:
+        return self.m.metrics.peer_transitions.labels(peer="10.0.0.1")._value.get()
+
+    @property
+    def peer(self) -> dict:
+        return self.m.status()["peers"]["10.0.0.1"]
+
+
+def test_a_bfd_failure_reports_the_peer_down_everywhere_with_bfd_as_the_reason_while_bgp_is_still_up():
+    o = BfdObserved()
+    o.m.peer_state("10.0.0.1", "up", 1.0)
+    assert (o.peer_up, o.m.ready()) == (1, (True, "ok"))
+    o.change("down", True, 1)  # control detection time expired; ExaBGP's session is still up
+    assert (o.peer_up, o.transitions) == (0, 2)
+    assert o.m.ready() == (False, "no BGP peer established (BFD down: 10.0.0.1)")
+    peer = o.peer
+    assert (peer["state"], peer["bgp_state"], peer["bfd"], peer["uptime_seconds"]) == ("down", "up", "down", None)
+    assert peer["last_error"]["message"] == (
+        "BFD down: control detection time expired (the BGP session is still up: the peer is taken as down, its "
+        "routes are not imported)"
+    )
+
+
+def test_the_session_state_object_and_bgpadv_status_say_down_with_bfd_down_and_why():
+    from bgpadv.commands.status import render_sessions
+    from bgpadv.observe.sessionstate import session_object
+
+    o = BfdObserved()
+    o.m.peer_state("10.0.0.1", "up", 1.0)
+    o.change("down", True, 1)
+    peers = o.m.status()["peers"]
+    obj = session_object("bgpadv-x", "bgpadv", "10.0.0.1", peers["10.0.0.1"], NOW)
+    assert (obj["status"]["state"], obj["status"]["bfd"]) == ("down", "down")
+    assert obj["status"]["lastError"]["message"].startswith("BFD down: control detection time expired")
+    header, row, *notes = render_sessions(peers)
+    assert dict(zip(header.split(), row.split(), strict=True)) == {
+        "PEER": "10.0.0.1",
+        "ASN": "64512",
+        "NODE": "w1",
+        "STATE": "down",
+        "UPTIME": "-",
+        "SENT": "0",
+        "RECEIVED": "-",
+        "REFUSED": "-",
+        "BFD": "down",
+    }
+    assert notes[0].startswith("  10.0.0.1 last error (2027-01-15T08:00:00Z): BFD down: control detection time")
+
+
+def test_bfd_back_up_gives_the_peer_back_to_bgps_state():
+    o = BfdObserved()
+    o.m.peer_state("10.0.0.1", "up", 1.0)
+    o.change("down", True, 1)
+    o.change("init", True)  # coming back: still failed, nothing moves
+    assert (o.peer_up, o.transitions) == (0, 2)
+    o.change("up", False)
+    assert (o.peer_up, o.transitions, o.m.ready(), o.peer["state"]) == (1, 3, (True, "ok"), "up")
+
+
+def test_bgp_coming_back_before_bfd_does_not_report_the_peer_up():
+    o = BfdObserved()
+    o.m.peer_state("10.0.0.1", "up", 1.0)
+    o.change("down", True, 1)
+    o.m.peer_state("10.0.0.1", "down", 2.1)  # the ToR's bgpd follows its own BFD: a Cease
+    o.m.peer_state("10.0.0.1", "up", 4.0)
+    assert (o.peer_up, o.peer["state"], o.m.ready()[0]) == (0, "down", False)
+    o.change("up", False)
+    assert o.peer_up == 1
+
+
+def test_a_bfd_session_that_was_never_up_takes_nothing_down():
+    o = BfdObserved()
+    o.m.peer_state("10.0.0.1", "up", 1.0)
+    o.change("down", False)  # down from the start (the ToR has no `neighbor X bfd`): no failure
+    assert (o.peer_up, o.peer["state"], o.peer["last_error"]) == (1, "up", None)
+
+
+class RecordingBfdImporter:
+    """The controller's side of the importer for BFD: the failures it is told about."""
+
+    def __init__(self) -> None:
+        self.failed: list[tuple[str, bool]] = []
+
+    def tick(self, now: float) -> None:
+        pass
+
+    def bfd_failed(self, peer: str, failed: bool, at: float) -> None:
+        self.failed.append((peer, failed))
+
+
+def test_the_controller_hands_a_bfd_change_to_the_importer_and_the_observers():
+    from bgpadv.runtime.controller import Controller, LoopSettings
+    from tests.doubles import RecordingObserver, RecordingSources, RecordingSpeaker
+
+    class Seen(RecordingObserver):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bfd: list[tuple[str, str, bool, int]] = []
+
+        def bfd_changed(self, peer: str, state: str, failed: bool, diagnostic: int, at: float) -> None:
+            self.bfd.append((peer, state, failed, diagnostic))
+
+    observer = Seen()
+    c = Controller(
+        parse(peers({**TOR_A, "bfd": {"enabled": True}})),
+        speaker=RecordingSpeaker(),
+        sources_factory=RecordingSources,
+        observer=observer,
+        settings=LoopSettings(coalesce_window=0.0),
+    )
+    importer = RecordingBfdImporter()
+    c.importer = importer  # type: ignore[assignment]
+    c.bfd_changed("10.0.0.1", True, "down", 1)  # from the BFD client's thread
+    c.step()
+    assert importer.failed == [("10.0.0.1", True)]
+    assert observer.bfd == [("10.0.0.1", "down", True, 1)]
+
+
+def test_the_session_state_writer_writes_at_once_on_a_bfd_change():
+    from bgpadv.sources.sessionstate import Identity, SessionStateWriter
+
+    writer = SessionStateWriter(None, Identity("bgpadv-x", "bgpadv"), dict)
+    writer.bfd_changed("10.0.0.1", "down", True, 1, 2.0)
+    assert writer._wake.is_set()

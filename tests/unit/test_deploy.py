@@ -52,7 +52,7 @@ def rule_file(tmp_path: Path) -> Path:
 def test_rules_pass_promtool_check(rule_file: Path) -> None:
     result = promtool("check", "rules", str(rule_file), cwd=rule_file.parent)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 19 rules found" in result.stdout
+    assert "SUCCESS: 20 rules found" in result.stdout
 
 
 def rules() -> dict[str, dict]:
@@ -79,6 +79,7 @@ SEVERITIES = {
     "BgpadvRoutesRefusedByPlatform": "warning",
     "BgpadvImportOverLimit": "warning",
     "BgpadvNetlinkErrors": "warning",
+    "BgpadvBfddCannotStart": "warning",
     # a tenant's object refused: the fabric is right, the tenant's VM is not announced: a ticket
     "BgpadvRoutesRejected": "info",
 }
@@ -325,6 +326,30 @@ UNIT_TESTS = {
                         "description": "Route changes have gone without ExaBGP's sent confirmation for 15 minutes "
                         "(5 in the last 5): updates may not be reaching the peers. Check the peers' state (`bgpadv "
                         "status`) and ExaBGP's log.",
+                    },
+                ),
+            ],
+        },
+        {
+            "name": "bfdd given up for a minute alerts; a pod whose bfdd runs (or that wants none) does not",
+            "interval": "1m",
+            "input_series": [
+                {"series": f"bgpadv_bfdd_cannot_start{{{T}}}", "values": "0 0 1 1 1 1 1 1"},
+                {"series": 'bgpadv_bfdd_cannot_start{job="bgpadv", instance="10.0.0.8:9179"}', "values": "0x8"},
+            ],
+            "alert_rule_test": [
+                alert("BgpadvBfddCannotStart", "2m"),
+                alert(
+                    "BgpadvBfddCannotStart",
+                    "4m",
+                    {**BASE, "severity": "warning"},
+                    {
+                        "summary": "bfdd cannot start on 10.0.0.9:9179: its BFD sessions stay down",
+                        "description": "bgpadv's supervisor on 10.0.0.9:9179 gave up starting FRR's bfdd (it lacks "
+                        "NET_BIND_SERVICE, NET_RAW and SYS_ADMIN, or cannot run at all) and does not retry: every "
+                        "peer with peers[].bfd has no BFD session, so a failed path is found by the BGP hold time "
+                        "only. The pod's log names what is missing; deploy the BFD-capable pod (Helm bfd.enabled, "
+                        "kustomize deploy/components/bfd).",
                     },
                 ),
             ],

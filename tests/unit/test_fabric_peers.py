@@ -16,6 +16,7 @@ import dataclasses
 import time
 
 import pytest
+import yaml
 from netaddr import IPAddress
 
 from bgpadv.config import ConfigError, parse
@@ -96,8 +97,10 @@ def test_every_knob_is_read_with_its_value():
         ),
         pytest.param(
             {"connectRetry": 5},
-            "peers[0].connectRetry: is not supported: ExaBGP has no connect-retry timer (it retries after 1 s, the "
-            "delay growing by a fifth up to 60 s, reset once a session is established); remove it",
+            "peers[0].connectRetry: is not supported: ExaBGP (5.0.15 checked) has no connect-retry setting, per "
+            "neighbor or per process (exabgp.tcp.attempts caps the attempts, exabgp.tcp.delay delays announcements): "
+            "after a failed or closed connection it waits 0, 1, 2, 3, 4, 5, 7, 9, 11, 14 ... s (each delay 1 + 1.2 x "
+            "the previous, at most 60 s; reactor/delay.py), back to 0 once a session is established; remove it",
             id="connect-retry",
         ),
         pytest.param(
@@ -420,3 +423,60 @@ def test_status_names_this_nodes_peers_and_the_ones_it_does_not_serve():
         f"not served here: 10.0.0.2 ({RACK} in (b))",
         "",
     ]
+
+
+def test_after_a_move_the_removed_peer_is_neither_held_nor_handed_to_the_speaker():
+    c, _ = per_node_controller()
+    c.queue.put(node_event({RACK: "b"}))
+    assert c.step() is True
+    assert c.step() is True  # the plan for the new peer set
+    observer = c.observer
+    assert isinstance(observer, RecordingObserver)
+    assert "10.0.0.1" not in observer.held[-1], "no bgpadv_routes_held series comes back for the removed peer"
+    assert "10.0.0.1" not in c.failstatic.held_counts()
+
+
+# -- a changed file, decided (bgpadv.runtime.reload.Reloader.decide) ---------------------------------------------------
+
+
+def file_reloader(tmp_path, raw: dict, labels: dict[str, str]):
+    from bgpadv.runtime.reload import Reloader
+
+    path = tmp_path / "bgpadv.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return Reloader(str(path), narrow=lambda config: config.serving(labels)), path
+
+
+def test_decide_moves_live_when_the_file_only_adds_a_peer_this_node_serves(tmp_path):
+    running = parse(RAW, environ={}).serving({RACK: "a"})
+    reloader, path = file_reloader(tmp_path, RAW, {RACK: "a"})
+    path.write_text(yaml.safe_dump({**RAW, "peers": [*RAW["peers"], {"address": "10.0.0.9", "asn": 64512}]}))
+    decision = reloader.decide(running)
+    assert decision.action == "peers"
+    assert decision.config is not None and [p.name for p in decision.config.peers] == [
+        "10.0.0.1",
+        "192.0.2.1",
+        "10.0.0.9",
+    ]
+
+
+def test_a_file_adding_only_another_racks_peer_changes_nothing_here_but_is_not_forgotten(tmp_path):
+    """The running peers are the same, but the configured ones are the file's: a later relabel of this node to
+    that rack moves to the new peer."""
+    tor_c = {"address": "10.0.0.3", "asn": 64512, "nodeSelector": {"matchLabels": {RACK: "c"}}}
+    c, reloader = per_node_controller()
+    counted: list[str] = []
+    real, path = file_reloader(tmp_path, {**RAW, "nodeName": "worker-1"}, {RACK: "a"})
+    real.counted = counted.append
+    real.reload_exabgp = reloader.reload_exabgp  # type: ignore[method-assign]
+    c.reloader = real
+    path.write_text(yaml.safe_dump({**RAW, "nodeName": "worker-1", "peers": [TOR_A, TOR_B, SPINE, tor_c]}))
+    from bgpadv.runtime.reload import ConfigFileChanged
+
+    c.queue.put(ConfigFileChanged())
+    assert c.step() is True
+    assert (reloader.reloaded, [p.name for p in c.config.peers]) == ([], ["10.0.0.1", "192.0.2.1"])
+    assert [p.name for p in c.configured.peers] == ["10.0.0.1", "10.0.0.2", "192.0.2.1", "10.0.0.3"]
+    c.queue.put(node_event({RACK: "c"}))
+    assert c.step() is True
+    assert reloader.reloaded == [["192.0.2.1", "10.0.0.3"]]

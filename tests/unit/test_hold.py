@@ -213,6 +213,18 @@ def test_peers_are_decided_independently() -> None:
     assert octets(decision.desired["large"]) == list(range(10, 20))
 
 
+def test_a_removed_peers_held_routes_are_dropped_not_held_until_a_confirmation() -> None:
+    hold = WithdrawalHold(0.5, H, Clock())
+    hold.apply({"leaving": hosts(1, 2, 3), "staying": hosts(1, 2, 3)}, bulk=False)
+    assert hold.apply({"leaving": (), "staying": hosts(1, 2, 3)}, bulk=True).held == {"leaving": 3, "staying": 0}
+    assert hold.active
+    assert hold.set_peers({"staying"}) == ["leaving"]  # a live peer move took it away
+    assert (hold.active, hold.deadline(), hold.held_counts()) == (False, None, {"staying": 0})
+    decision = hold.apply({"staying": hosts(1, 2, 3)}, bulk=True)
+    assert set(decision.desired) == {"staying"}, "nothing is handed for a peer the speaker no longer has"
+    assert hold.set_peers({"staying"}) == []
+
+
 def test_a_hold_and_a_confirmation_are_logged_as_warnings_with_their_cause(caplog: pytest.LogCaptureFixture) -> None:
     clock = Clock()
     hold = hold_with(hosts(1, 2, 3, 4), clock=clock)

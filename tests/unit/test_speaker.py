@@ -509,3 +509,24 @@ def test_unknown_prefixes_after_an_error_are_withdrawn_with_their_canonical_text
     fake.lines.clear()
     speaker.set_desired({PEER4.name: []})
     assert fake.route_commands() == ["neighbor 10.0.0.1 withdraw attributes nlri 10.128.0.0/24"]
+
+
+def test_set_peers_alone_adds_and_removes_peers_and_leaves_the_kept_sessions_untouched():
+    tor_b = PeerConfig(address=IPAddress("10.0.0.2"), asn=64512)
+    tor_c = PeerConfig(address=IPAddress("10.0.0.3"), asn=64512)
+    speaker, fake = started(peers=(PEER4, tor_b))
+    routes = hosts(3)
+    speaker.set_desired({PEER4.name: routes, tor_b.name: routes})
+    fake.answer()
+    fake.lines.clear()
+    speaker.set_peers([PEER4, tor_c])  # ExaBGP was reloaded with these neighbors: tor_b leaves, tor_c comes
+    assert fake.lines == [], "a peer move itself writes nothing: no withdrawal, no re-announcement"
+    assert len(speaker.held(PEER4.name)) == 3 and not speaker.held(tor_b.name) and not speaker.held(tor_c.name)
+    speaker.set_desired({PEER4.name: routes, tor_c.name: routes})
+    fake.answer()
+    assert {x.split()[1] for x in fake.route_commands()} == {"10.0.0.3"}, "the kept peer gets nothing again"
+    assert rib_of(fake, tor_c) == rib_of(fake, PEER4) and len(rib_of(fake, PEER4)) == 3
+    sent = len(fake.route_commands())
+    speaker.set_peers([PEER4, tor_c])  # unchanged: nothing moves
+    speaker.set_desired({PEER4.name: routes, tor_c.name: routes})
+    assert len(fake.route_commands()) == sent
