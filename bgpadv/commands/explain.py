@@ -46,6 +46,7 @@ from bgpadv.commands.outcome import (
     unique_refusals,
     unrouted,
 )
+from bgpadv.commands.reported import Reported, never_read, reported, why_silent
 from bgpadv.config import Config
 from bgpadv.core import reasons
 from bgpadv.core.model import DEFAULT_ATTRIBUTES, Attributes, ObjectRef, Refusal, Route
@@ -360,13 +361,6 @@ class Explainer:
     def _claims_with(self, address: Address) -> list[Claim]:
         return [c for c in self.state.ipam_claims.values() if any(a.address == address for a in c.ips)]
 
-    def _vmis_reporting(self, address: Address) -> list[Vmi]:
-        return [
-            v
-            for v in self.state.vmis.values()
-            if any(a.address == address for i in v.interfaces for a in (i.addresses or ()))
-        ]
-
     def _pods_of(self, vmi: Vmi) -> list[tuple[tuple[str, str], LauncherPod]]:
         """The launcher pods bound to the VMI by its uid, and those that merely name it (listed, never trusted)."""
         return [
@@ -406,12 +400,26 @@ class Explainer:
         return net[len(CUDN_PREFIX) :] if net.startswith(CUDN_PREFIX) else None
 
     def _explain_address_of(
-        self, address: VmAddress, source: ObjectRef, claim: Claim | None, vmi: Vmi | None, out: Explanation
+        self,
+        address: VmAddress,
+        source: ObjectRef,
+        claim: Claim | None,
+        vmi: Vmi | None,
+        out: Explanation,
+        item: Reported | None = None,
     ) -> str:
-        """The verdict of one address of one object: its routes, its refusals, or its silent skip."""
+        """The verdict of one address of one object: its routes, its refusals, or its silent skip. `item`: the
+        address is a VMI's own (no claim): its report or assignment, which says where it came from."""
         a = address.address
+        network = (self._claim_network(claim) or "") if claim is not None else item.network() if item else ""
         routes = [x for x in self._routes_for(a.prefix()) if x.route.source == source] if a is not None else []
-        refusals = [r for r in self.refusals if r.source == source and _speaks_of(r, address)]
+        refusals = [
+            r
+            for r in self.refusals
+            if r.source == source
+            and _speaks_of(r, address)
+            and (not network or not r.network or r.network == network or _is_prefix_value(r.value))
+        ]
         self._admitted(routes, out)
         self._refused(refusals, out)
         out.routes.extend(x for x in routes if x not in out.routes)
@@ -419,12 +427,45 @@ class Explainer:
             return REFUSED
         if routes:
             return ANNOUNCED
-        why = silent_reason(self.state, self.config, claim, vmi, None)  # every instance was asked
-        network = (self._claim_network(claim) or "") if claim is not None else ""
+        if item is not None:  # every instance was asked (node None)
+            why = f"{item.origin}: {why_silent(self.state, self.config, self.networks, item, None)}"
+        else:
+            why = silent_reason(self.state, self.config, claim, vmi, None)
         out.rules.append(Verdict("skipped", source, address.text, "", why, network))
         return NOT_ANNOUNCED
 
+    def _reported(self, vmi: Vmi | None = None, address: Address | None = None) -> list[Reported]:
+        """The VMI addresses (`reported`) of `vmi` and/or equal to `address`, each (source, address) once."""
+        seen: set[tuple[ObjectRef, str]] = set()
+        out: list[Reported] = []
+        for item in reported(self.state):
+            if vmi is not None and (item.vmi is None or item.vmi.ref != vmi.ref):
+                continue
+            if address is not None and item.address.address != address:
+                continue
+            if (item.source, item.address.text) not in seen:
+                seen.add((item.source, item.address.text))
+                out.append(item)
+        return out
+
     # -- an address ------------------------------------------------------------------------------------------------
+    def _address_reported(self, address: Address, out: Explanation, networks: set[str]) -> list[str]:
+        """The verdicts of `address` as VMIs without a claim state it (`reported`); `networks` gains theirs."""
+        explained = {m.ref for m in out.objects if m.ref.kind == "VirtualMachineInstance"}  # by their claims
+        verdicts = []
+        for item in self._reported(address=address):
+            if item.vmi is not None and item.vmi.ref in explained:
+                continue  # the VM's claim holds the address: the claim's verdict is the address's
+            if item.vmi is not None and not any(m.ref == item.vmi.ref for m in out.objects):
+                self._mention_vm(item.vmi, item.vmi.key, out, address)
+            elif item.vmi is None and item.pod is not None:
+                says = describe_pod(item.pod) + "; its VirtualMachineInstance is gone"
+                out.objects.append(Mention(item.source, says))
+            if item.network():
+                networks.add(item.network())
+            verdicts.append(self._explain_address_of(item.address, item.source, None, item.vmi, out, item))
+        return verdicts
+
     def _address(self, query: Query, out: Explanation) -> None:
         address = query.address
         assert address is not None and query.prefix is not None
@@ -441,16 +482,7 @@ class Explainer:
                 networks.add(net)
             vm_address = next(x for x in claim.ips if x.address == address)
             verdicts.append(self._explain_address_of(vm_address, claim.ref, claim, vmi, out))
-        for vmi in self._vmis_reporting(address):
-            if any(m.ref == vmi.ref for m in out.objects):
-                continue
-            self._mention_vm(vmi, vmi.key, out, address)
-            guest = [x for x in self.refusals if x.source == vmi.ref] + [
-                r.route for r in self.announced if r.route.source == vmi.ref
-            ]
-            if guest:  # the planner read this VMI's guest report: its verdict counts
-                text = next(a.text for i in vmi.interfaces for a in (i.addresses or ()) if a.address == address)
-                verdicts.append(self._explain_address_of(VmAddress(text, address, 0), vmi.ref, None, vmi, out))
+        verdicts += self._address_reported(address, out, networks)
         for name, view in sorted(self.state.cudns.items()):
             if any(address in s for s in view.subnets) or name in networks:
                 self._mention_network(name, out)
@@ -522,12 +554,23 @@ class Explainer:
                 continue
             for address in claim_addresses(claim):
                 verdicts.append(self._explain_address_of(address, claim.ref, claim, vmi, out))
-        if vmi is not None:  # guest-reported addresses the planner read (IPAM-less secondary networks)
-            for r in self.refusals:
-                if r.source == vmi.ref:
+        if vmi is not None:  # the VM's own addresses: a guest's report, OVN-K's assignment on its launcher pod
+            claimed = {a.key for c in claims for a in c.ips if a.address is not None}
+            for item in self._reported(vmi=vmi):
+                if item.address.address is not None and item.address.key in claimed:
+                    continue  # the claim's
+                net = item.network()
+                if net and not any((m.ref.kind, m.ref.name) == ("ClusterUserDefinedNetwork", net) for m in out.objects):
+                    self._mention_network(net, out)
+                verdict = self._explain_address_of(item.address, vmi.ref, None, vmi, out, item)
+                if verdict != NOT_ANNOUNCED or not never_read(self.state, item):
+                    verdicts.append(verdict)  # a report never read is listed, not the VM's verdict
+            listed = {(v.source, v.value, v.reason) for v in out.rules}
+            for r in self.refusals:  # the VMI's refusals of no one address (a namespace, a list), not listed yet
+                if r.source == vmi.ref and (r.source, r.value, r.reason) not in listed:
                     self._refused([r], out)
                     verdicts.append(REFUSED)
-            own = [a for a in self.announced if a.route.source == vmi.ref]
+            own = [a for a in self.announced if a.route.source == vmi.ref and a not in out.routes]
             if own:
                 self._admitted(own, out)
                 out.routes.extend(own)

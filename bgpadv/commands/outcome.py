@@ -14,13 +14,14 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from bgpadv.commands.reported import Reported, reported, vm_state, why_silent
 from bgpadv.config import Config
 from bgpadv.core.model import ObjectRef, Plan, Refusal, Route
 from bgpadv.core.prefix import Prefix
 from bgpadv.core.state import ClusterState
 from bgpadv.core.views import Claim, VmAddress, Vmi
 from bgpadv.planner import plan as make_plan
-from bgpadv.planner.networks import CUDN_PREFIX
+from bgpadv.planner.networks import CUDN_PREFIX, index_networks
 from bgpadv.runtime.peering import effective
 from bgpadv.safety.guard import Guard
 
@@ -131,17 +132,7 @@ def silent_reason(state: ClusterState, config: Config, claim: Claim | None, vmi:
             return f"CUDN {cudn} is being deleted or not created by OVN-K: its routes are withdrawn"
         if claim.ips_pending:
             return "no address allocated yet (status.ips is empty): pending"
-    if vmi is None:
-        return "VM stopped: no VirtualMachineInstance"
-    if vmi.deleting:
-        return "VM stopping: its VirtualMachineInstance is being deleted"
-    if vmi.phase in ("Succeeded", "Failed"):
-        return f"VM stopped: its VirtualMachineInstance is {vmi.phase}"
-    if vmi.phase != "Running":
-        return f"VM pending: its VirtualMachineInstance is {vmi.phase or 'without a phase'}, not Running yet"
-    if node is not None and vmi.node_name != node:
-        return f"runs on node {vmi.node_name or '?'}: that node's instance announces it"
-    return "not announced, and no rule says why (please report this)"
+    return vm_state(vmi, node) or "not announced, and no rule says why (please report this)"
 
 
 def _vmi_of_claim(state: ClusterState, claim: Claim) -> Vmi | None:
@@ -153,9 +144,27 @@ def claim_addresses(claim: Claim) -> tuple[VmAddress, ...]:
     return claim.ips or (VmAddress("-", None, 0),)
 
 
+def _speaks_of_reported(refusal: Refusal, item: Reported) -> bool:
+    """True when `refusal` (of the item's VMI) speaks of the reported address: the address or its host prefix, or
+    the VMI's whole report on the item's network (a namespace not selected, a malformed or too long list)."""
+    if refusal.network and refusal.network != item.network() and not _is_address(refusal.value):
+        return False
+    return _covers(refusal, item.address)
+
+
+def _is_address(value: str) -> bool:
+    try:
+        Prefix.parse(value.strip(), strict=False)
+    except ValueError:
+        return False
+    return True
+
+
 def unrouted(state: ClusterState, config: Config, found: Sequence[Instance]) -> list[Unrouted]:
-    """Every claim address that yields neither a route nor a refusal in any instance of `found`, with why: a stopped,
-    pending or stopping VM, a claim still waiting for its address or being deleted, a network being deleted."""
+    """Every claim address, and every address a VMI without a claim reports or is assigned (`reported`), that
+    yields neither a route nor a refusal in any instance of `found`, with why: a stopped, pending or stopping VM, a
+    claim still waiting for its address or being deleted, a network being deleted or not selected, an interface the
+    planner never reads (the pod network's guest report, a report that is not the guest agent's)."""
     routed: dict[ObjectRef, set[Prefix]] = {}
     for instance in found:
         for route in instance.plan.routes:
@@ -177,4 +186,34 @@ def unrouted(state: ClusterState, config: Config, found: Sequence[Instance]) -> 
             why = silent_reason(state, config, claim, _vmi_of_claim(state, claim), node)
             network = (claim.network or "").removeprefix(CUDN_PREFIX)
             out.append(Unrouted(claim.ref, address.text, why, network))
+    out.extend(_unrouted_reported(state, config, found, refused, node))
     return sorted(out, key=lambda u: (str(u.source), u.value))
+
+
+def _unrouted_reported(
+    state: ClusterState,
+    config: Config,
+    found: Sequence[Instance],
+    refused: dict[ObjectRef, list[Refusal]],
+    node: str | None,
+) -> list[Unrouted]:
+    """The VMI addresses (`reported`) without a route or a refusal; an address a claim lists is the claim's."""
+    routed = {route.prefix for instance in found for route in instance.plan.routes}
+    claimed = {a.key for claim in state.ipam_claims.values() for a in claim.ips if a.address is not None}
+    networks = None
+    seen: set[tuple[ObjectRef, str]] = set()
+    out: list[Unrouted] = []
+    for item in reported(state):
+        a = item.address.address
+        if a is not None and (item.address.key in claimed or Prefix.host(a.version, a.value) in routed):
+            continue
+        source = item.source
+        if (source, item.address.text) in seen:
+            continue
+        seen.add((source, item.address.text))
+        if any(_speaks_of_reported(r, item) for r in refused.get(source, ())):
+            continue
+        networks = networks or index_networks(state, config)
+        why = f"{item.origin}: {why_silent(state, config, networks, item, node)}"
+        out.append(Unrouted(source, item.address.text, why, item.network()))
+    return out

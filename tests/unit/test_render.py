@@ -134,12 +134,21 @@ def test_the_example_dump_gives_exactly_the_expected_routes_and_refusals(capsys)
     assert all(r["peers"] == ["10.0.0.1"] for r in doc["routes"]), "the lab's one peer gets every route"
 
 
-# Claim addresses that yield neither a route nor a refusal, and why (the planner's silent skips).
+# Claim and VMI addresses that yield neither a route nor a refusal, and why (the planner's silent skips).
 EXPECTED_UNROUTED = {
     ("IPAMClaim imported-vms/vm-pending.default", "-", "no address allocated yet (status.ips is empty): pending"),
     ("IPAMClaim imported-vms/vm-stopped.default", "192.168.100.40/24", "VM stopped: no VirtualMachineInstance"),
     ("IPAMClaim imported-vms/vm-stopped.default", "fd10:100::28/64", "VM stopped: no VirtualMachineInstance"),
     ("IPAMClaim tenant-b/web-3.default", "192.168.200.24/24", "VM stopped: its VirtualMachineInstance is Succeeded"),
+    # vm-static's guest agent also reports its pod network address (masquerade): a claimless VM's primary address is
+    # OVN-K's (the launcher pod's annotation), never the guest's report
+    (
+        "VirtualMachineInstance static-vms/vm-static",
+        "10.0.2.2",
+        "status.interfaces default, reported by the guest agent: interface default is the pod network's (no Multus "
+        "attachment): only an IPAMClaim or OVN-K's assignment on the launcher pod is announced there, never the "
+        "guest's report",
+    ),
 }
 
 
@@ -227,7 +236,7 @@ def test_table_groups_by_network_aligns_columns_and_lists_refusals_last(capsys):
         if line.startswith("  ") and not line.strip().startswith("PREFIX"):
             assert line[column - 2 : column] == "  " and line[column] != " "
     assert "\\nannounce route" in out, "control characters are escaped, one refusal per line"
-    assert lines[-1].endswith("19 refused; 4 without a route")
+    assert lines[-1].endswith("19 refused; 5 without a route")
     silent_at = next(i for i, line in enumerate(lines) if line.startswith("no route ("))
     assert refused_at < silent_at, "the addresses without a route come after the refusals"
     assert "VM stopped: no VirtualMachineInstance" in out
