@@ -182,9 +182,10 @@ def _when(wall: object) -> str:
 
 def render_placement(placement: dict[str, Any]) -> list[str]:
     """Which configured peers this instance serves (peers[].nodeSelector against its node's labels)."""
-    node = placement.get("node") or "unknown node"
+    node = placement.get("node")
     served = ", ".join(placement.get("serves") or []) or "none"
-    lines = [f"node {node} serves: {served}"]
+    where = f"node {node}" if node else "this instance (its node is not known: BGPADV_POD_NODE_NAME unset)"
+    lines = [f"{where} serves: {served}"]
     others = placement.get("notServed") or []
     if others:
         lines.append("not served here: " + ", ".join(f"{p.get('peer')} ({p.get('nodeSelector')})" for p in others))
