@@ -233,6 +233,32 @@ class FrrRouter:
                 out[prefix] = sorted(set(hops))
         return out
 
+    def valid_paths(self, afi: str = "ipv4") -> dict[str, list[tuple[str, str]]]:
+        """Every valid path in bgpd's table: prefix -> sorted (peer, global next hop), one entry per path and hop."""
+        out: dict[str, list[tuple[str, str]]] = {}
+        for prefix, paths in (self.vtysh_json(f"show bgp {afi} unicast json").get("routes") or {}).items():
+            for path in paths:
+                if path.get("valid"):
+                    hops = [nh["ip"] for nh in path.get("nexthops", []) if nh.get("scope", "global") == "global"]
+                    out.setdefault(prefix, []).extend((path.get("peerId", "?"), h) for h in hops)
+        return {p: sorted(v) for p, v in out.items()}
+
+    def wait_valid_paths(
+        self, expected: dict[str, list[tuple[str, str]]], afi: str = "ipv4", timeout: float = 40.0
+    ) -> None:
+        """Wait until `valid_paths(afi)` is `expected`; the TimeoutError says what bgpd had last."""
+        last: dict[str, list[tuple[str, str]]] = {}
+
+        def ok() -> bool:
+            nonlocal last
+            last = self.valid_paths(afi)
+            return last == expected
+
+        try:
+            self.wait_for(ok, timeout, f"{afi} table {expected}", every=0.2)
+        except TimeoutError as e:
+            raise TimeoutError(f"{e}; FRR has {last}") from None
+
     def best_next_hops(self, prefix: str) -> list[str] | None:
         """The next hops of bgpd's best (and multipath) paths for `prefix` (its family read from the prefix); None
         when bgpd has no route for it."""

@@ -51,6 +51,7 @@ class Lab:
         self.tor_settings = tor or TorSettings()
         self.start_frr = start_frr
         self.frr: FrrRouter | None = None
+        self.tors: list[FrrRouter] = []  # further ToRs (`add_tor`), stopped at teardown
         self._vms = 0
 
     def ns(self, role: str) -> str:
@@ -96,6 +97,19 @@ class Lab:
         self.net.route(vm, "default", gateway)
         return vm
 
+    def add_tor(self, role: str, addresses: tuple[str, ...], settings: TorSettings) -> FrrRouter:
+        """A further ToR on the nodes' segment (a port of the first ToR's br0), holding `addresses` (CIDRs), running
+        FRR with `settings`; started now, stopped at teardown."""
+        ns = self.net.create(role)
+        self.net.veth(self.ns("tor"), role, ns, "eth0")
+        sh(["ip", "link", "set", role, "master", "br0"], netns=self.ns("tor"))
+        for address in addresses:
+            self.net.address(ns, "eth0", address)
+        frr = FrrRouter(self.net, ns, self.workdir / f"frr-{role}", settings)
+        self.tors.append(frr)
+        frr.start()
+        return frr
+
     def ping_from_outside(self, vm_ns: str, ip: str) -> tuple[subprocess.CompletedProcess, str]:
         """The external host behind the ToR pings `ip`, which the VM namespace `vm_ns` holds, while tcpdump in the VM
         catches the first echo request: (ping's result, tcpdump's line), to assert the source arrived intact."""
@@ -116,8 +130,8 @@ class Lab:
         return ping, out
 
     def teardown(self) -> None:
-        if self.frr is not None:
-            self.frr.stop()
+        for frr in [*self.tors, *([self.frr] if self.frr is not None else [])]:
+            frr.stop()
         self.net.teardown()
         shutil.rmtree(self.workdir, ignore_errors=True)
 

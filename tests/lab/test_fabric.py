@@ -32,7 +32,6 @@ import pytest
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab, shared_api
 from bgpadv_lab.frr import FrrRouter, TorSettings
-from bgpadv_lab.netns import sh
 from bgpadv_lab.objects import VM_NAMESPACE as NS
 from bgpadv_lab.topology import WORKERS, Lab
 
@@ -106,31 +105,6 @@ def cluster() -> list[dict]:
     ]
 
 
-def table(frr: FrrRouter, afi: str = "ipv4") -> dict[str, list[tuple[str, str]]]:
-    """prefix → sorted (peer, next hop) of every valid path in FRR's BGP table."""
-    out: dict[str, list[tuple[str, str]]] = {}
-    for prefix, paths in (frr.vtysh_json(f"show bgp {afi} unicast json").get("routes") or {}).items():
-        for path in paths:
-            if path.get("valid"):
-                hops = [nh["ip"] for nh in path.get("nexthops", []) if nh.get("scope", "global") == "global"]
-                out.setdefault(prefix, []).extend((path.get("peerId", "?"), h) for h in hops)
-    return {p: sorted(v) for p, v in out.items()}
-
-
-def wait_table(frr: FrrRouter, expected: dict[str, list[tuple[str, str]]], afi: str = "ipv4", timeout=40.0) -> None:
-    last: dict = {}
-
-    def ok() -> bool:
-        nonlocal last
-        last = table(frr, afi)
-        return last == expected
-
-    try:
-        frr.wait_for(ok, timeout, f"{afi} table {expected}", every=0.2)
-    except TimeoutError as e:
-        raise TimeoutError(f"{e}; FRR has {last}") from None
-
-
 def session(frr: FrrRouter, address: str) -> tuple[str, int, int]:
     """(state, connections established, connections dropped) of FRR's neighbor `address`. A reset session shows as a
     count that grew; its uptime does not say it: FRR 8.4 keeps a peer's uptime in whole seconds (`bgpTimerUpMsec` is
@@ -151,12 +125,6 @@ def fabric():
             sockets = shutil.ignore_patterns("*.vty", "zserv.api", "*.sock")
             kept = os.path.join(keep, lab.prefix)
             stack.callback(shutil.copytree, lab.workdir, kept, ignore=sockets, dirs_exist_ok=True)
-        net = lab.net
-        tor_b_ns = net.create("torb")
-        net.veth(lab.ns("tor"), "torb", tor_b_ns, "eth0")
-        sh(["ip", "link", "set", "torb", "master", "br0"], netns=lab.ns("tor"))
-        net.address(tor_b_ns, "eth0", f"{TOR_B}/24")
-        net.address(tor_b_ns, "eth0", f"{TOR_B6}/64")
         settings_b = TorSettings(
             asn=LOCAL_AS,
             router_id=TOR_B,
@@ -167,9 +135,7 @@ def fabric():
             hold=30,
             port=1179,
         )
-        tor_b = FrrRouter(net, tor_b_ns, lab.workdir / "frr-b", settings_b)
-        tor_b.start()
-        stack.callback(tor_b.stop)
+        tor_b = lab.add_tor("torb", (f"{TOR_B}/24", f"{TOR_B6}/64"), settings_b)
         api = shared_api(lab)
         stack.enter_context(api)
         api.load(cluster())
@@ -183,8 +149,8 @@ def fabric():
         assert lab.frr is not None
         tor_a_frr = lab.frr
         try:
-            wait_table(tor_a_frr, {SUBNET: [(W1, W1)], "192.168.100.10/32": [(W1, W1)]}, timeout=60)
-            wait_table(tor_b, {SUBNET: [(W2, W2)], "192.168.100.20/32": [(W2, W2)]}, timeout=60)
+            tor_a_frr.wait_valid_paths({SUBNET: [(W1, W1)], "192.168.100.10/32": [(W1, W1)]}, timeout=60)
+            tor_b.wait_valid_paths({SUBNET: [(W2, W2)], "192.168.100.20/32": [(W2, W2)]}, timeout=60)
         except TimeoutError as e:
             logs = "\n".join(f"--- {role}:\n{b.log_tail(60)}" for role, b in instances.items())
             raise TimeoutError(f"{e}\n{logs}") from None
@@ -197,15 +163,15 @@ def relabel(api, rack: str) -> None:
 
 def test_each_tor_holds_exactly_its_racks_vms_and_the_subnet_via_its_racks_node(fabric):
     _, _, tor_a, tor_b, _ = fabric
-    assert table(tor_a) == {SUBNET: [(W1, W1)], "192.168.100.10/32": [(W1, W1)]}
-    assert table(tor_b) == {SUBNET: [(W2, W2)], "192.168.100.20/32": [(W2, W2)]}
+    assert tor_a.valid_paths() == {SUBNET: [(W1, W1)], "192.168.100.10/32": [(W1, W1)]}
+    assert tor_b.valid_paths() == {SUBNET: [(W2, W2)], "192.168.100.20/32": [(W2, W2)]}
     assert session(tor_a, W2)[0] != "Established" and session(tor_b, W1)[0] != "Established"
 
 
 def test_an_ipv6_session_carries_the_128s_and_the_ipv6_subnet_with_a_global_next_hop(fabric):
     _, _, tor_a, _, _ = fabric
     assert session(tor_a, W1_6)[0] == "Established"
-    v6 = table(tor_a, "ipv6")
+    v6 = tor_a.valid_paths("ipv6")
     assert (W1_6, W1_6) in v6["fd10:100::10/128"]
     assert (W1_6, W1_6) in v6[SUBNET6]
     assert "fd10:100::20/128" not in v6  # rack b's VM
@@ -214,10 +180,10 @@ def test_an_ipv6_session_carries_the_128s_and_the_ipv6_subnet_with_a_global_next
 def test_an_ipv4_session_carries_the_ipv6_routes_with_the_nodes_ipv6_address_and_no_next_hop_self(fabric):
     _, _, tor_a, tor_b, instances = fabric
     assert "nextHopSelf" not in instances["w1"].config
-    v6 = table(tor_a, "ipv6")
+    v6 = tor_a.valid_paths("ipv6")
     assert (W1, W1_6) in v6[SUBNET6]  # learned over the IPv4 session 10.0.0.11, next hop its global IPv6 address
     assert (W1, W1_6) in v6["fd10:100::10/128"]
-    wait_table(tor_b, {SUBNET6: [(W2, W2_6)], "fd10:100::20/128": [(W2, W2_6)]}, afi="ipv6")
+    tor_b.wait_valid_paths({SUBNET6: [(W2, W2_6)], "fd10:100::20/128": [(W2, W2_6)]}, afi="ipv6")
 
 
 def test_the_knobs_as_the_tors_see_them(fabric):
@@ -239,13 +205,15 @@ def test_a_node_relabelled_moves_its_session_and_leaves_the_others_untouched(fab
     w2b_before = session(tor_b, W2)
     assert w1_before[0] == w2b_before[0] == "Established"
     relabel(api, "ab")  # both racks: a session with ToR A too
-    wait_table(tor_a, {SUBNET: [(W1, W1), (W2, W2)], "192.168.100.10/32": [(W1, W1)], "192.168.100.20/32": [(W2, W2)]})
+    tor_a.wait_valid_paths(
+        {SUBNET: [(W1, W1), (W2, W2)], "192.168.100.10/32": [(W1, W1)], "192.168.100.20/32": [(W2, W2)]}
+    )
     w2b = session(tor_b, W2)
     assert w2b == w2b_before, "the untouched ToR B session was reset"
     w2a_before = session(tor_a, W2)
     relabel(api, "a")  # rack a only: the ToR B session goes
     tor_b.wait_for(lambda: session(tor_b, W2)[0] != "Established", 30, "ToR B's session with worker-2 to end")
-    wait_table(tor_b, {}, timeout=90)
+    tor_b.wait_valid_paths({}, timeout=90)
     w2a = session(tor_a, W2)
     assert w2a == w2a_before, "the untouched ToR A session was reset"
     assert session(tor_a, W1) == w1_before, "worker-1's session was reset"

@@ -25,7 +25,6 @@ import pytest
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab, shared_api
 from bgpadv_lab.frr import FrrRouter, TorSettings
-from bgpadv_lab.netns import sh
 from bgpadv_lab.objects import VM_NAMESPACE as NS
 from bgpadv_lab.topology import WORKERS, Lab
 
@@ -84,31 +83,6 @@ def cluster() -> list[dict]:
     return objs
 
 
-def table(frr: FrrRouter) -> dict[str, list[tuple[str, str]]]:
-    """prefix → sorted (peer, next hop) of every valid path in FRR's IPv4 BGP table."""
-    out: dict[str, list[tuple[str, str]]] = {}
-    for prefix, paths in (frr.vtysh_json("show bgp ipv4 unicast json").get("routes") or {}).items():
-        for path in paths:
-            if path.get("valid"):
-                hops = [nh["ip"] for nh in path.get("nexthops", []) if nh.get("scope", "global") == "global"]
-                out.setdefault(prefix, []).extend((path.get("peerId", "?"), h) for h in hops)
-    return {p: sorted(v) for p, v in out.items()}
-
-
-def wait_table(frr: FrrRouter, expected: dict[str, list[tuple[str, str]]], timeout: float = 40.0) -> None:
-    last: dict = {}
-
-    def ok() -> bool:
-        nonlocal last
-        last = table(frr)
-        return last == expected
-
-    try:
-        frr.wait_for(ok, timeout, f"table {expected}", every=0.2)
-    except TimeoutError as e:
-        raise TimeoutError(f"{e}; FRR has {last}") from None
-
-
 def via(replica: str) -> dict[str, list[tuple[str, str]]]:
     """The whole cluster's routes as one replica announces them (the subnet via itself, each /32 via its VM's node)."""
     return {SUBNET: [(replica, replica)], VM_A: [(replica, W1)], VM_B: [(replica, W2)]}
@@ -131,11 +105,6 @@ def racks():
         pytest.skip("needs Linux network namespaces")
     tor_a = TorSettings(asn=TOR_A_AS, cluster_asn=LOCAL_AS, cluster_ranges=("10.0.0.0/24",))
     with Lab("bgpcra", tor=tor_a) as lab, contextlib.ExitStack() as stack:
-        net = lab.net
-        tor_b_ns = net.create("torb")
-        net.veth(lab.ns("tor"), "torb", tor_b_ns, "eth0")
-        sh(["ip", "link", "set", "torb", "master", "br0"], netns=lab.ns("tor"))
-        net.address(tor_b_ns, "eth0", f"{TOR_B}/24")
         settings_b = TorSettings(
             asn=LOCAL_AS,
             router_id=TOR_B,
@@ -144,9 +113,7 @@ def racks():
             cluster_ranges=("10.0.0.0/24",),
             port=1179,
         )
-        tor_b = FrrRouter(net, tor_b_ns, lab.workdir / "frr-b", settings_b)
-        tor_b.start()
-        stack.callback(tor_b.stop)
+        tor_b = lab.add_tor("torb", (f"{TOR_B}/24",), settings_b)
         api = shared_api(lab)
         stack.enter_context(api)
         api.load(cluster())
@@ -159,8 +126,8 @@ def racks():
             replicas[role] = b.start(wait_established=False)
         assert lab.frr is not None
         try:
-            wait_table(lab.frr, via(W1), timeout=60)
-            wait_table(tor_b, via(W2), timeout=60)
+            lab.frr.wait_valid_paths(via(W1), timeout=60)
+            tor_b.wait_valid_paths(via(W2), timeout=60)
         except TimeoutError as e:
             logs = "\n".join(f"--- {role}:\n{b.log_tail(60)}" for role, b in replicas.items())
             raise TimeoutError(f"{e}\n{logs}") from None
@@ -175,8 +142,8 @@ def test_each_tor_peers_with_its_racks_replica_only_and_holds_the_whole_cluster_
     _, tor_a, tor_b, _ = racks
     assert established(tor_a) == {W1}
     assert established(tor_b) == {W2}
-    assert table(tor_a) == via(W1)  # worker-2's VM via worker-2: cluster mode's third-party next hop
-    assert table(tor_b) == via(W2)
+    assert tor_a.valid_paths() == via(W1)  # worker-2's VM via worker-2: cluster mode's third-party next hop
+    assert tor_b.valid_paths() == via(W2)
 
 
 def test_a_replicas_node_relabelled_moves_its_session_without_a_restart_or_a_reset_of_the_other(racks):
@@ -185,14 +152,14 @@ def test_a_replicas_node_relabelled_moves_its_session_without_a_restart_or_a_res
     w2_before = counts(tor_b, W2)
 
     relabel(api, "worker-1", "b")  # replica 1's node moves to rack b: ToR A loses it, ToR B gains it
-    wait_table(tor_a, {})
-    wait_table(tor_b, {p: sorted(via(W1)[p] + via(W2)[p]) for p in via(W1)})
+    tor_a.wait_valid_paths({})
+    tor_b.wait_valid_paths({p: sorted(via(W1)[p] + via(W2)[p]) for p in via(W1)})
     assert established(tor_b) == {W1, W2}
     assert counts(tor_b, W2) == w2_before, "replica 2's session with ToR B was reset"
     assert replicas["w1"].proc.pid == pid and replicas["w1"].proc.poll() is None, "replica 1 was restarted"
 
     relabel(api, "worker-1", "a")  # and back
-    wait_table(tor_a, via(W1))
-    wait_table(tor_b, via(W2))
+    tor_a.wait_valid_paths(via(W1))
+    tor_b.wait_valid_paths(via(W2))
     assert counts(tor_b, W2) == w2_before
     assert replicas["w1"].proc.poll() is None

@@ -31,7 +31,6 @@ import pytest
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab, shared_api
 from bgpadv_lab.frr import FrrRouter, TorSettings
-from bgpadv_lab.netns import sh
 from bgpadv_lab.objects import VM_NAMESPACE as NS
 from bgpadv_lab.topology import TOR_V4, TOR_V6, WORKERS, Lab
 
@@ -206,17 +205,10 @@ def fabric():
     ranges = ("10.0.0.0/24", "fd00::/64")
     tor_a = TorSettings(asn=TOR_A_AS, cluster_asn=LOCAL_AS, cluster_ranges=ranges, listen_also=(TOR_V6,))
     with Lab("policylab", tor=tor_a) as lab, contextlib.ExitStack() as stack:
-        net = lab.net
-        tor_b_ns = net.create("torb")
-        net.veth(lab.ns("tor"), "torb", tor_b_ns, "eth0")
-        sh(["ip", "link", "set", "torb", "master", "br0"], netns=lab.ns("tor"))
-        net.address(tor_b_ns, "eth0", f"{TOR_B}/24")
         settings_b = TorSettings(
             asn=LOCAL_AS, router_id=TOR_B, listen=TOR_B, cluster_asn=LOCAL_AS, cluster_ranges=("10.0.0.0/24",)
         )
-        tor_b = FrrRouter(net, tor_b_ns, lab.workdir / "frr-b", settings_b)
-        tor_b.start()
-        stack.callback(tor_b.stop)
+        tor_b = lab.add_tor("torb", (f"{TOR_B}/24",), settings_b)
         api = shared_api(lab)
         stack.enter_context(api)
         api.load(cluster())
