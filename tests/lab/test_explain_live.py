@@ -138,7 +138,9 @@ def test_a_new_vm_is_explained_with_its_route_its_peer_and_when_the_peer_was_sen
     at = seconds(sent["at"])
     # between the test's write and the moment the test saw the route in FRR's table; FRR's own stamp agrees
     assert written - MS <= at <= seen_by_frr, (written, sent, seen_by_frr)
-    assert at < frr_second + 1, (sent, frr_second)
+    # FRR's stamp is wall clock minus the path's age, both in whole seconds (as `bgpTimerUpEstablishedEpoch`): it
+    # can read up to one second early, so the second it names ends at most 2 s after it (seen in CI: 1 s early)
+    assert at < frr_second + 2, (sent, frr_second)
     assert written - MS <= seconds(sent["causeReceivedAt"]) <= at
 
 
