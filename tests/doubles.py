@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from bgpadv.config import PeerConfig
-from bgpadv.core.model import Cause, Plan, Route
+from bgpadv.core.model import Cause, Outcome, Route
 from bgpadv.observe.observers import NullObserver
 
 PrefixKey = tuple[int, int, int]
@@ -91,14 +91,14 @@ class RecordingObserver(NullObserver):
     """Keeps the plans, held counts and handover starts it is told about; ignores the rest."""
 
     def __init__(self) -> None:
-        self.plans: list[Plan] = []
+        self.plans: list[Outcome] = []
         self.held: list[dict[str, int]] = []
         self.handovers: list[tuple[str, float]] = []
         self.resources_held: list[tuple[str, bool]] = []
         self.heartbeats = 0
 
-    def planned(self, plan: Plan, cause: Cause | None, seconds: float, full_resync: bool) -> None:
-        self.plans.append(plan)
+    def planned(self, outcome: Outcome, cause: Cause | None, seconds: float, full_resync: bool) -> None:
+        self.plans.append(outcome)
 
     def routes_held(self, held: Mapping[str, int]) -> None:
         self.held.append(dict(held))

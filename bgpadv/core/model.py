@@ -216,6 +216,20 @@ class Plan:
 
 
 @dataclass(frozen=True, slots=True)
+class Outcome:
+    """A plan as observers count it, after the guard: how many of its routes some peer gets, and every refusal (the
+    planner's, then the guard's). Cheap to make on the delta path: no pass over the plan's routes."""
+
+    announced: int = 0
+    rejected: tuple[Refusal, ...] = ()
+
+    @staticmethod
+    def of(plan: Plan) -> Outcome:
+        """A plan every route of which some peer gets."""
+        return Outcome(len(plan.routes), plan.rejected)
+
+
+@dataclass(frozen=True, slots=True)
 class Cause:
     """When the cluster change that led to a plan was seen, for convergence metrics (monotonic seconds)."""
 

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bgpadv.core import resources
-from bgpadv.core.model import Cause, ObjectRef, Plan, Refusal
+from bgpadv.core.model import Cause, ObjectRef, Outcome, Refusal
 from bgpadv.core.reasons import OUT_OF_SCOPE_REASONS
 from bgpadv.observe.observers import NullObserver
 
@@ -101,7 +101,7 @@ class _Call:
 
 
 class EventRecorder(NullObserver):
-    """Turns Plan refusals into Kubernetes Events (see the module docstring).
+    """Turns plan refusals into Kubernetes Events (see the module docstring).
 
     `api_client`: a `kubernetes.client.ApiClient` (its `param_serialize` and `call_api` are used). `metrics`: an
     optional `bgpadv.observe.metrics.Metrics` whose `bgpadv_kubernetes_events_total{result}` counts
@@ -171,9 +171,9 @@ class EventRecorder(NullObserver):
 
     # --- input ----------------------------------------------------------------------------------------------------
 
-    def planned(self, plan: Plan, cause: Cause | None, seconds: float, full_resync: bool) -> None:
+    def planned(self, outcome: Outcome, cause: Cause | None, seconds: float, full_resync: bool) -> None:
         """PlannerObserver: record the plan's refusals."""
-        self.record(plan.rejected)
+        self.record(outcome.rejected)
 
     def record(self, refusals: Iterable[Refusal]) -> None:
         """The complete current set of refusals: new ones get an Event, persisting ones a bump once per interval."""

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from bgpadv.core.model import Cause, Plan
+from bgpadv.core.model import Cause, Outcome
 from bgpadv.core.prefix import Prefix
 from bgpadv.observe.convergence import ConvergenceTracker
 from bgpadv.observe.metrics import Metrics
@@ -161,11 +161,11 @@ class MetricsObserver:
 
     # --- PlannerObserver ------------------------------------------------------------------------------------------
 
-    def planned(self, plan: Plan, cause: Cause | None, seconds: float, full_resync: bool) -> None:
+    def planned(self, outcome: Outcome, cause: Cause | None, seconds: float, full_resync: bool) -> None:
         try:
             if full_resync:
                 self.metrics.full_resync.observe(max(0.0, seconds))
-            self.model.planned(plan)
+            self.model.planned(outcome)
         except Exception:
             log.exception("metrics: planned")
 

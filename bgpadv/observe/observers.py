@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from bgpadv.core.model import Cause, Plan, Route
+from bgpadv.core.model import Cause, Outcome, Route
 from bgpadv.core.prefix import Prefix
 
 log = logging.getLogger(__name__)
@@ -48,8 +48,8 @@ class SourcesObserver(Protocol):
 
 @runtime_checkable
 class PlannerObserver(Protocol):
-    def planned(self, plan: Plan, cause: Cause | None, seconds: float, full_resync: bool) -> None:
-        """The planner produced a plan (cause None: a timer or a start-up resync)."""
+    def planned(self, outcome: Outcome, cause: Cause | None, seconds: float, full_resync: bool) -> None:
+        """The planner produced a plan and the guard checked it (cause None: a timer or a start-up resync)."""
 
 
 @runtime_checkable
@@ -116,7 +116,7 @@ class NullObserver:
     def watch_line_skipped(self, resource: str, reason: str) -> None:
         pass
 
-    def planned(self, plan: Plan, cause: Cause | None, seconds: float, full_resync: bool) -> None:
+    def planned(self, outcome: Outcome, cause: Cause | None, seconds: float, full_resync: bool) -> None:
         pass
 
     def commands_written(self, batch: int, changes: Sequence[RouteChange], cause: Cause | None, at: float) -> None:
@@ -184,8 +184,8 @@ class Fanout:
     def watch_line_skipped(self, resource: str, reason: str) -> None:
         self._each("watch_line_skipped", resource, reason)
 
-    def planned(self, plan: Plan, cause: Cause | None, seconds: float, full_resync: bool) -> None:
-        self._each("planned", plan, cause, seconds, full_resync)
+    def planned(self, outcome: Outcome, cause: Cause | None, seconds: float, full_resync: bool) -> None:
+        self._each("planned", outcome, cause, seconds, full_resync)
 
     def commands_written(self, batch: int, changes: Sequence[RouteChange], cause: Cause | None, at: float) -> None:
         self._each("commands_written", batch, changes, cause, at)

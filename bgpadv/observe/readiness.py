@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bgpadv import __version__
-from bgpadv.core.model import Plan
+from bgpadv.core.model import Outcome
 from bgpadv.core.reasons import OUT_OF_SCOPE_REASONS
 from bgpadv.observe.metrics import Metrics
 from bgpadv.observe.observers import RouteChange
@@ -175,9 +175,9 @@ class StatusModel:
         with self._lock:
             self._routes_held = dict(held)
 
-    def planned(self, plan: Plan) -> None:
+    def planned(self, outcome: Outcome) -> None:
         # route gauges are not the plan's: they follow acknowledged commands (command_acked)
-        refusals = {(str(x.source), x.value, x.reason) for x in plan.rejected}
+        refusals = {(str(x.source), x.value, x.reason) for x in outcome.rejected}
         out_of_scope = dict.fromkeys(OUT_OF_SCOPE_REASONS, 0)
         for _, _, reason in refusals - self._refusals:
             if reason not in out_of_scope:
@@ -185,7 +185,7 @@ class StatusModel:
         for reason, objects in _objects_by_reason(refusals, out_of_scope).items():
             self.metrics.out_of_scope.labels(reason=reason).set(objects)
         with self._lock:
-            self._planned_routes = len(plan.routes)
+            self._planned_routes = outcome.announced
             self._refusals = refusals
             self._planned_once = True
             self._last_plan_wall = self._wall()

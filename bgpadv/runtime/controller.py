@@ -659,7 +659,7 @@ class Controller:
         for prefix, ready_wall in handovers_of(previous, plan, changed, self.config):
             self.observer.migration_handover_started(prefix, ready_wall)
         # guard refusals are counted and get Events exactly like the planner's
-        self.observer.planned(guarded.observed(plan), cause, planned_at - started, full)
+        self.observer.planned(guarded.outcome(plan), cause, planned_at - started, full)
         if first:
             # The initial list is most of what this process will ever hold: move it out of the cyclic collector's
             # sight, or every later collection walks the whole cluster (half of a 100k LIST's cost, measured).

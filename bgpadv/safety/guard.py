@@ -66,7 +66,7 @@ from dataclasses import dataclass, field, replace
 
 from bgpadv.config import Config, ExportFilter, PeerConfig
 from bgpadv.core.addressing import NEXT_HOP_RANGES, SPECIAL_RANGES
-from bgpadv.core.model import Plan, PlanContext, Refusal, Route, RouteDelta
+from bgpadv.core.model import Outcome, Plan, PlanContext, Refusal, Route, RouteDelta
 from bgpadv.core.prefix import Address, Prefix
 from bgpadv.core.space import EMPTY_SPACE, InfrastructureSpace
 from bgpadv.core.state import ClusterState
@@ -485,6 +485,11 @@ class Guarded:
             return plan if routes is plan.routes else Plan(routes, plan.rejected, plan.context)
         return Plan(routes, (*plan.rejected, *self.rejected), plan.context)
 
+    def outcome(self, plan: Plan) -> Outcome:
+        """What observers count: `observed(plan)`'s route count and refusals."""
+        observed = self.observed(plan)
+        return Outcome(len(observed.routes), observed.rejected)
+
 
 @dataclass(frozen=True, slots=True)
 class GuardedDelta:
@@ -493,15 +498,13 @@ class GuardedDelta:
 
     changes: dict[str, dict[PrefixKey, Route | None]]
     rejected: tuple[Refusal, ...]
-    unreached: frozenset[int]  # id() of the plan's routes no peer gets (refused, or carried by no peer)
+    unreached: int  # how many of the plan's routes no peer gets (refused, or carried by no peer)
 
-    def observed(self, plan: Plan) -> Plan:
-        """As `Guarded.observed`: the routes some peer gets, the planner's refusals followed by the guard's."""
-        unreached = self.unreached
-        routes = plan.routes if not unreached else tuple(r for r in plan.routes if id(r) not in unreached)
-        if not self.rejected and routes is plan.routes:
-            return plan
-        return Plan(routes, (*plan.rejected, *self.rejected), plan.context)
+    def outcome(self, plan: Plan) -> Outcome:
+        """As `Guarded.outcome`, without a pass over the plan: the guard counts the routes no peer gets."""
+        if not self.rejected and not self.unreached:
+            return Outcome(len(plan.routes), plan.rejected)
+        return Outcome(len(plan.routes) - self.unreached, (*plan.rejected, *self.rejected))
 
 
 class _Base:
@@ -514,6 +517,7 @@ class _Base:
         self.refused: dict[Route, list[Refusal]] = {}  # the rules 1-7 refusals of a planned route (by value)
         self.refused_n: dict[Route, int] = {}  # how many planned routes are equal to it
         self.cross: list[Refusal] = []  # rules 8-9 refusals (their prefixes' groups hold two routes: untouched)
+        self._rejected: tuple[Refusal, ...] | None = None  # rejected(), until `refused` or `cross` changes
         self.unreached: dict[int, Route] = {}  # id -> planned route no peer gets
         self.elsewhere: dict[str, int] = {}  # per peer: the route classes some other peer is configured for
         for peer in ctx.peers:
@@ -532,6 +536,7 @@ class _Base:
         return out
 
     def note_refused(self, route: Route, refusals: list[Refusal]) -> None:
+        self._rejected = None
         if route in self.refused_n:
             self.refused_n[route] += 1
         else:
@@ -542,17 +547,21 @@ class _Base:
         n = self.refused_n.get(route)
         if n is None:
             return
+        self._rejected = None
         if n > 1:
             self.refused_n[route] = n - 1
         else:
             del self.refused_n[route], self.refused[route]
 
     def rejected(self) -> tuple[Refusal, ...]:
-        out: list[Refusal] = []
-        for refusals in self.refused.values():
-            out.extend(refusals)
-        out.extend(self.cross)
-        return _unique(out)
+        """Every refusal now, each once (kept between changes that refuse nothing new: a change costs the change)."""
+        if self._rejected is None:
+            out: list[Refusal] = []
+            for refusals in self.refused.values():
+                out.extend(refusals)
+            out.extend(self.cross)
+            self._rejected = _unique(out)
+        return self._rejected
 
 
 class Guard:
@@ -719,7 +728,7 @@ class Guard:
             live.extend(base.refused)
             live.extend(base.unreached.values())
             self._verdicts = {id(r): cache[id(r)] for r in live if id(r) in cache}
-        return GuardedDelta(changes, base.rejected(), frozenset(base.unreached))
+        return GuardedDelta(changes, base.rejected(), len(base.unreached))
 
     def _verdict(self, r: Route) -> _Verdict:
         """Rules 1-6 for one route (cached per object)."""

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from bgpadv.core.model import Cause, ObjectRef, Plan, Route, RouteKind
+from bgpadv.core.model import Cause, ObjectRef, Outcome, Plan, Route, RouteKind
 from bgpadv.core.prefix import Address, Prefix
 from bgpadv.observe.health import HealthServer
 from bgpadv.observe.metrics import Metrics
@@ -53,7 +53,7 @@ def feed(observer: MetricsObserver, stop: threading.Event) -> None:
             Prefix.parse(f"{ip}/32"), Address.parse("192.0.2.11"), "vmnet-a", RouteKind.HOST, CLAIM, "worker-1"
         )
         t0 = time.monotonic() - 0.004
-        observer.planned(Plan.build([route], []), Cause(t0, t0 + 0.001), 0.001, False)
+        observer.planned(Outcome.of(Plan.build([route], [])), Cause(t0, t0 + 0.001), 0.001, False)
         observer.commands_written(batch, [RouteChange(PEER, "announce", route)], Cause(t0, t0 + 0.001), t0 + 0.002)
         observer.command_acked(batch, True, t0 + 0.003)
         observer.updates_sent(PEER, [Prefix.parse(f"{ip}/32")], [], t0 + 0.004)

@@ -252,13 +252,13 @@ class BfdObserved:
     (`/status`'s `bfd` section), `change` what the controller's loop hands on (`bfd_changed`)."""
 
     def __init__(self) -> None:
-        from bgpadv.core.model import Plan
+        from bgpadv.core.model import Outcome
         from bgpadv.observe.metrics_observer import MetricsObserver
 
         self.bfd = "up"
         self.m = m = MetricsObserver(Metrics(process_collectors=False), wall_clock=lambda: NOW)
         m.set_peers(["10.0.0.1"])
-        m.planned(Plan(routes=(), rejected=()), None, 0.0, True)
+        m.planned(Outcome(), None, 0.0, True)
         m.bfd_status = lambda: {"10.0.0.1": {"state": self.bfd, "diagnostic": 1, "since": NOW, "failed": True}}
         m.session_info = lambda: {"10.0.0.1": {"asn": 64512, "address": "10.0.0.1", "localASN": 64513, "node": "w1"}}
 

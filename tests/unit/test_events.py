@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from kubernetes import client as k8s
 
-from bgpadv.core.model import ObjectRef, Plan, Refusal
+from bgpadv.core.model import ObjectRef, Outcome, Plan, Refusal
 from bgpadv.observe.events import EventRecorder, TokenBucket, event_reason
 from bgpadv_lab.fakeapi import FakeApiServer
 
@@ -74,7 +74,7 @@ def test_refusal_codes_become_camel_case_reasons(code: str, reason: str) -> None
 
 
 def test_a_refusal_becomes_a_warning_event_on_its_object(recorder: EventRecorder, api: FakeApiServer) -> None:
-    recorder.planned(Plan.build([], [GATEWAY]), None, 0.001, False)
+    recorder.planned(Outcome.of(Plan.build([], [GATEWAY])), None, 0.001, False)
     assert recorder.flush()
     (event,) = api.events()
     assert event["type"] == "Warning"

@@ -16,7 +16,7 @@ import urllib.request
 import pytest
 
 from bgpadv.commands import status as status_cli
-from bgpadv.core.model import Cause, ObjectRef, Plan, Route, RouteKind
+from bgpadv.core.model import Cause, ObjectRef, Outcome, Plan, Route, RouteKind
 from bgpadv.core.prefix import Address, Prefix
 from bgpadv.observe.health import HealthServer
 from bgpadv.observe.logs import setup_logging
@@ -68,7 +68,7 @@ def get(url: str, accept: str | None = None) -> tuple[int, str, str]:
 
 def converge_one_change(observer: MetricsObserver) -> None:
     observer.peer_state(PEER, "up", 1.0)
-    observer.planned(Plan.build([SUBNET, VM_A], []), Cause(10.0, 10.001), 0.001, True)
+    observer.planned(Outcome.of(Plan.build([SUBNET, VM_A], [])), Cause(10.0, 10.001), 0.001, True)
     announced = [RouteChange(PEER, "announce", SUBNET), RouteChange(PEER, "announce", VM_A)]
     observer.commands_written(1, announced, Cause(10.0, 10.001), at=10.002)
     observer.command_acked(1, True, at=10.003)
@@ -111,7 +111,7 @@ def test_readyz_waits_for_the_initial_sync_and_an_established_peer(
 ) -> None:
     code, _, body = get(server.url + "/readyz")
     assert (code, body.strip()) == (503, "initial sync not done (no plan yet)")
-    observer.planned(Plan.build([SUBNET], []), None, 0.001, True)
+    observer.planned(Outcome.of(Plan.build([SUBNET], [])), None, 0.001, True)
     code, _, body = get(server.url + "/readyz")
     assert (code, body.strip()) == (503, "no BGP peer established")
     observer.peer_state(PEER, "up", 2.0)

@@ -13,7 +13,7 @@ import importlib.metadata
 import pytest
 from prometheus_client import generate_latest
 
-from bgpadv.core.model import Cause, ObjectRef, Plan, Refusal, Route, RouteKind
+from bgpadv.core.model import Cause, ObjectRef, Outcome, Plan, Refusal, Route, RouteKind
 from bgpadv.core.prefix import Address, Prefix
 from bgpadv.observe.convergence import percentile
 from bgpadv.observe.metrics import Metrics
@@ -274,8 +274,9 @@ def test_pending_changes_are_capped_in_number(clock: Clock) -> None:
     assert sample(obs, "bgpadv_convergence_unmatched_total", stage="sent") == 200
 
 
-def plan(*routes: Route, rejected: tuple[Refusal, ...] = ()) -> Plan:
-    return Plan.build(routes, rejected)
+def plan(*routes: Route, rejected: tuple[Refusal, ...] = ()) -> Outcome:
+    """A guarded plan, as observers get it: every route reaches a peer."""
+    return Outcome.of(Plan.build(routes, rejected))
 
 
 def routes(obs: MetricsObserver, peer: str, family: str, kind: str) -> float | None:
