@@ -109,7 +109,7 @@ fi
 echo "build.sh: generating the CRDs" >&2
 bash "$here/crds.sh" "$bin" "$tree/crds"
 "$bin/kube-apiserver" --version >&2
-"$bin/etcd" --version | head -1 >&2
+"$bin/etcd" --version | sed -n 1p >&2  # sed reads it all: head could end etcd by SIGPIPE (exit 141 under pipefail)
 echo "build.sh: built in $(( $(date +%s) - start )) s" >&2
 touch "$stamp"
 echo "$tree"
