@@ -10,8 +10,11 @@ hold) drives a real `Speaker` whose commands go to a fake ExaBGP that acknowledg
   - storm:   (at --storm-vms, default 10,000) 500 migrations fed from another thread within one second into the
              running loop (coalescing window as configured): per migration, queue → its command written
              (p50/p99/max) and the time until the last one is written;
-  - flood:   20,000 irrelevant launcher-pod events (pods of VMs that run where they are) fed from another thread
-             as fast as it can, one migration in the middle: its queue → command latency, and the flood's length;
+  - flood:   (at --flood-vms, default 2,000, each with its launcher pod listed) 20,000 irrelevant launcher-pod
+             rewrites (status heartbeats of pods of VMs that run where they are) fed as watch lines through the real
+             reflectors (JSON decode, view, unchanged-rewrite drop: what a reflector thread does) from another thread
+             as fast as it can, one migration (a VMI watch line) in the middle: its line → command latency, and the
+             flood's length;
   - bulk:    10,000 new VMs (claim + VMI each) fed in one go, one migration of an existing VM right behind the
              first claim: its latency, and how long the bulk load took (coalescing must not starve the single change).
 
@@ -45,7 +48,7 @@ sys.path.insert(0, CODE or str(Path(__file__).resolve().parent.parent))
 
 from bgpadv.core import resources  # noqa: E402
 from bgpadv.runtime.controller import Controller, LoopSettings, watched_resources  # noqa: E402
-from bgpadv.sources.reflector import WatchEvent  # noqa: E402
+from bgpadv.sources.reflector import Reflector, WatchEvent  # noqa: E402
 from bgpadv.speaker.session import Speaker  # noqa: E402
 from bgpadv_lab import objects as k8s  # noqa: E402
 
@@ -119,8 +122,9 @@ def event(res: resources.Resource, kind: str, obj: dict | None) -> WatchEvent:
     return WatchEvent(resource=res, type=kind, obj=obj, received_at=time.monotonic())
 
 
-def build(n: int, window: float) -> tuple[Controller, FakeExaBGP, list[int]]:
-    """A controller with n running VMs listed, planned, announced and acknowledged. Returns the per-VM node index."""
+def build(n: int, window: float, pods: bool = False) -> tuple[Controller, FakeExaBGP, list[int]]:
+    """A controller with n running VMs listed (with their launcher pods when `pods`), planned, announced and
+    acknowledged. Returns the per-VM node index."""
     config = k8s.config(peers=PEERS)
     exa = FakeExaBGP()
     speaker = Speaker.from_config(config, exa.write)
@@ -143,6 +147,8 @@ def build(n: int, window: float) -> tuple[Controller, FakeExaBGP, list[int]]:
         node = "worker-1" if i % 2 == 0 else "worker-2"
         where.append(0 if node == "worker-1" else 1)
         objs.extend(vm(i, node))
+        if pods:
+            objs.append(k8s.launcher_pod(NS, f"vm-{i}", node))
     for o in objs:
         res = resources.resource_for(o)
         c.queue.put(event(res, "ADDED", o))
@@ -223,31 +229,51 @@ def storm(n: int, window: float, count: int = 500, seconds: float = 1.0) -> dict
     return {"latency": lat, "missing": float(count - len(lat)), "last": last}
 
 
-def flood(n: int, window: float, count: int = 20_000) -> dict[str, float | list[float]]:
-    c, exa, where = build(n, window)
-    pods = [
-        event(
-            resources.LAUNCHER_POD,
-            "MODIFIED",
-            k8s.launcher_pod(NS, f"vm-{k % n}", "worker-1" if where[k % n] == 0 else "worker-2"),
-        )
-        for k in range(count)
+def watch_line(kind: str, obj: dict) -> bytes:
+    """One watch line as the API server writes it, the object with a resourceVersion of its own."""
+    obj["metadata"]["resourceVersion"] = str(next(_VERSION))
+    return json.dumps({"type": kind, "object": obj}).encode()
+
+
+def heartbeat(k: int, node: str) -> dict:
+    """A launcher pod's status rewrite the planner never reads (the kubelet's probe times)."""
+    pod = k8s.launcher_pod(NS, f"vm-{k}", node)
+    pod.setdefault("status", {})["conditions"] = [
+        {"type": "Ready", "status": "True", "lastProbeTime": f"2026-12-03T08:{k // 60 % 60:02d}:{k % 60:02d}Z"}
     ]
+    return pod
+
+
+def reflector(c: Controller, res: resources.Resource) -> Reflector:
+    """A reflector for `res` emitting into the controller's queue, its cache what its LIST would have left (the
+    store's views): the bench hands it watch lines instead of a server."""
+    r = Reflector(None, res, c.queue.put)  # type: ignore[arg-type]  # never calls the API here
+    r._cache = dict(getattr(c.store.state, res.field))
+    return r
+
+
+def flood(n: int, window: float, count: int = 20_000) -> dict[str, float | list[float]]:
+    c, exa, where = build(n, window, pods=True)
+    lines = [
+        watch_line("MODIFIED", heartbeat(k % n, "worker-1" if where[k % n] == 0 else "worker-2")) for k in range(count)
+    ]
+    pod_reflector, vmi_reflector = reflector(c, resources.LAUNCHER_POD), reflector(c, resources.VMI)
     target = n // 3
-    mig = migrate(c, where, target)
+    where[target] ^= 1
+    mig = watch_line("MODIFIED", vm(target, "worker-2" if where[target] else "worker-1")[1])
     exa.watching = {ip(target)}
     exa.written = {}
     sent: list[float] = []
     done = threading.Event()
     span: list[float] = []
 
-    def feed() -> None:
+    def feed() -> None:  # the two reflector threads' work, on one thread
         start = time.perf_counter()
-        for k, ev in enumerate(pods):
+        for k, line in enumerate(lines):
             if k == count // 2:
                 sent.append(time.perf_counter())
-                c.queue.put(mig)
-            c.queue.put(ev)
+                vmi_reflector._handle(mig, time.monotonic())
+            pod_reflector._handle(line, time.monotonic())
             if k % 200 == 0:
                 time.sleep(0)  # let the loop run, as a reflector thread reading a socket does
         span.append(time.perf_counter() - start)

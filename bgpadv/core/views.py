@@ -91,7 +91,7 @@ class Network:
 
     name: str
     ref: ObjectRef
-    resource_version: str = ""
+    resource_version: str = field(default="", compare=False)  # equal views say the same, whatever the version
     age: tuple[str, str] = (NEWEST, "")
     labels: Mapping[str, str] = field(default_factory=lambda: EMPTY_LABELS)
     network_id: int | None = None  # the `k8s.ovn.org/network-id` annotation (the importer's VRF)
@@ -131,7 +131,7 @@ class RouteAdvertisement:
     `advertisements`: `spec.advertisements` as written, strings only (PodNetwork, EgressIP, ...)."""
 
     name: str
-    resource_version: str = ""
+    resource_version: str = field(default="", compare=False)  # equal views say the same, whatever the version
     pod_network: bool = False
     accepted: bool = False
     network_selectors: tuple[LabelSelector, ...] = ()
@@ -153,7 +153,7 @@ class RouteAdvertisement:
 @dataclass(frozen=True, slots=True)
 class Namespace:
     name: str
-    resource_version: str = ""
+    resource_version: str = field(default="", compare=False)  # equal views say the same, whatever the version
     labels: Mapping[str, str] = field(default_factory=lambda: EMPTY_LABELS)
 
 
@@ -177,7 +177,7 @@ class Node:
 
     name: str
     ref: ObjectRef
-    resource_version: str = ""
+    resource_version: str = field(default="", compare=False)  # equal views say the same, whatever the version
     age: tuple[str, str] = (NEWEST, "")
     labels: Mapping[str, str] = field(default_factory=lambda: EMPTY_LABELS)
     next_hop_candidates: tuple[Address, ...] = ()
@@ -210,7 +210,7 @@ class Claim:
 
     key: tuple[str, str]
     ref: ObjectRef
-    resource_version: str = ""
+    resource_version: str = field(default="", compare=False)  # equal views say the same, whatever the version
     identified: bool = True
     age: tuple[str, str, str] = (NEWEST, "", "")
     labels: Mapping[str, str] = field(default_factory=lambda: EMPTY_LABELS)
@@ -291,7 +291,7 @@ class Vmi:
 
     key: tuple[str, str]
     ref: ObjectRef
-    resource_version: str = ""
+    resource_version: str = field(default="", compare=False)  # equal views say the same, whatever the version
     identified: bool = True
     uid: str = ""
     age: tuple[str, str, str] = (NEWEST, "", "")
@@ -332,7 +332,7 @@ class LauncherPod:
     object)."""
 
     key: tuple[str, str]
-    resource_version: str = ""
+    resource_version: str = field(default="", compare=False)  # equal views say the same, whatever the version
     namespace: str | None = None
     domain: str | None = None
     created_by: str | None = None

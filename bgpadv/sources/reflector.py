@@ -53,11 +53,12 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
 from bgpadv.core import yamlsafe
-from bgpadv.core.resources import Resource, resource_version
+from bgpadv.core.resources import Resource
+from bgpadv.core.views import View
 from bgpadv.core.yamlsafe import MAX_DEPTH
 from bgpadv.observe.observers import NullObserver, SourcesObserver
 from bgpadv.sources import rest
-from bgpadv.sources.decode import decode_migration
+from bgpadv.sources.decode import decode, decode_migration
 
 log = logging.getLogger("bgpadv.sources")
 
@@ -72,11 +73,12 @@ class WatchEvent:
 
     resource: Resource
     type: EventType
-    obj: dict | None
+    obj: dict | None  # the watched object; for an event found by a (re)LIST, its identity only (`deleted_object`)
     received_at: float  # time.monotonic() when the bytes carrying the event arrived
     object_wall_time: float | None = None  # newest usable timestamp inside the object (epoch seconds), for lag
     from_list: bool = False  # an ADDED/MODIFIED/DELETED found by diffing a (re)LIST against the cache, not watched
     listed_at: float | None = None  # SYNCED: time.monotonic() when the LIST it completes began
+    view: View | None = None  # ADDED/MODIFIED from a reflector: the object decoded on its thread (the store keeps it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,18 +154,25 @@ def list_page_arguments(resource: Resource, settings: ReflectorSettings, token: 
     return kwargs
 
 
-_TOMBSTONE_METADATA = ("name", "namespace", "resourceVersion", "uid")
+def deleted_object(resource: Resource, key: tuple[str, str] | str, version: str) -> dict:
+    """The object a DELETED found by a relist (or a confirmed 404) carries, and the identity a LIST event carries:
+    type, name, namespace and resourceVersion, made from the key the reflector holds it under (its view is all the
+    reflector keeps of an object; nothing downstream reads more of such an event than its key)."""
+    namespace, name = key if isinstance(key, tuple) else (None, key)
+    meta = {"name": name, "resourceVersion": version}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    return {"kind": resource.kind, "apiVersion": resource.api_version, "metadata": meta}
 
 
-def tombstone(obj: dict) -> dict:
-    """What the reflector keeps of an emitted object: its type and identity (name, namespace, resourceVersion, uid).
-    A relist compares resourceVersions and a deletion the relist finds is emitted with it; nothing downstream reads
-    more of a DELETED object than its key (the store's view of it is decoded already). The whole object would cost
-    ~7 KB a VMI held twice (here and decoded in the store): 1.4 GB at 100,000 VMs (issue 19, measured)."""
+def unchanged(previous: View | None, view: View, obj: dict) -> bool:
+    """A watched MODIFIED (or repeated ADDED) that says nothing new: its view equals the last one emitted for its key
+    (views compare without their resourceVersion) and it is not being deleted. Launcher pods and VMIs are rewritten
+    for status the planner never reads; the loop never queues behind those."""
+    if previous is None or view != previous:
+        return False
     meta = obj.get("metadata")
-    meta = meta if isinstance(meta, dict) else {}
-    kept = {k: meta[k] for k in _TOMBSTONE_METADATA if k in meta}
-    return {"kind": obj.get("kind"), "apiVersion": obj.get("apiVersion"), "metadata": kept}
+    return not (isinstance(meta, dict) and meta.get("deletionTimestamp"))
 
 
 def object_wall_time(obj: dict, now: float | None = None) -> float | None:
@@ -229,8 +238,9 @@ class Reflector:
         self._emit_to = emit
         self.settings = settings or ReflectorSettings()
         self._observer: SourcesObserver = observer if observer is not None else NullObserver()
-        # what we last emitted, by key, as a tombstone (`tombstone`: what a relist compares and a deletion carries)
-        self._cache: dict[tuple[str, str] | str, dict] = {}
+        # what we last emitted, by key, as its view (shared with the store): what a relist compares resourceVersions
+        # with, what a missed deletion is made from (`deleted_object`), what an unchanged MODIFIED is recognised by
+        self._cache: dict[tuple[str, str] | str, View] = {}
         self._rv: str | None = None  # newest resourceVersion seen; None: a LIST is needed
         self._synced = False
         self._failures = 0  # consecutive failures, for the backoff
@@ -389,8 +399,9 @@ class Reflector:
                 len(self._cache),
             )
             self._observer.watch_restart(plural, f"confirmed-{status}")
-            for obj in list(self._cache.values()):
-                self._emit("DELETED", obj, now)  # confirmed: ordinary deletions, not held again downstream
+            for key, view in list(self._cache.items()):
+                gone = deleted_object(self.resource, key, view.resource_version)
+                self._emit("DELETED", gone, now)  # confirmed: ordinary deletions, not held again downstream
             self._cache.clear()
             self._readable = False
             self._held_since = None
@@ -417,10 +428,17 @@ class Reflector:
         except Exception:
             log.exception("%s: the event consumer failed", self.resource.plural)
 
-    def _emit(self, kind: EventType, obj: dict | None, at: float, from_list: bool = False) -> None:
-        wall = object_wall_time(obj) if obj is not None else None
+    def _emit(
+        self,
+        kind: EventType,
+        obj: dict,
+        at: float,
+        from_list: bool = False,
+        view: View | None = None,
+        wall: float | None = None,
+    ) -> None:
         try:
-            self._emit_to(WatchEvent(self.resource, kind, obj, at, wall, from_list))
+            self._emit_to(WatchEvent(self.resource, kind, obj, at, wall, from_list, view=view))
         except Exception:
             log.exception("%s: the event consumer failed", self.resource.plural)
 
@@ -437,8 +455,10 @@ class Reflector:
 
     # -- LIST -----------------------------------------------------------------------------------------------------
     def _list(self) -> None:
+        """LIST in pages, each object decoded into its view as its page arrives (the page's documents are let go
+        at once: a 100k LIST never holds 100k raw objects), then `_replace`."""
         s, r = self.settings, self.resource
-        fresh: dict[tuple[str, str] | str, tuple[dict, float]] = {}
+        fresh: dict[tuple[str, str] | str, tuple[View, float, float | None]] = {}
         token: str | None = None
         restarts = 0
         while True:
@@ -462,8 +482,12 @@ class Reflector:
             for _ in range(too_deep):
                 log.warning("%s: skipping a listed object nested deeper than %d levels", r.plural, MAX_DEPTH)
                 self._skipped("too-deep")
+            relisting = self._synced  # lag is observed after the first sync only: the first LIST skips the work
             for obj in items:
-                fresh[r.key(obj)] = (self._normalize(obj), at)
+                obj = self._normalize(obj)
+                key = r.key(obj)
+                fresh[key] = (decode(r, obj, key), at, object_wall_time(obj) if relisting else None)
+            del items
             meta = page.get("metadata") or {}
             token = meta.get("continue") or None
             if token is None:
@@ -472,19 +496,24 @@ class Reflector:
             if self._stop.is_set():
                 return
 
-    def _replace(self, fresh: dict[tuple[str, str] | str, tuple[dict, float]], rv: str) -> None:
+    def _replace(self, fresh: dict[tuple[str, str] | str, tuple[View, float, float | None]], rv: str) -> None:
         """Adopt a complete list: emit what differs from the cache (missed deletions included), then SYNCED."""
-        cache = self._cache
-        for key, (obj, at) in fresh.items():
+        cache, r = self._cache, self.resource
+        kept: dict[tuple[str, str] | str, View] = {}
+        for key, (view, at, wall) in fresh.items():
             old = cache.get(key)
+            version = view.resource_version
             if old is None:
-                self._emit("ADDED", obj, at, from_list=True)
-            elif resource_version(old) != resource_version(obj):
-                self._emit("MODIFIED", obj, at, from_list=True)
+                self._emit("ADDED", deleted_object(r, key, version), at, True, view, wall)
+            elif old.resource_version != version and old != view:  # views compare without their resourceVersion
+                self._emit("MODIFIED", deleted_object(r, key, version), at, True, view, wall)
+            else:
+                view = old  # what the store holds: one object, not two
+            kept[key] = view
         now = time.monotonic()
         for key in cache.keys() - fresh.keys():
-            self._emit("DELETED", cache[key], now, from_list=True)
-        self._cache = {key: tombstone(obj) for key, (obj, _) in fresh.items()}
+            self._emit("DELETED", deleted_object(r, key, cache[key].resource_version), now, from_list=True)
+        self._cache = kept
         self._rv = rv or None
         first = not self._synced
         self._synced = True
@@ -566,15 +595,25 @@ class Reflector:
             log.warning("%s: skipping a watch event of unknown type %r", plural, kind)
             return
         obj = self._normalize(obj)
-        rv = resource_version(obj)
+        meta = obj.get("metadata")
+        rv = str(meta.get("resourceVersion") or "") if isinstance(meta, dict) else ""
         if rv:
             self._rv = rv
         key = self.resource.key(obj)
+        wall = object_wall_time(obj)
         if kind == "DELETED":
             self._cache.pop(key, None)
-        else:
-            self._cache[key] = tombstone(obj)
-        self._emit(kind, obj, at)
+            self._emit(kind, obj, at, wall=wall)
+            return
+        view = decode(self.resource, obj, key)
+        if unchanged(self._cache.get(key), view, obj):  # the store keeps the equal view it has (one object)
+            try:
+                self._observer.watch_event(plural, kind, at, wall)  # observed (its lag), never queued
+            except Exception:
+                log.exception("%s: the observer failed", plural)
+            return
+        self._cache[key] = view
+        self._emit(kind, obj, at, view=view, wall=wall)
 
 
 class Sources:

@@ -50,10 +50,11 @@ class Store:
         if event.type == "DELETED":
             return objects.pop(key, None) is not None
         old = objects.get(key)
-        version = resource_version(obj)
+        view = event.view
+        version = view.resource_version if view is not None else resource_version(obj)
         if old is not None and version and old.resource_version == version:
             return False
-        objects[key] = decode(res, obj, key)
+        objects[key] = view if view is not None else decode(res, obj, key)  # a reflector decoded it on its thread
         return True
 
     @property

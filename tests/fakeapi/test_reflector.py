@@ -22,7 +22,7 @@ import pytest
 from kubernetes import client
 
 from bgpadv.core import resources
-from bgpadv.sources.reflector import ReflectorSettings, Sources, WatchEvent, object_wall_time, tombstone
+from bgpadv.sources.reflector import ReflectorSettings, Sources, WatchEvent, deleted_object, object_wall_time
 from bgpadv.sources.store import Store
 from bgpadv_lab import objects
 from bgpadv_lab.fakeapi import FakeApiServer
@@ -140,6 +140,10 @@ def cluster() -> list[dict]:
 class RecordingObserver:
     def __init__(self) -> None:
         self.restarts: list[tuple[str, str]] = []
+        self.unqueued: list[tuple[str, str]] = []  # watch events observed on the reflector's thread, never emitted
+
+    def watch_event(self, resource: str, event_type: str, at: float, object_wall_time: float | None) -> None:
+        self.unqueued.append((resource, event_type))
 
     def watch_restart(self, resource: str, reason: str) -> None:
         self.restarts.append((resource, reason))
@@ -302,6 +306,49 @@ def test_bookmarks_keep_the_resource_version_fresh_so_a_compaction_needs_no_reli
     assert "gone-410" not in harness.observer.reasons("ipamclaims")
 
 
+def test_a_rewrite_that_changes_nothing_the_planner_reads_is_observed_but_never_queued(
+    server: FakeApiServer, harness: Harness
+) -> None:
+    """virt-handler and the kubelet rewrite launcher pods and VMIs for status bgpadv never reads (conditions,
+    heartbeats): the reflector decodes each on its own thread and drops one whose view equals the last, so a flood
+    of them never stands between the loop and a change that matters. What the view holds always goes through."""
+    server.load(cluster())
+    started(harness)
+    launcher = "virt-launcher-vm-a-x7k2p"
+    for beat in range(5):
+        conditions = [{"type": "Ready", "status": "True", "lastProbeTime": f"2026-12-03T08:00:0{beat}Z"}]
+        server.patch("v1", "Pod", launcher, NS, {"status": {"conditions": conditions}})
+    server.patch("kubevirt.io/v1", "VirtualMachineInstance", "vm-a", NS, {"metadata": {"labels": {"tier": "db"}}})
+    harness.wait(lambda: "vm-a" in harness.seen("virtualmachineinstances", "MODIFIED"))
+    harness.wait(lambda: harness.observer.unqueued.count(("pods", "MODIFIED")) == 5)
+    assert launcher not in harness.seen("pods", "MODIFIED")
+    assert harness.store.state.vmis[(NS, "vm-a")].labels["tier"] == "db"
+    server.patch("v1", "Pod", launcher, NS, {"spec": {"nodeName": "worker-2"}})  # the view changes: emitted
+    harness.wait(lambda: launcher in harness.seen("pods", "MODIFIED"))
+    assert harness.store.state.pods[(NS, launcher)].node == "worker-2"
+
+
+def test_views_compare_without_their_resource_version_and_a_deletion_always_goes_through() -> None:
+    from bgpadv.sources.decode import decode
+    from bgpadv.sources.reflector import unchanged
+
+    before = vmi("vm-a", "worker-1", "192.168.100.10")
+    before["metadata"]["resourceVersion"] = "41"
+    after = json.loads(json.dumps(before))
+    after["metadata"]["resourceVersion"] = "42"
+    after["status"]["conditions"] = [{"type": "Ready", "status": "True"}]  # not read
+    key = resources.VMI.key(before)
+    old, new = decode(resources.VMI, before, key), decode(resources.VMI, after, key)
+    assert (old.resource_version, new.resource_version) == ("41", "42")
+    assert unchanged(old, new, after)
+    assert not unchanged(None, new, after)  # nothing to compare with: a first sight is news
+    after["metadata"]["deletionTimestamp"] = "2026-12-03T08:00:00Z"
+    assert not unchanged(old, decode(resources.VMI, after, key), after)
+    moved = json.loads(json.dumps(before))
+    moved["status"]["nodeName"] = "worker-2"
+    assert not unchanged(old, decode(resources.VMI, moved, key), moved)
+
+
 def test_410_after_a_compaction_relists_and_emits_the_missed_deletions(server: FakeApiServer) -> None:
     server.load(cluster())
     h = Harness(server, settings=ReflectorSettings(page_size=2, bookmarks=False, backoff_min=0.02, backoff_max=0.05))
@@ -329,19 +376,20 @@ def test_410_after_a_compaction_relists_and_emits_the_missed_deletions(server: F
         h.sources.stop()
 
 
-def test_what_the_reflector_keeps_of_an_object_is_its_identity_and_version_only() -> None:
-    """A relist compares resourceVersions and a missed deletion carries the object's key: the reflector keeps that
-    much of each object (the store holds the decoded view), not the whole document (memory at 100,000 VMs)."""
+def test_a_deletion_the_reflector_finds_carries_the_objects_identity_made_from_its_key() -> None:
+    """The reflector keeps each object as its view only (shared with the store), not the document (memory at
+    100,000 VMs): a deletion found by a relist carries the type, name, namespace and resourceVersion, enough for
+    the key downstream reads."""
     vmi = objects.vmi(NS, "vm-a", "worker-1", interfaces=[objects.interface(["192.168.100.10"])])
-    vmi["metadata"].update(resourceVersion="42", uid="3f1c")
-    kept = tombstone(vmi)
-    assert kept == {
+    gone = deleted_object(resources.VMI, resources.VMI.key(vmi), "42")
+    assert gone == {
         "kind": "VirtualMachineInstance",
         "apiVersion": "kubevirt.io/v1",
-        "metadata": {"name": "vm-a", "namespace": NS, "resourceVersion": "42", "uid": "3f1c"},
+        "metadata": {"name": "vm-a", "namespace": NS, "resourceVersion": "42"},
     }
-    assert resources.VMI.key(kept) == resources.VMI.key(vmi)
-    assert tombstone({"metadata": "not a mapping"})["metadata"] == {}
+    assert resources.VMI.key(gone) == resources.VMI.key(vmi)
+    node = deleted_object(resources.NODE, "worker-1", "7")
+    assert resources.NODE.key(node) == "worker-1" and "namespace" not in node["metadata"]
 
 
 def test_an_absent_crd_counts_as_synced_and_is_retried_until_installed() -> None:
