@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import json
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from types import MappingProxyType
@@ -90,11 +91,23 @@ def _str(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
+_SHARED_MAX = 253  # a DNS name: namespaces, node names, label keys and values, timestamps, phases
+
+
+def _shared(value: str) -> str:
+    """One string object for every view that holds this value (namespaces, node names, label keys and values,
+    creation timestamps, phases repeat across 100,000 objects; each JSON document brings its own copy). Interned
+    strings are freed with their last holder; long ones are left alone."""
+    return sys.intern(value) if len(value) <= _SHARED_MAX else value
+
+
 def _labels(meta: Mapping) -> Mapping[str, str]:
     labels = meta.get("labels")
     if not isinstance(labels, dict) or not labels:
         return EMPTY_LABELS
-    return MappingProxyType({k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)})
+    return MappingProxyType(
+        {_shared(k): _shared(v) for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)}
+    )
 
 
 def _version(meta: Mapping) -> str:
@@ -694,7 +707,7 @@ def _owners(meta: Mapping) -> tuple[OwnerRef, ...]:
     out = []
     for owner in _list(meta.get("ownerReferences"))[:16]:
         if isinstance(owner, dict) and isinstance(owner.get("kind"), str) and isinstance(owner.get("name"), str):
-            out.append(OwnerRef(owner["kind"], owner["name"]))
+            out.append(OwnerRef(_shared(owner["kind"]), owner["name"]))
     return tuple(out)
 
 
@@ -732,8 +745,8 @@ def _age(meta: Mapping) -> tuple[str, str, str]:
     """(creationTimestamp, namespace, name): the smallest wins a conflict; no timestamp sorts last."""
     created = meta.get("creationTimestamp")
     return (
-        created if isinstance(created, str) and created else NEWEST,
-        str(meta.get("namespace")),
+        _shared(created) if isinstance(created, str) and created else NEWEST,
+        _shared(str(meta.get("namespace"))),
         str(meta.get("name")),
     )
 
@@ -746,9 +759,11 @@ def decode_claim(obj: object, key: object = None) -> Claim:
     if not isinstance(name, str) or not name or not isinstance(namespace, str) or not namespace:
         key_ns, key_name = _key_pair(key)
         return Claim((key_ns, key_name), ObjectRef(CLAIM_KIND, key_name, key_ns), _version(meta), identified=False)
-    ref = ObjectRef(CLAIM_KIND, name, namespace, _str(meta.get("uid")), _str(meta.get("creationTimestamp")))
+    namespace = _shared(namespace)
+    ref = ObjectRef(CLAIM_KIND, name, namespace, _str(meta.get("uid")), _shared(_str(meta.get("creationTimestamp"))))
     spec = raw.get("spec")
     net_name = spec.get("network") if isinstance(spec, dict) else None
+    net_name = _shared(net_name) if isinstance(net_name, str) else net_name
     status = raw.get("status")
     ips = status.get("ips") if isinstance(status, dict) else None
     fields: dict[str, Any] = {"ips_pending": not ips}
@@ -769,7 +784,7 @@ def decode_claim(obj: object, key: object = None) -> Claim:
         age=_age(meta),
         labels=_labels(meta),
         network=net_name if isinstance(net_name, str) and net_name else None,
-        network_text=describe(net_name),
+        network_text=_shared(describe(net_name)),
         deleting=bool(meta.get("deletionTimestamp")),
         vm=vm,
         owners=_owners(meta),
@@ -898,11 +913,15 @@ def decode_vmi(obj: object, key: object = None) -> Vmi:
     meta = _map(raw.get("metadata"))
     name, namespace = meta.get("name"), meta.get("namespace")
     identified = isinstance(name, str) and isinstance(namespace, str) and bool(name) and bool(namespace)
-    vkey: tuple[str, str] = (namespace, name) if identified else _key_pair(key)  # type: ignore[assignment]
-    uid, created = _str(meta.get("uid")), _str(meta.get("creationTimestamp"))
+    vkey = (_shared(namespace), name) if isinstance(name, str) and isinstance(namespace, str) else _key_pair(key)
+    if not identified:
+        vkey = _key_pair(key)
+    uid, created = _str(meta.get("uid")), _shared(_str(meta.get("creationTimestamp")))
     status = _map(raw.get("status"))
     node = status.get("nodeName")
+    node = _shared(node) if isinstance(node, str) else node
     phase = status.get("phase")
+    phase = _shared(phase) if isinstance(phase, str) else phase
     attachments = _attachments(_map(raw.get("spec"))) if identified else ()
     interfaces: list[GuestInterface] = []
     if attachments:
@@ -977,11 +996,14 @@ def decode_launcher_pod(obj: object, key: object = None) -> LauncherPod:
     raw = _map(obj)
     meta = _map(raw.get("metadata"))
     namespace = meta.get("namespace")
+    namespace = _shared(namespace) if isinstance(namespace, str) else namespace
     pkey = _key_pair(key) if key is not None else (_str(namespace), _str(meta.get("name")))
+    pkey = (_shared(pkey[0]), pkey[1])
     annotations = _map(meta.get("annotations"))
     domain = annotations.get(DOMAIN_ANNOTATION)
     created_by = _map(meta.get("labels")).get(CREATED_BY_LABEL)
     node = _map(raw.get("spec")).get("nodeName")
+    node = _shared(node) if isinstance(node, str) else node
     owner_name, owner_uid = _vmi_owner(meta)
     networks, problem = _pod_networks(annotations)
     return LauncherPod(
