@@ -4,9 +4,7 @@ Only routes with protocol 186 (RTPROT_BGP, what OVN-K's route-import controller 
 or deleted, and only in the tables the reconciler names; a route of any other protocol is never touched. Equal paths
 go in as one multipath route (RTA_MULTIPATH), a single path as a plain gateway route.
 
-VRF names follow OVN-K (`util.GetNetworkVRFName`): the CUDN's name when it has at most 15 characters (IFNAMSIZ - 1),
-else `mp<networkID>-udn-vrf`, where the network ID is OVN-K's (the `k8s.ovn.org/network-id` annotation it writes on
-the network's NetworkAttachmentDefinitions and, in recent releases, the CUDN).
+VRF names: `bgpadv.importer.vrfs` (re-exported here).
 """
 
 from __future__ import annotations
@@ -18,17 +16,11 @@ from pyroute2 import IPRoute
 from pyroute2.netlink.exceptions import NetlinkError
 
 from bgpadv.core.prefix import Address, Prefix
+from bgpadv.importer.vrfs import MAX_IFNAME, Routes, vrf_name
+
+__all__ = ["MAX_IFNAME", "RTPROT_BGP", "Netlink", "Routes", "route_of_message", "vrf_name", "vrf_of_link"]
 
 RTPROT_BGP = 186
-MAX_IFNAME = 15
-Routes = dict[Prefix, frozenset[Address]]
-
-
-def vrf_name(network: str, network_id: int | None) -> str | None:
-    """OVN-K's VRF name of a CUDN, or None when the name is too long and the network ID is unknown."""
-    if len(network) <= MAX_IFNAME:
-        return network
-    return None if network_id is None else f"mp{network_id}-udn-vrf"
 
 
 def vrf_of_link(msg: object) -> tuple[str, int] | None:

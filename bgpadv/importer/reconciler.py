@@ -19,6 +19,7 @@ import errno
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from bgpadv.config import Config, ImportNetwork
 from bgpadv.core import reasons
@@ -26,9 +27,12 @@ from bgpadv.core.model import ObjectRef, PlannedNetwork, Refusal
 from bgpadv.core.prefix import Address, Prefix
 from bgpadv.importer.guard import ImportContext, context_of
 from bgpadv.importer.learned import LearnedRoutes
-from bgpadv.importer.netlink import Netlink, Routes, vrf_name
 from bgpadv.importer.policy import RefusedPath, desired_routes
+from bgpadv.importer.vrfs import Routes, vrf_name
 from bgpadv.speaker.protocol import NeighborList, PeerState, RibInDone, RibRoute, UpdateEvent
+
+if TYPE_CHECKING:  # pyroute2: loaded by whoever makes the socket
+    from bgpadv.importer.netlink import Netlink
 
 log = logging.getLogger(__name__)
 

@@ -50,15 +50,13 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from bgpadv.config import Config
-from bgpadv.core import resources
 from bgpadv.core.model import Cause, Plan, Route
 from bgpadv.core.resources import CUDN, NODE, ROUTE_ADVERTISEMENTS
 from bgpadv.core.state import ClusterState
 from bgpadv.core.views import Node
-from bgpadv.importer.reconciler import Importer
 from bgpadv.observe.observers import NullObserver, Observer
 from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv.runtime.derive import handovers_of, import_networks, node_addresses
@@ -68,8 +66,13 @@ from bgpadv.runtime.seams import ControllerSources, ControllerSpeaker
 from bgpadv.safety.failstatic import FailStatic
 from bgpadv.safety.guard import Guard, Guarded, GuardedDelta, PrefixKey
 from bgpadv.sources.reflector import WatchEvent
-from bgpadv.sources.store import Store
+from bgpadv.sources.store import Store, watched_resources
 from bgpadv.speaker.bfd import BfdSessions, sessions_of
+
+__all__ = ["BfdChanged", "Controller", "LoopSettings", "desired_per_peer", "watched_resources"]
+
+if TYPE_CHECKING:  # the importer (pyroute2) is loaded only where routes are imported (bgpadv.runtime.wiring)
+    from bgpadv.importer.reconciler import Importer
 
 log = logging.getLogger("bgpadv.service")
 
@@ -135,18 +138,6 @@ class BfdChanged:
     diagnostic: int = 0
 
 
-def watched_resources(config: Config) -> tuple[resources.Resource, ...]:
-    """The resources a configuration needs: RouteAdvertisements only when it follows them; in per-node mode the
-    launcher pods of the instance's node only (`resources.for_node`)."""
-    wanted = (
-        r
-        for r in resources.ALL
-        if r is not resources.ROUTE_ADVERTISEMENTS or config.networks.follow_route_advertisements
-    )
-    node = config.node_name
-    return tuple(resources.for_node(r, node) if node else r for r in wanted)
-
-
 def desired_per_peer(
     guard: Guard,
     plan: Plan,
@@ -182,6 +173,7 @@ class Controller:
         placement: Callable[[Config, Node | None], Config] | None = None,
         node: Node | None = None,
         bfd: BfdSessions | None = None,
+        events: queue.SimpleQueue | None = None,
     ) -> None:
         self.config = config
         self.bfd = bfd  # bfdd's sessions (bgpadv.speaker.bfd.BfdControl); None: BFD not wired
@@ -210,7 +202,9 @@ class Controller:
         self.guard = Guard(config)  # every route passes it on its way to the speaker
         self._changed: set[tuple[str, object]] | None = None  # (field, key) applied since the last plan; None: all
         self.speaker = speaker
-        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        # the loop's queue; `events`: one sources started before the controller existed already fill (the first LIST
+        # runs while the process finishes starting, bgpadv.runtime.wiring)
+        self.queue: queue.SimpleQueue = events if events is not None else queue.SimpleQueue()
         self.sources = sources_factory(self.queue.put)
         _require(self.sources, ControllerSources, "sources")
         self.plan: Plan | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import signal
 import sys
 import tempfile
@@ -88,16 +89,12 @@ def controller_main(config_path: str) -> int:
     # Here, not at the top: `bgpadv run` imports this module and must not load the Kubernetes client (the sources,
     # the Event writer and the controller loop through them), prometheus_client (metrics, the HTTP server) or
     # pyroute2 (the importer).
-    from bgpadv.importer.reconciler import Importer
-    from bgpadv.observe.events import EventRecorder
-    from bgpadv.observe.health import HealthServer
+    # What the first LIST needs comes first (it starts as soon as the client is configured, below); the rest loads
+    # while it runs.
     from bgpadv.observe.metrics_observer import MetricsObserver
-    from bgpadv.runtime.controller import Controller, watched_resources
-    from bgpadv.runtime.peering import effective, kernel_interface_addresses, placement_status
     from bgpadv.sources.client import make_api_client
-    from bgpadv.sources.nodes import read_node
     from bgpadv.sources.reflector import ReflectorSettings, Sources, WatchEvent
-    from bgpadv.sources.sessionstate import Identity, SessionStateWriter
+    from bgpadv.sources.store import watched_resources
 
     commands = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # a stray print() must never reach ExaBGP as a command
@@ -122,6 +119,21 @@ def controller_main(config_path: str) -> int:
     except Exception as e:  # no kubeconfig, no in-cluster environment: a configuration problem, said plainly
         log.error("cannot configure the Kubernetes client: %s", e)
         return 2
+    # The first LIST starts now, on the reflectors' threads, while the rest of the process starts (the node's
+    # addresses through netlink, the peers' placement, the health server, BFD): its events wait in the loop's queue,
+    # and nothing is planned before every resource is listed and ExaBGP has told what it advertises.
+    # (placement below narrows the peers only: what is watched is the file's)
+    inbox: queue.SimpleQueue = queue.SimpleQueue()
+    settings = ReflectorSettings(hold_seconds=config.safety.hold_seconds)
+    sources = Sources(api_client, watched_resources(config), inbox.put, settings, metrics)  # the others ignore sources
+    sources.start()
+    from bgpadv.observe.events import EventRecorder
+    from bgpadv.observe.health import HealthServer
+    from bgpadv.runtime.controller import Controller
+    from bgpadv.runtime.peering import effective, kernel_interface_addresses, placement_status
+    from bgpadv.sources.nodes import read_node
+    from bgpadv.sources.sessionstate import Identity, SessionStateWriter
+
     configured = config
     node = read_node(api_client, config.speaker_node) if config.speaker_node else None
     if node is None and config.peer_selection:
@@ -165,7 +177,8 @@ def controller_main(config_path: str) -> int:
     speaker = Speaker.from_config(config, write, observer)
     importer = None
     if config.import_routes.enabled:
-        from bgpadv.importer.netlink import Netlink  # pyroute2: ~0.3 s CPU, only when importing routes
+        from bgpadv.importer.netlink import Netlink  # pyroute2: ~0.2 s CPU, only when importing routes
+        from bgpadv.importer.reconciler import Importer  # (it imports the netlink module too)
 
         importer = Importer(config, Netlink(), metrics.metrics, time.monotonic())
         speaker.on_received = importer.handle
@@ -177,8 +190,7 @@ def controller_main(config_path: str) -> int:
         background.append(import_events)
 
     def sources_factory(emit: Callable[[WatchEvent], None]) -> Sources:
-        settings = ReflectorSettings(hold_seconds=config.safety.hold_seconds)
-        return Sources(api_client, watched_resources(config), emit, settings, observer)
+        return sources  # started above, emitting into `inbox`, the controller's queue
 
     metrics.config_applied()
     bfd = _start_bfd(config, Path(runtime) if runtime else None, metrics)
@@ -193,6 +205,7 @@ def controller_main(config_path: str) -> int:
         placement=placement,
         node=node,
         bfd=bfd,
+        events=inbox,
     )
     _follow_bfd(bfd, controller)
     controller.on_peers = _peers_changed(metrics, Path(runtime) if runtime and bfd is not None else None)

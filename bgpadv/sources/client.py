@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 
 import kubernetes.client
-import kubernetes.config
+from kubernetes.config.config_exception import ConfigException
+from kubernetes.config.incluster_config import load_incluster_config
 
 from bgpadv import __version__
 from bgpadv.config import KubernetesConfig
@@ -19,22 +20,25 @@ POOL_SIZE = 32
 def make_api_client(cfg: KubernetesConfig) -> kubernetes.client.ApiClient:
     """An API client for `cfg`: its kubeconfig (and context) if set, else in-cluster, else $KUBECONFIG/~/.kube/config.
 
-    Raises `kubernetes.config.ConfigException` when none of them yields a configuration.
+    Raises `kubernetes.config.ConfigException` when none of them yields a configuration. The kubeconfig loader (and
+    its OAuth stack) is imported only when a kubeconfig is read: in-cluster, the controller never loads it.
     """
     configuration = kubernetes.client.Configuration()
     if cfg.kubeconfig:
-        kubernetes.config.load_kube_config(
+        from kubernetes.config.kube_config import load_kube_config
+
+        load_kube_config(
             config_file=cfg.kubeconfig, context=cfg.context, client_configuration=configuration, persist_config=False
         )
         source = cfg.kubeconfig
     else:
         try:
-            kubernetes.config.load_incluster_config(client_configuration=configuration)
+            load_incluster_config(client_configuration=configuration)
             source = "in-cluster service account"
-        except kubernetes.config.ConfigException:
-            kubernetes.config.load_kube_config(
-                context=cfg.context, client_configuration=configuration, persist_config=False
-            )
+        except ConfigException:
+            from kubernetes.config.kube_config import load_kube_config
+
+            load_kube_config(context=cfg.context, client_configuration=configuration, persist_config=False)
             source = "$KUBECONFIG or ~/.kube/config"
     configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, POOL_SIZE)
     api_client = kubernetes.client.ApiClient(configuration)

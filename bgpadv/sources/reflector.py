@@ -278,6 +278,9 @@ class Reflector:
         self._cut()
 
     def start(self) -> None:
+        """Start the loop's thread (once: a second call changes nothing)."""
+        if self._thread is not None:
+            return
         self._thread = threading.Thread(target=self._run, name=f"reflector-{self.resource.plural}", daemon=True)
         self._thread.start()
 

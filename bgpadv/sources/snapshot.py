@@ -79,14 +79,14 @@ def snapshot_from_kubeconfig(
 ) -> tuple[list[dict], list[str]]:
     """`snapshot` through the client `sources.client.make_api_client` builds for `kubeconfig` (and `context`).
     Raises `SnapshotError` when the kubeconfig cannot be used or a resource cannot be listed."""
-    import kubernetes.config
+    from kubernetes.config.config_exception import ConfigException
 
     from bgpadv.config import KubernetesConfig
     from bgpadv.sources.client import make_api_client
 
     try:
         api_client = make_api_client(KubernetesConfig(kubeconfig=kubeconfig, context=context))
-    except (kubernetes.config.ConfigException, OSError, ValueError, TypeError) as e:
+    except (ConfigException, OSError, ValueError, TypeError) as e:
         raise SnapshotError(f"{kubeconfig}: cannot use this kubeconfig: {e}") from e
     try:
         return snapshot(api_client, resources)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from bgpadv.config import Config
 from bgpadv.core import resources
 from bgpadv.core.resources import Resource, resource_version
 from bgpadv.core.state import ClusterState
@@ -17,6 +18,18 @@ from bgpadv.sources.reflector import WatchEvent
 
 # What the default configuration watches: RouteAdvertisements only when `followRouteAdvertisements` is set.
 DEFAULT_RESOURCES: tuple[Resource, ...] = tuple(r for r in resources.ALL if r is not resources.ROUTE_ADVERTISEMENTS)
+
+
+def watched_resources(config: Config) -> tuple[resources.Resource, ...]:
+    """The resources a configuration needs: RouteAdvertisements only when it follows them; in per-node mode the
+    launcher pods of the instance's node only (`resources.for_node`)."""
+    wanted = (
+        r
+        for r in resources.ALL
+        if r is not resources.ROUTE_ADVERTISEMENTS or config.networks.follow_route_advertisements
+    )
+    node = config.node_name
+    return tuple(resources.for_node(r, node) if node else r for r in wanted)
 
 
 class Store:
