@@ -32,6 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: bgpadv_lab is not installed
 
+from figures import figure
+
 from bgpadv.speaker.exabgp_config import daemon_user, exabgp_argv
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab, fake_api_in, lab_config, process_tree
@@ -210,6 +212,9 @@ def report(count: int, label: str, loads: list[Load], floors: list[Load]) -> Non
     total, session = median([x.total for x in loads]), median([x.after_session for x in loads])
     f_total, f_session = median([x.total for x in floors]), median([x.after_session for x in floors])
     runs = ", ".join(f"{x.total:.1f}" for x in loads)
+    if loads is not floors:
+        figure(f"bulk {count}: {label}, start → routes at the ToR", total, "s", floor=f_total, goal="≤ 0.7× floor")
+        figure(f"bulk {count}: {label}, session → routes", session, "s", floor=f_session, goal="≤ 0.7× floor")
     print(
         f"  {label:<16} start → {count} routes {total:6.1f} s ({total / f_total:4.2f}× floor {f_total:.1f} s)  "
         f"session → routes {session:6.1f} s ({session / f_session:4.2f}× floor {f_session:.1f} s)  runs [{runs}]"
@@ -222,6 +227,14 @@ def report(count: int, label: str, loads: list[Load], floors: list[Load]) -> Non
     floor_peak = median([x.peaks.get("exabgp", 0) for x in floors]) / 1024
     parts = "; ".join(f"{n} {peaks[n]:.0f} MiB / {cpu[n]:.1f} s CPU" for n in names)
     worst = median([x.worst_sum for x in loads]) / 1024
+    if loads is not floors:
+        figure(
+            f"bulk {count}: {label}, RSS of all it runs (sum of peaks)",
+            sum(peaks.values()),
+            "MiB",
+            floor=floor_peak,
+            goal="≤ 300 MB at 100k",
+        )
     print(
         f"  {'':<16} peak RSS: {parts}; sum of peaks {sum(peaks.values()):.0f} MiB, worst sampled sum {worst:.0f} MiB"
         f" (floor ExaBGP {floor_peak:.0f} MiB / {median([x.cpu['exabgp'] for x in floors]):.1f} s CPU)"

@@ -46,6 +46,8 @@ from pathlib import Path
 CODE = os.environ.get("BENCH_CHANGE_COST_CODE")  # the baseline's exported tree (set by --baseline)
 sys.path.insert(0, CODE or str(Path(__file__).resolve().parent.parent))
 
+from figures import figure  # noqa: E402
+
 from bgpadv.core import resources  # noqa: E402
 from bgpadv.runtime.controller import Controller, LoopSettings, watched_resources  # noqa: E402
 from bgpadv.sources.reflector import Reflector, WatchEvent  # noqa: E402
@@ -350,18 +352,27 @@ def report(label: str, r: dict) -> None:
             f"  one change at {int(n):>7} routes: wall {ms(samples['wall'])} | CPU median "
             f"{statistics.median(samples['cpu']) * 1000:8.2f} ms"
         )
+        if label.startswith("after"):
+            p99 = sorted(samples["wall"])[min(len(samples["wall"]) - 1, round(0.99 * (len(samples["wall"]) - 1)))]
+            figure(f"one change at {int(n)} routes, event → command (p99)", p99 * 1000, "ms", goal="flat in N")
     if r.get("storm"):
         s = r["storm"]
         print(
             f"  storm (500 migrations in 1 s): queue → written {ms(s['latency'])}; last written "
             f"{s['last']:.2f} s after the first event; missing {int(s['missing'])}"
         )
+        if label.startswith("after"):
+            figure("storm: 500 migrations in 1 s at 10k, last written after", s["last"], "s", goal="≤ 2 s at the ToR")
         f = r["flood"]
+        if label.startswith("after") and f["latency"]:
+            figure("flood: a migration behind 10,000 pod rewrites", max(f["latency"]) * 1000, "ms", goal="a few ms")
         print(
             f"  flood (20,000 pod events, one migration inside): migration {ms(f['latency'])}; "
             f"flood fed in {f['span']:.2f} s; missing {int(f['missing'])}"
         )
         b = r["bulk"]
+        if label.startswith("after") and b["latency"]:
+            figure("bulk: a migration behind 10,000 new VMs", max(b["latency"]) * 1000, "ms", goal="not starved")
         print(
             f"  bulk (10,000 new VMs, one migration behind the first): migration {ms(b['latency'])}; "
             f"bulk written after {b['bulk']:.2f} s"
