@@ -513,3 +513,27 @@ def test_out_of_scope_refusals_are_a_gauge_of_objects_not_rejected_routes(observ
     assert sample(observer, "bgpadv_routes_rejected_total", reason="default-gateway-address") == 1
     observer.planned(plan(SUBNET, rejected=(GATEWAY,)), None, 0.001, False)  # the claims were deleted
     assert sample(observer, "bgpadv_out_of_scope_objects", reason="foreign-network") == 0
+
+
+def test_a_value_observed_for_many_route_changes_at_once_counts_as_that_many_observations():
+    """The convergence histograms take one sample per route change; a batch of changes sharing a cause is observed
+    in one step, and the histogram must read exactly as if each had been observed alone."""
+    from prometheus_client import CollectorRegistry, Histogram
+
+    from bgpadv.observe.convergence import _observe_n
+
+    def samples(h: Histogram) -> dict:
+        return {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for m in h.collect()
+            for s in m.samples
+            if not s.name.endswith("_created")
+        }
+
+    bulk = Histogram("bulk", "b", ["stage"], registry=CollectorRegistry(), buckets=(0.001, 0.01, 0.1, 1.0))
+    alone = Histogram("bulk", "b", ["stage"], registry=CollectorRegistry(), buckets=(0.001, 0.01, 0.1, 1.0))
+    for value, n in ((0.004, 1000), (0.05, 3), (7.5, 2), (0.0, 1), (0.01, 10)):
+        _observe_n(bulk.labels(stage="sent"), value, n)
+        for _ in range(n):
+            alone.labels(stage="sent").observe(value)
+    assert samples(bulk) == pytest.approx(samples(alone))
