@@ -175,6 +175,14 @@ class BgpadvInLab:
         finally:
             conn.close()
 
+    def answers(self, path: str) -> bool:
+        """True when the listener answers `path` at all (any status): it is up."""
+        try:
+            self.get(path, timeout=2.0)
+        except OSError:
+            return False
+        return True
+
     def get_ok(self, path: str) -> bool:
         """True when `path` answers 200 (False on any error: the listener may be restarting)."""
         try:

@@ -175,6 +175,8 @@ def test_a_role_missing_a_verb_from_the_start_leaves_bgpadv_unready_naming_the_r
     who = bind(api, "bgpadv-no-claims-list", without(shipped_rules(), "ipamclaims", "list"))
     with BgpadvInLab(lab, api=who, config=config(lab)) as running:
         wait_until(lambda: "ipamclaims: list/watch failed (HTTP 403" in running.log_tail(400), 30, "the 403 log line")
+        # the first LIST starts before the health listener (it runs while the process finishes starting)
+        wait_until(lambda: running.answers("/readyz"), 30, "the health listener")
         code, body = running.get("/readyz")
         assert code == 503, body  # readiness says only "initial sync not done": the log and the metric name it
         metrics = running.get("/metrics")[1]
