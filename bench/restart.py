@@ -30,6 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: bgpadv_lab is not installed
 
+from figures import figure
+
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab, lab_config
 from bgpadv_lab.frr import FrrRouter
@@ -159,6 +161,7 @@ def main() -> int:
                 time.sleep(1.0)
                 back = restart(chain, total)
                 time.sleep(1.0)
+            figure(f"kill -9 of bgpadv run → every route fresh again ({args.vms} VMs)", back, "s", goal="≤ 3 s")
             print(
                 f"kill9:   restarted, fresh set after {back:.2f} s; pings {ping.sent} sent, {len(ping.lost)} lost; "
                 f"min routes FRR {sample.rib_min}, FIB {sample.fib_min} ({sample.samples} samples)"

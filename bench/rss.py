@@ -24,6 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: bgpadv_lab is not installed
 
+from figures import figure
+
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab, lab_config
 from bgpadv_lab.topology import Lab
@@ -72,11 +74,11 @@ def main() -> int:
         if args.per_node:
             config["mode"] = "per-node"
         with BgpadvInLab(lab, cluster, config=config, **options) as chain:
-            measure(chain, expected)
+            measure(chain, expected, f"{count} VMs, {'per-node' if args.per_node else 'cluster'} mode")
     return 0
 
 
-def measure(chain: BgpadvInLab, count: int) -> None:
+def measure(chain: BgpadvInLab, count: int, label: str) -> None:
     """Wait until FRR holds `count` routes, then print the memory of ExaBGP and of the controller."""
     started = time.monotonic()
     vty = chain.frr.vty()
@@ -97,6 +99,12 @@ def measure(chain: BgpadvInLab, count: int) -> None:
     print(
         f"{'total':>10}: RSS {(exabgp[0] + controller[0]) / 1024:6.1f} MiB, "
         f"peak {(exabgp[1] + controller[1]) / 1024:6.1f} MiB"
+    )
+    figure(
+        f"RSS of ExaBGP + controller, {label}",
+        (exabgp[1] + controller[1]) / 1024,
+        "MiB",
+        goal="≤ 300 MB at 100k (all processes)",
     )
     vty.close()
 
