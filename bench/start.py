@@ -24,8 +24,9 @@ import yaml
 from figures import figure
 
 
-def first_request(workdir: Path) -> float:
-    """Seconds from the controller's spawn to its first connection to the API."""
+def first_request(workdir: Path, code: Path | None = None) -> float:
+    """Seconds from the controller's spawn to its first connection to the API (`code`: a tree exported by
+    `--baseline`, run instead of this checkout)."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(16)
@@ -53,7 +54,9 @@ def first_request(workdir: Path) -> float:
     argv = [sys.executable, "-m", "bgpadv", "controller", "--no-shim", "--config", str(workdir / "bgpadv.yaml")]
     with (workdir / "controller.log").open("w") as log:
         t0 = time.monotonic()
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log)
+        env = {**os.environ, "PYTHONPATH": str(code)} if code is not None else None
+        cwd = code if code is not None else None  # `-m bgpadv` finds the current directory's package first
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log, env=env, cwd=cwd)
         try:
             conn, _ = server.accept()
             took = time.monotonic() - t0
@@ -78,10 +81,29 @@ def supervisor_imports() -> tuple[float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--baseline", help="git revision whose controller is timed too, runs interleaved")
     args = parser.parse_args()
     cpu, rss = supervisor_imports()  # first: RUSAGE_CHILDREN's peak RSS is the largest child's so far
     with tempfile.TemporaryDirectory(prefix="bgpadv-start-") as tmp:
-        times = [first_request(Path(tmp)) for _ in range(args.runs)]
+        base: Path | None = None
+        if args.baseline:
+            base = Path(tmp) / "baseline"
+            base.mkdir()
+            root = Path(__file__).resolve().parent.parent
+            archive = subprocess.run(
+                ["git", "-C", str(root), "archive", args.baseline, "bgpadv"], check=True, capture_output=True
+            ).stdout
+            subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+        times, before = [], []
+        for _ in range(args.runs):
+            times.append(first_request(Path(tmp)))
+            if base is not None:
+                before.append(first_request(Path(tmp), base))
+    if before:
+        print(
+            f"controller start -> first API request, {args.baseline}: median {statistics.median(before):.2f} s "
+            f"(min {min(before):.2f}, max {max(before):.2f}, {args.runs} runs, interleaved)"
+        )
     print(
         f"controller start -> first API request: median {statistics.median(times):.2f} s "
         f"(min {min(times):.2f}, max {max(times):.2f}, {args.runs} runs)"
