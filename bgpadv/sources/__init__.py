@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from types import ModuleType
 
 _LAZY_PACKAGES = ("kubernetes", "kubernetes.config")
 
@@ -34,8 +33,9 @@ def _lazy_package(name: str) -> None:
             raise AttributeError(attr)
         try:
             return importlib.import_module(f"{name}.{attr}")
-        except ModuleNotFoundError:
-            pass
+        except ModuleNotFoundError as e:
+            if e.name != f"{name}.{attr}":  # a submodule that exists but lacks a dependency: say so
+                raise
         if not initialized:
             initialized = True
             spec.loader.exec_module(module)  # type: ignore[union-attr]  # the real __init__, once, on demand
@@ -50,11 +50,5 @@ def _lazy_package(name: str) -> None:
         setattr(sys.modules[parent], child, module)
 
 
-def _register() -> None:
-    for name in _LAZY_PACKAGES:
-        if isinstance(sys.modules.get(name), ModuleType):
-            return  # imported already (whole): nothing to save
-        _lazy_package(name)
-
-
-_register()
+for _name in _LAZY_PACKAGES:  # a package imported already (whole) is left as it is
+    _lazy_package(_name)

@@ -912,10 +912,10 @@ def decode_vmi(obj: object, key: object = None) -> Vmi:
     raw = _map(obj)
     meta = _map(raw.get("metadata"))
     name, namespace = meta.get("name"), meta.get("namespace")
-    identified = isinstance(name, str) and isinstance(namespace, str) and bool(name) and bool(namespace)
-    vkey = (_shared(namespace), name) if isinstance(name, str) and isinstance(namespace, str) else _key_pair(key)
-    if not identified:
-        vkey = _key_pair(key)
+    if isinstance(name, str) and isinstance(namespace, str) and name and namespace:
+        identified, vkey = True, (_shared(namespace), name)
+    else:
+        identified, vkey = False, _key_pair(key)
     uid, created = _str(meta.get("uid")), _shared(_str(meta.get("creationTimestamp")))
     status = _map(raw.get("status"))
     node = status.get("nodeName")
