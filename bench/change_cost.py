@@ -46,7 +46,7 @@ from pathlib import Path
 CODE = os.environ.get("BENCH_CHANGE_COST_CODE")  # the baseline's exported tree (set by --baseline)
 sys.path.insert(0, CODE or str(Path(__file__).resolve().parent.parent))
 
-from figures import figure  # noqa: E402
+from figures import figure, quantile  # noqa: E402
 
 from bgpadv.core import resources  # noqa: E402
 from bgpadv.runtime.controller import Controller, LoopSettings, watched_resources  # noqa: E402
@@ -335,14 +335,10 @@ def measure(args: argparse.Namespace) -> dict:
 
 
 def ms(values: list[float]) -> str:
-    v = sorted(x * 1000 for x in values)
+    v = [x * 1000 for x in values]
     if not v:
         return "n/a"
-
-    def q(p: float) -> float:
-        return v[min(len(v) - 1, round(p * (len(v) - 1)))]
-
-    return f"p50 {q(0.5):8.2f}  p99 {q(0.99):8.2f}  max {v[-1]:8.2f} ms"
+    return f"p50 {quantile(v, 0.5):8.2f}  p99 {quantile(v, 0.99):8.2f}  max {max(v):8.2f} ms"
 
 
 def report(label: str, r: dict) -> None:
@@ -353,7 +349,7 @@ def report(label: str, r: dict) -> None:
             f"{statistics.median(samples['cpu']) * 1000:8.2f} ms"
         )
         if label.startswith("after"):
-            p99 = sorted(samples["wall"])[min(len(samples["wall"]) - 1, round(0.99 * (len(samples["wall"]) - 1)))]
+            p99 = quantile(samples["wall"], 0.99)
             figure(f"one change at {int(n)} routes, event → command (p99)", p99 * 1000, "ms", goal="flat in N")
     if r.get("storm"):
         s = r["storm"]

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: bgpadv_lab is not installed
 
-from figures import figure
+from figures import figure, quantile
 
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.capture import UpdateCapture
@@ -53,14 +53,11 @@ def ip_of(i: int) -> str:
 
 
 def percentiles(values: list[float]) -> str:
-    ms = sorted(v * 1000 for v in values)
+    ms = [v * 1000 for v in values]
     if not ms:
         return "n/a"
-
-    def q(p: float) -> float:
-        return ms[min(len(ms) - 1, round(p * (len(ms) - 1)))]
-
-    return f"p50 {q(0.5):7.1f}  p90 {q(0.9):7.1f}  p99 {q(0.99):7.1f}  max {ms[-1]:7.1f} ms  (n={len(ms)})"
+    q = {p: quantile(ms, p) for p in (0.5, 0.9, 0.99)}
+    return f"p50 {q[0.5]:7.1f}  p90 {q[0.9]:7.1f}  p99 {q[0.99]:7.1f}  max {max(ms):7.1f} ms  (n={len(ms)})"
 
 
 def main() -> int:
@@ -151,9 +148,9 @@ def main() -> int:
         for kind, r in sorted(results.items()):
             print(f"  {stage:5} {kind:8} {percentiles(r[stage])}")
     for kind in ("migrate", "start"):
-        wire = sorted(results.get(kind, {}).get("wire", []))
+        wire = results.get(kind, {}).get("wire", [])
         if wire:
-            p99 = wire[min(len(wire) - 1, round(0.99 * (len(wire) - 1)))]
+            p99 = quantile(wire, 0.99)
             figure(
                 f"API write → UPDATE on the ToR's wire, {kind}, {background} VMs (p99)",
                 p99 * 1000,

@@ -18,6 +18,12 @@ def figure(name: str, value: float, unit: str, *, floor: float | None = None, go
     print(PREFIX + json.dumps(record), flush=True)
 
 
+def quantile(values: list[float], q: float) -> float:
+    """The `q` quantile of `values` (nearest index into the sorted values, as the benchmarks print them)."""
+    v = sorted(values)
+    return v[min(len(v) - 1, round(q * (len(v) - 1)))]
+
+
 def parse(line: str) -> dict | None:
     """The figure a line carries, or None."""
     if not line.startswith(PREFIX):

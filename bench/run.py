@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from figures import PREFIX, parse, table
+from figures import parse, table
 
 HERE = Path(__file__).parent
 NOT_SCRIPTS = {"run.py", "figures.py"}
@@ -25,7 +25,7 @@ def main() -> int:
             record = parse(line)
             if record is not None:
                 records.append({**record, "name": f"{record['name']} ({script.stem})"})
-            elif not line.startswith(PREFIX):
+            else:
                 print(line, end="", flush=True)
         rc = proc.wait()
         if rc != 0:
