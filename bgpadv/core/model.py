@@ -8,7 +8,7 @@ reach ExaBGP.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -190,7 +190,7 @@ class Plan:
     planner derived for the plan's consumers (not part of equality: two plans are equal when they announce and refuse
     the same)."""
 
-    routes: tuple[Route, ...] = ()
+    routes: Sequence[Route] = ()  # a tuple, or the incremental planner's RouteSnapshot (equal to the tuple)
     rejected: tuple[Refusal, ...] = ()
     context: PlanContext = field(default=EMPTY_CONTEXT, compare=False)
 

@@ -63,11 +63,12 @@ from bgpadv.core.model import (
     route_order,
 )
 from bgpadv.core.prefix import Address
+from bgpadv.core.sorted_routes import SortedRoutes
 from bgpadv.core.space import EMPTY_SPACE, InfrastructureSpace
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import cyclic_gc_paused, plan_context
 from bgpadv.planner import plan as cold_plan
-from bgpadv.planner.candidates import Candidate, Collector, address_key
+from bgpadv.planner.candidates import Candidate, Collector
 from bgpadv.planner.claims import read_claims
 from bgpadv.planner.conflicts import resolve_conflict
 from bgpadv.planner.guest_reports import namespace_networks, read_vmi_interfaces
@@ -240,6 +241,8 @@ class IncrementalPlanner:
         self._node_keys: frozenset[int] = frozenset()  # every node address (nodes.node_address_keys)
         self._global: list[Refusal] = []  # CUDN refusals and subnet refusals
         self._subnet_routes: list[Route] = []
+        self._subnets_of: list[Route] | None = None  # the `_subnet_routes` list `_subnet_view` was made of
+        self._subnet_view: tuple[Route, ...] = ()
         self._context = PlanContext()
         self._space: InfrastructureSpace = EMPTY_SPACE
         self._exclusions = next_hop_exclusions(self.config)
@@ -258,8 +261,7 @@ class IncrementalPlanner:
         self._placed: dict[tuple[str, str], _Placement] = {}
         self._needs_pods: set[tuple[str, str]] = set()
         self._unplaced: set[tuple[str, str]] = set()
-        self._route_keys: list[int] = []
-        self._route_list: list[Route] = []
+        self._routes = SortedRoutes()  # the host routes in the plan (in per-node mode: the node's), by address key
         self._handovers: list[Handover] = []
         self._pod_entries: dict[tuple[str, str], _Entry] = {}  # per VMI: its addresses from launcher pods
         self._pod_index: dict[tuple[str, str], dict[tuple[str, str], Any]] = {}  # (ns, VMI name or uid) -> pods
@@ -295,8 +297,7 @@ class IncrementalPlanner:
             self.fallbacks += 1
             cold = cold_plan(state, self.config)
             result = Plan(cold.routes, cold.rejected, self._context)
-            view = None  # cold_plan gave the node's view already
-        return result.for_node(view) if view else result
+        return result  # in per-node mode, already the node's (see `_place_route`, `_assemble`; cold_plan's own)
 
     def _plan(self, state: ClusterState, changed: Iterable[tuple[str, object]] | None) -> Plan | None:
         self._state = state
@@ -728,9 +729,11 @@ class IncrementalPlanner:
             if not bulk:
                 self._place_route(k, old_route, new_route)
         if bulk:
-            out = self._out
-            self._route_keys = sorted(k for k, o in out.items() if o.result.__class__ is Route)
-            self._route_list = [out[k].result for k in self._route_keys]  # type: ignore[misc]
+            out, view = self._out, self.config.node_name
+            keys = sorted(
+                k for k, o in out.items() if o.result.__class__ is Route and (view is None or o.result.node == view)
+            )
+            self._routes = SortedRoutes(keys, [out[k].result for k in keys])  # type: ignore[misc]
 
     def _drop_output(self, k: int) -> Route | None:
         """Forget the output of address `k`; its route, if it had one."""
@@ -764,20 +767,14 @@ class IncrementalPlanner:
         self._handovers.append(Handover(route.prefix, vmi_key, route.node or "", ready))
 
     def _place_route(self, k: int, old_route: Route | None, new_route: Route | None) -> None:
-        """Keep the sorted route list (by address key) in step with one address's change."""
-        if old_route is None and new_route is None:
-            return
-        route_keys, route_list = self._route_keys, self._route_list
-        i = bisect_left(route_keys, k)
-        if old_route is not None and new_route is not None:
-            route_list[i] = new_route  # same key, same place
-        elif old_route is not None:
-            del route_keys[i]
-            del route_list[i]
-        else:
-            assert new_route is not None
-            route_keys.insert(i, k)
-            route_list.insert(i, new_route)
+        """Keep the sorted host routes (by address key) in step with one address's change; in per-node mode only
+        the node's routes (a host route placed on no node is nobody's)."""
+        view = self.config.node_name
+        if view is not None:
+            old_route = old_route if old_route is not None and old_route.node == view else None
+            new_route = new_route if new_route is not None and new_route.node == view else None
+        if old_route is not None or new_route is not None:
+            self._routes.set(k, new_route)
 
     def _add_entry(self, entry: _Entry, dirty: set[int]) -> None:
         for r in entry.refusals:
@@ -814,21 +811,16 @@ class IncrementalPlanner:
 
     # -- the plan --------------------------------------------------------------------------------------------------
     def _assemble(self) -> Plan | None:
+        """The plan: the host routes' snapshot (O(chunks), see `bgpadv.core.sorted_routes`) with the subnet routes
+        (in per-node mode the node's), the refusals and the context."""
         if self._tied:
             return None
         rejected = self._refusals.ordered()
         if rejected is None:
             return None
-        hosts = self._route_list
         subnets = self._subnet_routes
-        ctx = self._context
-        if not subnets:
-            return Plan(routes=tuple(hosts), rejected=rejected, context=ctx)
-        # a subnet route precedes the host routes of an equal sort key (plan() lists subnet routes first): one copy
-        # of the host routes with the few subnet routes spliced in (a change costs a pointer copy of the plan)
-        routes = list(hosts)
-        keys = self._route_keys
-        for n, s in enumerate(subnets):
-            p = s.prefix
-            routes.insert(bisect_left(keys, address_key(p.version, p.value)) + n, s)
-        return Plan(routes=tuple(routes), rejected=rejected, context=ctx)
+        if self._subnets_of is not subnets:
+            view = self.config.node_name
+            self._subnets_of = subnets
+            self._subnet_view = tuple(r for r in subnets if view is None or _in_view(r, view))
+        return Plan(routes=self._routes.snapshot(self._subnet_view), rejected=rejected, context=self._context)
