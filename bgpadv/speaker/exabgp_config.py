@@ -194,12 +194,7 @@ RUNTIMES = ("auto", "cpython", "pypy")
 installed beside bgpadv (pure Python, no dependencies, so the same files run under both); `cpython`: bgpadv's own
 interpreter; `auto`: pypy when `pypy3` is found, else cpython."""
 
-# PyPy runs the ExaBGP package installed for CPython: its directory is put first on sys.path (the package only, not
-# CPython's site-packages as a whole, so nothing else of CPython's can be picked up); then ExaBGP's own entry point.
-_PYPY_BOOT = (
-    "import os, sys; sys.path.insert(0, os.path.dirname(sys.argv.pop(1))); sys.argv[0] = 'exabgp'; "
-    "from exabgp.application.main import main; sys.exit(main())"
-)
+BOOT = Path(__file__).with_name("exabgp_boot.py")  # ExaBGP's entry point as bgpadv runs it
 
 
 def exabgp_package_dir() -> str | None:
@@ -231,19 +226,22 @@ def resolve_runtime(setting: str) -> str:
 
 
 def exabgp_argv(config_file: str | Path, *, validate: bool = False, runtime: str = "cpython") -> list[str]:
-    """ExaBGP's command line (`validate`: check the file and exit): under bgpadv's own interpreter (`cpython`), or
-    `pypy` (`resolve_runtime`'s answer) running the same ExaBGP package."""
+    """ExaBGP's command line (`validate`: check the file and exit): `exabgp_boot.py` (ExaBGP's entry point with
+    bgpadv's one change to it, see that module) under bgpadv's own interpreter (`cpython`) or `pypy`
+    (`resolve_runtime`'s answer), running the ExaBGP package installed beside bgpadv."""
     command = ["validate" if validate else "server", str(config_file)]
+    package = exabgp_package_dir()
     if runtime == "pypy":
-        interpreter, package = pypy_interpreter(), exabgp_package_dir()
+        interpreter = pypy_interpreter()
         if interpreter is None or package is None:
             raise ValueError("ExaBGP under PyPy needs pypy3 on PATH and the exabgp package")
-        return [interpreter, "-c", _PYPY_BOOT, package, *command]
-    if runtime != "cpython":
+    elif runtime == "cpython":
+        interpreter = sys.executable
+        if package is None:
+            raise ValueError("the exabgp package is not installed")
+    else:
         raise ValueError(f"unknown ExaBGP runtime {runtime!r}")
-    script = Path(sys.executable).with_name("exabgp")
-    base = [str(script)] if script.exists() else [sys.executable, "-m", "exabgp"]
-    return [*base, *command]
+    return [interpreter, str(BOOT), package, *command]
 
 
 def config_path_as_given(path: str | os.PathLike[str]) -> str:
