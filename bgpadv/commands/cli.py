@@ -159,6 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             from bgpadv.runtime.shim import shim_main
 
             return shim_main(args.config)
+        import gc
+
+        gc.disable()  # until the first plan: see bgpadv.runtime.controller.LoopSettings.startup_gc_pause
         from bgpadv.runtime.wiring import controller_main
 
         return controller_main(args.config)

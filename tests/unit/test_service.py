@@ -7,6 +7,7 @@ everything queued, applies it, plans if due and runs the timers on the test's cl
 
 from __future__ import annotations
 
+import gc
 import queue
 import time
 
@@ -356,3 +357,33 @@ def test_a_flood_of_events_never_holds_back_the_plan_past_the_coalescing_limit(c
     while not c.queue.empty():
         c.step()
     assert len(c.observer.plans) > 3
+
+
+@pytest.fixture
+def collector_off():
+    """`bgpadv controller` starts with the cyclic garbage collector off (LoopSettings.startup_gc_pause)."""
+    gc.disable()
+    yield
+    gc.unfreeze()
+    gc.enable()
+
+
+def test_the_garbage_collector_resumes_at_the_first_plan_with_the_listed_cluster_frozen(controller, collector_off):
+    controller.queue.put(event(resources.CUDN, "ADDED", CUDN))
+    controller.step()
+    assert not gc.isenabled()  # still listing: nothing planned yet
+    synced_all(controller)
+    controller.step()
+    assert controller.speaker.desired and gc.isenabled()
+    assert gc.get_freeze_count() > 0  # what the start-up holds is out of the collector's sight
+
+
+def test_the_garbage_collector_resumes_without_a_first_plan_once_the_pause_is_over(controller, clock, collector_off):
+    controller.queue.put(event(resources.CUDN, "ADDED", CUDN))  # one resource listed, the others never
+    controller.step()
+    clock.now += LoopSettings().startup_gc_pause - 1
+    controller.step()
+    assert not gc.isenabled()
+    clock.now += 1
+    controller.step()
+    assert gc.isenabled() and controller.plan is None
