@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: bg
 
 from figures import figure
 
-from bgpadv.speaker.exabgp_config import daemon_user, exabgp_argv
+from bgpadv.speaker.exabgp_config import daemon_user, exabgp_package_dir, pypy_interpreter
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab, fake_api_in, lab_config, process_tree
 from bgpadv_lab.frr import VtyClient
@@ -138,6 +138,18 @@ def wait_load(vty: VtyClient, count: int, t0: float, timeout: float, root: int |
     return Load(done - t0, done - (established or done), worst_sum=worst)
 
 
+def stock_exabgp_argv(conf: Path, runtime: str) -> list[str]:
+    """Stock ExaBGP's command line: its own entry point, without bgpadv's change to it
+    (`bgpadv/speaker/exabgp_boot.py`), from the package bgpadv runs; under PyPy, that package put on sys.path."""
+    package = exabgp_package_dir()
+    assert package is not None, "the exabgp package is not installed"
+    if runtime == "pypy":
+        boot = "import os, sys; sys.path.insert(0, os.path.dirname(sys.argv.pop(1))); sys.argv[0] = 'exabgp'; "
+        boot += "from exabgp.application.main import main; sys.exit(main())"
+        return [pypy_interpreter() or "pypy3", "-c", boot, package, "server", str(conf)]
+    return [sys.executable, "-m", "exabgp", "server", str(conf)]
+
+
 def floor(count: int, runtime: str) -> Load:
     """Stock ExaBGP fed by the floor feeder: start -> `count` routes at FRR."""
     with Lab("bulkfl") as lab:
@@ -161,7 +173,7 @@ def floor(count: int, runtime: str) -> Load:
         with (lab.workdir / "exabgp.log").open("wb") as log:
             t0 = time.monotonic()
             proc = lab.net.spawn(
-                lab.ns("w1"), exabgp_argv(conf, runtime=runtime), env=env, stdout=log, stderr=subprocess.STDOUT
+                lab.ns("w1"), stock_exabgp_argv(conf, runtime), env=env, stdout=log, stderr=subprocess.STDOUT
             )
             load = wait_load(vty, count, t0, 900, None)
         load.peaks = {"exabgp": _status(proc.pid).get("VmHWM", 0)}
@@ -211,7 +223,7 @@ def median(values: list[float]) -> float:
 def report(count: int, label: str, loads: list[Load], floors: list[Load]) -> None:
     total, session = median([x.total for x in loads]), median([x.after_session for x in loads])
     f_total, f_session = median([x.total for x in floors]), median([x.after_session for x in floors])
-    runs = ", ".join(f"{x.total:.1f}" for x in loads)
+    runs = ", ".join(f"{x.total:.1f}/{x.after_session:.1f}" for x in loads)  # start → routes / session → routes
     if loads is not floors:
         figure(f"bulk {count}: {label}, start → routes at the ToR", total, "s", floor=f_total, goal="≤ 0.7× floor")
         figure(f"bulk {count}: {label}, session → routes", session, "s", floor=f_session, goal="≤ 0.7× floor")
