@@ -22,8 +22,7 @@ import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from bgpadv.speaker.bfd import BFD_WANTED, BFDD_DIR, BFDD_FAILED
-from bgpadv.speaker.exabgp_config import PID_FILE
+from bgpadv.core.runfiles import BFD_WANTED, BFDD_DIR, BFDD_FAILED, PID_FILE
 
 RUNTIME_DIR_ENV = "BGPADV_RUNTIME_DIR"  # set by the supervisor; ExaBGP passes its environment to the shim
 DRAINING_ENV = "BGPADV_DRAINING"  # "1": the controller starts draining (read by bgpadv.runtime.wiring)

@@ -52,8 +52,9 @@ from pathlib import Path
 from typing import Literal
 
 from bgpadv.config import Config, ConfigError, PeerConfig, load, with_test_hold
+from bgpadv.core.runfiles import PID_FILE
 from bgpadv.runtime.lifecycle import CANDIDATE, EXABGP_CONF, LAST_GOOD
-from bgpadv.speaker.exabgp_config import PID_FILE, render_exabgp_config, write_private
+from bgpadv.speaker.exabgp_config import render_exabgp_config, write_private
 
 log = logging.getLogger("bgpadv.reload")
 

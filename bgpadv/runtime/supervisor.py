@@ -48,10 +48,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from bgpadv.core.runfiles import BFD_WANTED, BFDD_FAILED, PID_FILE
 from bgpadv.runtime.lifecycle import DRAIN_FILE, DRAINING_ENV, RUNTIME_DIR_ENV, SHIM_PID_FILE, die_with_parent
 from bgpadv.runtime.shim import Backoff
-from bgpadv.speaker.bfd import BFD_WANTED, BFDD_CONF, BFDD_FAILED, bfdd_argv, bfdd_dir
-from bgpadv.speaker.exabgp_config import PID_FILE
+from bgpadv.speaker.bfd import BFDD_CONF, bfdd_argv, bfdd_dir
 
 log = logging.getLogger("bgpadv.lifecycle")
 

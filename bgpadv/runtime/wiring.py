@@ -238,7 +238,8 @@ def _start_bfd(config: Config, runtime: Path | None, metrics: MetricsObserver) -
     """The BFD client of the peers with `bfd.enabled` (bgpadv.speaker.bfd): asks the supervisor for bfdd (the
     `bfdd.wanted` file) while some served peer wants BFD, and keeps its sessions; the metrics and /status read
     its states. None without a runtime directory (`bgpadv controller --no-shim` alone: no supervisor, no bfdd)."""
-    from bgpadv.speaker.bfd import BFDD_FAILED, BFDD_SOCKET, BfdControl, BfdStates, bfdd_dir, sessions_of
+    from bgpadv.core.runfiles import BFDD_FAILED
+    from bgpadv.speaker.bfd import BFDD_SOCKET, BfdControl, BfdStates, bfdd_dir, sessions_of
 
     sessions = sessions_of(config.peers)
     if runtime is None:
@@ -274,7 +275,8 @@ def _peers_changed(metrics: MetricsObserver, bfd_runtime: Path | None) -> Callab
 
 def _want_bfdd(runtime: Path, config: Config, metrics: MetricsObserver) -> None:
     """Ask the supervisor for bfdd (the `bfdd.wanted` file) while some served peer wants BFD; the BFD gauges' peers."""
-    from bgpadv.speaker.bfd import BFD_WANTED, sessions_of
+    from bgpadv.core.runfiles import BFD_WANTED
+    from bgpadv.speaker.bfd import sessions_of
 
     sessions = sessions_of(config.peers)
     wanted = runtime / BFD_WANTED

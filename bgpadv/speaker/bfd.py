@@ -40,15 +40,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bgpadv.config import PeerConfig
+from bgpadv.core.runfiles import BFDD_DIR
 
 log = logging.getLogger("bgpadv.bfd")
 
-BFDD_DIR = "bfdd"  # under the runtime directory
 BFDD_SOCKET = "bfdd.sock"  # bfdd's control socket, in BFDD_DIR
 BFDD_CONF = "bfdd.conf"
 BFDD_PID = "bfdd.pid"
-BFDD_FAILED = "bfdd.failed"  # in the runtime directory: the supervisor gave up on bfdd (the reason, one line)
-BFD_WANTED = "bfdd.wanted"  # in the runtime directory: the controller wants bfdd to run (its peers enable BFD)
 BFDD_BINARY_ENV = "BGPADV_BFDD"  # where bfdd is (default DEFAULT_BFDD)
 DEFAULT_BFDD = "/usr/lib/frr/bfdd"
 

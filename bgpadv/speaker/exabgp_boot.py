@@ -45,7 +45,7 @@ def main() -> None:
     sys.argv[0] = "exabgp"
     from exabgp.bgp.neighbor import Neighbor
 
-    Neighbor.remove_self = shallow_remove_self(Neighbor.remove_self)  # type: ignore[method-assign]
+    Neighbor.remove_self = shallow_remove_self(Neighbor.remove_self)
     from exabgp.application.main import main as exabgp_main
 
     sys.exit(exabgp_main())

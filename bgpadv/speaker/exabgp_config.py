@@ -28,10 +28,9 @@ from pathlib import Path
 from netaddr import IPAddress
 
 from bgpadv.config import DESCRIPTION, MD5_PASSWORD, Config, PeerConfig
+from bgpadv.core.runfiles import PID_FILE
 
 PROCESS_NAME = "bgpadv"
-PID_FILE = "exabgp.pid"
-"""ExaBGP's pid file in the runtime directory (`bgpadv run` removes a stale one before it starts ExaBGP)."""
 
 
 def _derived_router_id(config: Config) -> IPAddress:

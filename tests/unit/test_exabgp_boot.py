@@ -14,15 +14,15 @@ import pytest
 
 pytest.importorskip("exabgp")
 
-from exabgp.bgp.message import Action  # noqa: E402
-from exabgp.bgp.neighbor import Neighbor  # noqa: E402
-from exabgp.configuration.configuration import Configuration  # noqa: E402
-from exabgp.environment import getenv  # noqa: E402
-from exabgp.logger import option  # noqa: E402
-from exabgp.reactor.api import API  # noqa: E402
+from exabgp.bgp.message import Action
+from exabgp.bgp.neighbor import Neighbor
+from exabgp.configuration.configuration import Configuration
+from exabgp.environment import getenv
+from exabgp.logger import option
+from exabgp.reactor.api import API
 
-from bgpadv.speaker.exabgp_boot import shallow_remove_self  # noqa: E402
-from bgpadv.speaker.exabgp_config import exabgp_argv  # noqa: E402
+from bgpadv.speaker.exabgp_boot import shallow_remove_self
+from bgpadv.speaker.exabgp_config import exabgp_argv
 
 
 @pytest.fixture(scope="module")

@@ -111,7 +111,9 @@ def test_exabgp_runs_under_pypy_only_where_pypy3_and_the_exabgp_package_are_foun
     assert module.resolve_runtime("cpython") == "cpython"
     argv = module.exabgp_argv("/run/bgpadv/exabgp.conf", runtime="pypy")
     assert argv[0] == "/usr/bin/pypy3" and argv[-2:] == ["server", "/run/bgpadv/exabgp.conf"]
-    assert argv[1].endswith("exabgp_boot.py") and argv[2].endswith("exabgp")  # the package directory bgpadv's own ExaBGP is installed in
+    assert argv[1].endswith("exabgp_boot.py") and argv[2].endswith(
+        "exabgp"
+    )  # the package directory bgpadv's own ExaBGP is installed in
     monkeypatch.setattr(module, "pypy_interpreter", lambda: None)
     assert module.resolve_runtime("auto") == "cpython"
     with pytest.raises(ValueError, match="pypy3"):

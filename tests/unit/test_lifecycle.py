@@ -29,9 +29,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bgpadv.core.runfiles import PID_FILE
 from bgpadv.runtime.lifecycle import DRAIN_FILE, SHIM_PID_FILE
 from bgpadv.runtime.shim import Backoff
-from bgpadv.speaker.exabgp_config import PID_FILE
 
 FAKE_CONTROLLER = textwrap.dedent(
     """

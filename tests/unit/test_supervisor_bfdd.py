@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bgpadv.core import runfiles
 from bgpadv.observe.metrics import Metrics
 from bgpadv.observe.metrics_observer import MetricsObserver
 from bgpadv.runtime.shim import Backoff
@@ -48,7 +49,7 @@ def run_for(bfdd: Bfdd, seconds: float) -> None:
 def runtime(tmp_path: Path) -> Path:
     d = tmp_path / "run"
     d.mkdir()
-    (d / bfd.BFD_WANTED).touch()  # the controller asks for bfdd
+    (d / runfiles.BFD_WANTED).touch()  # the controller asks for bfdd
     return d
 
 
@@ -63,7 +64,7 @@ def test_a_bfdd_without_its_capabilities_is_reported_once_and_not_restarted(tmp_
     assert "cap_net_bind_service,cap_net_raw,cap_sys_admin" in errors[0]
     assert "allowPrivilegeEscalation: true" in errors[0] and "setcap" in errors[0]
     assert bfdd.gave_up == errors[0]
-    assert (runtime / bfd.BFDD_FAILED).read_text().strip() == errors[0]
+    assert (runtime / runfiles.BFDD_FAILED).read_text().strip() == errors[0]
 
 
 def test_a_bfdd_dying_for_another_reason_is_restarted_with_backoff(tmp_path, runtime, monkeypatch):
@@ -73,7 +74,7 @@ def test_a_bfdd_dying_for_another_reason_is_restarted_with_backoff(tmp_path, run
     bfdd.stop()
     assert len(starts.read_text().splitlines()) >= 2
     assert bfdd.gave_up is None
-    assert not (runtime / bfd.BFDD_FAILED).exists()
+    assert not (runtime / runfiles.BFDD_FAILED).exists()
 
 
 @pytest.mark.parametrize(
@@ -92,11 +93,11 @@ def test_an_output_without_the_privs_failure_names_no_capabilities():
 
 
 def test_the_bfd_client_finds_the_supervisors_reason_and_sets_the_cannot_start_gauge(tmp_path):
-    (tmp_path / bfd.BFDD_FAILED).write_text("bfdd cannot start: it lacks the capabilities cap_sys_admin\n")
+    (tmp_path / runfiles.BFDD_FAILED).write_text("bfdd cannot start: it lacks the capabilities cap_sys_admin\n")
     metrics = MetricsObserver(Metrics(process_collectors=False))
     metrics.bfd_peers(["tor-a"])
     control = bfd.BfdControl(tmp_path / "bfdd" / "bfdd.sock", bfd.BfdStates(), retry=0.01)
-    control.failed_file = tmp_path / bfd.BFDD_FAILED
+    control.failed_file = tmp_path / runfiles.BFDD_FAILED
     reasons: list[str] = []
     control.on_bfdd_failed = lambda reason: (reasons.append(reason), metrics.bfdd_failed(reason))
     control.start()
