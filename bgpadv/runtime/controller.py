@@ -87,7 +87,9 @@ class LoopSettings:
     """Timing of the main loop."""
 
     coalesce_window: float = 0.002
-    """After a watch event, keep collecting events for this long before planning (seconds)."""
+    """After a watch event, keep collecting events for this long before planning (seconds), while the loop is busy:
+    the first event after a quiet spell (no plan within this window) is planned at once, with whatever is already
+    queued, so a single change never waits; the events that follow it within the window are collected."""
     coalesce_limit: float = 0.005
     """Stop collecting this long after the loop turn began, even while events keep coming (seconds), once at least
     `coalesce_min_items` were taken: a flood of events never holds back the plan of what already arrived; the rest
@@ -219,6 +221,7 @@ class Controller:
         self._pending_since: float | None = None  # first unplanned watch event
         self._kinds: set[str] = set()
         self._last_plan_at = 0.0
+        self._planned_mono = float("-inf")  # time.monotonic() of the last plan (the coalescing window's busy test)
         self._started_at = clock()
         # fail static: a relist or full replan never withdraws most of a peer's routes at once
         safety = config.safety
@@ -311,15 +314,19 @@ class Controller:
         return True
 
     def _drain(self) -> bool:
-        """Take everything already queued; after a watch event, wait out the coalescing window; never longer than
-        `coalesce_limit` in all (a flood: what is still queued waits for the next turn, after this plan)."""
+        """Take everything already queued; after a watch event, wait out the coalescing window if the loop is busy
+        (`LoopSettings.coalesce_window`); never longer than `coalesce_limit` in all (a flood: what is still queued
+        waits for the next turn, after this plan)."""
         deadline = None
-        stop = time.monotonic() + self.settings.coalesce_limit
+        now = time.monotonic()
+        stop = now + self.settings.coalesce_limit
+        window = self.settings.coalesce_window
+        busy = now - self._planned_mono < window  # a quiet loop plans the first event at once
         floor = self.settings.coalesce_min_items
         taken = 0
         while True:
             if self._pending_since is not None and deadline is None:
-                deadline = min(time.monotonic() + self.settings.coalesce_window, stop)
+                deadline = min(time.monotonic() + window, stop) if busy else time.monotonic()
             if taken >= floor and time.monotonic() >= stop:
                 return True
             taken += 1
@@ -651,6 +658,7 @@ class Controller:
         first, previous = self.plan is None, self.plan
         self.plan = plan
         self._last_plan_at = self.clock()
+        self._planned_mono = time.monotonic()
         if isinstance(guarded, GuardedDelta):
             change = self.failstatic.withhold_delta(guarded.changes)
             self._note_settling(cause)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import queue
+import threading
 import time
 
 import pytest
@@ -143,6 +144,48 @@ def test_a_burst_of_events_is_planned_once(controller):
     controller.step()
     assert len(controller.observer.plans) == 2
     assert len(controller.speaker.desired) == 2
+
+
+def slow_loop(clock: Clock) -> Controller:
+    """A loop whose coalescing window (0.5 s) is far longer than planning takes."""
+    return Controller(
+        CONFIG,
+        speaker=RecordingSpeaker(),
+        sources_factory=RecordingSources,
+        observer=RecordingObserver(),
+        settings=LoopSettings(coalesce_window=0.5, coalesce_limit=1.0, resync_interval=300.0),
+        clock=clock,
+    )
+
+
+def later(c: Controller, delay: float, item: WatchEvent) -> threading.Thread:
+    t = threading.Timer(delay, c.queue.put, args=(item,))
+    t.start()
+    return t
+
+
+def test_a_change_after_a_quiet_spell_is_planned_at_once_without_waiting_for_the_window(clock):
+    c = slow_loop(clock)
+    synced_all(c)
+    c.step()
+    time.sleep(0.5)  # quiet: no plan within the window
+    c.queue.put(event(resources.CUDN, "MODIFIED", cudn(11)))
+    follower = later(c, 0.4, event(resources.CUDN, "MODIFIED", cudn(12)))
+    c.step()
+    follower.join()
+    assert len(c.observer.plans) == 2
+    assert not c.queue.empty()  # planned before the follower arrived: it waits for the next turn
+
+
+def test_changes_that_follow_a_plan_within_the_window_are_collected_into_one_plan(clock):
+    c = slow_loop(clock)
+    synced_all(c)
+    c.step()
+    c.queue.put(event(resources.CUDN, "MODIFIED", cudn(11)))  # right after a plan: the loop is busy
+    follower = later(c, 0.05, event(resources.CUDN, "MODIFIED", cudn(12)))
+    c.step()
+    follower.join()
+    assert len(c.observer.plans) == 2 and c.queue.empty()  # both changes in the second plan
 
 
 def test_the_store_is_replanned_in_full_once_the_resync_interval_passed_without_events(controller, clock):
