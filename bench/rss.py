@@ -33,8 +33,12 @@ from bgpadv_lab.topology import Lab
 NS = "imported-vms"
 
 
+BASE = (10 << 24) | (64 << 16)  # 10.64.0.0/12: room for a million VMs (192.168.0.0/16 held 37,440 of them)
+
+
 def ip_of(i: int) -> str:
-    return f"192.168.{100 + i // 240}.{i % 240 + 10}"
+    v = BASE + 10 + i
+    return f"{v >> 24}.{(v >> 16) & 255}.{(v >> 8) & 255}.{v & 255}"
 
 
 def memory(pid: int) -> tuple[int, int]:
@@ -57,10 +61,10 @@ def main() -> int:
     args = parser.parse_args()
     count, nodes = args.count, max(2, args.nodes)
     cluster = [k8s.node(f"worker-{k}", node_address(k), "fd00::11" if k == 1 else None) for k in range(1, nodes + 1)]
-    cluster.append(k8s.cudn_layer2("vmnet-a", ["192.168.0.0/16"], labels={"bgpadv.io/advertise": "true"}))
+    cluster.append(k8s.cudn_layer2("vmnet-a", ["10.64.0.0/12"], labels={"bgpadv.io/advertise": "true"}))
     for i in range(count):
         name, node, ip = f"vm-{i}", f"worker-{i % nodes + 1}", ip_of(i)
-        cluster.append(k8s.ipam_claim(NS, f"{name}.default", name, "cluster_udn_vmnet-a", [f"{ip}/16"]))
+        cluster.append(k8s.ipam_claim(NS, f"{name}.default", name, "cluster_udn_vmnet-a", [f"{ip}/12"]))
         cluster.append(k8s.vmi(NS, name, node, interfaces=[k8s.interface([ip])]))
         cluster.append(k8s.launcher_pod(NS, name, node))
     expected = count

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import queue
 import socket
 import threading
@@ -140,6 +141,10 @@ class EventRecorder(NullObserver):
         self._queue: queue.Queue[_Call | None] = queue.Queue(maxsize=queue_size)
         self._tracked: dict[_Key, _Tracked] = {}
         self._quiet: set[_Key] = set()  # out-of-scope refusals of the last plan (logged once, no Event)
+        # the last refusals recorded (a plan hands the same tuple while none changed) and when a reminder is due
+        # next: a plan with the same refusals before then costs nothing per refusal
+        self._seen: object = None
+        self._next_bump = -math.inf
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._seq = 0
@@ -184,6 +189,8 @@ class EventRecorder(NullObserver):
 
     def _record(self, refusals: Iterable[Refusal]) -> None:
         now = self._clock()
+        if refusals is self._seen and now < self._next_bump:  # the same refusals, and no reminder due yet
+            return
         current: dict[_Key, Refusal] = {}
         quiet: set[_Key] = set()
         for r in refusals:
@@ -200,17 +207,21 @@ class EventRecorder(NullObserver):
         self._quiet = quiet
         for key in [k for k in self._tracked if k not in current]:
             del self._tracked[key]
+        complete = True  # every current refusal is tracked (else the next plan tries again)
         for key, refusal in current.items():
             tracked = self._tracked.get(key)
             if tracked is None:
                 if len(self._tracked) >= self.max_tracked:
                     self._count("dropped")
+                    complete = False
                     continue
                 namespace = refusal.source.namespace or CLUSTER_SCOPED_NAMESPACE
                 name = self._event_name(refusal.source)
                 call = _Call("create", name, namespace, self._body(refusal, name, namespace))
                 if self._enqueue(call):
                     self._tracked[key] = _Tracked(name, namespace, 1, now)
+                else:
+                    complete = False
             elif now - tracked.last_sent >= self.interval:
                 stamp = rfc3339(self._wall())
                 body = {**self._body(refusal, tracked.name, tracked.namespace), "count": tracked.count + 1}
@@ -218,6 +229,9 @@ class EventRecorder(NullObserver):
                 if self._enqueue(_Call("bump", tracked.name, tracked.namespace, body)):
                     tracked.count += 1
                     tracked.last_sent = now
+        self._seen = refusals
+        first_sent = min((t.last_sent for t in self._tracked.values()), default=math.inf)
+        self._next_bump = now if not complete else first_sent + self.interval
 
     def _enqueue(self, call: _Call) -> bool:
         try:

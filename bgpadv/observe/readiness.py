@@ -145,6 +145,7 @@ class StatusModel:
         self._route_counts: dict[tuple[str, str, str, str], int] = {}
         self._planned_routes = 0
         self._refusals: set[tuple[str, str, str]] = set()
+        self._rejected_seen: object = None  # the last plan's refusals as handed (the same tuple while unchanged)
         self._routes_held: dict[str, int] = {}
         self._resources_held: set[str] = set()
         self._last_sync_wall: float | None = None
@@ -177,6 +178,12 @@ class StatusModel:
 
     def planned(self, outcome: Outcome) -> None:
         # route gauges are not the plan's: they follow acknowledged commands (command_acked)
+        if outcome.rejected is self._rejected_seen:  # the same refusals (the planner and the guard keep the tuple)
+            with self._lock:
+                self._planned_routes = outcome.announced
+                self._planned_once = True
+            return
+        self._rejected_seen = outcome.rejected
         refusals = {(str(x.source), x.value, x.reason) for x in outcome.rejected}
         out_of_scope = dict.fromkeys(OUT_OF_SCOPE_REASONS, 0)
         for _, _, reason in refusals - self._refusals:

@@ -128,8 +128,11 @@ class _Refusals:
         self._keys: list[tuple[str, str, str]] = []
         self._added: set[tuple[str, str, str]] = set()
         self._removed: set[tuple[str, str, str]] = set()
+        self._ordered: tuple[Refusal, ...] | None = ()  # ordered()'s answer while no refusal came or went
+        self._dirty = False
 
     def add(self, r: Refusal) -> None:
+        self._dirty = True
         k = _refusal_key(r)
         group = self._groups.get(k)
         if group is None:
@@ -142,6 +145,7 @@ class _Refusals:
             group.append(r)
 
     def remove(self, r: Refusal) -> None:
+        self._dirty = True
         k = _refusal_key(r)
         group = self._groups[k]
         for i, x in enumerate(group):
@@ -158,7 +162,16 @@ class _Refusals:
                 self._removed.add(k)
 
     def ordered(self) -> tuple[Refusal, ...] | None:
-        """Every refusal in Plan.build's order; None when two unequal refusals share a sort key (order ambiguous)."""
+        """Every refusal in Plan.build's order; None when two unequal refusals share a sort key (order ambiguous).
+        The same tuple as last time while no refusal came or went (observers compare it by identity: a change
+        costs nothing per refusal)."""
+        if not self._dirty:
+            return self._ordered
+        self._ordered = self._order()
+        self._dirty = False
+        return self._ordered
+
+    def _order(self) -> tuple[Refusal, ...] | None:
         keys = self._keys
         if len(self._added) + len(self._removed) > len(keys) // 8:
             keys = self._keys = sorted(self._groups)

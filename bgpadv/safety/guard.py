@@ -504,7 +504,18 @@ class GuardedDelta:
         """As `Guarded.outcome`, without a pass over the plan: the guard counts the routes no peer gets."""
         if not self.rejected and not self.unreached:
             return Outcome(len(plan.routes), plan.rejected)
-        return Outcome(len(plan.routes) - self.unreached, (*plan.rejected, *self.rejected))
+        return Outcome(len(plan.routes) - self.unreached, _joined(plan.rejected, self.rejected))
+
+
+_JOINED: list[tuple[Refusal, ...]] = [(), (), ()]  # _joined's last (planner's, guard's, both)
+
+
+def _joined(planner: tuple[Refusal, ...], guard: tuple[Refusal, ...]) -> tuple[Refusal, ...]:
+    """The planner's refusals, then the guard's: the same tuple as last time while both parts are the same tuples
+    (both keep theirs until a refusal changes), so observers can tell an unchanged set by identity."""
+    if _JOINED[0] is not planner or _JOINED[1] is not guard:
+        _JOINED[:] = [planner, guard, (*planner, *guard)]
+    return _JOINED[2]
 
 
 class _Base:

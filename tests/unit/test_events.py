@@ -140,6 +140,26 @@ def test_a_persisting_refusal_bumps_the_count_once_per_interval(
     assert recorder.counts == {"created": 1, "updated": 1, "dropped": 0, "failed": 0}
 
 
+def test_the_same_refusal_tuple_is_passed_over_until_a_reminder_is_due_and_still_gets_it(
+    recorder: EventRecorder, api: FakeApiServer, clock: Clock
+) -> None:
+    refusals = (GATEWAY, OUTSIDE)  # what a plan hands while no refusal came or went: the very same tuple
+    recorder.record(refusals)
+    for _ in range(50):
+        clock.mono += 1.0
+        recorder.record(refusals)
+    assert recorder.flush()
+    assert [e["count"] for e in api.events()] == [1, 1]
+    clock.mono += 300.0
+    recorder.record(refusals)
+    assert recorder.flush()
+    assert [e["count"] for e in api.events()] == [2, 2]
+    recorder.record((GATEWAY,))  # another set: looked at at once
+    recorder.record((GATEWAY, OUTSIDE))
+    assert recorder.flush()
+    assert len(api.events()) == 3  # OUTSIDE went away and came back: a new Event
+
+
 def test_a_refusal_that_goes_away_and_comes_back_gets_a_new_event(recorder: EventRecorder, api: FakeApiServer) -> None:
     recorder.record([GATEWAY])
     recorder.record([])
@@ -189,9 +209,10 @@ def test_a_full_queue_drops_and_counts_and_retries_on_the_next_plan(api_client, 
     assert rec.counts["dropped"] == 2
     rec.start()
     assert rec.flush()
-    rec.record([GATEWAY, OUTSIDE, SUBNET_CONFLICT])  # the dropped ones are tried again
+    same = (GATEWAY, OUTSIDE, SUBNET_CONFLICT)
+    rec.record(same)  # the dropped ones are tried again, even when the plan hands the same tuple
     assert rec.flush()
-    rec.record([GATEWAY, OUTSIDE, SUBNET_CONFLICT])
+    rec.record(same)
     assert rec.flush()
     rec.stop()
     assert len(api.events()) == 3

@@ -430,3 +430,29 @@ def test_the_garbage_collector_resumes_without_a_first_plan_once_the_pause_is_ov
     clock.now += 1
     controller.step()
     assert gc.isenabled() and controller.plan is None
+
+
+def test_a_change_that_leaves_the_refusals_alone_hands_the_observers_the_very_same_refusals(controller):
+    """Readiness and the Event recorder tell an unchanged refusal set by identity: a migration in a cluster with
+    many refused addresses costs nothing per refusal."""
+    from bgpadv_lab import objects as k8s
+
+    def vm(name: str, ip: str, node: str) -> list[dict]:
+        claim = k8s.ipam_claim(k8s.VM_NAMESPACE, f"{name}.default", name, "cluster_udn_vmnet-a", [f"{ip}/24"])
+        return [claim, k8s.vmi(k8s.VM_NAMESPACE, name, node, interfaces=[k8s.interface([ip])])]
+
+    objs = [k8s.node("worker-1", "10.0.0.11", None), k8s.node("worker-2", "10.0.0.12", None), CUDN]
+    objs += [*vm("vm-ok", "192.168.100.10", "worker-1"), *vm("vm-outside", "10.66.0.1", "worker-1")]
+    for obj in objs:
+        controller.queue.put(event(resources.resource_for(obj), "ADDED", obj))
+    synced_all(controller)
+    controller.step()
+    before = controller.observer.plans[-1]
+    assert any(r.value.startswith("10.66.0.1") for r in before.rejected)
+    moved = vm("vm-ok", "192.168.100.10", "worker-2")[1]
+    moved["metadata"]["resourceVersion"] = str(int(moved["metadata"].get("resourceVersion") or 1) + 100)
+    controller.queue.put(event(resources.VMI, "MODIFIED", moved))
+    controller.step()
+    after = controller.observer.plans[-1]
+    assert len(controller.observer.plans) == 2 and controller.speaker.tables  # planned, through the delta path
+    assert after.rejected is before.rejected
