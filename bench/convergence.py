@@ -16,13 +16,15 @@ With `--storm K` it then writes K migrations of distinct VMs, evenly spread over
 from the first write until the last of them was on the wire, and per migration write → wire (p50/p99); then checks
 FRR's table has every one at its new node.
 
-Run: `.venv/bin/python bench/convergence.py [CHANGES] [--vms N] [--storm K]` (root; default 120 changes, 200 VMs).
+Run: `.venv/bin/python bench/convergence.py [CHANGES] [--vms N] [--storm K]` (root; default 120 changes at 10,000
+VMs, then a storm of 500; `BENCH_SCALE=100k` (as `make bench` passes it on) makes the default 100,000 VMs).
 Not a test: nothing is asserted.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import statistics
 import sys
@@ -68,8 +70,9 @@ def percentiles(values: list[float]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("changes", type=int, nargs="?", default=120)
-    parser.add_argument("--vms", type=int, default=200, help="running VMs (host routes) in the background")
-    parser.add_argument("--storm", type=int, default=0, help="then K migrations within one second")
+    scale = 100_000 if os.environ.get("BENCH_SCALE") == "100k" else 10_000
+    parser.add_argument("--vms", type=int, default=scale, help="running VMs (host routes) in the background")
+    parser.add_argument("--storm", type=int, default=500, help="then K migrations within one second (0: none)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind, so the lab is torn down
     changes, background = args.changes, args.vms

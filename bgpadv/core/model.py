@@ -159,6 +159,7 @@ class Handover:
     vmi: tuple[str, str]
     node: str
     target_ready_at: float | None = None
+    from_node: str | None = None  # where the route pointed in the previous plan (None: placed on no node)
 
 
 @dataclass(frozen=True, slots=True)

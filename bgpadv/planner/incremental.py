@@ -731,7 +731,7 @@ class IncrementalPlanner:
             result = self._output(k)
             new_route = result if result.__class__ is Route else None
             if old_route is not None and new_route is not None and old_route.node != new_route.node:
-                self._handover(state, k, new_route)
+                self._handover(state, k, old_route, new_route)
             if result.__class__ is Refusal:
                 refusals.add(result)
             if old_route is not new_route:
@@ -773,11 +773,11 @@ class IncrementalPlanner:
             self._by_node.setdefault(node_name, set()).add(k)
         return result
 
-    def _handover(self, state: ClusterState, k: int, route: Route) -> None:
+    def _handover(self, state: ClusterState, k: int, old: Route, route: Route) -> None:
         vmi_key = self._winner[k].candidate.vmi
         vmi = state.vmis.get(vmi_key)
         ready = vmi.migration.target_ready_at if vmi is not None and vmi.migration is not None else None
-        self._handovers.append(Handover(route.prefix, vmi_key, route.node or "", ready))
+        self._handovers.append(Handover(route.prefix, vmi_key, route.node or "", ready, old.node))
 
     def _place_route(self, k: int, old_route: Route | None, new_route: Route | None) -> None:
         """Keep the sorted host routes (by address key) in step with one address's change; in per-node mode only

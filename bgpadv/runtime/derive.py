@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from bgpadv.config import Config
-from bgpadv.core.model import Plan, RouteKind
+from bgpadv.core.model import Plan
 from bgpadv.core.prefix import Address
 from bgpadv.importer.reconciler import SelectedNetwork, selected_networks
 
@@ -39,10 +39,11 @@ def handovers_of(old: Plan | None, new: Plan, changed: Changed | None, config: C
     ]
     if not moved:
         return []
-    before = {r.prefix.key: r.node for r in old.routes if r.kind is RouteKind.HOST}
     out: list[tuple[str, float]] = []
     for h in moved:
-        previous = before.get(h.prefix.key)
+        # the planner's previous output for the prefix, which the previous plan held (in per-node mode: only a
+        # route of this node): read from the handover, never by a pass over the previous plan's routes
+        previous = h.from_node if view is None or h.from_node == view else None
         if previous is not None and previous != h.node and h.target_ready_at is not None:
             out.append((str(h.prefix), h.target_ready_at))
     return out

@@ -90,9 +90,10 @@ def test_the_incremental_planner_names_the_routes_that_moved_and_keeps_unmoved_m
     assert second.context.networks is first.context.networks
     assert second.context.node_addresses is first.context.node_addresses
     (handover,) = second.context.handovers
-    assert (handover.prefix, handover.vmi, handover.node) == (
+    assert (handover.prefix, handover.vmi, handover.from_node, handover.node) == (
         Prefix.parse("192.168.100.10/32"),
         (NS, "vm-a"),
+        "worker-1",  # where the previous plan had it: the loop reads it here, not from a pass over that plan
         "worker-2",
     )
     assert handover.target_ready_at is not None
