@@ -547,6 +547,8 @@ class Controller:
                 "no first plan %.0f s after the start: the cyclic garbage collector resumes", now - self._started_at
             )
             gc.enable()
+        if self.reloader is not None:
+            self.reloader.tick()  # ExaBGP may have dropped the last reload signal: it is repeated a few times
         if self.speaker.needs_retry:
             self.speaker.resync()  # ExaBGP refused a command: diff the last desired set again
         self.failstatic.mass_deletions()  # notes the end of a mass deletion (its resource_held gauge)

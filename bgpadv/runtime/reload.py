@@ -46,6 +46,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,6 +201,14 @@ class Reloader:
 
     last_loaded: Config | None = None
     """The file's configuration as last loaded (before `narrow`)."""
+    resignal_after: tuple[float, ...] = (0.5, 1.5, 3.5, 7.5, 15.5, 31.5, 63.5)
+    """After a reload, SIGUSR1 again this many seconds after it. ExaBGP 5.0 drops a reload it gets while it still
+    handles the previous signal, or while some peer has updates queued (`Reactor._pending_adjribout`: the reload is
+    skipped, the signal forgotten), so a peer move right after another one, or during a bulk load, could leave ExaBGP
+    on the old neighbors. Reloading an unchanged file changes nothing (every session kept), so the repeats are
+    harmless; `tests/lab/test_fabric.py` moves peers twice in quick succession."""
+    clock: Callable[[], float] = time.monotonic
+    _resignals: list[float] = dataclasses.field(default_factory=list, init=False, repr=False)
 
     def load(self) -> Config | None:
         """The new configuration, or None (refused: logged and counted). The file is read once; under `bgpadv run`
@@ -289,11 +298,32 @@ class Reloader:
             log.error("peers changed but ExaBGP's runtime directory is unknown: restart bgpadv to apply them")
             return False
         write_private(self.runtime_dir / EXABGP_CONF, text)  # 0600: it holds the MD5 passwords
+        pid = self._signal_exabgp()
+        if pid is None:
+            return False
+        now = self.clock()
+        self._resignals = [now + delay for delay in self.resignal_after]
+        log.info("ExaBGP's configuration rewritten and reloaded (SIGUSR1)", extra={"pid": pid})
+        return True
+
+    def tick(self) -> None:
+        """Repeat the last reload's signal when one of `resignal_after` is due (the controller's timers call it)."""
+        if not self._resignals or self._resignals[0] > self.clock():
+            return
+        now = self.clock()
+        self._resignals = [t for t in self._resignals if t > now]
+        pid = self._signal_exabgp()
+        if pid is not None:
+            log.debug("ExaBGP reload signalled again", extra={"pid": pid, "left": len(self._resignals)})
+
+    def _signal_exabgp(self) -> int | None:
+        """SIGUSR1 to ExaBGP (its pid file in the runtime directory); its pid, None when it cannot be signalled."""
+        if self.runtime_dir is None:
+            return None
         try:
             pid = int((self.runtime_dir / PID_FILE).read_text().strip())
             os.kill(pid, signal.SIGUSR1)
         except (OSError, ValueError) as e:
             log.error("cannot signal ExaBGP to reload its configuration: %s", e)
-            return False
-        log.info("ExaBGP's configuration rewritten and reloaded (SIGUSR1)", extra={"pid": pid})
-        return True
+            return None
+        return pid

@@ -170,8 +170,14 @@ def test_each_tor_holds_exactly_its_racks_vms_and_the_subnet_via_its_racks_node(
 
 def test_an_ipv6_session_carries_the_128s_and_the_ipv6_subnet_with_a_global_next_hop(fabric):
     _, _, tor_a, _, _ = fabric
-    assert session(tor_a, W1_6)[0] == "Established"
-    v6 = tor_a.valid_paths("ipv6")
+    # the fixture waits for the IPv4 tables: the IPv6 session may still be coming up on a loaded machine
+    tor_a.wait_for(lambda: session(tor_a, W1_6)[0] == "Established", 30, "the IPv6 session to worker-1")
+
+    def carried() -> dict | None:
+        paths = tor_a.valid_paths("ipv6")
+        return paths if "fd10:100::10/128" in paths and SUBNET6 in paths else None
+
+    v6 = tor_a.wait_for(carried, 30, "worker-1's IPv6 routes at ToR A")
     assert (W1_6, W1_6) in v6["fd10:100::10/128"]
     assert (W1_6, W1_6) in v6[SUBNET6]
     assert "fd10:100::20/128" not in v6  # rack b's VM

@@ -287,6 +287,9 @@ class FakeReloader:
         self.reloaded.append([p.name for p in config.peers])
         return True
 
+    def tick(self) -> None:
+        pass
+
 
 def node_event(labels: dict[str, str], kind: str = "MODIFIED", version: str = "2") -> WatchEvent:
     obj = k8s.node("worker-1", "10.0.0.11", "fd00::11", labels=labels)

@@ -186,6 +186,24 @@ def test_a_peer_change_rewrites_exabgps_configuration_and_signals_its_reload(tmp
     assert sent == [(4242, signal.SIGUSR1)]
 
 
+def test_the_reload_signal_is_repeated_because_exabgp_may_drop_it(tmp_path, monkeypatch):
+    """ExaBGP 5.0 forgets a SIGUSR1 that comes while it handles the previous one or while some peer has updates
+    queued; reloading an unchanged file keeps every session, so the signal is simply repeated a few times."""
+    r, _ = reloader(tmp_path, [])
+    now = [100.0]
+    r.clock = lambda: now[0]
+    (tmp_path / "run" / "exabgp.pid").write_text("4242\n")
+    sent: list[float] = []
+    monkeypatch.setattr(os, "kill", lambda pid, sig: sent.append(now[0]))
+    assert r.reload_exabgp(parse(with_(peers=[{"address": "10.0.0.1", "asn": 64512}])))
+    for _ in range(400):  # the controller's timers, every 0.25 s for 100 s
+        now[0] += 0.25
+        r.tick()
+    assert [round(t - 100.0, 1) for t in sent] == [0.0, *r.resignal_after]
+    r.tick()
+    assert len(sent) == 1 + len(r.resignal_after)  # then no more, until the next reload
+
+
 # -- the controller ---------------------------------------------------------------------------------------------------
 
 CUDN = SERVICE_CUDN  # the controller tests' realistic Layer2 network (tests/unit/test_service.py)
