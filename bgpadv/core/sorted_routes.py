@@ -90,8 +90,7 @@ class SortedRoutes:
         if i == 0:
             self._firsts[c] = key
         if len(keys) > 2 * CHUNK:
-            self._place(c, 1, keys[:CHUNK], routes[:CHUNK])
-            self._place(c + 1, 0, keys[CHUNK:], routes[CHUNK:])
+            self._place(c, 1, keys, routes)  # split in two
 
     def _delete(self, c: int, i: int) -> None:
         self._len -= 1
@@ -101,25 +100,23 @@ class SortedRoutes:
         if not keys:
             self._place(c, 1)
         elif len(keys) < CHUNK // 8 and len(self._keys) > 1:  # merge into a neighbour (split again if too long)
-            n = c + 1 if c + 1 < len(self._keys) else c - 1
-            lo, hi = min(c, n), max(c, n)
-            merged_keys = self._keys[lo] + self._keys[hi]
-            merged_routes = self._routes[lo] + self._routes[hi]
-            self._place(lo, 2)
-            if len(merged_keys) > 2 * CHUNK:
-                self._place(lo, 0, merged_keys[:CHUNK], merged_routes[:CHUNK])
-                self._place(lo + 1, 0, merged_keys[CHUNK:], merged_routes[CHUNK:])
-            else:
-                self._place(lo, 0, merged_keys, merged_routes)
+            lo = c if c + 1 < len(self._keys) else c - 1
+            self._place(lo, 2, self._keys[lo] + self._keys[lo + 1], self._routes[lo] + self._routes[lo + 1])
         elif i == 0:
             self._firsts[c] = keys[0]
 
     def _place(self, c: int, drop: int, keys: list[int] | None = None, routes: list[Route] | None = None) -> None:
-        """Replace `drop` chunks at `c` by one new chunk (`keys`, `routes`), or by none."""
+        """Replace `drop` chunks at `c` by `keys` and `routes` (None: by nothing): one new chunk, or two halves when
+        they are longer than twice CHUNK."""
         for chunk in (*self._keys[c : c + drop], *self._routes[c : c + drop]):
             self._owned.discard(id(chunk))
-        new_keys = [keys] if keys is not None else []
-        new_routes = [routes] if routes is not None else []
+        new_keys: list[list[int]] = []
+        new_routes: list[list[Route]] = []
+        if keys is not None and routes is not None:
+            if len(keys) > 2 * CHUNK:
+                new_keys, new_routes = [keys[:CHUNK], keys[CHUNK:]], [routes[:CHUNK], routes[CHUNK:]]
+            else:
+                new_keys, new_routes = [keys], [routes]
         self._keys[c : c + drop] = new_keys
         self._routes[c : c + drop] = new_routes
         self._firsts[c : c + drop] = [k[0] for k in new_keys]

@@ -308,9 +308,9 @@ class Reloader:
 
     def tick(self) -> None:
         """Repeat the last reload's signal when one of `resignal_after` is due (the controller's timers call it)."""
-        if not self._resignals or self._resignals[0] > self.clock():
-            return
         now = self.clock()
+        if not self._resignals or self._resignals[0] > now:
+            return
         self._resignals = [t for t in self._resignals if t > now]
         pid = self._signal_exabgp()
         if pid is not None:

@@ -84,16 +84,21 @@ def clock() -> Clock:
     return Clock()
 
 
-@pytest.fixture
-def controller(clock: Clock) -> Controller:
+def recording_loop(clock: Clock, settings: LoopSettings) -> Controller:
+    """The real loop with recording doubles around it, on the test's clock."""
     return Controller(
         CONFIG,
         speaker=RecordingSpeaker(),
         sources_factory=RecordingSources,
         observer=RecordingObserver(),
-        settings=LoopSettings(coalesce_window=0.0, resync_interval=300.0),
+        settings=settings,
         clock=clock,
     )
+
+
+@pytest.fixture
+def controller(clock: Clock) -> Controller:
+    return recording_loop(clock, LoopSettings(coalesce_window=0.0, resync_interval=300.0))
 
 
 def test_route_advertisements_are_watched_only_when_followed():
@@ -148,14 +153,7 @@ def test_a_burst_of_events_is_planned_once(controller):
 
 def slow_loop(clock: Clock) -> Controller:
     """A loop whose coalescing window (0.5 s) is far longer than planning takes."""
-    return Controller(
-        CONFIG,
-        speaker=RecordingSpeaker(),
-        sources_factory=RecordingSources,
-        observer=RecordingObserver(),
-        settings=LoopSettings(coalesce_window=0.5, coalesce_limit=1.0, resync_interval=300.0),
-        clock=clock,
-    )
+    return recording_loop(clock, LoopSettings(coalesce_window=0.5, coalesce_limit=1.0, resync_interval=300.0))
 
 
 def later(c: Controller, delay: float, item: WatchEvent) -> threading.Thread:
@@ -381,13 +379,8 @@ def test_a_host_route_moved_by_a_ready_migration_starts_a_handover_measurement(v
 def test_a_flood_of_events_never_holds_back_the_plan_past_the_coalescing_limit(clock):
     """Coalescing stops at its limit: with far more queued events than one turn handles within `coalesce_limit`,
     the turn plans what it took and leaves the rest queued for the next turn (a flood never starves a change)."""
-    c = Controller(
-        CONFIG,
-        speaker=RecordingSpeaker(),
-        sources_factory=RecordingSources,
-        observer=RecordingObserver(),
-        settings=LoopSettings(coalesce_window=0.0, coalesce_limit=0.0, coalesce_min_items=10, resync_interval=300.0),
-        clock=clock,
+    c = recording_loop(
+        clock, LoopSettings(coalesce_window=0.0, coalesce_limit=0.0, coalesce_min_items=10, resync_interval=300.0)
     )
     synced_all(c)
     c.step()
