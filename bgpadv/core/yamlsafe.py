@@ -301,6 +301,36 @@ def depth_exceeds(value: object, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
+_STRUCTURE = b'{}[]"'
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in _STRUCTURE)
+
+
+def nests_at_most(data: bytes, limit: int = MAX_DEPTH) -> bool:
+    """True when the JSON text `data`, which `json.loads` accepted, certainly nests at most `limit` levels; False
+    when it may nest deeper (then `depth_exceeds` on the decoded value decides). At C speed: a page of 500 VMIs in
+    about 1 ms, where walking the decoded items takes 4-5 ms.
+
+    Strings are taken out (escaped backslashes and quotes first, so every quote left opens or closes a string; then
+    everything but quotes and brackets; then the strings, now only the brackets they held), which leaves the
+    value's own brackets, balanced. Each round then removes every empty `{}` and then every empty `[]`: one
+    `bytes.replace` takes at most one level off any path (it never rescans what it produced), so a value emptied
+    within `r` rounds nests at most `2 r` levels."""
+    if b"\\\\" in data:
+        data = data.replace(b"\\\\", b"")
+    if b'\\"' in data:
+        data = data.replace(b'\\"', b"")
+    # adjacent quotes are an empty string, or the end of one string and the start of the next with no bracket
+    # between them: dropping both leaves the strings' brackets and the value's exactly as they were
+    rest = data.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
+    if b'"' in rest:
+        rest = b"".join(rest.split(b'"')[::2])
+    for _ in range(limit // 2):
+        if not rest:
+            return True
+        rest = rest.replace(b"{}", b"").replace(b"[]", b"")
+    return not rest
+
+
 def loads_json(data: str | bytes) -> object:
     """`json.loads`, refusing values nested deeper than MAX_DEPTH with `TooDeep` (a ValueError), never
     RecursionError. Other malformed input raises ValueError as `json.loads` does."""
@@ -308,9 +338,10 @@ def loads_json(data: str | bytes) -> object:
         value = json.loads(data)
     except RecursionError:
         raise TooDeep(f"nested deeper than {MAX_DEPTH} levels") from None
-    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-    openers = text.count("{") + text.count("[")
-    if openers > MAX_DEPTH and depth_exceeds(value):  # fewer openers than the limit cannot nest that deep
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    if raw.count(b"{") + raw.count(b"[") <= MAX_DEPTH:  # fewer openers than the limit cannot nest that deep
+        return value
+    if not nests_at_most(raw) and depth_exceeds(value):
         raise TooDeep(f"nested deeper than {MAX_DEPTH} levels")
     return value
 
@@ -333,15 +364,18 @@ def loads_list_page(data: bytes) -> tuple[dict[str, Any], list[dict[str, Any]], 
         page = json.loads(data)
     except RecursionError:
         page, items = _split_page(data)
+        shallow = False
     else:
         if not isinstance(page, dict):
             raise ValueError("a LIST page is not a JSON object")
         raw_items = page.pop("items", None)
         items = raw_items if isinstance(raw_items, list) else []
+        # the page nests two levels above its items: a page within MAX_DEPTH + 2 levels has no item too deep
+        shallow = nests_at_most(data, MAX_DEPTH + 2)
     kept: list[dict[str, Any]] = []
     too_deep = 0
     for item in items:
-        if item is None or (isinstance(item, dict) and depth_exceeds(item)):
+        if item is None or (not shallow and isinstance(item, dict) and depth_exceeds(item)):
             too_deep += 1
         elif isinstance(item, dict):
             kept.append(item)

@@ -148,6 +148,48 @@ def test_nesting_up_to_the_limit_is_read():
     assert doc == []
 
 
+def _depth(value: object) -> int:
+    """How many dicts/lists nest in `value` (a scalar: 0)."""
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+# strings full of what could fool a scan of the text: brackets, quotes, backslashes, escapes, non-ASCII
+_TRICKY_TEXT = st.text(alphabet=st.sampled_from('{}[]"\\/ab\n\té\u2028'), max_size=8)
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | _TRICKY_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TRICKY_TEXT, inner, max_size=3),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=_JSON_VALUES, limit=st.integers(1, 12), ascii_only=st.booleans(), spaced=st.booleans())
+def test_the_text_bound_on_json_depth_never_passes_a_value_deeper_than_its_limit(value, limit, ascii_only, spaced):
+    """`nests_at_most` reads the text only (the LIST pages' fast path): when it says "at most `limit` levels" the
+    decoded value really is, whatever its strings hold; and a value within half the limit always passes."""
+    separators = (", ", ": ") if spaced else (",", ":")
+    text = json.dumps(value, ensure_ascii=ascii_only, separators=separators).encode()
+    passed = yamlsafe.nests_at_most(text, limit)
+    if passed:
+        assert _depth(value) <= limit
+    if _depth(value) <= limit // 2:
+        assert passed
+
+
+@pytest.mark.parametrize("depth", [100, 101, 102, 103, 250])
+def test_a_list_page_keeps_items_up_to_the_limit_whatever_the_fast_bound_says(depth):
+    """A page with one item nested `depth` levels: kept up to MAX_DEPTH (100), left out beyond, exactly."""
+    item = {"metadata": {"name": "x"}, "spec": "@"}
+    text = json.dumps(item).replace('"@"', "[" * (depth - 1) + "]" * (depth - 1))
+    page = ('{"metadata": {"resourceVersion": "1"}, "items": [' + text + ', {"a": "[[[["}]}').encode()
+    _, kept, too_deep = yamlsafe.loads_list_page(page)
+    assert (len(kept), too_deep) == ((2, 0) if depth <= yamlsafe.MAX_DEPTH else (1, 1))
+
+
 def test_a_deep_json_manifest_is_refused_and_the_rest_still_plans(tmp_path):
     (tmp_path / "deep.json").write_text('{"kind": "Node", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
     (tmp_path / "cluster.yaml").write_text(_dump(*_cluster()))
