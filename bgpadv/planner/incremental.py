@@ -640,8 +640,8 @@ class IncrementalPlanner:
                 return
         if old is not None:
             self._drop_entry(self._pod_entries.pop(key), dirty)
-        if signature is None:
-            return
+        if signature is None or not signature[1]:
+            return  # no launcher pod to read (or a claim holds the address): nothing to contribute, nothing to keep
         out = Collector()
         claimed_links = {(key[0], key[1], c) for c in signature[2]}
         read_vmi_pods(vmi, signature[1], primary, claimed_links, out)  # type: ignore[arg-type]
