@@ -530,13 +530,22 @@ class FakeApiServer:
             return [copy.deepcopy(obj) for _, obj in items]
 
     def load(self, objects: Iterable[dict]) -> int:
-        """Seed objects (apply each, `kind: List` expanded); returns how many were written."""
+        """Seed objects (apply each, `kind: List` expanded); returns how many were written. Their LIST encoding is
+        made here, before any client lists them."""
+        count = self._load(objects)
+        with self._lock:
+            for t, kind in self._kinds.items():
+                for key, obj in kind.objects.items():
+                    self._list_item(t, key, obj)
+        return count
+
+    def _load(self, objects: Iterable[dict]) -> int:
         count = 0
         for obj in objects:
             if not isinstance(obj, dict):
                 continue
             if obj.get("kind", "").endswith("List") and isinstance(obj.get("items"), list):
-                count += self.load(obj["items"])
+                count += self._load(obj["items"])
                 continue
             self.apply(obj)
             count += 1
@@ -834,17 +843,21 @@ class FakeApiServer:
             if labels is None and fields is None:
                 meta["remainingItemCount"] = remaining
         head = {"kind": f"{req.type.kind}List", "apiVersion": req.type.api_version, "metadata": meta}
-        encoded = self._kinds[req.type].encoded
-        out: list[bytes] = []
-        for key, obj in items:
-            cached = encoded.get(key)
-            if cached is None or cached[0] is not obj:
-                item = obj
-                if not req.type.group:  # typed lists carry no kind/apiVersion per item, as on a real apiserver
-                    item = {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
-                cached = encoded[key] = (obj, json.dumps(item, separators=(",", ":")).encode())
-            out.append(cached[1])
+        out = [self._list_item(req.type, key, obj) for key, obj in items]
         return json.dumps(head, separators=(",", ":")).encode()[:-1] + b',"items":[' + b",".join(out) + b"]}"
+
+    def _list_item(self, t: ApiType, key: str, obj: dict) -> bytes:
+        """One object as LIST items carry it, encoded once per version of the object (a real apiserver serves LISTs
+        from its watch cache, in Go: re-encoding every object in Python on every LIST made the lab's API, not the
+        client under test, the slow part of a big LIST)."""
+        encoded = self._kinds[t].encoded
+        cached = encoded.get(key)
+        if cached is None or cached[0] is not obj:
+            item = obj
+            if not t.group:  # typed lists carry no kind/apiVersion per item, as on a real apiserver
+                item = {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
+            cached = encoded[key] = (obj, json.dumps(item, separators=(",", ":")).encode())
+        return cached[1]
 
     def _take_failure(self, verb: str, plural: str) -> int | None:
         with self._lock:
