@@ -269,7 +269,7 @@ class IncrementalPlanner:
         self._winner: dict[int, _Won] = {}
         self._tied: set[int] = set()
         self._out: dict[int, _Output] = {}
-        self._by_vmi: dict[tuple[str, str], set[int]] = {}
+        self._by_vmi: dict[tuple[str, str], tuple[int, ...]] = {}  # VMI -> its winning addresses (few: a tuple)
         self._by_node: dict[str, set[int]] = {}
         self._placed: dict[tuple[str, str], _Placement] = {}
         self._needs_pods: set[tuple[str, str]] = set()
@@ -685,10 +685,11 @@ class IncrementalPlanner:
     def _link_vmi(self, vmi_key: tuple[str, str], k: int) -> None:
         linked = self._by_vmi.get(vmi_key)
         if linked is None:
-            linked = self._by_vmi[vmi_key] = set()
+            self._by_vmi[vmi_key] = (k,)
             if vmi_key not in self._placed:
                 self._unplaced.add(vmi_key)
-        linked.add(k)
+        elif k not in linked:
+            self._by_vmi[vmi_key] = (*linked, k)
 
     def _placements(self, state: ClusterState, hinted: dict[str, set[object]] | None, out_dirty: set[int]) -> None:
         """Place again the VMIs winners point at whose placement may have changed: new ones, changed ones (hinted,
@@ -813,9 +814,9 @@ class IncrementalPlanner:
 
     def _unlink_vmi(self, vmi_key: tuple[str, str], k: int) -> None:
         linked = self._by_vmi.get(vmi_key)
-        if linked is None:
+        if linked is None or k not in linked:
             return
-        linked.discard(k)
+        linked = self._by_vmi[vmi_key] = tuple(x for x in linked if x != k)
         if not linked:
             del self._by_vmi[vmi_key]
             self._unplaced.discard(vmi_key)

@@ -23,6 +23,7 @@ address. Without a visible launcher pod (a dump of VMIs only) such a VM gets no 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 
 from bgpadv.core import reasons
@@ -47,7 +48,7 @@ def claim_link(claim: Claim) -> ClaimLink | None:
     net = claim.network
     if not claim.identified or claim.deleting or claim.vm is None or net is None or not net.startswith(CUDN_PREFIX):
         return None
-    return claim.key[0], claim.vm, net[len(CUDN_PREFIX) :]
+    return claim.key[0], claim.vm, sys.intern(net[len(CUDN_PREFIX) :])  # one CUDN name string, not one per claim
 
 
 def claim_links(claims: Iterable[Claim]) -> set[ClaimLink]:
