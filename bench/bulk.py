@@ -12,7 +12,9 @@ medians printed), interleaved so the machine's noise hits both alike:
   - per-node (with `--per-node`): the same in per-node mode as worker-1, the N VMs spread over 10 nodes (it holds
             every claim and VMI of the cluster and announces worker-1's tenth).
 Both timings also have "session →": from the ToR's session Established to the routes (start-up taken out).
-Ratios are bgpadv / floor of the same run. The ToR has an outbound deny filter (it sends the cluster nothing back).
+Ratios are bgpadv / floor of the same run (medians over the runs); with several runs, "paired" also gives the median of
+each run's ratio to the floor run just before it, which this machine's drift (the floor alone varied 1.4× within an
+hour) leaves alone. The ToR has an outbound deny filter (it sends the cluster nothing back).
 
 Run: `nice -n 10 .venv/bin/python bench/bulk.py` (root, FRR). `BENCH_SCALE=100k` or `--sizes 10000 100000`;
 `--runtime cpython|pypy|auto` sets bgpadv's `exabgp.runtime`. Skips (exit 0) where the lab cannot run.
@@ -224,12 +226,18 @@ def report(count: int, label: str, loads: list[Load], floors: list[Load]) -> Non
     total, session = median([x.total for x in loads]), median([x.after_session for x in loads])
     f_total, f_session = median([x.total for x in floors]), median([x.after_session for x in floors])
     runs = ", ".join(f"{x.total:.1f}/{x.after_session:.1f}" for x in loads)  # start → routes / session → routes
+    paired = ""
+    if loads is not floors and len(loads) == len(floors) > 1:
+        # each run beside the floor run just before it: the machine's speed drifts between runs, not within a pair
+        ratios = [x.total / f.total for x, f in zip(loads, floors, strict=True)]
+        paired = f"  paired: median {median(ratios):.2f}× [{', '.join(f'{r:.2f}' for r in ratios)}]"
     if loads is not floors:
         figure(f"bulk {count}: {label}, start → routes at the ToR", total, "s", floor=f_total, goal="≤ 0.7× floor")
         figure(f"bulk {count}: {label}, session → routes", session, "s", floor=f_session, goal="≤ 0.7× floor")
     print(
         f"  {label:<16} start → {count} routes {total:6.1f} s ({total / f_total:4.2f}× floor {f_total:.1f} s)  "
         f"session → routes {session:6.1f} s ({session / f_session:4.2f}× floor {f_session:.1f} s)  runs [{runs}]"
+        f"{paired}"
     )
     if not loads[0].peaks:
         return
