@@ -507,15 +507,20 @@ class GuardedDelta:
         return Outcome(len(plan.routes) - self.unreached, _joined(plan.rejected, self.rejected))
 
 
-_JOINED: list[tuple[Refusal, ...]] = [(), (), ()]  # _joined's last (planner's, guard's, both)
+_last_joined: tuple[tuple[Refusal, ...], tuple[Refusal, ...], tuple[Refusal, ...]] = ((), (), ())
+"""`_joined`'s last (planner's, guard's, both): one tuple, replaced whole, so a reader never mixes two answers."""
 
 
 def _joined(planner: tuple[Refusal, ...], guard: tuple[Refusal, ...]) -> tuple[Refusal, ...]:
     """The planner's refusals, then the guard's: the same tuple as last time while both parts are the same tuples
     (both keep theirs until a refusal changes), so observers can tell an unchanged set by identity."""
-    if _JOINED[0] is not planner or _JOINED[1] is not guard:
-        _JOINED[:] = [planner, guard, (*planner, *guard)]
-    return _JOINED[2]
+    global _last_joined
+    last = _last_joined
+    if last[0] is planner and last[1] is guard:
+        return last[2]
+    both = (*planner, *guard)
+    _last_joined = (planner, guard, both)
+    return both
 
 
 class _Base:
