@@ -49,21 +49,14 @@ TIMELINE = bool(os.environ.get("BENCH_TIMELINE"))  # print FRR's count every pol
 SCALES = {"10k": [10_000], "100k": [10_000, 100_000]}
 
 
-def address(i: int) -> str:
-    """The i-th VM's address (as bgpadv_lab/floor_feeder.py's): 10.64.0.10 onwards."""
-    value = (10 << 24) | (64 << 16) | (i + 10)
-    return f"{value >> 24}.{value >> 16 & 255}.{value >> 8 & 255}.{value & 255}"
-
-
-def node_address(k: int) -> str:
-    return f"10.0.0.{10 + k}" if k <= 2 else f"10.1.{k // 250}.{k % 250 + 1}"
-
-
 def cluster(count: int, nodes: int) -> list[dict]:
-    objs = [k8s.node(f"worker-{k}", node_address(k), "fd00::11" if k == 1 else None) for k in range(1, nodes + 1)]
+    objs = [
+        k8s.node(f"worker-{k}", k8s.numbered_node_address(k), "fd00::11" if k == 1 else None)
+        for k in range(1, nodes + 1)
+    ]
     objs.append(k8s.cudn_layer2("vmnet-a", ["10.64.0.0/12"], labels={"bgpadv.io/advertise": "true"}))
     for i in range(count):
-        name, ip = f"vm-{i}", address(i)
+        name, ip = f"vm-{i}", k8s.numbered_vm_address(i)
         objs.append(k8s.ipam_claim(NS, f"{name}.default", name, "cluster_udn_vmnet-a", [f"{ip}/12"]))
         objs.append(k8s.vmi(NS, name, f"worker-{i % nodes + 1}", interfaces=[k8s.interface([ip])]))
     return objs

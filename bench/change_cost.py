@@ -56,13 +56,11 @@ from bgpadv_lab import objects as k8s  # noqa: E402
 
 NS = "imported-vms"
 NODES = {"worker-1": "10.0.0.11", "worker-2": "10.0.0.12"}
-BASE = (10 << 24) | (128 << 16)  # 10.128.0.0/14: room for 200k VMs
 PEERS = [{"address": "10.0.0.1", "asn": 64512}, {"address": "10.0.0.2", "asn": 64512}]
 
 
 def ip(i: int) -> str:
-    v = BASE + 10 + i
-    return f"{v >> 24}.{(v >> 16) & 255}.{(v >> 8) & 255}.{v & 255}"
+    return k8s.numbered_vm_address(i, "10.128.0.0/14")  # room for 200k VMs
 
 
 def vm(i: int, node: str) -> tuple[dict, dict]:

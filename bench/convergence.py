@@ -51,14 +51,6 @@ def vm_objects(name: str, ip: str, node: str) -> tuple[dict, dict]:
     return claim, vmi
 
 
-BASE = (10 << 24) | (64 << 16)  # 10.64.0.0/12: room for a million VMs (a /16 held 37,440 of them)
-
-
-def ip_of(i: int) -> str:
-    v = BASE + 10 + i
-    return f"{v >> 24}.{(v >> 16) & 255}.{(v >> 8) & 255}.{v & 255}"
-
-
 def percentiles(values: list[float]) -> str:
     ms = [v * 1000 for v in values]
     if not ms:
@@ -84,9 +76,9 @@ def main() -> int:
     running: dict[str, str] = {}  # vm name -> node
     for i in range(background):
         name, node = f"bg-{i}", "worker-1" if i % 2 else "worker-2"
-        cluster.extend(vm_objects(name, ip_of(i), node))
+        cluster.extend(vm_objects(name, k8s.numbered_vm_address(i), node))
         running[name] = node
-    ips = {f"bg-{i}": ip_of(i) for i in range(background)}
+    ips = {f"bg-{i}": k8s.numbered_vm_address(i) for i in range(background)}
 
     results: dict[str, dict[str, list[float]]] = {}
     with Lab("bgpbench") as lab, BgpadvInLab(lab, cluster) as chain:
@@ -118,7 +110,7 @@ def main() -> int:
                     running[name] = target
                 elif kind == "start":
                     name = f"new-{next_vm}"
-                    ips[name] = ip_of(next_vm)
+                    ips[name] = k8s.numbered_vm_address(next_vm)
                     next_vm += 1
                     claim, vmi = vm_objects(name, ips[name], "worker-2")
                     chain.api.create(claim)

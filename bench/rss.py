@@ -34,23 +34,10 @@ from bgpadv_lab.topology import Lab
 NS = "imported-vms"
 
 
-BASE = (10 << 24) | (64 << 16)  # 10.64.0.0/12: room for a million VMs (192.168.0.0/16 held 37,440 of them)
-
-
-def ip_of(i: int) -> str:
-    v = BASE + 10 + i
-    return f"{v >> 24}.{(v >> 16) & 255}.{(v >> 8) & 255}.{v & 255}"
-
-
 def memory(pid: int) -> tuple[int, int]:
     """(VmRSS, VmHWM) of a process, in KiB."""
     fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
     return int(fields["VmRSS"].split()[0]), int(fields["VmHWM"].split()[0])
-
-
-def node_address(k: int) -> str:
-    """worker-1 and worker-2 are the lab's workers; further nodes exist only as Node objects."""
-    return f"10.0.0.{10 + k}" if k <= 2 else f"10.1.{k // 250}.{k % 250 + 1}"
 
 
 def main() -> int:
@@ -61,10 +48,13 @@ def main() -> int:
     parser.add_argument("--per-node", action="store_true", help="per-node mode, as worker-1's instance")
     args = parser.parse_args()
     count, nodes = args.count, max(2, args.nodes)
-    cluster = [k8s.node(f"worker-{k}", node_address(k), "fd00::11" if k == 1 else None) for k in range(1, nodes + 1)]
+    cluster = [
+        k8s.node(f"worker-{k}", k8s.numbered_node_address(k), "fd00::11" if k == 1 else None)
+        for k in range(1, nodes + 1)
+    ]
     cluster.append(k8s.cudn_layer2("vmnet-a", ["10.64.0.0/12"], labels={"bgpadv.io/advertise": "true"}))
     for i in range(count):
-        name, node, ip = f"vm-{i}", f"worker-{i % nodes + 1}", ip_of(i)
+        name, node, ip = f"vm-{i}", f"worker-{i % nodes + 1}", k8s.numbered_vm_address(i)
         cluster.append(k8s.ipam_claim(NS, f"{name}.default", name, "cluster_udn_vmnet-a", [f"{ip}/12"]))
         cluster.append(k8s.vmi(NS, name, node, interfaces=[k8s.interface([ip])]))
         cluster.append(k8s.launcher_pod(NS, name, node))

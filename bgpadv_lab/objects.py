@@ -9,6 +9,7 @@ else can be changed on the returned dict.
 from __future__ import annotations
 
 import copy
+import functools
 import ipaddress
 import json
 import uuid
@@ -25,6 +26,21 @@ OVN_NAMESPACE = "ovn-kubernetes"
 def uid(kind: str, name: str, namespace: str = "") -> str:
     """A stable UID for an object."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"bgpadv-test/{kind}/{namespace}/{name}"))
+
+
+_network = functools.lru_cache(maxsize=8)(ipaddress.ip_network)
+
+
+def numbered_vm_address(i: int, network: str = "10.64.0.0/12") -> str:
+    """The benches' i-th VM address: the network's 10th address onwards (10.64.0.0/12 holds a million VMs;
+    `bgpadv_lab/floor_feeder.py` numbers the floor's prefixes alike, with no import, to run under any interpreter)."""
+    return str(_network(network)[10 + i])
+
+
+def numbered_node_address(k: int) -> str:
+    """The benches' worker-k address: worker-1 and worker-2 are the lab's workers; further nodes exist only as Node
+    objects."""
+    return f"10.0.0.{10 + k}" if k <= 2 else f"10.1.{k // 250}.{k % 250 + 1}"
 
 
 def _meta(kind: str, name: str, namespace: str = "", created: str = DEFAULT_CREATED, **extra: Any) -> dict:
