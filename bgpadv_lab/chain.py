@@ -207,7 +207,8 @@ class BgpadvInLab:
         return sorted(pids)
 
     def controller_pids(self) -> list[int]:
-        """PIDs of controller processes (`bgpadv controller --no-shim`, run by the API shim) in this namespace."""
+        """PIDs of controller processes (`bgpadv controller --no-shim`: the first started by `bgpadv run` and taken
+        over by the API shim, the later ones the shim's) in this namespace."""
         return self._pids(lambda argv: b"controller" in argv and b"--no-shim" in argv)
 
     def shim_pids(self) -> list[int]:

@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from bgpadv import __version__
 
@@ -151,9 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             output=args.output,
         )
     if args.command == "run":
-        from bgpadv.runtime.wiring import run
-
-        return run(args.config, args.runtime_dir)
+        return _run(args.config, args.runtime_dir)
     if args.command == "controller":
         if not args.no_shim:
             from bgpadv.runtime.shim import shim_main
@@ -176,6 +175,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return example.main()
     raise AssertionError(args.command)
+
+
+def _run(config_path: str, runtime_dir: str | None) -> int:
+    """`bgpadv run`: the first controller starts before anything else (`bgpadv.runtime.handover`): its imports and its
+    first LIST overlap the configuration check, ExaBGP's start and the session's; then ExaBGP under the supervisor."""
+    from bgpadv.runtime.handover import EarlyController, controller_command
+    from bgpadv.runtime.lifecycle import reset_runtime_dir, runtime_directory
+
+    rdir, owned = runtime_directory(runtime_dir)
+    reset_runtime_dir(rdir)  # before the controller: it reads the drain file and writes bfdd.wanted
+    path = str(Path(config_path).absolute())  # as ExaBGP's process line has it (speaker.exabgp_config)
+    early = EarlyController.start(controller_command(path), os.environ, rdir) if Path(config_path).is_file() else None
+    from bgpadv.runtime.wiring import run
+
+    return run(config_path, rdir, owned=owned, early=early)
 
 
 def _check_config(path: str) -> int:

@@ -2,14 +2,18 @@
 
 ```
 bgpadv run                                 supervisor: signals, graceful shutdown, a stop that keeps GR
+├── bgpadv controller --no-shim            the first controller, started before ExaBGP so that its first LIST runs
+│                                          while ExaBGP starts; the shim takes it over (bgpadv.runtime.handover)
 └── exabgp server exabgp.conf              its own session; SIGKILLed if the supervisor dies (PR_SET_PDEATHSIG)
     └── bgpadv controller                  the API shim, ExaBGP's only API process: relays lines, never crashes
         └── bgpadv controller --no-shim    the controller (bgpadv.runtime.controller, built by
-                                           bgpadv.runtime.wiring); restarted by the shim with backoff
+                                           bgpadv.runtime.wiring) when the first one died: restarted by the shim
+                                           with backoff
 ```
 
 This module holds what the three processes agree on: the environment variables and files in the runtime directory
-through which a drain request reaches a controller, and the parent-death signal. The supervisor is
+through which a drain request reaches a controller and the first controller reaches the shim, and the parent-death
+signal. The supervisor is
 `bgpadv.runtime.supervisor`, the shim `bgpadv.runtime.shim`.
 """
 
@@ -19,6 +23,8 @@ import contextlib
 import ctypes
 import os
 import shutil
+import signal
+import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -28,12 +34,23 @@ RUNTIME_DIR_ENV = "BGPADV_RUNTIME_DIR"  # set by the supervisor; ExaBGP passes i
 DRAINING_ENV = "BGPADV_DRAINING"  # "1": the controller starts draining (read by bgpadv.runtime.wiring)
 DRAIN_FILE = "draining"
 SHIM_PID_FILE = "api-shim.pid"
+HANDOVER_SOCKET = "controller.sock"  # the supervisor hands its early controller to the shim here (.handover)
+EXABGP_STARTED_FD_ENV = "BGPADV_EXABGP_STARTED_FD"  # in the early controller: a pipe that ends once ExaBGP runs
 EXABGP_CONF = "exabgp.conf"  # the rendered ExaBGP configuration: it holds the MD5 passwords
 CANDIDATE = "config.candidate.yaml"  # a changed configuration file being validated (bgpadv.runtime.reload)
 LAST_GOOD = "config.last-good.yaml"  # the last configuration applied: what a restarted controller falls back on
 # What a stop leaves in a configured runtime directory: only the last good configuration, which the next start
 # needs while the file is broken (bgpadv.runtime.reload.Reloader.start_config). Everything else is rewritten at start.
-EPHEMERAL_FILES = (EXABGP_CONF, CANDIDATE, DRAIN_FILE, SHIM_PID_FILE, PID_FILE, BFD_WANTED, BFDD_FAILED)
+EPHEMERAL_FILES = (
+    EXABGP_CONF,
+    CANDIDATE,
+    DRAIN_FILE,
+    SHIM_PID_FILE,
+    HANDOVER_SOCKET,
+    PID_FILE,
+    BFD_WANTED,
+    BFDD_FAILED,
+)
 EPHEMERAL_DIRS = (BFDD_DIR,)  # bfdd's own directory (bgpadv.speaker.bfd): its sockets, PID file, configuration
 
 _PR_SET_PDEATHSIG = 1
@@ -50,6 +67,26 @@ def die_with_parent(signum: int) -> Callable[[], None]:
     return preexec
 
 
+def controller_preexec() -> None:
+    """In a controller before exec, whoever starts it (the shim, or the supervisor, `bgpadv.runtime.handover`): die
+    with that process, and ignore SIGUSR1 until the controller installs its drain handler (its default action would
+    kill a controller caught starting up)."""
+    die_with_parent(signal.SIGTERM)()
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+
+
+def reset_runtime_dir(runtime_dir: Path) -> None:
+    """Before a run starts anything: remove what a previous container left in the runtime directory (an emptyDir
+    outlives a container restart) that would mislead this one's processes."""
+    (runtime_dir / DRAIN_FILE).unlink(missing_ok=True)  # a new controller must not start draining
+    # ...and the pid file of the ExaBGP killed with the previous container: in the new container's PID namespace its
+    # number may well be alive (another process, or a low PID reused), and ExaBGP refuses to start over a pid file
+    # whose process exists. The supervisor is the only one starting ExaBGP in this directory.
+    (runtime_dir / PID_FILE).unlink(missing_ok=True)
+    (runtime_dir / BFD_WANTED).unlink(missing_ok=True)  # the controller asks again
+    (runtime_dir / BFDD_FAILED).unlink(missing_ok=True)  # a new container may have the capabilities
+
+
 def drain_requested(environ: Mapping[str, str] | None = None) -> bool:
     """For a controller starting up: was a graceful shutdown already asked for (BGPADV_DRAINING=1, or the drain file
     in BGPADV_RUNTIME_DIR, which the supervisor writes before it signals)?"""
@@ -58,6 +95,16 @@ def drain_requested(environ: Mapping[str, str] | None = None) -> bool:
         return True
     runtime = env.get(RUNTIME_DIR_ENV)
     return runtime is not None and runtime != "" and (Path(runtime) / DRAIN_FILE).exists()
+
+
+def runtime_directory(configured: str | None) -> tuple[Path, bool]:
+    """`bgpadv run`'s runtime directory, made if needed, and whether it is the run's own: without `configured`, a
+    private temporary directory (0700) that goes when the run ends."""
+    if configured:
+        path = Path(configured)
+        path.mkdir(parents=True, exist_ok=True)
+        return path, False
+    return Path(tempfile.mkdtemp(prefix="bgpadv-")), True
 
 
 def clean_runtime_dir(runtime_dir: Path, *, owned: bool) -> None:

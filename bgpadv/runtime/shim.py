@@ -7,6 +7,8 @@ runs), and restarts a dead controller after 0.1 s, doubling to at most 5 s while
 resets once a controller has lived 30 s). ExaBGP never sees a controller crash, however often it happens; the new
 controller relearns ExaBGP's adj-rib-out before it changes anything (`bgpadv.speaker.session`). Only whole lines
 cross: a controller killed in the middle of a command leaves no half line that would corrupt the next instance's.
+The first controller is usually not the shim's own: `bgpadv run`'s supervisor starts it before ExaBGP, so that its
+first LIST runs while ExaBGP starts, and the shim takes it over (`bgpadv.runtime.handover`); it restarts it the same.
 
 A drain request (SIGUSR1 from the supervisor, `bgpadv.runtime.supervisor`) is passed to the running controller,
 and every later controller starts draining (`bgpadv.runtime.lifecycle`).
@@ -21,14 +23,14 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bgpadv.observe.logs import setup_logging
-from bgpadv.runtime.lifecycle import DRAIN_FILE, DRAINING_ENV, RUNTIME_DIR_ENV, SHIM_PID_FILE, die_with_parent
+from bgpadv.runtime.handover import Adopted, adopt, controller_command
+from bgpadv.runtime.lifecycle import DRAIN_FILE, DRAINING_ENV, RUNTIME_DIR_ENV, SHIM_PID_FILE, controller_preexec
 
 log = logging.getLogger("bgpadv.lifecycle")
 
@@ -56,7 +58,7 @@ class Backoff:
 
 @dataclass
 class _Child:
-    proc: subprocess.Popen
+    proc: subprocess.Popen | Adopted  # Adopted: the controller the supervisor started (bgpadv.runtime.handover)
     started: float
     stdin: int
     stdout: int
@@ -238,25 +240,37 @@ class ApiShim:
 
     # -- the controller's side -------------------------------------------------------------------------------------
     def _start_child(self, now: float) -> _Child | None:
+        """The first time, the controller `bgpadv run`'s supervisor started before ExaBGP, if it has one; else (and
+        for every restart) a new one."""
         env = dict(self.env)
         if self.draining or (self.runtime_dir is not None and (self.runtime_dir / DRAIN_FILE).exists()):
             self.draining = True
             env[DRAINING_ENV] = "1"
-        try:
-            proc = subprocess.Popen(
-                self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, preexec_fn=_controller_preexec
-            )
-        except OSError as e:
-            log.error("cannot start the controller: %s", e)
-            self.next_start = now + self.backoff.next_delay(0.0)
-            return None
+        proc: subprocess.Popen | Adopted | None = None
+        if self.starts == 0 and self.runtime_dir is not None:
+            proc = adopt(self.runtime_dir)
+            if proc is not None and self.draining:  # it started before the request: tell it now
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGUSR1)
+        if proc is None:
+            try:
+                proc = subprocess.Popen(
+                    self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, preexec_fn=controller_preexec
+                )
+            except OSError as e:
+                log.error("cannot start the controller: %s", e)
+                self.next_start = now + self.backoff.next_delay(0.0)
+                return None
         assert proc.stdin is not None and proc.stdout is not None
         stdin, stdout = proc.stdin.fileno(), proc.stdout.fileno()
         os.set_blocking(stdin, False)
         os.set_blocking(stdout, False)
         self.starts += 1
         self.child = _Child(proc, now, stdin, stdout)
-        log.info("controller started", extra={"pid": proc.pid, "starts": self.starts, "draining": self.draining})
+        log.info(
+            "controller started" if isinstance(proc, subprocess.Popen) else "controller taken over from the supervisor",
+            extra={"pid": proc.pid, "starts": self.starts, "draining": self.draining},
+        )
         return self.child
 
     def _read_child(self, child: _Child) -> None:
@@ -328,21 +342,18 @@ class ApiShim:
                 f.close()  # type: ignore[union-attr]
 
 
-def _controller_preexec() -> None:
-    """In the controller before exec: die with the shim, and ignore SIGUSR1 until the controller installs its drain
-    handler (its default action would kill a controller caught starting up)."""
-    die_with_parent(signal.SIGTERM)()
-    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
-
-
 def shim_main(config_path: str) -> int:
     """`bgpadv controller`: the API shim ExaBGP runs; the controller it supervises is `bgpadv controller --no-shim`."""
     upstream_out = os.dup(1)
     os.dup2(2, 1)  # nothing but relayed lines may reach ExaBGP
     setup_logging(os.environ.get("BGPADV_LOG_LEVEL", "INFO"))
     runtime = os.environ.get(RUNTIME_DIR_ENV)
-    argv = [sys.executable, "-m", "bgpadv", "controller", "--config", config_path, "--no-shim"]
-    shim = ApiShim(argv, upstream_in=0, upstream_out=upstream_out, runtime_dir=Path(runtime) if runtime else None)
+    shim = ApiShim(
+        controller_command(config_path),
+        upstream_in=0,
+        upstream_out=upstream_out,
+        runtime_dir=Path(runtime) if runtime else None,
+    )
     try:
         return shim.run()
     except OSError as e:

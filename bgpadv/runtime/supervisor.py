@@ -46,12 +46,22 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-from bgpadv.core.runfiles import BFD_WANTED, BFDD_FAILED, PID_FILE
-from bgpadv.runtime.lifecycle import DRAIN_FILE, DRAINING_ENV, RUNTIME_DIR_ENV, SHIM_PID_FILE, die_with_parent
+from bgpadv.core.runfiles import BFD_WANTED, BFDD_FAILED
+from bgpadv.runtime.lifecycle import (
+    DRAIN_FILE,
+    DRAINING_ENV,
+    RUNTIME_DIR_ENV,
+    SHIM_PID_FILE,
+    die_with_parent,
+    reset_runtime_dir,
+)
 from bgpadv.runtime.shim import Backoff
 from bgpadv.speaker.bfd import BFDD_CONF, bfdd_argv, bfdd_dir
+
+if TYPE_CHECKING:
+    from bgpadv.runtime.handover import EarlyController
 
 log = logging.getLogger("bgpadv.lifecycle")
 
@@ -73,23 +83,20 @@ def supervise(
     drain_seconds: float,
     *,
     poll: float = 0.05,
+    early: EarlyController | None = None,
 ) -> int:
     """Run ExaBGP (`argv`) until it exits or a stop is asked for; return the exit status of `bgpadv run`.
 
     0 after a graceful shutdown; ExaBGP's own status (1 if it was 0) when it exited by itself, which is a failure
-    the pod's restart policy should see.
+    the pod's restart policy should see. `early`: the controller started before ExaBGP (`bgpadv.runtime.handover`),
+    which this supervisor reaps, tells to drain until the shim took it, and stops if the shim never did.
     """
     requests = _StopRequests()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, requests.handler)
     drain_file = runtime_dir / DRAIN_FILE
-    drain_file.unlink(missing_ok=True)  # an emptyDir outlives a container restart
-    # ...and so does the pid file of the ExaBGP killed with the previous container: in the new container's PID
-    # namespace its number may well be alive (another process, or a low PID reused), and ExaBGP refuses to start
-    # over a pid file whose process exists. This supervisor is the only one starting ExaBGP in this directory.
-    (runtime_dir / PID_FILE).unlink(missing_ok=True)
-    (runtime_dir / BFD_WANTED).unlink(missing_ok=True)  # the controller asks again
-    (runtime_dir / BFDD_FAILED).unlink(missing_ok=True)  # a new container may have the capabilities
+    if early is None:  # else it was reset before the early controller started, which may have written to it since
+        reset_runtime_dir(runtime_dir)
     child_env = {**env, RUNTIME_DIR_ENV: str(runtime_dir)}
     child_env.pop(DRAINING_ENV, None)
     # its own session: a terminal's ^C reaches only the supervisor, which decides how ExaBGP stops
@@ -102,6 +109,8 @@ def supervise(
     try:
         while True:
             bfdd.poll(time.monotonic())
+            if early is not None:
+                early.poll()
             code = proc.poll()
             if code is not None:
                 log.error("ExaBGP exited by itself", extra={"code": code})
@@ -113,6 +122,8 @@ def supervise(
                 )
                 drain_file.touch()
                 _signal_shim(runtime_dir, proc.pid, signal.SIGUSR1)
+                if early is not None:
+                    early.drain()
             if deadline is not None and (requests.count > 1 or time.monotonic() >= deadline):
                 log.warning("stopping ExaBGP without a NOTIFICATION: graceful restart keeps the routes at the peers")
                 return 0
@@ -120,6 +131,8 @@ def supervise(
     finally:
         bfdd.stop()  # first: its AdminDown reaches the peers before ExaBGP's sessions close
         _stop_tree(proc, runtime_dir)
+        if early is not None:
+            early.stop()
 
 
 def _stop_tree(proc: subprocess.Popen, runtime_dir: Path) -> None:

@@ -13,7 +13,6 @@ import os
 import queue
 import signal
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +22,13 @@ from bgpadv.config import Config, load_or_report
 from bgpadv.core.views import Node
 from bgpadv.observe.logs import setup_logging
 from bgpadv.observe.observers import Fanout
-from bgpadv.runtime.lifecycle import EXABGP_CONF, RUNTIME_DIR_ENV, clean_runtime_dir, drain_requested
+from bgpadv.runtime.lifecycle import (
+    EXABGP_CONF,
+    RUNTIME_DIR_ENV,
+    clean_runtime_dir,
+    drain_requested,
+    runtime_directory,
+)
 from bgpadv.runtime.reload import ConfigFileWatch, Reloader, fingerprint
 from bgpadv.runtime.supervisor import supervise
 from bgpadv.speaker.exabgp_config import (
@@ -39,23 +44,35 @@ from bgpadv.speaker.session import Speaker
 if TYPE_CHECKING:
     from bgpadv.observe.metrics_observer import MetricsObserver
     from bgpadv.runtime.controller import Controller
+    from bgpadv.runtime.handover import EarlyController
     from bgpadv.speaker.bfd import BfdControl
 
 log = logging.getLogger("bgpadv.service")
 
 
-def run(config_path: str, runtime_dir: str | None = None) -> int:
+def run(
+    config_path: str,
+    runtime_dir: str | Path | None = None,
+    *,
+    owned: bool | None = None,
+    early: EarlyController | None = None,
+) -> int:
     """`bgpadv run`: render ExaBGP's configuration, then run ExaBGP under the supervisor (`bgpadv.runtime.supervisor`:
     graceful shutdown on SIGTERM; ExaBGP's API process is the shim that restarts the controller).
 
     Without `runtime_dir` the runtime files go to a private temporary directory (0700) that is removed when the run
-    ends; a configured one keeps only the last good configuration (`lifecycle.clean_runtime_dir`)."""
-    config = load_or_report(config_path)
-    if config is None:
-        return 2
-    owned = not runtime_dir
-    rdir = Path(tempfile.mkdtemp(prefix="bgpadv-")) if owned else Path(str(runtime_dir))
+    ends; a configured one keeps only the last good configuration (`lifecycle.clean_runtime_dir`). `owned`: whether
+    `runtime_dir` is such a private directory, made by the caller. `early`: the controller the caller started before
+    this module was even imported (`bgpadv.runtime.handover`, from `bgpadv run`): the supervisor hands it to the
+    shim, and it is stopped here whenever ExaBGP is not run."""
+    if runtime_dir is None:
+        rdir, owned = runtime_directory(None)
+    else:
+        rdir, owned = Path(str(runtime_dir)), bool(owned)
     try:
+        config = load_or_report(config_path)
+        if config is None:
+            return 2
         rdir.mkdir(parents=True, exist_ok=True)
         api_argv = controller_argv(config_path)  # the path as given: a ConfigMap update must not make it vanish
         conf = rdir / EXABGP_CONF
@@ -69,8 +86,10 @@ def run(config_path: str, runtime_dir: str | None = None) -> int:
             return 2
         argv = exabgp_argv(str(conf), runtime=runtime)
         setup_logging(os.environ.get("BGPADV_LOG_LEVEL", "INFO"))
-        return supervise(argv, env, rdir, config.safety.drain_seconds)
+        return supervise(argv, env, rdir, config.safety.drain_seconds, early=early)
     finally:
+        if early is not None:
+            early.stop()
         clean_runtime_dir(rdir, owned=owned)
 
 
@@ -130,6 +149,7 @@ def controller_main(config_path: str) -> int:
     from bgpadv.observe.events import EventRecorder
     from bgpadv.observe.health import HealthServer
     from bgpadv.runtime.controller import Controller
+    from bgpadv.runtime.handover import wait_for_exabgp
     from bgpadv.runtime.peering import effective, kernel_interface_addresses, placement_status
     from bgpadv.sources.nodes import read_node
     from bgpadv.sources.sessionstate import Identity, SessionStateWriter
@@ -148,6 +168,7 @@ def controller_main(config_path: str) -> int:
     config = placement(configured, node)
     text = reloader.render(config)  # `bgpadv run` started ExaBGP with the peers without nodeSelector only
     if text is not None and runtime:
+        wait_for_exabgp()  # started before ExaBGP (bgpadv.runtime.handover): the file is ExaBGP's once it runs
         try:
             running = (Path(runtime) / EXABGP_CONF).read_text()
         except OSError:

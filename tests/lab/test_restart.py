@@ -8,7 +8,8 @@ Rules (issue 7, item 5):
 - A second SIGTERM/SIGINT during the drain stops at once, with the same outcome.
 - `kill -9` of `bgpadv run` and a restart: the same (the whole process tree dies with it, as in a pod).
 - Ten controller crashes in a minute: ExaBGP (the same process) stays up, the ToR sees no change, and the last
-  controller still announces a new VM.
+  controller still announces a new VM. The first one killed is the controller `bgpadv run` started before ExaBGP
+  (`bgpadv.runtime.handover`), the others the shim's own.
 
 One bgpadv instance runs in worker-1 (drain 3 s, graceful restart 60 s); each test leaves it running and in sync.
 """
@@ -19,6 +20,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -141,6 +143,10 @@ def restart(bgpadv: BgpadvInLab) -> None:
     bgpadv.frr.wait_for(lambda: fresh_and_complete(bgpadv.frr), 60, "the whole set re-announced, none stale")
 
 
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
 def wait_exit(proc: subprocess.Popen, timeout: float) -> int:
     try:
         return proc.wait(timeout)
@@ -221,6 +227,8 @@ def test_kill_9_and_restart_keep_every_route_and_lose_no_packet(bgpadv):
         assert rib(frr) == EXPECTED
         time.sleep(1.0)
         restart(bgpadv)
+        # the fresh set came from the controller `bgpadv run` started before ExaBGP, which the shim took over
+        assert [parent_of(p) for p in bgpadv.controller_pids()] == [bgpadv.proc.pid]
         # watched a while after the fresh set too: the restart now takes ~2 s, and on a loaded machine one sample
         # (three vty queries) can take 200 ms, so 0.5 s left the watch at 19-25 samples
         time.sleep(2.5)

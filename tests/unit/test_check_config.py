@@ -149,7 +149,7 @@ def test_run_hands_the_controller_the_path_as_given_so_a_configmap_update_keeps_
     exabgp_runs: list[list[str]] = []
     rendered: list[str] = []  # read while ExaBGP would run: a stop removes it (no MD5 password left behind)
 
-    def supervise(argv, env, rdir, drain):
+    def supervise(argv, env, rdir, drain, **_):
         exabgp_runs.append(argv)
         rendered.append((rdir / "exabgp.conf").read_text())
         return 0

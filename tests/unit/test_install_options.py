@@ -127,7 +127,9 @@ def test_run_writes_exabgps_configuration_0600(tmp_path, monkeypatch):
     config = tmp_path / "bgpadv.yaml"
     config.write_text("localASN: 64513\npeers: [{address: 10.0.0.1, asn: 64512, md5Password: s3cret}]\n")
     modes: list[int] = []  # while ExaBGP would run: a stop removes the file
-    monkeypatch.setattr(wiring, "supervise", lambda argv, env, rdir, drain: modes.append(_mode(rdir / "exabgp.conf")))
+    monkeypatch.setattr(
+        wiring, "supervise", lambda argv, env, rdir, drain, **_: modes.append(_mode(rdir / "exabgp.conf"))
+    )
     monkeypatch.setattr(wiring, "setup_logging", lambda level: None)
     runtime = tmp_path / "run"
     wiring.run(str(config), str(runtime))

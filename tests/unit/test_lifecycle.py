@@ -11,6 +11,10 @@ ExaBGP's pipe stops the shim and its controller.
 Supervisor rules: SIGTERM writes the drain file and signals the shim at once, the supervisor exits 0 after the drain
 with ExaBGP killed (never SIGTERMed: ExaBGP's shutdown is not ours to trust); a second signal ends the drain at once;
 ExaBGP exiting by itself is a failure; a killed supervisor takes ExaBGP with it.
+Handover rules (the first controller, which `bgpadv run` starts before ExaBGP): the first shim takes it over and
+relays it like its own; it touches nothing of ExaBGP's until then; once dead it is replaced by one the shim starts,
+and reaped by the supervisor; it is handed over once; a drain asked before the handover reaches it; one never handed
+over stops with the supervisor; a shim without a supervisor starts its own controller.
 """
 
 from __future__ import annotations
@@ -335,3 +339,149 @@ def test_a_starting_controller_knows_whether_a_drain_was_asked(tmp_path: Path, e
     if drain_file:
         (tmp_path / DRAIN_FILE).write_text("")
     assert drain_requested({**environ, "BGPADV_RUNTIME_DIR": str(tmp_path)}) is expected
+
+
+# -- the first controller, started by the supervisor and handed to the shim (bgpadv.runtime.handover) ------------
+
+EARLY_CONTROLLER = textwrap.dedent(
+    """
+    import os, signal, sys
+    from bgpadv.runtime.handover import wait_for_exabgp
+    def drained(*_):
+        sys.stdout.write("drain\\n"); sys.stdout.flush()
+    signal.signal(signal.SIGUSR1, drained)
+    sys.stdout.write(f"hello {os.getpid()} draining={os.environ.get('BGPADV_DRAINING', '0')}\\n"); sys.stdout.flush()
+    wait_for_exabgp()
+    sys.stdout.write("exabgp runs\\n"); sys.stdout.flush()
+    for line in sys.stdin:
+        cmd = line.strip()
+        if cmd == "die":
+            os._exit(3)
+        sys.stdout.write(f"echo {cmd}\\n"); sys.stdout.flush()
+    """
+)
+
+
+@pytest.fixture
+def early(tmp_path: Path):
+    """A controller started as `bgpadv run` starts its first one (this test process posing as the supervisor), and
+    a way to start shims in front of it."""
+    from bgpadv.runtime.handover import EarlyController
+
+    script = tmp_path / "controller.py"
+    script.write_text(EARLY_CONTROLLER)
+    (tmp_path / "controller-of-the-shim.py").write_text(FAKE_CONTROLLER)
+    controller = EarlyController.start([sys.executable, str(script)], dict(os.environ), tmp_path)
+    assert controller is not None
+    shims: list[subprocess.Popen] = []
+
+    def start_shim() -> tuple[subprocess.Popen, Lines]:
+        code = (
+            "import sys; from pathlib import Path; from bgpadv.runtime.shim import ApiShim, Backoff; "
+            f"sys.exit(ApiShim([sys.executable, {str(tmp_path / 'controller-of-the-shim.py')!r}], "
+            f"runtime_dir=Path({str(tmp_path)!r}), backoff=Backoff(first=0.01, cap=0.2)).run())"
+        )
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+        )
+        shims.append(proc)
+        return proc, Lines(proc.stdout)
+
+    yield controller, start_shim
+    for proc in shims:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        proc.wait(5)
+    controller.stop()
+
+
+def test_the_shim_takes_over_the_controller_the_supervisor_started_and_relays_it(early):
+    controller, start_shim = early
+    shim, lines = start_shim()
+    assert hello_pid(lines.next()) == controller.proc.pid  # written before the shim existed: it waited in the pipe
+    assert lines.next() == "exabgp runs"  # the handover told it ExaBGP runs
+    assert controller.handed_over
+    send(shim, "announce route 10.0.0.1/32 next-hop self")
+    assert lines.next() == "echo announce route 10.0.0.1/32 next-hop self"
+
+
+def test_the_early_controller_waits_for_exabgp_before_it_may_touch_exabgps_configuration(early):
+    controller, _start_shim = early
+    assert controller.proc.stdout is not None
+    os.set_blocking(controller.proc.stdout.fileno(), False)
+    seen = b""
+    deadline = time.monotonic() + 10
+    while b"\n" not in seen and time.monotonic() < deadline:
+        with contextlib.suppress(BlockingIOError):
+            seen += controller.proc.stdout.read(4096) or b""
+        time.sleep(0.02)
+    assert seen.startswith(b"hello ")
+    time.sleep(0.5)
+    with contextlib.suppress(BlockingIOError):
+        seen += controller.proc.stdout.read(4096) or b""
+    assert b"exabgp runs" not in seen  # no shim yet: ExaBGP has not started
+    os.set_blocking(controller.proc.stdout.fileno(), True)
+
+
+def test_a_dead_adopted_controller_is_replaced_by_one_the_shim_starts_and_the_supervisor_reaps_it(early):
+    controller, start_shim = early
+    shim, lines = start_shim()
+    first = hello_pid(lines.next())
+    assert lines.next() == "exabgp runs"
+    send(shim, "die")
+    second = hello_pid(lines.next())
+    assert second != first
+    assert Path(f"/proc/{second}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(shim.pid)  # the shim's own
+    assert controller.proc.wait(5) == 3  # the supervisor, its parent, reaps it and knows how it ended
+    send(shim, "still here")
+    assert lines.next() == "echo still here"
+
+
+def test_the_supervisor_hands_over_once_a_second_shim_starts_its_own(early, tmp_path: Path):
+    controller, start_shim = early
+    first_shim, first_lines = start_shim()
+    assert hello_pid(first_lines.next()) == controller.proc.pid
+    first_shim.kill()  # ExaBGP would respawn its API process
+    first_shim.wait(5)
+    assert controller.proc.wait(5) == 0  # the end of its input: it stops, as a controller does
+    _second_shim, lines = start_shim()
+    pid = hello_pid(lines.next())
+    assert pid != controller.proc.pid
+    assert not (tmp_path / "controller.sock").exists()
+
+
+def test_a_drain_asked_before_the_handover_reaches_the_early_controller(early, tmp_path: Path):
+    controller, start_shim = early
+    deadline = time.monotonic() + 10
+    while "SigCgt" not in _signal_mask_line(controller.proc.pid, "SigCgt", signal.SIGUSR1):
+        assert time.monotonic() < deadline, "the controller never installed its drain handler"
+        time.sleep(0.02)
+    (tmp_path / DRAIN_FILE).write_text("")  # as the supervisor does: the file first, then the signal
+    controller.drain()
+    _shim, lines = start_shim()
+    got = [lines.next() for _ in range(3)]
+    assert got[0].startswith("hello ")
+    assert "drain" in got  # told by the supervisor, and once more by the shim that found the drain file
+
+
+def test_a_controller_never_handed_over_is_stopped_with_the_supervisor(early, tmp_path: Path):
+    controller, _start_shim = early
+    pid = controller.proc.pid
+    controller.stop()
+    assert controller.proc.poll() is not None
+    assert gone(pid)
+    assert not (tmp_path / "controller.sock").exists()
+
+
+def test_a_shim_without_a_supervisor_starts_its_own_controller(shim):
+    proc, lines = shim  # runtime directory without controller.sock: the shim's own controller, as before
+    pid = hello_pid(lines.next())
+    assert Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(proc.pid)
+
+
+def _signal_mask_line(pid: int, field: str, signum: int) -> str:
+    """`field` of /proc/PID/status if `signum` is in its mask, else ''."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":") and int(line.split()[1], 16) & (1 << (signum - 1)):
+            return line
+    return ""
