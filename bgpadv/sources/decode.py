@@ -782,7 +782,6 @@ def decode_claim(obj: object, key: object = None) -> Claim:
         ref=ref,
         resource_version=_version(meta),
         age=_age(meta),
-        labels=_labels(meta),
         network=net_name if isinstance(net_name, str) and net_name else None,
         network_text=_shared(describe(net_name)),
         deleting=bool(meta.get("deletionTimestamp")),

@@ -358,7 +358,7 @@ def test_410_after_a_compaction_relists_and_emits_the_missed_deletions(server: F
         server.drop_watches()
         server.patch(CLAIM_API, "IPAMClaim", "vm-a.default", NS, {"metadata": {"finalizers": None}})
         server.delete(CLAIM_API, "IPAMClaim", "vm-a.default", NS)
-        server.patch(CLAIM_API, "IPAMClaim", "vm-b.default", NS, {"metadata": {"labels": {"moved": "yes"}}})
+        server.patch(CLAIM_API, "IPAMClaim", "vm-b.default", NS, {"status": {"ips": ["192.168.100.21/24"]}})
         server.create(claim("vm-d", "192.168.100.13"))
         server.compact()
         lists_before = h.lists("ipamclaims")
@@ -371,7 +371,7 @@ def test_410_after_a_compaction_relists_and_emits_the_missed_deletions(server: F
         assert "vm-d.default" in h.seen("ipamclaims", "ADDED")
         assert "vm-c.default" not in h.seen("ipamclaims", "MODIFIED")  # unchanged objects are not re-emitted
         assert set(h.store.state.ipam_claims) == {(NS, "vm-b.default"), (NS, "vm-c.default"), (NS, "vm-d.default")}
-        assert h.store.state.ipam_claims[(NS, "vm-b.default")].labels["moved"] == "yes"
+        assert [str(a.address) for a in h.store.state.ipam_claims[(NS, "vm-b.default")].ips] == ["192.168.100.21"]
     finally:
         h.sources.stop()
 
