@@ -1,9 +1,10 @@
 """Start-up figures (issue 19, item 2): how long the controller takes from its start to its first API request, and
 what `bgpadv run`'s supervisor loads before it starts ExaBGP (printed, never asserted).
 
-The controller (`bgpadv controller --no-shim`, the process the shim runs) is pointed at a listening socket posing as
-the API; the figure is the time from its spawn to the first connection (its first LIST). The supervisor figure is
-the CPU time and peak RSS of a fresh interpreter importing what `bgpadv run` imports. Run:
+The controller (`bgpadv controller --no-shim`: `bgpadv run` starts the first one at once, the shim any later one) is
+pointed at a listening socket posing as the API; the figure is the time from its spawn to the first connection (its
+first LIST). The supervisor figure is the CPU time and peak RSS of a fresh interpreter importing what `bgpadv run`
+imports (the first controller is started before those imports). Run:
 `.venv/bin/python bench/start.py [--runs N]` (no root, no lab).
 """
 
