@@ -21,6 +21,7 @@ from bgpadv_lab.netns import Netns, sh
 
 FRR_DIR = Path("/usr/lib/frr")
 T = TypeVar("T")
+SESSION_SETTLE = 2.0  # s a session is up before a test changes what the ToR originates (FrrRouter.settle_sessions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,9 +176,26 @@ class FrrRouter:
         if result.returncode != 0 or "%" in result.stdout:
             raise RuntimeError(f"vtysh {lines!r}: {result.stderr.strip() or result.stdout.strip()}")
 
+    def settle_sessions(self, at_least: float = SESSION_SETTLE, timeout: float = 30.0) -> None:
+        """Wait until every Established session has been up for `at_least` seconds.
+
+        Why: FRR 8.4 loses a withdrawal it originates within its update-subgroup's coalesce window (1,050 ms after a
+        session comes up): `no network P` then removes P from its table but never from its adj-rib-out, so the peer
+        keeps P for good (seen in the egress tests with `debug bgp updates`: the withdrawal's walk happened while the
+        coalesce timer ran, and nothing was sent). A test that changes what the ToR originates waits this out."""
+
+        def settled() -> bool:
+            neighbors = self.vtysh_json("show bgp neighbors json")
+            up = [n for n in neighbors.values() if isinstance(n, dict) and n.get("bgpState") == "Established"]
+            return all(int(n.get("bgpTimerUpMsec", 0)) >= at_least * 1000 for n in up)
+
+        self.wait_for(settled, timeout, f"every session up for {at_least} s", every=0.1)
+
     def announce_to_cluster(self, *prefixes: str) -> None:
         """Originate `prefixes` (IPv4) towards the cluster, next hop the ToR (by default it sends nothing back):
-        `network` statements, the route check off, and the outbound route map opened for exactly these."""
+        `network` statements, the route check off, and the outbound route map opened for exactly these. Waits for
+        the sessions to settle first (`settle_sessions`)."""
+        self.settle_sessions()
         lines = [
             "route-map TO-CLUSTER permit 5",
             "match ip address prefix-list TO-CLUSTER-OK",
@@ -191,7 +209,9 @@ class FrrRouter:
         self.configure(*[f"ip prefix-list TO-CLUSTER-OK permit {p}" for p in prefixes], *lines)
 
     def withdraw_from_cluster(self, *prefixes: str) -> None:
-        """Stop originating `prefixes`: the ToR sends their withdrawal."""
+        """Stop originating `prefixes`: the ToR sends their withdrawal (once its sessions settled,
+        `settle_sessions`)."""
+        self.settle_sessions()
         self.configure(
             f"router bgp {self.settings.asn}", "address-family ipv4 unicast", *[f"no network {p}" for p in prefixes]
         )
