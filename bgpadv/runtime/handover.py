@@ -95,6 +95,7 @@ class EarlyController:
         started_r, started_w = os.pipe()
         child_env = {**env, RUNTIME_DIR_ENV: str(runtime_dir), EXABGP_STARTED_FD_ENV: str(started_r)}
         child_env.pop(DRAINING_ENV, None)
+        proc: subprocess.Popen | None = None
         try:
             proc = subprocess.Popen(
                 argv,
@@ -107,6 +108,9 @@ class EarlyController:
             )
             pidfd = os.pidfd_open(proc.pid)  # before anything could reap it: it names this process, never a reuse
         except OSError as e:
+            if proc is not None:  # started, but no pidfd (a kernel before 5.3): never two controllers
+                proc.kill()
+                proc.wait()
             for fd in (started_r, started_w):
                 os.close(fd)
             listener.close()

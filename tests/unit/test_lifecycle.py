@@ -485,3 +485,26 @@ def _signal_mask_line(pid: int, field: str, signum: int) -> str:
         if line.startswith(field + ":") and int(line.split()[1], 16) & (1 << (signum - 1)):
             return line
     return ""
+
+
+def test_without_a_pidfd_the_supervisor_leaves_no_controller_behind_and_the_shim_starts_its_own(tmp_path, monkeypatch):
+    from bgpadv.runtime import handover
+
+    script = tmp_path / "controller.py"
+    script.write_text(EARLY_CONTROLLER)
+    started: list[int] = []
+    real_popen = subprocess.Popen
+
+    def popen(*args, **kwargs):
+        proc = real_popen(*args, **kwargs)
+        started.append(proc.pid)
+        return proc
+
+    def no_pidfd(pid: int) -> int:
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(handover.subprocess, "Popen", popen)
+    monkeypatch.setattr(handover.os, "pidfd_open", no_pidfd)
+    assert handover.EarlyController.start([sys.executable, str(script)], dict(os.environ), tmp_path) is None
+    assert len(started) == 1 and gone(started[0])  # a kernel without pidfds: never two controllers
+    assert not (tmp_path / "controller.sock").exists()  # so the shim finds nothing and starts its own
