@@ -508,3 +508,35 @@ def test_without_a_pidfd_the_supervisor_leaves_no_controller_behind_and_the_shim
     assert handover.EarlyController.start([sys.executable, str(script)], dict(os.environ), tmp_path) is None
     assert len(started) == 1 and gone(started[0])  # a kernel without pidfds: never two controllers
     assert not (tmp_path / "controller.sock").exists()  # so the shim finds nothing and starts its own
+
+
+def test_a_controller_dead_before_the_handover_is_not_handed_over_the_shim_starts_its_own(early, tmp_path: Path):
+    controller, start_shim = early
+    controller.proc.kill()
+    controller.proc.wait(5)
+    _shim, lines = start_shim()
+    pid = hello_pid(lines.next())
+    assert pid != controller.proc.pid
+    assert not controller.handed_over
+    assert not (tmp_path / "controller.sock").exists()
+
+
+def test_a_runtime_directory_too_deep_for_a_unix_socket_starts_no_early_controller(tmp_path: Path):
+    from bgpadv.runtime.handover import EarlyController
+
+    deep = tmp_path / ("d" * 100)  # AF_UNIX paths end at 107 bytes
+    deep.mkdir()
+    script = tmp_path / "controller.py"
+    script.write_text(EARLY_CONTROLLER)
+    before = set(Path("/proc").glob("[0-9]*"))
+    assert EarlyController.start([sys.executable, str(script)], dict(os.environ), deep) is None
+    started = [p for p in set(Path("/proc").glob("[0-9]*")) - before if str(script).encode() in _cmdline(p)]
+    assert started == []  # nothing runs: the shim starts the controller as it always did
+    assert not (deep / "controller.sock").exists()
+
+
+def _cmdline(proc: Path) -> bytes:
+    try:
+        return (proc / "cmdline").read_bytes()
+    except OSError:
+        return b""
