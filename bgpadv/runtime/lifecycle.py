@@ -13,8 +13,7 @@ bgpadv run                                 supervisor: signals, graceful shutdow
 
 This module holds what the three processes agree on: the environment variables and files in the runtime directory
 through which a drain request reaches a controller and the first controller reaches the shim, and the parent-death
-signal. The supervisor is
-`bgpadv.runtime.supervisor`, the shim `bgpadv.runtime.shim`.
+signal. The supervisor is `bgpadv.runtime.supervisor`, the shim `bgpadv.runtime.shim`.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ RUNTIME_DIR_ENV = "BGPADV_RUNTIME_DIR"  # set by the supervisor; ExaBGP passes i
 DRAINING_ENV = "BGPADV_DRAINING"  # "1": the controller starts draining (read by bgpadv.runtime.wiring)
 DRAIN_FILE = "draining"
 SHIM_PID_FILE = "api-shim.pid"
-HANDOVER_SOCKET = "controller.sock"  # the supervisor hands its early controller to the shim here (.handover)
+HANDOVER_SOCKET = "controller.sock"  # the supervisor hands its first controller to the shim here (runtime.handover)
 EXABGP_STARTED_FD_ENV = "BGPADV_EXABGP_STARTED_FD"  # in the early controller: a pipe that ends once ExaBGP runs
 EXABGP_CONF = "exabgp.conf"  # the rendered ExaBGP configuration: it holds the MD5 passwords
 CANDIDATE = "config.candidate.yaml"  # a changed configuration file being validated (bgpadv.runtime.reload)
