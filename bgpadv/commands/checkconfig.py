@@ -16,7 +16,7 @@ a configured network kind that no OVN-K release bgpadv knows routes (`bgpadv.cor
 secondary Layer2 network).
 
 The configuration path is kept as given, made absolute but never resolved through symlinks
-(`exabgp_config.controller_argv`):
+(`bgpadv.core.runfiles.controller_argv`):
 in a Pod the file is a ConfigMap volume, `config.yaml -> ..data/config.yaml -> ..2025_01_01_00_00_00.1/config.yaml`,
 and kubelet replaces the timestamped directory on every ConfigMap update, so a resolved path vanishes and the next
 controller ExaBGP respawns could not read its configuration.
@@ -37,8 +37,8 @@ from netaddr import AddrFormatError, IPAddress
 from bgpadv.config import Config, json_schema, load_or_report
 from bgpadv.config.schema import DOCUMENTATION_ASNS
 from bgpadv.core import datapath
+from bgpadv.core.runfiles import controller_argv
 from bgpadv.speaker.exabgp_config import (
-    controller_argv,
     exabgp_argv,
     exabgp_environment,
     render_exabgp_config,

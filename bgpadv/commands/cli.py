@@ -180,13 +180,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(config_path: str, runtime_dir: str | None) -> int:
     """`bgpadv run`: the first controller starts before anything else (`bgpadv.runtime.handover`): its imports and its
     first LIST overlap the configuration check, ExaBGP's start and the session's; then ExaBGP under the supervisor."""
-    from bgpadv.runtime.handover import EarlyController, controller_command
+    from bgpadv.core.runfiles import controller_argv
+    from bgpadv.runtime.handover import EarlyController
     from bgpadv.runtime.lifecycle import reset_runtime_dir, runtime_directory
 
     rdir, owned = runtime_directory(runtime_dir)
     reset_runtime_dir(rdir)  # before the controller: it reads the drain file and writes bfdd.wanted
-    path = str(Path(config_path).absolute())  # as ExaBGP's process line has it (speaker.exabgp_config)
-    early = EarlyController.start(controller_command(path), os.environ, rdir) if Path(config_path).is_file() else None
+    argv = controller_argv(config_path, no_shim=True)  # the path as ExaBGP's process line gives it to the shim
+    early = EarlyController.start(argv, os.environ, rdir) if Path(config_path).is_file() else None
     from bgpadv.runtime.wiring import run
 
     return run(config_path, rdir, owned=owned, early=early)

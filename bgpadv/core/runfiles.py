@@ -1,13 +1,32 @@
-"""Names of the files bgpadv's processes share in the runtime directory (`bgpadv run --runtime-dir`).
+"""Names of the files bgpadv's processes share in the runtime directory (`bgpadv run --runtime-dir`), and the
+controller's command line, which they pass each other.
 
-Kept apart from the modules that write and read them so that the API shim, which only needs the names, starts
-without loading the configuration schema (pydantic: a third of a second before the controller could start).
+Kept apart from the modules that write and read them so that the API shim, which only needs the names, and
+`bgpadv run`, which starts the first controller before anything else (`bgpadv.runtime.handover`), start without
+loading the configuration schema (pydantic: a third of a second before the controller could start).
 """
 
 from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
 
 BFDD_DIR = "bfdd"  # bfdd's own directory (its socket, configuration and pid file)
 BFDD_FAILED = "bfdd.failed"  # the supervisor gave up on bfdd (the reason, one line)
 BFD_WANTED = "bfdd.wanted"  # the controller wants bfdd to run (its peers enable BFD)
 PID_FILE = "exabgp.pid"
 """ExaBGP's pid file (`bgpadv run` removes a stale one before it starts ExaBGP)."""
+
+
+def config_path_as_given(path: str | os.PathLike[str]) -> str:
+    """The configuration path made absolute, symlinks left alone: a ConfigMap volume's file is a symlink through
+    `..data`, which an update points at a new directory, so a resolved path would name a file that goes away."""
+    return str(Path(path).absolute())
+
+
+def controller_argv(config_path: str | os.PathLike[str], *, no_shim: bool = False) -> list[str]:
+    """`bgpadv controller`: the API shim, the command line ExaBGP runs (and respawns) as its API process; with
+    `no_shim`, the controller itself, as the shim or `bgpadv run` starts it."""
+    argv = [sys.executable, "-m", "bgpadv", "controller", "--config", config_path_as_given(config_path)]
+    return [*argv, "--no-shim"] if no_shim else argv

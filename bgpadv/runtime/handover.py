@@ -36,7 +36,6 @@ import signal
 import socket
 import struct
 import subprocess
-import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -54,11 +53,6 @@ log = logging.getLogger("bgpadv.lifecycle")
 
 _ACCEPT_POLL = 0.25  # how often the accepting thread looks whether the supervisor stopped it
 _ADOPT_TIMEOUT = 2.0  # the shim's wait for the supervisor's answer (it answers at once: a thread does nothing else)
-
-
-def controller_command(config_path: str) -> list[str]:
-    """The controller's command line, the same whether the supervisor or the shim starts it."""
-    return [sys.executable, "-m", "bgpadv", "controller", "--config", config_path, "--no-shim"]
 
 
 class EarlyController:

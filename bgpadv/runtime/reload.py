@@ -2,7 +2,7 @@
 BGP session that the change does not concern.
 
 A ConfigMap update reaches the pod as kubelet's atomic swap of the volume's `..data` symlink, so the path bgpadv was
-given (kept as given, never resolved: `exabgp_config.controller_argv`) names a new file with a new inode. The
+given (kept as given, never resolved: `bgpadv.core.runfiles.controller_argv`) names a new file with a new inode. The
 `ConfigFileWatch` thread polls `os.stat` of that path (which follows the symlinks) every `interval` seconds and,
 when the file's identity or content changed, queues `ConfigFileChanged` for the controller's loop. The loop reads
 and validates the file and classifies the change (`classify`):

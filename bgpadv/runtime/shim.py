@@ -28,8 +28,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bgpadv.core.runfiles import controller_argv
 from bgpadv.observe.logs import setup_logging
-from bgpadv.runtime.handover import Adopted, adopt, controller_command
+from bgpadv.runtime.handover import Adopted, adopt
 from bgpadv.runtime.lifecycle import DRAIN_FILE, DRAINING_ENV, RUNTIME_DIR_ENV, SHIM_PID_FILE, controller_preexec
 
 log = logging.getLogger("bgpadv.lifecycle")
@@ -349,7 +350,7 @@ def shim_main(config_path: str) -> int:
     setup_logging(os.environ.get("BGPADV_LOG_LEVEL", "INFO"))
     runtime = os.environ.get(RUNTIME_DIR_ENV)
     shim = ApiShim(
-        controller_command(config_path),
+        controller_argv(config_path, no_shim=True),
         upstream_in=0,
         upstream_out=upstream_out,
         runtime_dir=Path(runtime) if runtime else None,

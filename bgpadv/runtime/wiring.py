@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bgpadv.config import Config, load_or_report
+from bgpadv.core.runfiles import controller_argv
 from bgpadv.core.views import Node
 from bgpadv.observe.logs import setup_logging
 from bgpadv.observe.observers import Fanout
@@ -32,7 +33,6 @@ from bgpadv.runtime.lifecycle import (
 from bgpadv.runtime.reload import ConfigFileWatch, Reloader, fingerprint
 from bgpadv.runtime.supervisor import supervise
 from bgpadv.speaker.exabgp_config import (
-    controller_argv,
     exabgp_argv,
     exabgp_environment,
     render_exabgp_config,

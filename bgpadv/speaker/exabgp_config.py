@@ -241,13 +241,3 @@ def exabgp_argv(config_file: str | Path, *, validate: bool = False, runtime: str
     else:
         raise ValueError(f"unknown ExaBGP runtime {runtime!r}")
     return [interpreter, str(BOOT), package, *command]
-
-
-def config_path_as_given(path: str | os.PathLike[str]) -> str:
-    """The configuration path made absolute, symlinks left alone (see the module docstring)."""
-    return str(Path(path).absolute())
-
-
-def controller_argv(config_path: str | os.PathLike[str]) -> list[str]:
-    """The command line ExaBGP runs (and respawns) as its API process: bgpadv's controller."""
-    return [sys.executable, "-m", "bgpadv", "controller", "--config", config_path_as_given(config_path)]
