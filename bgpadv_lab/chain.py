@@ -263,5 +263,10 @@ def process_tree(pid: int) -> list[int]:
     return out
 
 
+def parent_of(pid: int) -> int:
+    """`pid`'s parent, from /proc (the field after the command name, which may hold spaces and parentheses)."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
 def monotonic_ms(since: float) -> float:
     return (time.monotonic() - since) * 1000

@@ -20,13 +20,12 @@ import os
 import signal
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 import yaml
 
 from bgpadv_lab import objects as k8s
-from bgpadv_lab.chain import BgpadvInLab, lab_config
+from bgpadv_lab.chain import BgpadvInLab, lab_config, parent_of
 from bgpadv_lab.frr import FrrRouter
 from bgpadv_lab.netns import sh
 from bgpadv_lab.objects import VM_NAMESPACE as NS
@@ -141,10 +140,6 @@ def restart(bgpadv: BgpadvInLab) -> None:
     bgpadv.spawn()
     bgpadv.wait_established(60)
     bgpadv.frr.wait_for(lambda: fresh_and_complete(bgpadv.frr), 60, "the whole set re-announced, none stale")
-
-
-def parent_of(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
 def wait_exit(proc: subprocess.Popen, timeout: float) -> int:

@@ -36,6 +36,7 @@ import yaml
 from bgpadv.core.runfiles import PID_FILE
 from bgpadv.runtime.lifecycle import DRAIN_FILE, SHIM_PID_FILE
 from bgpadv.runtime.shim import Backoff
+from bgpadv_lab.chain import parent_of
 
 FAKE_CONTROLLER = textwrap.dedent(
     """
@@ -74,18 +75,24 @@ class Lines:
             raise AssertionError(f"no line within {timeout}s") from None
 
 
+def start_shim_process(controller: Path, runtime_dir: Path) -> subprocess.Popen:
+    """The real API shim as its own process (it owns signal handlers), with `controller` as the script it starts,
+    short restart delays, and its ExaBGP side on our pipes."""
+    code = (
+        "import sys; from pathlib import Path; from bgpadv.runtime.shim import ApiShim, Backoff; "
+        f"sys.exit(ApiShim([sys.executable, {str(controller)!r}], runtime_dir=Path({str(runtime_dir)!r}), "
+        "backoff=Backoff(first=0.01, cap=0.2)).run())"
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+    )
+
+
 @pytest.fixture
 def shim(tmp_path: Path):
     controller = tmp_path / "controller.py"
     controller.write_text(FAKE_CONTROLLER)
-    code = (
-        "import sys; from pathlib import Path; from bgpadv.runtime.shim import ApiShim, Backoff; "
-        f"sys.exit(ApiShim([sys.executable, {str(controller)!r}], runtime_dir=Path({str(tmp_path)!r}), "
-        "backoff=Backoff(first=0.01, cap=0.2)).run())"
-    )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
-    )
+    proc = start_shim_process(controller, tmp_path)
     lines = Lines(proc.stdout)
     yield proc, lines
     with contextlib.suppress(ProcessLookupError):
@@ -376,14 +383,7 @@ def early(tmp_path: Path):
     shims: list[subprocess.Popen] = []
 
     def start_shim() -> tuple[subprocess.Popen, Lines]:
-        code = (
-            "import sys; from pathlib import Path; from bgpadv.runtime.shim import ApiShim, Backoff; "
-            f"sys.exit(ApiShim([sys.executable, {str(tmp_path / 'controller-of-the-shim.py')!r}], "
-            f"runtime_dir=Path({str(tmp_path)!r}), backoff=Backoff(first=0.01, cap=0.2)).run())"
-        )
-        proc = subprocess.Popen(
-            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
-        )
+        proc = start_shim_process(tmp_path / "controller-of-the-shim.py", tmp_path)
         shims.append(proc)
         return proc, Lines(proc.stdout)
 
@@ -431,7 +431,7 @@ def test_a_dead_adopted_controller_is_replaced_by_one_the_shim_starts_and_the_su
     send(shim, "die")
     second = hello_pid(lines.next())
     assert second != first
-    assert Path(f"/proc/{second}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(shim.pid)  # the shim's own
+    assert parent_of(second) == shim.pid  # the shim's own
     assert controller.proc.wait(5) == 3  # the supervisor, its parent, reaps it and knows how it ended
     send(shim, "still here")
     assert lines.next() == "echo still here"
@@ -453,7 +453,7 @@ def test_the_supervisor_hands_over_once_a_second_shim_starts_its_own(early, tmp_
 def test_a_drain_asked_before_the_handover_reaches_the_early_controller(early, tmp_path: Path):
     controller, start_shim = early
     deadline = time.monotonic() + 10
-    while "SigCgt" not in _signal_mask_line(controller.proc.pid, "SigCgt", signal.SIGUSR1):
+    while not _catches(controller.proc.pid, signal.SIGUSR1):
         assert time.monotonic() < deadline, "the controller never installed its drain handler"
         time.sleep(0.02)
     (tmp_path / DRAIN_FILE).write_text("")  # as the supervisor does: the file first, then the signal
@@ -476,15 +476,15 @@ def test_a_controller_never_handed_over_is_stopped_with_the_supervisor(early, tm
 def test_a_shim_without_a_supervisor_starts_its_own_controller(shim):
     proc, lines = shim  # runtime directory without controller.sock: the shim's own controller, as before
     pid = hello_pid(lines.next())
-    assert Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(proc.pid)
+    assert parent_of(pid) == proc.pid
 
 
-def _signal_mask_line(pid: int, field: str, signum: int) -> str:
-    """`field` of /proc/PID/status if `signum` is in its mask, else ''."""
+def _catches(pid: int, signum: int) -> bool:
+    """The process has a handler for `signum` (its SigCgt mask in /proc/PID/status)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":") and int(line.split()[1], 16) & (1 << (signum - 1)):
-            return line
-    return ""
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) & (1 << (signum - 1)))
+    return False
 
 
 def test_without_a_pidfd_the_supervisor_leaves_no_controller_behind_and_the_shim_starts_its_own(tmp_path, monkeypatch):
