@@ -441,6 +441,7 @@ def test_the_supervisor_hands_over_once_a_second_shim_starts_its_own(early, tmp_
     controller, start_shim = early
     first_shim, first_lines = start_shim()
     assert hello_pid(first_lines.next()) == controller.proc.pid
+    assert first_lines.next() == "exabgp runs"  # its last write before it reads: killed now, it ends on its input
     first_shim.kill()  # ExaBGP would respawn its API process
     first_shim.wait(5)
     assert controller.proc.wait(5) == 0  # the end of its input: it stops, as a controller does
