@@ -4,9 +4,9 @@
 
 It puts the ExaBGP package's parent directory first on `sys.path` (only that: under PyPy nothing else of CPython's
 site-packages can be picked up; this file's own directory is taken off, so no bgpadv module shadows one ExaBGP
-imports), makes one change to ExaBGP, then runs ExaBGP's own `main`.
+imports), makes two changes to ExaBGP, then runs ExaBGP's own `main`.
 
-The change (measured, see issue 19): for every route a command announces or withdraws, ExaBGP 5.0 calls
+The first change (measured, see issue 19): for every route a command announces or withdraws, ExaBGP 5.0 calls
 `Neighbor.remove_self(change)` once per peer, and that returns `copy.deepcopy(change)`: the NLRI, every attribute
 object and their caches, so that `next-hop self` can be filled in per peer. A bulk load spent ~40 % of ExaBGP's CPU
 in that deepcopy. After the call ExaBGP changes only the NLRI of a change (`nlri.action` when a withdrawal is
@@ -14,6 +14,15 @@ filed, `nlri.nexthop` for `next-hop self`), never its attributes. So for a chang
 bgpadv's ExaBGP copies the change and its NLRI object (shallow: what ExaBGP may still mutate is per peer again) and
 shares the attributes, which stay read-only; `next-hop self` keeps ExaBGP's own deepcopy. The lab's tests run
 ExaBGP through this file, so the routes the ToR learns are what prove it.
+
+The second change (measured, issue 19): with `api { send { parsed; update; } }`, `Protocol.send` parses every UPDATE
+it has just packed (`Update.unpack_message`) to write it to the API process as JSON; with 10,000 routes that was
+~15 % of ExaBGP's CPU on the push, the process every route waits for. bgpadv's ExaBGP writes such an UPDATE as ExaBGP's
+own `packets` JSON instead: the same event, its message as bytes (hex), which the controller reads
+(`bgpadv.speaker.wire`) on its own core. Only that case changes: an UPDATE on a session that negotiated ADD-PATH
+for sending, a configuration that asks for `packets` or `consolidate`, and every other message (OPEN, NOTIFICATION,
+End-of-RIB, which ExaBGP writes elsewhere) keep ExaBGP's path. The hex of that JSON is rendered by `bytes.hex`,
+the same text as ExaBGP's `hexstring` (a format call per byte). The lab's tests read the `sent` stage from this echo.
 """
 
 from __future__ import annotations
@@ -38,14 +47,65 @@ def shallow_remove_self(original: Any) -> Any:
     return remove_self
 
 
+UPDATE = 2  # a BGP message's type octet (RFC 4271 §4.1)
+TYPE_OCTET = 18  # where it sits in the 19-octet header
+
+
+def hexstring(value: bytes) -> str:
+    """ExaBGP's `exabgp.util.hexstring` (`0x` and two upper-case digits per byte) by `bytes.hex`."""
+    return "0x" + value.hex().upper()
+
+
+def raw_update_echo(original: Any) -> Any:
+    """`Protocol.send` that echoes an UPDATE as its bytes instead of parsing it back (see the module)."""
+
+    def send(protocol: Any, raw: bytes) -> Any:
+        api = protocol.neighbor.api
+        if (
+            raw[TYPE_OCTET] != UPDATE
+            or not api["send-parsed"]
+            or api["send-packets"]
+            or api["send-consolidate"]
+            or _sends_paths(protocol.negotiated)
+        ):
+            return original(protocol, raw)
+        return _send_echoing_bytes(protocol, raw)
+
+    send.__doc__ = original.__doc__
+    return send
+
+
+def _sends_paths(negotiated: Any) -> bool:
+    return any(negotiated.addpath.send(afi, safi) for afi, safi in negotiated.families)
+
+
+def _send_echoing_bytes(protocol: Any, raw: bytes) -> Any:
+    """What `Protocol.send` does for an UPDATE (count it, tell the API processes, write it), the API told by
+    ExaBGP's `packets` encoder rather than its parsed one."""
+    peer = protocol.peer
+    peer.stats["send-update"] += 1
+    neighbor = peer.neighbor
+    processes = peer.reactor.processes
+    if not processes.silence:
+        negotiated = protocol.negotiated if neighbor.api["negotiated"] else None
+        for process in neighbor.api["send-update"]:
+            line = processes._encoder[process].packets(neighbor, "send", UPDATE, negotiated, raw[:19], raw[19:])
+            processes.write(process, line, neighbor)
+    yield from protocol.connection.writer(raw)
+
+
 def main() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     package = sys.argv.pop(1)
     sys.path[:] = [os.path.dirname(package), *(p for p in sys.path if os.path.abspath(p or ".") != here)]
     sys.argv[0] = "exabgp"
     from exabgp.bgp.neighbor import Neighbor
+    from exabgp.reactor.api.response import json as json_encoder
+    from exabgp.reactor.protocol import Protocol
 
     Neighbor.remove_self = shallow_remove_self(Neighbor.remove_self)
+    Protocol.send = raw_update_echo(Protocol.send)
+    json_encoder.hexstring = hexstring
     from exabgp.application.main import main as exabgp_main
 
     sys.exit(exabgp_main())

@@ -15,7 +15,9 @@ Commands (ExaBGP 5.0, checked against its `reactor/api/command/*.py`):
   `exabgp.api.show-routes-format=v2`): both run on ExaBGP's ordered async queue, which the start-up resync uses.
 
 Replies: `done` / `error` (plain text even with the JSON encoder; the JSON answer form is accepted too), JSON events
-(`{"exabgp": ..., "type": "state" | "update" | "notification", ...}`), and the answers of the show commands.
+(`{"exabgp": ..., "type": "state" | "update" | "notification", ...}`), and the answers of the show commands. An
+UPDATE event comes parsed (`"update": {"announce": ..., "withdraw": ...}`, what ExaBGP receives) or as its bytes
+(`"body": "0x..."`, what bgpadv's ExaBGP sends: `bgpadv.speaker.exabgp_boot`, read by `bgpadv.speaker.wire`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from netaddr import IPAddress
 
 from bgpadv.core.model import Attributes, normalize_community
 from bgpadv.core.prefix import Address, Prefix
+from bgpadv.speaker import wire
 
 MAX_LINE_BYTES = 256 * 1024  # ExaBGP kills an API process at 1 MiB without a newline; stay far below
 FAMILIES: dict[str, tuple[str, str]] = {"ipv4 unicast": ("ipv4", "unicast"), "ipv6 unicast": ("ipv6", "unicast")}
@@ -365,6 +368,8 @@ def _withdrawn(update: dict[str, Any]) -> tuple[list[Prefix], int]:
 def _update(event: dict[str, Any]) -> UpdateEvent:
     neighbor = _dict(event.get("neighbor"))
     message = _dict(neighbor.get("message"))
+    if "body" in message and "update" not in message and "eor" not in message:
+        return _packed_update(event, neighbor, message)
     update = _dict(message.get("update"))
     marker = message.get("eor")
     eor = (f"{marker.get('afi')} {marker.get('safi')}",) if isinstance(marker, dict) else ()
@@ -377,6 +382,30 @@ def _update(event: dict[str, Any]) -> UpdateEvent:
         withdrawn=tuple(withdrawn),
         eor=eor,
         malformed=bad_announced + bad_withdrawn,
+    )
+
+
+def _packed_update(event: dict[str, Any], neighbor: dict[str, Any], message: dict[str, Any]) -> UpdateEvent:
+    """An UPDATE echoed as its bytes (ExaBGP's `packets` JSON: `{"category": 2, "header": "0x...", "body": "0x..."}`,
+    what bgpadv's ExaBGP writes for the UPDATEs it sends, `bgpadv.speaker.exabgp_boot`), read by `wire.read_update`."""
+    body, header = message.get("body"), message.get("header")
+    read = None
+    if isinstance(body, str) and body.startswith("0x") and isinstance(header, str) and header.startswith("0x"):
+        try:
+            raw_header = bytes.fromhex(header[2:])
+            if len(raw_header) == wire.HEADER_BYTES and raw_header[-1] == wire.UPDATE:
+                read = wire.read_update(bytes.fromhex(body[2:]))
+        except ValueError:
+            read = None
+    if read is None:
+        read = wire.WireUpdate([], [], malformed=1)
+    return UpdateEvent(
+        peer=_peer_of(event),
+        direction=str(neighbor.get("direction", "")),
+        announced=tuple(read.announced),
+        withdrawn=tuple(read.withdrawn),
+        eor=read.eor,
+        malformed=read.malformed,
     )
 
 

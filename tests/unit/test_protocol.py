@@ -151,6 +151,13 @@ NOTIFICATION = json.dumps(
         },
     }
 )
+PACKED_UPDATE_SENT = (  # what bgpadv's ExaBGP writes for an UPDATE it sends (exabgp_boot's echo)
+    '{ "exabgp": "5.0.0", "time": 1796323689.488926, "host" : "vm", "pid" : 1664, "ppid" : 1661, "counter": 1, '
+    '"type": "update", "neighbor": { "address": { "local": "10.0.0.11", "peer": "10.0.0.1" }, "asn": { "local": '
+    '64512, "peer": 64513 }, "router-id": "10.0.0.11" , "direction": "send", "message": { "category": 2, "header": '
+    '"0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF003002", "body": '
+    '"0x000000144001010040020602010000FC004003040A00000B200A400001" }  } }'
+)
 RIB_V2 = (
     '{"peer": {"address": "10.0.0.1"}, "route": {"nlri": {"prefix": "fd00:100::1/128", "nexthop": "fd00::11", '
     '"family": {"afi": "ipv6", "safi": "unicast"}}, "attributes": {"origin": "igp"}}}'
@@ -182,6 +189,16 @@ RIB_V2 = (
             id="update-sent",
         ),
         pytest.param(EOR_SENT, UpdateEvent("10.0.0.1", "send", (), (), ("ipv4 unicast",)), id="eor-sent"),
+        pytest.param(
+            PACKED_UPDATE_SENT,
+            UpdateEvent(
+                "10.0.0.1",
+                "send",
+                ((Prefix.parse("10.64.0.1/32"), Address.parse("10.0.0.11")),),
+                (),
+            ),
+            id="update-sent-as-bytes",
+        ),
         pytest.param(NOTIFICATION, Notification("10.0.0.1", "receive", 6, 2, "shut"), id="notification"),
         pytest.param(
             RIB_V2, RibRoute("10.0.0.1", Prefix.parse("fd00:100::1/128"), Address.parse("fd00::11")), id="rib"
@@ -222,6 +239,21 @@ def test_replies_are_classified(line, expected):
                 malformed=2,
             ),
             id="host-bits-masked-and-what-is-no-prefix-skipped",
+        ),
+        pytest.param(
+            PACKED_UPDATE_SENT.replace('"0x0000', '"0xZZ00'),
+            UpdateEvent("10.0.0.1", "send", (), (), malformed=1),
+            id="update-bytes-not-hex",
+        ),
+        pytest.param(
+            PACKED_UPDATE_SENT.replace("003002", "003004"),
+            UpdateEvent("10.0.0.1", "send", (), (), malformed=1),
+            id="update-bytes-of-another-message-type",
+        ),
+        pytest.param(
+            PACKED_UPDATE_SENT.replace("FC004003040A00000B200A400001", "FC004003040A00000B200A40"),
+            UpdateEvent("10.0.0.1", "send", (), (), malformed=1),
+            id="update-bytes-cut-short",
         ),
         pytest.param(
             '{ "peer": "10.0.0.1", "route": { "nlri": "10.1.0.0/16" } }',
