@@ -79,8 +79,9 @@ def _neighbor(config: Config, peer: PeerConfig, receive_routes: bool) -> list[st
     lines.append("    api {")
     lines.append(f"        processes [ {PROCESS_NAME} ];")
     lines.append("        neighbor-changes;")
-    # `parsed` is needed for the echo to be written; the NOTIFICATIONs both ways are the session objects' "last
-    # notification" (bgpadv.observe.sessionstate)
+    # `parsed` is needed for the echo to be written (bgpadv's ExaBGP writes a sent UPDATE as its bytes even so:
+    # exabgp_boot.raw_update_echo); the NOTIFICATIONs both ways are the session objects' "last notification"
+    # (bgpadv.observe.sessionstate)
     lines.append("        send { parsed; update; notification; }")
     receive = "parsed; update; notification;" if receive_routes else "notification;"
     lines.append(f"        receive {{ {receive} }}")
