@@ -378,18 +378,19 @@ class Controller:
         )
         if not self.store.apply(event):
             return
-        if not synced and not event.from_list and event.obj is not None and _deletes(event):
+        key = event.object_key()
+        if not synced and not event.from_list and key is not None and _deletes(event):
             self.failstatic.deletion(
                 res,
-                res.key(event.obj),
+                key,
                 removed=event.type == "DELETED",
                 objects=len(getattr(self.store.state, res.field)),
                 received_at=self.clock(),
             )
-        if synced or event.obj is None:
+        if synced or key is None:
             self._changed = None  # a (re)list completed: compare everything
         elif self._changed is not None:
-            self._changed.add((res.field, res.key(event.obj)))
+            self._changed.add((res.field, key))
         if self._pending_since is None:
             self._pending_since = event.received_at
         self._kinds.add(res.kind)

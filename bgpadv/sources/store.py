@@ -55,19 +55,25 @@ class Store:
                 return False
             self._synced.add(res)
             return True
-        obj = event.obj
-        if obj is None:
+        key = event.object_key()
+        if key is None:
             return False
         objects = self._maps[res.field]
-        key = res.key(obj)
         if event.type == "DELETED":
             return objects.pop(key, None) is not None
         old = objects.get(key)
         view = event.view
-        version = view.resource_version if view is not None else resource_version(obj)
-        if old is not None and version and old.resource_version == version:
+        if view is None:  # an event made by hand (tests, files): decoded here; a reflector decodes on its thread
+            obj = event.obj
+            if obj is None:
+                return False
+            version = resource_version(obj)
+            if old is not None and version and old.resource_version == version:
+                return False  # decided before the decode
+            view = decode(res, obj, key)
+        elif old is not None and view.resource_version and old.resource_version == view.resource_version:
             return False
-        objects[key] = view if view is not None else decode(res, obj, key)  # a reflector decoded it on its thread
+        objects[key] = view
         return True
 
     @property

@@ -220,8 +220,8 @@ def test_an_empty_relist_marks_its_deletions_as_found_by_a_list(server, harness)
     server.compact()
     server.fail_next(0)
     harness.wait(lambda: len(harness.store.state.ipam_claims) == 0)
-    deleted = sorted((e.obj["metadata"]["name"], e.from_list) for e in harness.of(CLAIMS, "DELETED"))
-    assert deleted == [("vm-a.default", True), ("vm-b.default", True)]
+    deleted = sorted((e.object_key(), e.from_list) for e in harness.of(CLAIMS, "DELETED"))
+    assert deleted == [((NS, "vm-a.default"), True), ((NS, "vm-b.default"), True)]
     assert "gone-410" in harness.observer.reasons(CLAIMS)
 
 
@@ -229,9 +229,7 @@ def test_watched_deletions_are_not_marked_as_found_by_a_list(server, harness) ->
     server.patch(CLAIM_API, "IPAMClaim", "vm-a.default", NS, {"metadata": {"finalizers": None}})
     server.delete(CLAIM_API, "IPAMClaim", "vm-a.default", NS)
     harness.wait(lambda: len(harness.store.state.ipam_claims) == 1)
-    assert [(e.obj["metadata"]["name"], e.from_list) for e in harness.of(CLAIMS, "DELETED")] == [
-        ("vm-a.default", False)
-    ]
+    assert [(e.object_key(), e.from_list) for e in harness.of(CLAIMS, "DELETED")] == [((NS, "vm-a.default"), False)]
 
 
 class Canned:

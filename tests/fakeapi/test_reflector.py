@@ -170,12 +170,10 @@ class Harness:
             self.store.apply(event)
 
     def seen(self, plural: str, kind: str) -> list[str]:
+        """The names of the `kind` events of `plural`, watched or found by a (re)LIST."""
         with self.lock:
-            return [
-                e.obj["metadata"]["name"]
-                for e in self.events
-                if e.resource.plural == plural and e.type == kind and e.obj is not None
-            ]
+            keys = [e.object_key() for e in self.events if e.resource.plural == plural and e.type == kind]
+            return [key[1] if isinstance(key, tuple) else key for key in keys if key is not None]
 
     def wait(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
         end = time.monotonic() + timeout
@@ -229,11 +227,12 @@ def test_the_initial_list_fills_the_store_page_by_page_then_syncs(server: FakeAp
     }
     assert set(harness.store.state.pods) == {(NS, "virt-launcher-vm-a-x7k2p"), (NS, "virt-launcher-vm-b-x7k2p")}
     launcher = next(
-        e.obj
+        e
         for e in harness.events
-        if e.resource is resources.LAUNCHER_POD and e.obj and e.obj["metadata"]["name"] == "virt-launcher-vm-a-x7k2p"
+        if e.resource is resources.LAUNCHER_POD and e.object_key() == (NS, "virt-launcher-vm-a-x7k2p")
     )
-    assert (launcher["apiVersion"], launcher["kind"]) == ("v1", "Pod")  # typed list items get their type back
+    assert launcher.obj is None and launcher.from_list  # a listed object travels as its key and view, no document
+    assert launcher.view == harness.store.state.pods[(NS, "virt-launcher-vm-a-x7k2p")]
     assert harness.lists("ipamclaims") == 2  # 3 claims in pages of 2
     synced = [e for e in harness.events if e.type == "SYNCED"]
     assert {e.resource for e in synced} == set(WATCHED)
@@ -558,10 +557,7 @@ def test_unknown_and_undecodable_watch_lines_are_skipped_with_a_warning(caplog: 
     reflector._call = call
     with caplog.at_level("WARNING", logger="bgpadv.sources"):
         reflector._run()
-    assert [(e.type, e.obj and e.obj["metadata"]["name"]) for e in events] == [
-        ("SYNCED", None),
-        ("ADDED", "vm-d.default"),
-    ]
+    assert [(e.type, e.object_key()) for e in events] == [("SYNCED", None), ("ADDED", (NS, "vm-d.default"))]
     assert calls[2]["resource_version"] == "7"  # resumed after the newest object seen
     warnings = " ".join(r.getMessage() for r in caplog.records)
     assert "unknown type 'WEIRD'" in warnings

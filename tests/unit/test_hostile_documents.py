@@ -396,9 +396,9 @@ def test_a_listed_object_nested_too_deep_is_left_out_and_the_rest_of_the_page_is
     reflector._call = lambda **kwargs: _Page(page)
     with caplog.at_level("WARNING", logger="bgpadv.sources"):
         reflector._list()
-    assert [(e.type, e.obj and e.obj["metadata"]["name"]) for e in events] == [
-        ("ADDED", "vm-a.default"),
-        ("ADDED", "vm-b.default"),
+    assert [(e.type, e.object_key()) for e in events] == [
+        ("ADDED", (NS, "vm-a.default")),
+        ("ADDED", (NS, "vm-b.default")),
         ("SYNCED", None),
     ]
     assert events[0].view == decode(resources.IPAM_CLAIM, good[0])  # decoded whole on the reflector's thread
