@@ -62,18 +62,16 @@ class Store:
         if event.type == "DELETED":
             return objects.pop(key, None) is not None
         old = objects.get(key)
-        view = event.view
-        if view is None:  # an event made by hand (tests, files): decoded here; a reflector decodes on its thread
-            obj = event.obj
-            if obj is None:
-                return False
+        view, obj = event.view, event.obj
+        if view is not None:
+            version = view.resource_version
+        elif obj is not None:  # an event made by hand (tests, files): its version is read before any decode
             version = resource_version(obj)
-            if old is not None and version and old.resource_version == version:
-                return False  # decided before the decode
-            view = decode(res, obj, key)
-        elif old is not None and view.resource_version and old.resource_version == view.resource_version:
+        else:
             return False
-        objects[key] = view
+        if old is not None and version and old.resource_version == version:
+            return False
+        objects[key] = view if view is not None else decode(res, obj, key)  # a reflector decoded it on its thread
         return True
 
     @property
