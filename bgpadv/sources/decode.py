@@ -129,6 +129,22 @@ def _key_name(key: object) -> str:
     return key if isinstance(key, str) else ""
 
 
+def _same_key(key: object, namespace: str, name: str) -> tuple[str, str]:
+    """`key` when it is the pair (namespace, name) made of these very strings (the key the object is stored under:
+    the view then shares it with the store and the reflector instead of holding an equal tuple of its own), else
+    a new pair."""
+    if type(key) is tuple and len(key) == 2 and key[0] is namespace and key[1] is name:
+        return key
+    return (namespace, name)
+
+
+def stored_key(view: View, key: tuple[str, str] | str) -> tuple[str, str] | str:
+    """The key to store `view` under: the view's own key object when it equals `key` (one tuple per object, held by
+    the view, the reflector's cache and the store alike), else `key`."""
+    own = getattr(view, "key", None)
+    return own if own is not None and own == key else key
+
+
 def _key_pair(key: object) -> tuple[str, str]:
     if isinstance(key, tuple) and len(key) == 2:
         return (str(key[0]), str(key[1]))
@@ -707,7 +723,7 @@ def _owners(meta: Mapping) -> tuple[OwnerRef, ...]:
     out = []
     for owner in _list(meta.get("ownerReferences"))[:16]:
         if isinstance(owner, dict) and isinstance(owner.get("kind"), str) and isinstance(owner.get("name"), str):
-            out.append(OwnerRef(_shared(owner["kind"]), owner["name"]))
+            out.append(OwnerRef(_shared(owner["kind"]), _shared(owner["name"])))
     return tuple(out)
 
 
@@ -772,13 +788,14 @@ def decode_claim(obj: object, key: object = None) -> Claim:
     elif ips:
         fields["ips"], fields["ips_refused"] = claim_ips(ips)
     vm, problem = claim_vm(meta)
+    vm = _shared(vm) if vm is not None else None  # the VM's name: one string for its claim, VMI and pods
     if vm is None:
         labels = meta.get("labels")
         label = labels.get(VM_LABEL) if isinstance(labels, dict) else None
         value = label if isinstance(label, str) and label else net_name
         fields["vm_problem"] = Problem(describe(value), reasons.MALFORMED_OBJECT, str(problem))
     return Claim(
-        key=(namespace, name),
+        key=_same_key(key, namespace, name),
         ref=ref,
         resource_version=_version(meta),
         age=_age(meta),
@@ -912,10 +929,11 @@ def decode_vmi(obj: object, key: object = None) -> Vmi:
     meta = _map(raw.get("metadata"))
     name, namespace = meta.get("name"), meta.get("namespace")
     if isinstance(name, str) and isinstance(namespace, str) and name and namespace:
-        identified, vkey = True, (_shared(namespace), name)
+        identified, vkey = True, _same_key(key, _shared(namespace), _shared(name))
     else:
         identified, vkey = False, _key_pair(key)
-    uid, created = _str(meta.get("uid")), _shared(_str(meta.get("creationTimestamp")))
+    # the uid is shared with the launcher pods that state it (label, ownerReference)
+    uid, created = _shared(_str(meta.get("uid"))), _shared(_str(meta.get("creationTimestamp")))
     status = _map(raw.get("status"))
     node = status.get("nodeName")
     node = _shared(node) if isinstance(node, str) else node
@@ -952,7 +970,8 @@ def _vmi_owner(meta: Mapping) -> tuple[str | None, str | None]:
     """(name, uid) of the pod's VirtualMachineInstance ownerReference (virt-controller sets one, controller: true)."""
     for owner in _list(meta.get("ownerReferences"))[:16]:
         if isinstance(owner, dict) and owner.get("kind") == VMI_KIND:
-            return _nonempty(owner.get("name")), _nonempty(owner.get("uid"))
+            name, uid = _nonempty(owner.get("name")), _nonempty(owner.get("uid"))
+            return (_shared(name) if name else None), (_shared(uid) if uid else None)
     return None, None
 
 
@@ -997,7 +1016,7 @@ def decode_launcher_pod(obj: object, key: object = None) -> LauncherPod:
     namespace = meta.get("namespace")
     namespace = _shared(namespace) if isinstance(namespace, str) else namespace
     pkey = _key_pair(key) if key is not None else (_str(namespace), _str(meta.get("name")))
-    pkey = (_shared(pkey[0]), pkey[1])
+    pkey = _same_key(key, _shared(pkey[0]), pkey[1])
     annotations = _map(meta.get("annotations"))
     domain = annotations.get(DOMAIN_ANNOTATION)
     created_by = _map(meta.get("labels")).get(CREATED_BY_LABEL)
@@ -1009,8 +1028,8 @@ def decode_launcher_pod(obj: object, key: object = None) -> LauncherPod:
         key=pkey,
         resource_version=_version(meta),
         namespace=namespace if isinstance(namespace, str) else None,
-        domain=domain if isinstance(domain, str) else None,
-        created_by=created_by if isinstance(created_by, str) and created_by else None,
+        domain=_shared(domain) if isinstance(domain, str) else None,
+        created_by=_shared(created_by) if isinstance(created_by, str) and created_by else None,
         owner_name=owner_name,
         owner_uid=owner_uid,
         node=node if isinstance(node, str) else None,

@@ -58,7 +58,7 @@ from bgpadv.core.views import View
 from bgpadv.core.yamlsafe import MAX_DEPTH
 from bgpadv.observe.observers import NullObserver, SourcesObserver
 from bgpadv.sources import rest
-from bgpadv.sources.decode import decode, decode_migration
+from bgpadv.sources.decode import decode, decode_migration, stored_key
 
 log = logging.getLogger("bgpadv.sources")
 
@@ -500,7 +500,8 @@ class Reflector:
             for obj in items:
                 obj = self._normalize(obj)
                 key = r.key(obj)
-                fresh[key] = (decode(r, obj, key), at, object_wall_time(obj) if relisting else None)
+                view = decode(r, obj, key)
+                fresh[stored_key(view, key)] = (view, at, object_wall_time(obj) if relisting else None)
             del items
             meta = page.get("metadata") or {}
             token = meta.get("continue") or None
@@ -620,6 +621,7 @@ class Reflector:
             self._emit(kind, obj, at, wall=wall)
             return
         view = decode(self.resource, obj, key)
+        key = stored_key(view, key)
         if unchanged(self._cache.get(key), view, obj):  # the store keeps the equal view it has (one object)
             try:
                 self._observer.watch_event(plural, kind, at, wall)  # observed (its lag), never queued
@@ -627,7 +629,7 @@ class Reflector:
                 log.exception("%s: the observer failed", plural)
             return
         self._cache[key] = view
-        self._emit(kind, obj, at, view=view, wall=wall)
+        self._emit(kind, obj, at, view=view, wall=wall, key=key)
 
 
 class Sources:

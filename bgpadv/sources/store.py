@@ -13,7 +13,7 @@ from bgpadv.config import Config
 from bgpadv.core import resources
 from bgpadv.core.resources import Resource, resource_version
 from bgpadv.core.state import ClusterState
-from bgpadv.sources.decode import decode
+from bgpadv.sources.decode import decode, stored_key
 from bgpadv.sources.reflector import WatchEvent
 
 # What the default configuration watches: RouteAdvertisements only when `followRouteAdvertisements` is set.
@@ -71,7 +71,9 @@ class Store:
             return False
         if old is not None and version and old.resource_version == version:
             return False
-        objects[key] = view if view is not None else decode(res, obj, key)  # a reflector decoded it on its thread
+        if view is None:  # an event made by hand; a reflector decoded its objects on its own thread
+            view = decode(res, obj, key)
+        objects[stored_key(view, key) if old is None else key] = view
         return True
 
     @property
