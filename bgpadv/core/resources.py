@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -41,8 +40,7 @@ class Resource:
         name = name if isinstance(name, str) else ""
         if self.namespaced:
             namespace = meta.get("namespace")
-            # one namespace string for every key of the namespace (each JSON document brings its own copy)
-            return (sys.intern(namespace) if isinstance(namespace, str) else "", name)
+            return (namespace if isinstance(namespace, str) else "", name)
         return name
 
 

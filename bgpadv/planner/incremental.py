@@ -587,7 +587,8 @@ class IncrementalPlanner:
             return
         claimed = self._claimed
         if old is not None:
-            vm, nets = old[:2], list(claimed[old[:2]])
+            vm = old[:2]
+            nets = list(claimed[vm])
             nets.remove(old[2])
             if nets:
                 claimed[vm] = tuple(nets)

@@ -129,15 +129,6 @@ def _key_name(key: object) -> str:
     return key if isinstance(key, str) else ""
 
 
-def _same_key(key: object, namespace: str, name: str) -> tuple[str, str]:
-    """`key` when it is the pair (namespace, name) made of these very strings (the key the object is stored under:
-    the view then shares it with the store and the reflector instead of holding an equal tuple of its own), else
-    a new pair."""
-    if type(key) is tuple and len(key) == 2 and key[0] is namespace and key[1] is name:
-        return key
-    return (namespace, name)
-
-
 def stored_key(view: View, key: tuple[str, str] | str) -> tuple[str, str] | str:
     """The key to store `view` under: the view's own key object when it equals `key` (one tuple per object, held by
     the view, the reflector's cache and the store alike), else `key`."""
@@ -795,7 +786,7 @@ def decode_claim(obj: object, key: object = None) -> Claim:
         value = label if isinstance(label, str) and label else net_name
         fields["vm_problem"] = Problem(describe(value), reasons.MALFORMED_OBJECT, str(problem))
     return Claim(
-        key=_same_key(key, namespace, name),
+        key=(namespace, name),
         ref=ref,
         resource_version=_version(meta),
         age=_age(meta),
@@ -929,7 +920,7 @@ def decode_vmi(obj: object, key: object = None) -> Vmi:
     meta = _map(raw.get("metadata"))
     name, namespace = meta.get("name"), meta.get("namespace")
     if isinstance(name, str) and isinstance(namespace, str) and name and namespace:
-        identified, vkey = True, _same_key(key, _shared(namespace), _shared(name))
+        identified, vkey = True, (_shared(namespace), _shared(name))
     else:
         identified, vkey = False, _key_pair(key)
     # the uid is shared with the launcher pods that state it (label, ownerReference)
@@ -1016,7 +1007,7 @@ def decode_launcher_pod(obj: object, key: object = None) -> LauncherPod:
     namespace = meta.get("namespace")
     namespace = _shared(namespace) if isinstance(namespace, str) else namespace
     pkey = _key_pair(key) if key is not None else (_str(namespace), _str(meta.get("name")))
-    pkey = _same_key(key, _shared(pkey[0]), pkey[1])
+    pkey = (_shared(pkey[0]), pkey[1])
     annotations = _map(meta.get("annotations"))
     domain = annotations.get(DOMAIN_ANNOTATION)
     created_by = _map(meta.get("labels")).get(CREATED_BY_LABEL)
@@ -1098,5 +1089,6 @@ def _sorted_and_decoded(objects: Iterable[object]) -> tuple[ClusterState, list[o
             continue
         assert isinstance(obj, dict)  # resource_for answered only for a dict
         key = res.key(obj)
-        buckets[res.field][key] = decode(res, obj, key)
+        view = decode(res, obj, key)
+        buckets[res.field][stored_key(view, key)] = view
     return ClusterState(**buckets), ignored
