@@ -32,18 +32,20 @@ class Record(NamedTuple):
 
 
 class Candidate(NamedTuple):
-    """One validated address waiting for conflict resolution and placement, stored under its address key."""
+    """One validated address waiting for conflict resolution and placement, stored under its address key (`key`,
+    which it also carries: an entry lists its candidates without a (key, candidate) pair each)."""
 
     text: str  # as written (bounded), for refusals
     network: Network
     ref: ObjectRef
     vmi: tuple[str, str]
     age: tuple[str, str, str]
+    key: int  # `views.address_key` of the address
 
 
-ObjectEntry = tuple[list[Refusal], list[tuple[int, Candidate]]]
-"""What one object contributes to the plan before conflicts: its refusals, and its validated addresses as
-(address key, candidate) (`Collector.entry`)."""
+ObjectEntry = tuple[tuple[Refusal, ...], tuple[Candidate, ...]]
+"""What one object contributes to the plan before conflicts: its refusals, and its validated addresses
+(`Collector.take`). Tuples: the incremental planner keeps one entry per object (an empty tuple is shared)."""
 
 
 class Collector:
@@ -85,15 +87,22 @@ class Collector:
                 if reason is not None:
                     refusals.append(Refusal(ref, text, reason, checks.explain(reason, name), name))
                     continue
-                candidate = Candidate(text, network, ref, record.vmi, record.age)
+                candidate = Candidate(text, network, ref, record.vmi, record.age, key)
                 holder = owner.setdefault(key, candidate)
                 if holder is not candidate:
                     contested.setdefault(key, [holder]).append(candidate)
 
-    def entry(self) -> ObjectEntry:
-        """Validate what was read and return it as one entry: (refusals, candidates as (address key, candidate)),
-        every candidate of an address listed, the first read first (conflicts are resolved by the caller)."""
+    def take(self) -> ObjectEntry:
+        """Validate what was read and return it as one entry: (refusals, candidates), every candidate of an address
+        listed, the first read first (conflicts are resolved by the caller); the collector is then empty again, for
+        the next object."""
         self.validate()
-        candidates = list(self.owner.items())
-        candidates.extend((k, c) for k, group in self.contested.items() for c in group[1:])
-        return self.refusals, candidates
+        candidates = tuple(self.owner.values())
+        if self.contested:
+            candidates += tuple(c for group in self.contested.values() for c in group[1:])
+        entry = tuple(self.refusals), candidates
+        self.records.clear()
+        self.refusals.clear()
+        self.owner.clear()
+        self.contested.clear()
+        return entry

@@ -12,7 +12,7 @@ What is cached, and what invalidates it:
 
 - Per IPAMClaim (and per VMI, on IPAM-less secondary networks, whose addresses come from VMIs): the refusals and the
   validated candidates the cold planner derives from that object alone (`vms.read_claims`, `vms.read_vmi_interfaces`
-  into a `vms.Collector`, then `Collector.entry()`). Invalidated by a change of that object; every entry is dropped
+  into a `vms.Collector`, then `Collector.take()`). Invalidated by a change of that object; every entry is dropped
   when the network index (`networks.index_networks`: CUDNs + RouteAdvertisements + Namespaces) changes in any way.
 - Per address: every candidate holding it and the conflict outcome (winner, `duplicate-address` refusals, by
   `vms.resolve_conflict`). Recomputed when a candidate of that address comes or goes.
@@ -66,10 +66,11 @@ from bgpadv.core.prefix import Address
 from bgpadv.core.sorted_routes import SortedRoutes
 from bgpadv.core.space import EMPTY_SPACE, InfrastructureSpace
 from bgpadv.core.state import ClusterState
+from bgpadv.core.views import Claim, Vmi
 from bgpadv.planner import cyclic_gc_paused, plan_context
 from bgpadv.planner import plan as cold_plan
 from bgpadv.planner.candidates import Candidate, Collector
-from bgpadv.planner.claims import read_claims
+from bgpadv.planner.claims import NetworkResolver, read_claim
 from bgpadv.planner.conflicts import resolve_conflict
 from bgpadv.planner.guest_reports import namespace_networks, read_vmi_interfaces
 from bgpadv.planner.networks import Networks, advertised_subnets, index_networks, subnet_routes
@@ -83,23 +84,24 @@ from bgpadv.planner.vms import host_route
 __all__ = ["IncrementalPlanner"]
 
 _MISSING = object()
-_BULK = 20000  # more changed host outputs than this: rebuild the sorted route list instead of bisecting
+_BULK_MIN = 1024  # more changed host outputs than this and than an eighth of the routes: rebuild the sorted list
 _V6 = 1 << 128
 
 
 class _Entry(NamedTuple):
-    """What one object contributes: the view read, its refusals, its candidates as (address key, candidate)."""
+    """What one object contributes: the view read, its refusals, its candidates (`Collector.take`)."""
 
     obj: object
-    refusals: list[Refusal]
-    candidates: list[tuple[int, Candidate]]
+    refusals: tuple[Refusal, ...]
+    candidates: tuple[Candidate, ...]
 
 
 class _Won(NamedTuple):
-    """The outcome of one address's conflict: the winning candidate and the others' refusals."""
+    """The outcome of one address's conflict: the winning candidate and the others' refusals (a shared empty tuple
+    for an address with one holder, nearly all of them)."""
 
     candidate: Candidate
-    refusals: list[Refusal]
+    refusals: tuple[Refusal, ...] | list[Refusal]
 
 
 class _Output(NamedTuple):
@@ -265,7 +267,8 @@ class IncrementalPlanner:
         self._delta_known = False
         self._claims: dict[object, _Entry] = {}
         self._vmi_records: dict[object, _Entry] = {}
-        self._holders: dict[int, list[Candidate]] = {}
+        # address key -> its holder, or a list of them when several (one Candidate almost always: no list per address)
+        self._holders: dict[int, Candidate | list[Candidate]] = {}
         self._winner: dict[int, _Won] = {}
         self._tied: set[int] = set()
         self._out: dict[int, _Output] = {}
@@ -468,17 +471,18 @@ class IncrementalPlanner:
         cache: dict[Any, Any],
         hinted: dict[str, set[object]] | None,
         field: str,
-        reader: Callable[..., None],
-        networks: Networks,
+        reader: Callable[[Any, Any, Collector], None],
         dirty: set[int],
     ) -> None:
         """Re-read the objects of one kind (`field` of ClusterState) that changed since their cached entry: those
-        hinted, or, without hints, every object whose view is not the cached one (and every cached one now gone)."""
+        hinted, or, without hints, every object whose view is not the cached one (and every cached one now gone).
+        `reader(key, view, out)` reads one object into `out`."""
         if hinted is None:
             keys: Iterable[Any] = [k for k, v in objects.items() if (e := cache.get(k)) is None or e.obj is not v]
             keys = [*keys, *(k for k in cache if k not in objects)]
         else:
             keys = hinted.get(field, ())
+        out = Collector()  # one for every object read: `take` empties it
         for key in keys:
             obj = objects.get(key, _MISSING)
             old = cache.get(key)
@@ -487,9 +491,8 @@ class IncrementalPlanner:
             if old is not None:
                 self._drop_entry(cache.pop(key), dirty)
             if obj is not _MISSING:
-                out = Collector()
-                reader({key: obj}, networks, out)
-                entry = _Entry(obj, *out.entry())
+                reader(key, obj, out)
+                entry = _Entry(obj, *out.take())
                 cache[key] = entry
                 self._add_entry(entry, dirty)
 
@@ -507,9 +510,17 @@ class IncrementalPlanner:
         assert networks is not None
         dirty: set[int] = set()
         # 1. objects that carry addresses
-        self._refresh(state.ipam_claims, self._claims, hinted, "ipam_claims", read_claims, networks, dirty)
+        resolver = NetworkResolver(networks)  # per network name, for every claim read
+
+        def claim(_key: object, view: Claim, out: Collector) -> None:
+            read_claim(view, resolver, out)
+
+        def vmi(key: tuple[str, str], view: Vmi, out: Collector) -> None:
+            read_vmi_interfaces({key: view}, networks, out)
+
+        self._refresh(state.ipam_claims, self._claims, hinted, "ipam_claims", claim, dirty)
         if namespace_networks(networks):
-            self._refresh(state.vmis, self._vmi_records, hinted, "vmis", read_vmi_interfaces, networks, dirty)
+            self._refresh(state.vmis, self._vmi_records, hinted, "vmis", vmi, dirty)
         if self.config.networks.pod_network_addresses:
             primary = primary_networks(networks)
             if primary:
@@ -614,16 +625,22 @@ class IncrementalPlanner:
     ) -> None:
         """Re-read the pod-assigned addresses of the VMIs whose view, launcher pods or claims changed."""
         affected: set[tuple[str, str]] | None
-        if hinted is None:
+        if hinted is None:  # every index anew, in one pass each (what `_note_vmi` and `_link_claim` keep after)
             affected = None
-            self._pod_index, self._pod_seen, self._claim_links, self._claimed = {}, {}, {}, {}
-            self._uid_vmi, self._vmi_uid = {}, {}
-            for key, vmi in state.vmis.items():
-                self._note_vmi(key, vmi)
+            self._pod_index, self._pod_seen = {}, {}
+            self._vmi_uid = {key: vmi.uid for key, vmi in state.vmis.items() if vmi.uid}
+            self._uid_vmi = {(key[0], uid): key for key, uid in self._vmi_uid.items()}
             for key, pod in state.pods.items():
                 self._index_pod(key, pod, None)
+            links: dict[tuple[str, str], ClaimLink] = {}
+            claimed: dict[tuple[str, str], tuple[str, ...]] = {}
+            self._claim_links, self._claimed = links, claimed
             for key, claim in state.ipam_claims.items():
-                self._link_claim(key, claim, None)
+                link = claim_link(claim)
+                if link is not None:
+                    links[key] = link
+                    vm = link[:2]
+                    claimed[vm] = (*claimed.get(vm, ()), link[2])
             keys: Iterable[tuple[str, str]] = [*state.vmis, *(k for k in self._pod_entries if k not in state.vmis)]
         else:
             affected = set()
@@ -649,14 +666,16 @@ class IncrementalPlanner:
         if vmi is None or not vmi.uid:
             signature: tuple[Any, ...] | None = None
         else:
-            claimed = frozenset(self._claimed.get(key, ()))
+            nets = self._claimed.get(key, ())
             pods: tuple[Any, ...] = ()
-            if not any(c in primary for c in claimed):  # a claim holds the VM's address: its pods are not read
+            if not any(c in primary for c in nets):  # a claim holds the VM's address: its pods are not read
                 found: dict[tuple[str, str], Any] = {}
                 for k in (vmi.key[1], vmi.uid):
                     found.update(self._indexed_pods((vmi.key[0], k)))
                 pods = vmi_pods(vmi, LauncherPods(found))
-            signature = (vmi, pods, claimed)
+            if old is None and not pods:
+                return  # nothing to contribute, nothing kept (most VMs: a claim holds their address)
+            signature = (vmi, pods, frozenset(nets))
         if old is not None and signature is not None:
             previous: Any = old.obj
             o_vmi, o_pods, o_claimed = previous
@@ -674,7 +693,7 @@ class IncrementalPlanner:
         out = Collector()
         claimed_links = {(key[0], key[1], c) for c in signature[2]}
         read_vmi_pods(vmi, signature[1], primary, claimed_links, out)  # type: ignore[arg-type]
-        entry = _Entry(signature, *out.entry())
+        entry = _Entry(signature, *out.take())
         self._pod_entries[key] = entry
         self._add_entry(entry, dirty)
 
@@ -690,11 +709,11 @@ class IncrementalPlanner:
             self._tied.discard(k)
             group = self._holders.get(k)
             winner: Candidate | None
-            if not group:
+            if group is None:
                 winner = None
-            elif len(group) == 1:
-                winner = group[0]
-                self._winner[k] = _Won(winner, [])
+            elif not isinstance(group, list):
+                winner = group
+                self._winner[k] = _Won(winner, ())
             else:
                 winner, lost, tied = resolve_conflict(list(group))
                 if tied:
@@ -754,7 +773,7 @@ class IncrementalPlanner:
     def _outputs(self, state: ClusterState, out_dirty: set[int]) -> None:
         """The host route (or refusal) of every address in `out_dirty`, kept in the sorted route list; a route that
         moved to another node is a handover."""
-        bulk = len(out_dirty) > _BULK
+        bulk = len(out_dirty) > max(_BULK_MIN, len(self._routes) // 8)  # the first plan: always
         refusals = self._refusals
         for k in out_dirty:
             old_route = self._drop_output(k)
@@ -823,22 +842,34 @@ class IncrementalPlanner:
         for r in entry.refusals:
             self._refusals.add(r)
         holders = self._holders
-        for k, c in entry.candidates:
-            holders.setdefault(k, []).append(c)
+        for c in entry.candidates:
+            k = c.key
+            group = holders.get(k)
+            if group is None:
+                holders[k] = c
+            elif isinstance(group, list):
+                group.append(c)
+            else:
+                holders[k] = [group, c]
             dirty.add(k)
 
     def _drop_entry(self, entry: _Entry, dirty: set[int]) -> None:
         for r in entry.refusals:
             self._refusals.remove(r)
         holders = self._holders
-        for k, c in entry.candidates:
+        for c in entry.candidates:
+            k = c.key
             group = holders[k]
-            for i, x in enumerate(group):
-                if x is c:
-                    del group[i]
-                    break
-            if not group:
-                del holders[k]
+            if not isinstance(group, list):
+                if group is c:
+                    del holders[k]
+            else:
+                for i, x in enumerate(group):
+                    if x is c:
+                        del group[i]
+                        break
+                if len(group) == 1:
+                    holders[k] = group[0]
             dirty.add(k)
 
     def _unlink_vmi(self, vmi_key: tuple[str, str], k: int) -> None:
