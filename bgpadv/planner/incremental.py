@@ -76,7 +76,7 @@ from bgpadv.planner.guest_reports import namespace_networks, read_vmi_interfaces
 from bgpadv.planner.networks import Networks, advertised_subnets, index_networks, subnet_routes
 from bgpadv.planner.nodes import NodeInfo, index_nodes, node_address_keys
 from bgpadv.planner.placement import LauncherPods, needs_pods, placements
-from bgpadv.planner.pod_networks import ClaimLink, claim_link, primary_networks, read_vmi_pods, vmi_pods
+from bgpadv.planner.pod_networks import claim_link, primary_networks, read_vmi_pods, vmi_pods
 from bgpadv.planner.policy import Policies, host_attributes
 from bgpadv.planner.space import infrastructure_space, next_hop_exclusions
 from bgpadv.planner.vms import host_route
@@ -286,7 +286,6 @@ class IncrementalPlanner:
         self._pod_seen: dict[tuple[str, str], Any] = {}  # pod key -> the view indexed
         self._uid_vmi: dict[tuple[str, str], tuple[str, str]] = {}  # (ns, VMI uid) -> VMI key
         self._vmi_uid: dict[tuple[str, str], str] = {}
-        self._claim_links: dict[tuple[str, str], ClaimLink] = {}
         # (ns, VM) -> the CUDN of each claim linking it (a multiset as a tuple: one entry almost always)
         self._claimed: dict[tuple[str, str], tuple[str, ...]] = {}
         self._refusals = _Refusals()
@@ -473,10 +472,12 @@ class IncrementalPlanner:
         field: str,
         reader: Callable[[Any, Any, Collector], None],
         dirty: set[int],
+        replaced: dict[Any, Any] | None = None,
     ) -> None:
         """Re-read the objects of one kind (`field` of ClusterState) that changed since their cached entry: those
         hinted, or, without hints, every object whose view is not the cached one (and every cached one now gone).
-        `reader(key, view, out)` reads one object into `out`."""
+        `reader(key, view, out)` reads one object into `out`. `replaced`: where to note the view each re-read key
+        had before (None: it had none)."""
         if hinted is None:
             keys: Iterable[Any] = [k for k, v in objects.items() if (e := cache.get(k)) is None or e.obj is not v]
             keys = [*keys, *(k for k in cache if k not in objects)]
@@ -488,6 +489,8 @@ class IncrementalPlanner:
             old = cache.get(key)
             if old is not None and old.obj is obj:
                 continue
+            if replaced is not None:
+                replaced[key] = old.obj if old is not None else None
             if old is not None:
                 self._drop_entry(cache.pop(key), dirty)
             if obj is not _MISSING:
@@ -518,13 +521,14 @@ class IncrementalPlanner:
         def vmi(key: tuple[str, str], view: Vmi, out: Collector) -> None:
             read_vmi_interfaces({key: view}, networks, out)
 
-        self._refresh(state.ipam_claims, self._claims, hinted, "ipam_claims", claim, dirty)
+        claims_before: dict[tuple[str, str], Claim | None] = {}  # the claims re-read, as they were (claim links)
+        self._refresh(state.ipam_claims, self._claims, hinted, "ipam_claims", claim, dirty, claims_before)
         if namespace_networks(networks):
             self._refresh(state.vmis, self._vmi_records, hinted, "vmis", vmi, dirty)
         if self.config.networks.pod_network_addresses:
             primary = primary_networks(networks)
             if primary:
-                self._refresh_pod_networks(state, hinted, primary, dirty)
+                self._refresh_pod_networks(state, hinted, primary, dirty, claims_before)
         # 2. conflicts of the addresses whose holders changed
         out_dirty = self._conflicts(dirty)
         # 3. placements of the VMIs the winners point at
@@ -589,12 +593,12 @@ class IncrementalPlanner:
             return {}
         return bucket if isinstance(bucket, dict) else {bucket.key: bucket}
 
-    def _link_claim(self, key: tuple[str, str], claim: Any, affected: set[tuple[str, str]] | None) -> None:
-        old = self._claim_links.pop(key, None)
+    def _link_claim(self, before: Claim | None, claim: Claim | None, affected: set[tuple[str, str]]) -> None:
+        """A claim changed from `before` to `claim` (None: absent): move its VM's link (`_claimed`); the links are
+        read from the views themselves (the claims cache holds every claim's), so none is kept per claim."""
+        old = claim_link(before) if before is not None else None
         new = claim_link(claim) if claim is not None else None
         if old == new:
-            if new is not None:
-                self._claim_links[key] = new
             return
         claimed = self._claimed
         if old is not None:
@@ -606,11 +610,9 @@ class IncrementalPlanner:
             else:
                 del claimed[vm]
         if new is not None:
-            self._claim_links[key] = new
             vm = new[:2]
             claimed[vm] = (*claimed.get(vm, ()), new[2])
-        if affected is not None:
-            affected.update(link[:2] for link in (old, new) if link is not None)
+        affected.update(link[:2] for link in (old, new) if link is not None)
 
     def _note_vmi(self, key: tuple[str, str], vmi: Any) -> None:
         old_uid = self._vmi_uid.pop(key, None)
@@ -621,9 +623,15 @@ class IncrementalPlanner:
             self._uid_vmi[(key[0], vmi.uid)] = key
 
     def _refresh_pod_networks(
-        self, state: ClusterState, hinted: dict[str, set[object]] | None, primary: Mapping[str, Any], dirty: set[int]
+        self,
+        state: ClusterState,
+        hinted: dict[str, set[object]] | None,
+        primary: Mapping[str, Any],
+        dirty: set[int],
+        claims_before: Mapping[tuple[str, str], Claim | None],
     ) -> None:
-        """Re-read the pod-assigned addresses of the VMIs whose view, launcher pods or claims changed."""
+        """Re-read the pod-assigned addresses of the VMIs whose view, launcher pods or claims changed
+        (`claims_before`: the claims re-read this call, as they were)."""
         affected: set[tuple[str, str]] | None
         if hinted is None:  # every index anew, in one pass each (what `_note_vmi` and `_link_claim` keep after)
             affected = None
@@ -632,13 +640,11 @@ class IncrementalPlanner:
             self._uid_vmi = {(key[0], uid): key for key, uid in self._vmi_uid.items()}
             for key, pod in state.pods.items():
                 self._index_pod(key, pod, None)
-            links: dict[tuple[str, str], ClaimLink] = {}
             claimed: dict[tuple[str, str], tuple[str, ...]] = {}
-            self._claim_links, self._claimed = links, claimed
-            for key, claim in state.ipam_claims.items():
+            self._claimed = claimed
+            for claim in state.ipam_claims.values():
                 link = claim_link(claim)
                 if link is not None:
-                    links[key] = link
                     vm = link[:2]
                     claimed[vm] = (*claimed.get(vm, ()), link[2])
             keys: Iterable[tuple[str, str]] = [*state.vmis, *(k for k in self._pod_entries if k not in state.vmis)]
@@ -651,9 +657,8 @@ class IncrementalPlanner:
             for hint in hinted.get("pods", ()):
                 pkey: Any = hint
                 self._index_pod(pkey, state.pods.get(pkey), affected)
-            for hint in hinted.get("ipam_claims", ()):
-                ckey: Any = hint
-                self._link_claim(ckey, state.ipam_claims.get(ckey), affected)
+            for ckey, before in claims_before.items():
+                self._link_claim(before, state.ipam_claims.get(ckey), affected)
             keys = affected
         for key in keys:
             self._reread_pod_entry(state, key, primary, dirty)
