@@ -521,7 +521,8 @@ class IncrementalPlanner:
         def vmi(key: tuple[str, str], view: Vmi, out: Collector) -> None:
             read_vmi_interfaces({key: view}, networks, out)
 
-        claims_before: dict[tuple[str, str], Claim | None] = {}  # the claims re-read, as they were (claim links)
+        # the claims re-read, as they were (their old claim links); a full build relinks every claim instead
+        claims_before: dict[tuple[str, str], Claim | None] | None = {} if hinted is not None else None
         self._refresh(state.ipam_claims, self._claims, hinted, "ipam_claims", claim, dirty, claims_before)
         if namespace_networks(networks):
             self._refresh(state.vmis, self._vmi_records, hinted, "vmis", vmi, dirty)
@@ -628,7 +629,7 @@ class IncrementalPlanner:
         hinted: dict[str, set[object]] | None,
         primary: Mapping[str, Any],
         dirty: set[int],
-        claims_before: Mapping[tuple[str, str], Claim | None],
+        claims_before: Mapping[tuple[str, str], Claim | None] | None,
     ) -> None:
         """Re-read the pod-assigned addresses of the VMIs whose view, launcher pods or claims changed
         (`claims_before`: the claims re-read this call, as they were)."""
@@ -657,6 +658,7 @@ class IncrementalPlanner:
             for hint in hinted.get("pods", ()):
                 pkey: Any = hint
                 self._index_pod(pkey, state.pods.get(pkey), affected)
+            assert claims_before is not None  # noted by `_refresh` whenever there are hints
             for ckey, before in claims_before.items():
                 self._link_claim(before, state.ipam_claims.get(ckey), affected)
             keys = affected
