@@ -16,8 +16,13 @@ With `--storm K` it then writes K migrations of distinct VMs, evenly spread over
 from the first write until the last of them was on the wire, and per migration write → wire (p50/p99); then checks
 FRR's table has every one at its new node.
 
-Run: `.venv/bin/python bench/convergence.py [CHANGES] [--vms N] [--storm K]` (root; default 120 changes at 10,000
-VMs, then a storm of 500; `BENCH_SCALE=100k` (as `make bench` passes it on) makes the default 100,000 VMs).
+With `--refresh R` (default 3) it then has the ToR ask worker-1 R times for a ROUTE-REFRESH (`clear bgp ipv4 unicast
+10.0.0.11 soft in`, what an edit of the ToR's inbound policy does) and, 50 ms later, migrates one VM: how long the
+whole answer took (request → FRR's count of UPDATEs from worker-1 stops moving), in how many UPDATEs, and how long
+the migration took from its write to its best path in FRR's table while the answer was under way.
+
+Run: `.venv/bin/python bench/convergence.py [CHANGES] [--vms N] [--storm K] [--refresh R]` (root; default 120 changes
+at 10,000 VMs, then a storm of 500; `BENCH_SCALE=100k` (as `make bench` passes it on) makes the default 100,000 VMs).
 Not a test: nothing is asserted.
 """
 
@@ -65,6 +70,7 @@ def main() -> int:
     scale = 100_000 if os.environ.get("BENCH_SCALE") == "100k" else 10_000
     parser.add_argument("--vms", type=int, default=scale, help="running VMs (host routes) in the background")
     parser.add_argument("--storm", type=int, default=500, help="then K migrations within one second (0: none)")
+    parser.add_argument("--refresh", type=int, default=3, help="then R ROUTE-REFRESH requests, a migration in each")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind, so the lab is torn down
     changes, background = args.changes, args.vms
@@ -141,6 +147,7 @@ def main() -> int:
                 r["fib"].append(fib_at - t0)
                 time.sleep(0.05)
             storm = migration_storm(chain, capture, running, ips, args.storm) if args.storm else None
+        refreshes = [refresh_with_a_migration(chain, vty, running, ips) for _ in range(args.refresh)]
         vty.close()
         inside = chain.status().get("convergence", {})
     print(f"convergence over {changes} single changes (API write → ToR), {background} VMs in the background")
@@ -171,6 +178,18 @@ def main() -> int:
             last,
             "s",
             goal="≤ 2 s",
+        )
+    if refreshes:
+        took, updates, migrated = (sorted(column) for column in zip(*refreshes, strict=True))
+        print(
+            f"route refresh at {background} VMs, {len(refreshes)} times: the answer took {percentiles(took)} in "
+            f"{updates} UPDATEs; a migration written 50 ms into it reached FRR's table in {percentiles(migrated)}"
+        )
+        figure(f"ROUTE-REFRESH answer at {background} VMs (median)", statistics.median(took), "s")
+        figure(
+            f"a migration during a ROUTE-REFRESH answer, {background} VMs: write → FRR's table (max)",
+            max(migrated) * 1000,
+            "ms",
         )
     print("  wire = UPDATE captured on the ToR's interface; rib = FRR best path (vty poll); fib = ToR kernel route")
     print(f"  median rib-wire gap (FRR's own processing): {statistics.median(_gaps(results)) * 1000:.1f} ms")
@@ -207,6 +226,35 @@ def migration_storm(
     table = chain.frr.bgp_routes("ipv4")
     wrong = sum(1 for p, hop in wanted.items() if table.get(p) != [hop])
     return last, each, wrong
+
+
+def refresh_with_a_migration(
+    chain: BgpadvInLab, vty, running: dict[str, str], ips: dict[str, str]
+) -> tuple[float, int, float]:
+    """The ToR asks worker-1 for a ROUTE-REFRESH; 50 ms later a VM migrates: (request → the answer's last UPDATE
+    read by FRR, UPDATEs in the answer, migration write → its best path in FRR's table)."""
+    before = updates_received(vty)
+    asked = time.monotonic()
+    chain.frr.vtysh(f"clear bgp ipv4 unicast {NODES['worker-1']} soft in")
+    time.sleep(0.05)
+    name = next(n for n in running if n.startswith("bg-"))
+    target = "worker-2" if running[name] == "worker-1" else "worker-1"
+    t0 = time.monotonic()
+    chain.api.patch_status("kubevirt.io/v1", "VirtualMachineInstance", name, NS, {"status": {"nodeName": target}})
+    running[name] = target
+    migrated = _wait_rib(vty, f"{ips[name]}/32", NODES[target], 60) - t0
+    count, moved = updates_received(vty), time.monotonic()
+    while time.monotonic() - moved < 1.0:  # settled: the same count for 1 s
+        time.sleep(0.02)
+        if (now := updates_received(vty)) != count:
+            count, moved = now, time.monotonic()
+    return moved - asked, count - before - 1, migrated  # the migration's own UPDATE is not the answer's
+
+
+def updates_received(vty) -> int:
+    """UPDATEs FRR has read from worker-1's session."""
+    data = vty.json(f"show bgp neighbors {NODES['worker-1']} json")
+    return int(data[NODES["worker-1"]]["messageStats"]["updatesRecv"])
 
 
 def _gaps(results: dict[str, dict[str, list[float]]]) -> list[float]:

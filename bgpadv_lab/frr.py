@@ -56,8 +56,9 @@ def render_frr_config(s: TorSettings, log_file: Path) -> str:
     """bgpd/zebra configuration: dynamic neighbors from the cluster (and the `active_neighbors` the ToR connects to),
     accept /32 and /128, send nothing back. `bgp route-map delay-timer 0`: bgpd applies the route maps as it reads
     them; with the default (5 s) it applied them 5 s after its start and asked every session up by then for a
-    ROUTE-REFRESH, which ExaBGP answers by sending its whole table again (one UPDATE per route: ~1 s at 10k routes),
-    at a moment no test chose (measured: a migration 1 s after a 10k load delayed by up to 350 ms, 2 runs in 3).
+    ROUTE-REFRESH, which ExaBGP answers by sending its whole table again, at a moment no test chose (measured before
+    bgpadv's ExaBGP packed that answer, one UPDATE per route: a migration 1 s after a 10k load delayed by up to
+    350 ms, 2 runs in 3).
     A refresh a test wants, it asks for (`clear bgp ... soft in`)."""
     ranges = "\n".join(f" bgp listen range {r} peer-group CLUSTER" for r in s.cluster_ranges)
     for n in s.active_neighbors:

@@ -4,7 +4,7 @@
 
 It puts the ExaBGP package's parent directory first on `sys.path` (only that: under PyPy nothing else of CPython's
 site-packages can be picked up; this file's own directory is taken off, so no bgpadv module shadows one ExaBGP
-imports), makes two changes to ExaBGP, then runs ExaBGP's own `main`.
+imports), makes three changes to ExaBGP, then runs ExaBGP's own `main`.
 
 The first change (measured, see issue 19): for every route a command announces or withdraws, ExaBGP 5.0 calls
 `Neighbor.remove_self(change)` once per peer, and that returns `copy.deepcopy(change)`: the NLRI, every attribute
@@ -23,6 +23,19 @@ own `packets` JSON instead: the same event, its message as bytes (hex), which th
 for sending, a configuration that asks for `packets` or `consolidate`, and every other message (OPEN, NOTIFICATION,
 End-of-RIB, which ExaBGP writes elsewhere) keep ExaBGP's path. The hex of that JSON is rendered by `bytes.hex`,
 the same text as ExaBGP's `hexstring` (a format call per byte). The lab's tests read the `sent` stage from this echo.
+
+The third change (measured, issue 19): ExaBGP's outgoing RIB (`OutgoingRIB.updates`) hands the session one `Update`
+per route for two things bgpadv sends a lot of: its answer to a ROUTE-REFRESH (the whole table again, what a ToR asks
+for whenever its operator edits inbound policy) and every IPv6 unicast route (it groups only IPv4 unicast). Each such
+`Update` becomes its own BGP message, 10,000 messages for 10,000 routes, each echoed to the controller and parsed
+by the ToR. bgpadv's ExaBGP merges consecutive single-route `Update`s of one unicast family whose path attributes
+are the same (ExaBGP's attribute index: the attributes and the next hop) into one `Update`, which ExaBGP's own
+`Update.messages` then packs to the negotiated message size, as it does for IPv4 today. Only neighbours in the
+stream are merged, so nothing moves across a ROUTE-REFRESH marker (enhanced refresh's BoRR and EoRR still bracket
+the re-sent routes) or across an update with other attributes; a prefix already in the group ends it rather than
+joining it, so a withdrawal and an announcement of one prefix keep their order; a group holds at most
+`COALESCED_ROUTES` routes, so a big table still goes out while it is read; a neighbour configured with
+`group-updates false` gets ExaBGP's stream as it is.
 """
 
 from __future__ import annotations
@@ -94,17 +107,73 @@ def _send_echoing_bytes(protocol: Any, raw: bytes) -> Any:
     yield from protocol.connection.writer(raw)
 
 
+COALESCED_ROUTES = 2048  # at most this many routes in one merged `Update` (a few BGP messages' worth)
+
+
+def coalesced_updates(original: Any, update_class: Any, families: frozenset[Any]) -> Any:
+    """`OutgoingRIB.updates` whose consecutive one-route `Update`s of one of `families` with the same attributes
+    are merged (see the module)."""
+
+    def updates(rib: Any, grouped: bool) -> Any:
+        stream = original(rib, grouped)
+        if not grouped:
+            return stream
+        return coalesce(stream, update_class, families)
+
+    updates.__doc__ = original.__doc__
+    return updates
+
+
+def coalesce(stream: Any, update_class: Any, families: frozenset[Any]) -> Any:
+    """`stream` (ExaBGP's `Update`s and other messages, in order) with runs of mergeable one-route `Update`s merged."""
+    group: list[Any] = []
+    seen: set[Any] = set()
+    attributes: Any = None
+    family: Any = None
+    for message in stream:
+        nlris = getattr(message, "nlris", None) if isinstance(message, update_class) else None
+        if nlris is None or len(nlris) != 1 or nlris[0].family().afi_safi() not in families:
+            if group:
+                yield update_class(group, attributes)
+                group, seen = [], set()
+            yield message
+            continue
+        nlri = nlris[0]
+        key = nlri.index()
+        same = (
+            group
+            and nlri.family().afi_safi() == family
+            and (message.attributes is attributes or message.attributes.index() == attributes.index())
+            and key not in seen
+            and len(group) < COALESCED_ROUTES
+        )
+        if not same:
+            if group:
+                yield update_class(group, attributes)
+            group, seen = [], set()
+            attributes, family = message.attributes, nlri.family().afi_safi()
+        group.append(nlri)
+        seen.add(key)
+    if group:
+        yield update_class(group, attributes)
+
+
 def main() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     package = sys.argv.pop(1)
     sys.path[:] = [os.path.dirname(package), *(p for p in sys.path if os.path.abspath(p or ".") != here)]
     sys.argv[0] = "exabgp"
+    from exabgp.bgp.message import Update
     from exabgp.bgp.neighbor import Neighbor
+    from exabgp.protocol.family import AFI, SAFI
     from exabgp.reactor.api.response import json as json_encoder
     from exabgp.reactor.protocol import Protocol
+    from exabgp.rib.outgoing import OutgoingRIB
 
     Neighbor.remove_self = shallow_remove_self(Neighbor.remove_self)
     Protocol.send = raw_update_echo(Protocol.send)
+    unicast = frozenset({(AFI.ipv4, SAFI.unicast), (AFI.ipv6, SAFI.unicast)})
+    OutgoingRIB.updates = coalesced_updates(OutgoingRIB.updates, Update, unicast)
     json_encoder.hexstring = hexstring
     from exabgp.application.main import main as exabgp_main
 

@@ -2,7 +2,8 @@
 
 ExaBGP runs in worker-1 with bgpadv_lab/speaker_driver.py as its API process (the Speaker in a minimal controller);
 the test rewrites the driver's desired-set file and waits on FRR. Tests in this module run in order and share one
-ExaBGP session: bulk load, IPv6, next-hop move, withdrawal, then the controller is killed and respawned.
+ExaBGP session: bulk load, IPv6, a ToR's route refresh, next-hop move, withdrawal, then the controller is killed and
+respawned.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 
 import pytest
 
@@ -81,6 +83,51 @@ def test_end_of_rib_was_sent_and_graceful_restart_negotiated(lab, speaker):
         "End-of-RIB received from worker-1",
     )
     assert gr["remoteGrMode"] == "Restart"
+
+
+V6_BULK = [f"fd00:10::1:{i:x}/128" for i in range(300)]
+
+
+def updates_received(frr: FrrRouter) -> int:
+    return int(frr.neighbor(W1)["messageStats"]["updatesRecv"])
+
+
+def settled_updates_received(frr: FrrRouter) -> int:
+    """FRR's count of UPDATEs from worker-1 once it stopped moving (the same over 0.5 s)."""
+    last = updates_received(frr)
+    while True:
+        time.sleep(0.5)
+        if (now := updates_received(frr)) == last:
+            return now
+        last = now
+
+
+def test_ipv6_hosts_share_updates_and_a_route_refresh_is_answered_whole_in_few_updates(lab, speaker):
+    """ExaBGP sends one UPDATE per IPv6 route and per re-sent route of a refresh answer; bgpadv's ExaBGP packs them
+    (`exabgp_boot`: 300 /128s of one next hop fit 2 messages of 4 KiB), and enhanced refresh's BoRR/EoRR still
+    bracket the answer: FRR marks the session's routes stale at BoRR and drops what is still stale at EoRR, so a
+    route sent outside the brackets would leave the ToR."""
+    frr = lab.frr
+    assert frr.neighbor(W1)["neighborCapabilities"]["enhancedRouteRefresh"] == "advertisedAndReceived"
+    before = updates_received(frr)
+    speaker.wait_idle(speaker.set([(p, W1) for p in BULK] + [(V6, W1_6)] + [(p, W1_6) for p in V6_BULK]))
+    frr.wait_for(lambda: len(frr.bgp_routes("ipv6")) == 301, 20, "301 IPv6 routes in the ToR's RIB")
+    assert settled_updates_received(frr) - before <= 30  # ExaBGP's own stream: 300 (the speaker sends batches)
+
+    for afi in ("ipv4", "ipv6"):
+        before = updates_received(frr)
+        frr.vtysh(f"clear bgp {afi} unicast {W1} soft in")  # FRR asks worker-1 for a ROUTE-REFRESH
+        frr.wait_for(lambda n=before: updates_received(frr) > n, 10, f"worker-1's {afi} refresh answer")
+        assert settled_updates_received(frr) - before <= 10  # ExaBGP's own answer: one per route, 1,000 or 301
+    # FRR reads EoRR the moment it arrives; a route left stale by it would be gone by now
+    assert frr.bgp_routes("ipv4") == {p: [W1] for p in BULK}
+    assert frr.bgp_routes("ipv6") == {V6: [W1_6]} | {p: [W1_6] for p in V6_BULK}
+    assert set(frr.fib_routes(6)) >= {V6, *V6_BULK}
+
+    before = updates_received(frr)
+    speaker.wait_idle(speaker.set([(p, W1) for p in BULK] + [(V6, W1_6)]))  # the 300 withdrawn: MP_UNREACH_NLRI
+    frr.wait_for(lambda: set(frr.bgp_routes("ipv6")) == {V6}, 20, "the 300 IPv6 hosts withdrawn")
+    assert settled_updates_received(frr) - before <= 30
 
 
 def test_next_hop_move_replaces_the_path_without_a_withdrawal(lab, speaker):
