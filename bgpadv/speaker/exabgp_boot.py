@@ -132,17 +132,17 @@ def coalesce(stream: Any, update_class: Any, families: frozenset[Any]) -> Any:
     family: Any = None
     for message in stream:
         nlris = getattr(message, "nlris", None) if isinstance(message, update_class) else None
-        if nlris is None or len(nlris) != 1 or nlris[0].family().afi_safi() not in families:
+        if not nlris or len(nlris) != 1 or (nlris[0].afi, nlris[0].safi) not in families:
             if group:
                 yield update_class(group, attributes)
                 group, seen = [], set()
             yield message
             continue
         nlri = nlris[0]
-        key = nlri.index()
+        key = _prefix_key(nlri)
         same = (
             group
-            and nlri.family().afi_safi() == family
+            and (nlri.afi, nlri.safi) == family
             and (message.attributes is attributes or message.attributes.index() == attributes.index())
             and key not in seen
             and len(group) < COALESCED_ROUTES
@@ -151,11 +151,19 @@ def coalesce(stream: Any, update_class: Any, families: frozenset[Any]) -> Any:
             if group:
                 yield update_class(group, attributes)
             group, seen = [], set()
-            attributes, family = message.attributes, nlri.family().afi_safi()
+            attributes, family = message.attributes, (nlri.afi, nlri.safi)
         group.append(nlri)
         seen.add(key)
     if group:
         yield update_class(group, attributes)
+
+
+def _prefix_key(nlri: Any) -> tuple[Any, ...]:
+    """The route of one unicast family: its prefix (ExaBGP's `CIDR.pack_ip`, the address cut to the mask, and the
+    mask) and its ADD-PATH path identifier's bytes. Cheaper than `nlri.index()`, which builds the family's text and
+    the packed prefix anew at each call (18 % of ExaBGP's CPU in a 100k refresh answer). Coarser at worst (no path
+    identifier and identifier 0 both read as four zero octets), which only ends a group sooner."""
+    return nlri.cidr.mask, nlri.cidr.pack_ip(), nlri.path_info.pack()
 
 
 def main() -> None:
