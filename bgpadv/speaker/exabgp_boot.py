@@ -132,17 +132,18 @@ def coalesce(stream: Any, update_class: Any, families: frozenset[Any]) -> Any:
     family: Any = None
     for message in stream:
         nlris = getattr(message, "nlris", None) if isinstance(message, update_class) else None
-        if not nlris or len(nlris) != 1 or (nlris[0].afi, nlris[0].safi) not in families:
+        nlri = nlris[0] if nlris and len(nlris) == 1 else None
+        afi_safi = (nlri.afi, nlri.safi) if nlri is not None else None
+        if afi_safi not in families:
             if group:
                 yield update_class(group, attributes)
                 group, seen = [], set()
             yield message
             continue
-        nlri = nlris[0]
         key = _prefix_key(nlri)
         same = (
             group
-            and (nlri.afi, nlri.safi) == family
+            and afi_safi == family
             and (message.attributes is attributes or message.attributes.index() == attributes.index())
             and key not in seen
             and len(group) < COALESCED_ROUTES
@@ -151,7 +152,7 @@ def coalesce(stream: Any, update_class: Any, families: frozenset[Any]) -> Any:
             if group:
                 yield update_class(group, attributes)
             group, seen = [], set()
-            attributes, family = message.attributes, (nlri.afi, nlri.safi)
+            attributes, family = message.attributes, afi_safi
         group.append(nlri)
         seen.add(key)
     if group:
