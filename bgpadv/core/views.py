@@ -192,12 +192,6 @@ class Node:
 
 
 @dataclass(frozen=True, slots=True)
-class OwnerRef:
-    kind: str
-    name: str
-
-
-@dataclass(frozen=True, slots=True)
 class Claim:
     """An IPAMClaim, in the order the planner reads it (rules 1-3 of `planner.vms`).
 
@@ -205,9 +199,9 @@ class Claim:
     string (`network_text`: as written, for refusals). `ips_pending`: `status.ips` empty or missing.
     `ips_malformed`: `status.ips` is not a list. `ips`: the distinct addresses listed (malformed entries kept, each
     refused alone), or `ips_refused` when the claim is refused whole (more than `MAX_CLAIM_IPS` entries, two
-    addresses of one family). `vm`: the VMI it belongs to, else `vm_problem`. No labels: the planner reads none of
-    a claim's (its VM label is `vm`), so a claim whose labels alone change is unchanged (and each holds 232 B less:
-    its one label's mapping, traced).
+    addresses of one family). `vm`: the VMI it belongs to, else `vm_problem`. No labels and no ownerReferences: the
+    planner reads none of a claim's (its VM label or owner is `vm`), so a claim whose labels or owners alone change
+    is unchanged (and each holds 232 B + 96 B less: its one label's mapping, its owner list, traced).
     """
 
     key: tuple[str, str]
@@ -224,7 +218,6 @@ class Claim:
     ips: tuple[VmAddress, ...] = ()
     vm: str | None = None
     vm_problem: Problem | None = None
-    owners: tuple[OwnerRef, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,6 +66,9 @@ class PeerStatus:
 MAX_SESSION_TEXT = 512
 """The longest error or notification text kept per peer (ExaBGP's reasons and NOTIFICATION data are the peer's)."""
 
+_FAMILY = {4: "ipv4", 6: "ipv6"}
+"""The `family` label of a prefix version: one string each, not one per route."""
+
 # RFC 4271 §4.5 error codes and the subcodes most seen (RFC 4486 for Cease)
 _NOTIFICATION_CODES = {
     1: "Message Header Error",
@@ -139,9 +142,11 @@ class StatusModel:
         self._synced_resources: set[str] = set()
         self._planned_once = False
         self._peers: dict[str, PeerStatus] = {}
-        # what ExaBGP holds per peer, from acknowledged commands: (peer, prefix key) -> gauge labels, and the counts
+        # what ExaBGP holds per peer, from acknowledged commands: peer -> prefix key -> gauge labels (one tuple per
+        # label set, shared by its routes: `_label_sets`), and the counts
         self._unacked: OrderedDict[int, Sequence[RouteChange]] = OrderedDict()  # batch -> its route changes
-        self._held: dict[tuple[str, tuple[int, int, int]], tuple[str, str, str, str]] = {}
+        self._held: dict[str, dict[tuple[int, int, int], tuple[str, str, str, str]]] = {}
+        self._label_sets: dict[tuple[str, str, str, str], tuple[str, str, str, str]] = {}
         self._route_counts: dict[tuple[str, str, str, str], int] = {}
         self._planned_routes = 0
         self._refusals: set[tuple[str, str, str]] = set()
@@ -212,18 +217,21 @@ class StatusModel:
     def _hold(self, changes: Sequence[RouteChange], ok: bool) -> None:
         """Move the route gauges by one acknowledged command: O(its routes). An `error` leaves its prefixes unknown
         to the speaker, so they are no longer counted (as in `bgpadv_peer_routes_advertised`)."""
-        held = self._held
         delta: dict[tuple[str, str, str, str], int] = {}
+        label_sets = self._label_sets
         for change in changes:
             p = change.route.prefix
-            key = (change.peer, p.key)
-            old = held.pop(key, None)
+            held = self._held.get(change.peer)
+            if held is None:
+                held = self._held[change.peer] = {}
+            old = held.pop(p.key, None)
             if old is not None:
                 delta[old] = delta.get(old, 0) - 1
             if ok and change.op == "announce":
                 route = change.route
-                labels = (change.peer, route.network, f"ipv{p.version}", str(route.kind))
-                held[key] = labels
+                labels = (change.peer, route.network, _FAMILY[p.version], str(route.kind))
+                labels = label_sets.setdefault(labels, labels)
+                held[p.key] = labels
                 delta[labels] = delta.get(labels, 0) + 1
         gauge = self.metrics.routes_advertised
         with self._lock:
@@ -237,6 +245,7 @@ class StatusModel:
                     gauge.labels(*labels).set(n)
                 else:
                     counts.pop(labels, None)
+                    self._label_sets.pop(labels, None)  # no route holds it any longer
                     with contextlib.suppress(KeyError):
                         gauge.remove(*labels)
 
@@ -343,8 +352,9 @@ class StatusModel:
         ):
             with contextlib.suppress(KeyError):
                 metric.remove(peer)
-        for key in [k for k in self._held if k[0] == peer]:
-            del self._held[key]
+        self._held.pop(peer, None)
+        for labels in [k for k in self._label_sets if k[0] == peer]:
+            del self._label_sets[labels]
         with self._lock:
             gone = [labels for labels in self._route_counts if labels[0] == peer]
             for labels in gone:

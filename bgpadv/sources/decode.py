@@ -42,7 +42,6 @@ from bgpadv.core.views import (
     Namespace,
     Network,
     Node,
-    OwnerRef,
     PodNetwork,
     Problem,
     RouteAdvertisement,
@@ -710,14 +709,6 @@ def _other_owner(owners: object, vmi_name: str) -> str | None:
     return None
 
 
-def _owners(meta: Mapping) -> tuple[OwnerRef, ...]:
-    out = []
-    for owner in _list(meta.get("ownerReferences"))[:16]:
-        if isinstance(owner, dict) and isinstance(owner.get("kind"), str) and isinstance(owner.get("name"), str):
-            out.append(OwnerRef(_shared(owner["kind"]), _shared(owner["name"])))
-    return tuple(out)
-
-
 def claim_ips(values: list) -> tuple[tuple[VmAddress, ...], Problem | None]:
     """The addresses of a claim's `status.ips` list (rule 3 of `planner.vms`): each distinct address once,
     malformed entries kept (each refused alone); or the problem that refuses the claim whole (more than
@@ -748,13 +739,14 @@ def claim_ips(values: list) -> tuple[tuple[VmAddress, ...], Problem | None]:
     return tuple(items), None
 
 
-def _age(meta: Mapping) -> tuple[str, str, str]:
-    """(creationTimestamp, namespace, name): the smallest wins a conflict; no timestamp sorts last."""
+def _age(meta: Mapping, name: str | None = None) -> tuple[str, str, str]:
+    """(creationTimestamp, namespace, name): the smallest wins a conflict; no timestamp sorts last. `name`: the
+    view's own string of the name (one object per view, not a second copy from the document)."""
     created = meta.get("creationTimestamp")
     return (
         _shared(created) if isinstance(created, str) and created else NEWEST,
         _shared(str(meta.get("namespace"))),
-        str(meta.get("name")),
+        name if name is not None else str(meta.get("name")),
     )
 
 
@@ -794,7 +786,6 @@ def decode_claim(obj: object, key: object = None) -> Claim:
         network_text=_shared(describe(net_name)),
         deleting=bool(meta.get("deletionTimestamp")),
         vm=vm,
-        owners=_owners(meta),
         **fields,
     )
 
@@ -942,7 +933,7 @@ def decode_vmi(obj: object, key: object = None) -> Vmi:
         resource_version=_version(meta),
         identified=identified,
         uid=uid,
-        age=_age(meta),
+        age=_age(meta, vkey[1] if identified else None),
         labels=_labels(meta),
         phase=phase if isinstance(phase, str) else None,
         deleting=bool(meta.get("deletionTimestamp")),
