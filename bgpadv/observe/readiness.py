@@ -143,7 +143,7 @@ class StatusModel:
         self._planned_once = False
         self._peers: dict[str, PeerStatus] = {}
         # what ExaBGP holds per peer, from acknowledged commands: peer -> prefix key -> gauge labels (one tuple per
-        # label set, shared by its routes: `_label_sets`), and the counts
+        # label set, shared by its routes: `_label_sets`, which holds exactly the label sets counted), and the counts
         self._unacked: OrderedDict[int, Sequence[RouteChange]] = OrderedDict()  # batch -> its route changes
         self._held: dict[str, dict[tuple[int, int, int], tuple[str, str, str, str]]] = {}
         self._label_sets: dict[tuple[str, str, str, str], tuple[str, str, str, str]] = {}
@@ -238,6 +238,8 @@ class StatusModel:
             counts = self._route_counts
             for labels, d in delta.items():
                 if d == 0:
+                    if labels not in counts:  # announced and withdrawn within this command: no route holds it
+                        self._label_sets.pop(labels, None)
                     continue
                 n = counts.get(labels, 0) + d
                 if n > 0:
@@ -353,12 +355,11 @@ class StatusModel:
             with contextlib.suppress(KeyError):
                 metric.remove(peer)
         self._held.pop(peer, None)
-        for labels in [k for k in self._label_sets if k[0] == peer]:
-            del self._label_sets[labels]
         with self._lock:
             gone = [labels for labels in self._route_counts if labels[0] == peer]
             for labels in gone:
                 del self._route_counts[labels]
+                self._label_sets.pop(labels, None)
                 with contextlib.suppress(KeyError):
                     self.metrics.routes_advertised.remove(*labels)
 

@@ -213,7 +213,11 @@ def test_the_route_gauges_index_holds_one_label_tuple_per_label_set_and_forgets_
     observer.command_acked(2, True, at=11.1)
     assert model._held[PEER] == {} and model._label_sets == {}
     assert model.status({}, {})["peers"][PEER]["routes_sent"] == 0
-    observer.commands_written(3, [RouteChange(PEER, "announce", vms[0])], None, at=12.0)
+    flap = [RouteChange(PEER, "announce", vms[1]), RouteChange(PEER, "withdraw", vms[1])]  # within one command
+    observer.commands_written(3, flap, None, at=12.0)
     observer.command_acked(3, True, at=12.1)
+    assert model._held[PEER] == {} and model._label_sets == {}
+    observer.commands_written(4, [RouteChange(PEER, "announce", vms[0])], None, at=13.0)
+    observer.command_acked(4, True, at=13.1)
     model.forget_peer(PEER)
     assert PEER not in model._held and model._label_sets == {}
