@@ -40,6 +40,18 @@ def memory(pid: int) -> tuple[int, int]:
     return int(fields["VmRSS"].split()[0]), int(fields["VmHWM"].split()[0])
 
 
+def running_vms(count: int, nodes: int) -> list[dict]:
+    """`count` running VMs spread round-robin over worker-1..worker-`nodes`, on vmnet-a (10.64.0.0/12): each one's
+    IPAMClaim, VMI and virt-launcher pod, in that order."""
+    objects: list[dict] = []
+    for i in range(count):
+        name, node, ip = f"vm-{i}", f"worker-{i % nodes + 1}", k8s.numbered_vm_address(i)
+        objects.append(k8s.ipam_claim(NS, f"{name}.default", name, "cluster_udn_vmnet-a", [f"{ip}/12"]))
+        objects.append(k8s.vmi(NS, name, node, interfaces=[k8s.interface([ip])]))
+        objects.append(k8s.launcher_pod(NS, name, node))
+    return objects
+
+
 def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind, so the lab is torn down
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -53,11 +65,7 @@ def main() -> int:
         for k in range(1, nodes + 1)
     ]
     cluster.append(k8s.cudn_layer2("vmnet-a", ["10.64.0.0/12"], labels={"bgpadv.io/advertise": "true"}))
-    for i in range(count):
-        name, node, ip = f"vm-{i}", f"worker-{i % nodes + 1}", k8s.numbered_vm_address(i)
-        cluster.append(k8s.ipam_claim(NS, f"{name}.default", name, "cluster_udn_vmnet-a", [f"{ip}/12"]))
-        cluster.append(k8s.vmi(NS, name, node, interfaces=[k8s.interface([ip])]))
-        cluster.append(k8s.launcher_pod(NS, name, node))
+    cluster.extend(running_vms(count, nodes))
     expected = count
     options: dict = {}
     if args.per_node:

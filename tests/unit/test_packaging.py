@@ -207,7 +207,6 @@ def test_bench_reaches_the_object_builders_through_the_lab_package():
         "kube_scale.py",
         "restart.py",
         "rss.py",
-        "views_floor.py",
     ]
 
 
