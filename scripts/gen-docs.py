@@ -53,7 +53,7 @@ def _ref(root: Schema, node: Schema) -> Schema | None:
 def _type(root: Schema, node: Schema) -> str:
     node = _strip_null(node)
     if "enum" in node:
-        return " \\| ".join(f"`{v}`" for v in node["enum"])
+        return " | ".join(f"`{v}`" for v in node["enum"])
     if (target := _ref(root, node)) is not None:
         return "mapping"
     if "anyOf" in node:

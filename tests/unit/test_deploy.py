@@ -2,8 +2,8 @@
 
 Scope: the rules pass `promtool check rules`, each alert fires (and stays quiet) as intended under `promtool test
 rules` with synthetic series, each has its severity (critical pages, warning is the team's queue, info a ticket) and a
-runbook_url into the README's Troubleshooting section; a tenant's refused address is a ticket, a platform's refusal
-the team's; every dashboard query is valid PromQL, the dashboard has a convergence heatmap, and every bgpadv metric
+runbook_url into the user guide's Troubleshooting page (docs/troubleshooting.md); a tenant's refused address is a
+ticket, a platform's refusal the team's; every dashboard query is valid PromQL, the dashboard has a convergence heatmap, and every bgpadv metric
 the rules and the dashboard name exists in `bgpadv.observe.metrics`. promtool comes with Debian's `prometheus`
 package, which the project's install script puts on every machine: its absence is a failure, not a skip.
 """
@@ -25,8 +25,9 @@ from bgpadv.planner import checks
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
-README = (ROOT / "README.md").read_text()
-RUNBOOK = "https://git.example.org/bgpadv/bgpadv/-/blob/main/README.md#"
+TROUBLESHOOTING = (ROOT / "docs" / "troubleshooting.md").read_text()
+# the docs site's Troubleshooting page (mkdocs.yml site_url + the page), the default of the runbooks' base URL
+RUNBOOK = "https://bgpadv.example.org/troubleshooting/#"
 RULES = DEPLOY / "components" / "monitoring" / "prometheus-rules.yaml"
 DASHBOARD = DEPLOY / "grafana-dashboard.json"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
@@ -89,17 +90,22 @@ def test_the_alerts_and_their_severities() -> None:
     assert {name: r["labels"]["severity"] for name, r in rules().items()} == SEVERITIES
 
 
-def readme_anchors(section: str) -> set[str]:
-    """GitHub/GitLab anchors of the `###` headings in the README's `## section`."""
-    body = README.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
-    return {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in re.findall(r"^### (.+)$", body, re.M)}
+def page_anchors() -> set[str]:
+    """MkDocs' anchors (its default slugs) of the `##` headings of docs/troubleshooting.md."""
+    headings = re.findall(r"^## (.+)$", TROUBLESHOOTING, re.M)
+    return {re.sub(r"[^a-z0-9 _-]", "", h.lower()).strip().replace(" ", "-") for h in headings}
 
 
-def test_every_alert_has_a_runbook_entry_in_the_readme_troubleshooting_section() -> None:
-    anchors = readme_anchors("Troubleshooting")
+def test_every_alert_has_its_runbook_on_the_troubleshooting_page() -> None:
+    anchors = page_anchors()
     for name, rule in rules().items():
         assert rule["annotations"]["runbook_url"] == RUNBOOK + name.lower(), name
-        assert name.lower() in anchors, f"README.md has no '### {name}' under '## Troubleshooting'"
+        assert name.lower() in anchors, f"docs/troubleshooting.md has no '## {name}'"
+
+
+def test_the_runbooks_base_is_the_docs_sites_troubleshooting_page() -> None:
+    site = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["site_url"]
+    assert RUNBOOK == site.rstrip("/") + "/troubleshooting/#"
 
 
 TENANT_REASONS = {
