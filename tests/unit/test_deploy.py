@@ -3,8 +3,9 @@
 Scope: the rules pass `promtool check rules`, each alert fires (and stays quiet) as intended under `promtool test
 rules` with synthetic series, each has its severity (critical pages, warning is the team's queue, info a ticket) and a
 runbook_url into the user guide's Troubleshooting page (docs/troubleshooting.md); a tenant's refused address is a
-ticket, a platform's refusal the team's; every dashboard query is valid PromQL, the dashboard has a convergence heatmap, and every bgpadv metric
-the rules and the dashboard name exists in `bgpadv.observe.metrics`. promtool comes with Debian's `prometheus`
+ticket, a platform's refusal the team's; every dashboard query is valid PromQL, the dashboard has a convergence
+heatmap and BFD, import and per-node rows, and every bgpadv metric the rules and the dashboard name exists in
+`bgpadv.observe.metrics`. promtool comes with Debian's `prometheus`
 package, which the project's install script puts on every machine: its absence is a failure, not a skip.
 """
 
@@ -105,7 +106,7 @@ def test_every_alert_has_its_runbook_on_the_troubleshooting_page() -> None:
 
 def test_the_runbooks_base_is_the_docs_sites_troubleshooting_page() -> None:
     site = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["site_url"]
-    assert RUNBOOK == site.rstrip("/") + "/troubleshooting/#"
+    assert site.rstrip("/") + "/troubleshooting/#" == RUNBOOK
 
 
 TENANT_REASONS = {
@@ -741,3 +742,23 @@ def test_the_dashboard_has_a_convergence_heatmap_of_the_sent_stage_buckets() -> 
     assert 'stage="sent"' in target["expr"]
     assert panels[0]["options"]["calculate"] is False  # the histogram's own buckets, not Grafana's guess
     assert panels[0]["options"]["yAxis"]["unit"] == "s"
+
+
+def test_the_dashboard_has_bfd_import_and_per_node_panels() -> None:
+    """The rows an operator of BFD, egress import and per-node mode looks at, on the metrics bgpadv really exports
+    (checked by test_every_bgpadv_metric_named_in_deploy_exists) and the PodMonitor's node and mode labels."""
+    panels = json.loads(DASHBOARD.read_text())["panels"]
+    rows = [p["title"] for p in panels if p["type"] == "row"]
+    assert {"BFD", "Egress import", "Per node"} <= set(rows)
+    joined = "\n".join(dashboard_exprs())
+    for needle in (
+        "bgpadv_bfd_session_up",
+        "bgpadv_bfdd_cannot_start",
+        "bgpadv_routes_imported",
+        "bgpadv_import_refused",
+        "bgpadv_netlink_errors_total",
+        'mode="per-node"',
+        "sum by (node)",
+    ):
+        assert needle in joined, needle
+    assert len({p["id"] for p in panels}) == len(panels)

@@ -20,7 +20,6 @@ over zones besides its required anti-affinity by hostname; every object and pod 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import tomllib
