@@ -59,11 +59,13 @@ def _type(root: Schema, node: Schema) -> str:
         return " | ".join(f"`{v}`" for v in node["enum"])
     if _ref(root, node) is not None:
         return "mapping"
+    if "const" in node:
+        return f"`{json.dumps(node['const'])}`"
     if "anyOf" in node:
         formats = [o.get("format") for o in node["anyOf"] if o.get("format")]
         if formats == ["ipv4", "ipv6"]:
             return "IP address"
-        return " or ".join(_type(root, o) for o in node["anyOf"])
+        return " or ".join(_type(root, o) for o in node["anyOf"] if o.get("type") != "null")
     kind = node.get("type")
     if kind == "array":
         return f"list of {_type(root, node.get('items', {}))}"
@@ -76,6 +78,8 @@ def _type(root: Schema, node: Schema) -> str:
 
 def _bounds(node: Schema) -> str:
     node = _strip_null(node)
+    if "anyOf" in node:
+        return "; ".join(b for b in (_bounds(o) for o in node["anyOf"]) if b)
     parts = []
     if "minimum" in node or "maximum" in node:
         parts.append(f"{node.get('minimum', '')}..{node.get('maximum', '')}")
