@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from bgpadv import __version__
+from bgpadv.core.printable import write_line
 
 
 def _default_status_url() -> str:
@@ -117,15 +119,29 @@ def _cluster_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--context", help="the kubeconfig context (with --kubeconfig)")
 
 
+PRINTING = frozenset({"check-config", "render", "explain", "status", "example-config"})
+"""The commands that print for people (`bgpadv.core.printable`); run and controller speak to ExaBGP instead."""
+
+
+def _never_unencodable() -> None:
+    """A character the terminal's encoding lacks (a name in another script under LANG=C) is written as its
+    backslash escape instead of ending the command with UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command in PRINTING:
+        _never_unencodable()
     if args.command == "check-config":
         if args.schema:
             from bgpadv.commands import checkconfig
 
             return checkconfig.schema_main()
         if args.file is None:
-            print("bgpadv check-config: give a configuration FILE, or --schema", file=sys.stderr)
+            write_line(sys.stderr, "bgpadv check-config: give a configuration FILE, or --schema")
             return 2
         return _check_config(args.file)
     if args.command == "render":
