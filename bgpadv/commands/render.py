@@ -185,7 +185,7 @@ def render_peers(peers: list[dict]) -> str:
                 p["asn"],
                 p["session"],
                 p["nodeSelector"] or "-",
-                ", ".join(printable(n) for n in p["nodes"]) or "no node",
+                ", ".join(p["nodes"]) or "no node",
             )
             for p in peers
         ]

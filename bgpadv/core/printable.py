@@ -35,7 +35,8 @@ _INVISIBLE = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe0
 grapheme joiner): a terminal shows them as nothing, so two different names would print alike."""
 
 
-def _shown(char: str) -> bool:
+def shown(char: str) -> bool:
+    """True when `char` is printed as itself (by both filters; a backslash is doubled by `printable` only)."""
     return char.isprintable() and not _INVISIBLE.match(char)
 
 
@@ -43,7 +44,7 @@ def _escape(char: str) -> str:
     named = _NAMED.get(char)
     if named is not None:
         return named
-    if _shown(char):
+    if shown(char):
         return char
     code = ord(char)
     if code <= 0xFF:
@@ -55,7 +56,7 @@ def _escape(char: str) -> str:
 
 def _visible(char: str) -> str:
     """`char` itself when printable (a backslash too), else its escape."""
-    return char if _shown(char) else _escape(char)
+    return char if shown(char) else _escape(char)
 
 
 def printable(text: object) -> str:
@@ -93,7 +94,8 @@ def write_line(stream: IO[str], line: str) -> None:
 def write_text(stream: IO[str], text: str) -> None:
     """Write text rendered for people (`join_lines`): its own newlines separate lines, anything else non-printable
     is escaped, and it ends in a newline."""
-    write_lines(stream, text.removesuffix("\n").split("\n"))
+    if text:
+        write_lines(stream, text.removesuffix("\n").split("\n"))
 
 
 def write_json(stream: IO[str], document: object, *, indent: int | None = 2, sort_keys: bool = False) -> None:
