@@ -766,9 +766,9 @@ def to_json(out: Explanation) -> dict[str, Any]:
     }
 
 
-def _table(header: Sequence[str], cells: Sequence[Sequence[object]]) -> list[str]:
+def _table(header: Sequence[str], values: Sequence[Sequence[object]]) -> list[str]:
     """Aligned columns under `header`; every cell made printable here (`bgpadv.core.printable`)."""
-    rows = [[_printable(c) for c in row] for row in cells]
+    rows = [[_printable(c) for c in row] for row in values]
     widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
     return [
         ("  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True))).rstrip() for cells in (header, *rows)

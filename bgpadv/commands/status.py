@@ -1,8 +1,9 @@
 """`bgpadv status`: what a running instance reports on its /status endpoint, printed for people.
 
-Every string of the document (network and peer names, reasons, resources: the cluster's or the remote instance's)
-is printed through `bgpadv.core.printable` in the tables, so no value can forge a line or steer the terminal;
-`--json` prints the document exactly."""
+The document is read and checked by `bgpadv.commands.statusdoc` (a document of another shape: one line, exit 2).
+Every string of it (network and peer names, reasons, resources: the cluster's or the remote instance's) is printed
+through `bgpadv.core.printable` in the tables and lines, so no value can forge a line or steer the terminal;
+`--json` prints the document exactly (pure ASCII)."""
 
 from __future__ import annotations
 
