@@ -8,9 +8,10 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from bgpadv import __version__
-from bgpadv.core.printable import write_line
+from bgpadv.core.printable import Writable, write_line, write_text
 
 
 def _default_status_url() -> str:
@@ -19,8 +20,22 @@ def _default_status_url() -> str:
     return f"http://[{host}]:9179" if ":" in host else f"http://{host}:9179"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, its output written through `bgpadv.core.printable`: a usage error, which echoes an argument as
+    given, is one line whatever the argument holds."""
+
+    def _print_message(self, message: str, file: Writable | None = None) -> None:
+        if message:
+            write_text(file if file is not None else sys.stderr, message)
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        write_line(sys.stderr, f"{self.prog}: error: {message}")
+        sys.exit(2)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="bgpadv", description="Advertise KubeVirt VM and UDN routes through ExaBGP.")
+    p = _Parser(prog="bgpadv", description="Advertise KubeVirt VM and UDN routes through ExaBGP.")
     p.add_argument("--version", action="version", version=f"bgpadv {__version__}", help="print the version and exit")
     sub = p.add_subparsers(
         dest="command", required=True, metavar="COMMAND", help="what to do (COMMAND -h: its options)"

@@ -437,6 +437,27 @@ def test_check_config_warnings_print_hostile_names_escaped(capsysbinary, tmp_pat
     assert b"networks.secondary[0] (tenant\\n" in err
 
 
+# --- usage errors ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["render", f"--{HOSTILE}", "--config", "x", "--manifests", "y"], id="unknown-argument"),
+        pytest.param(["render", "--output", HOSTILE, "--config", "x", "--manifests", "y"], id="invalid-choice"),
+        pytest.param([f"render{HOSTILE}"], id="unknown-command"),
+        pytest.param(["status", "--url"], id="missing-value"),
+    ],
+)
+def test_usage_errors_echo_the_arguments_escaped(capsysbinary, argv):
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    captured = capsysbinary.readouterr()
+    assert_clean(captured.out, captured.err)
+    assert b"error:" in captured.err
+
+
 # --- the terminal's encoding ----------------------------------------------------------------------------------------
 
 
