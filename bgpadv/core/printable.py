@@ -70,7 +70,7 @@ def _visible(char: str) -> str:
 def printable(text: object) -> str:
     """`text` (made a string with `str`) with every non-printable character and backslash escaped visibly."""
     value = text if isinstance(text, str) else str(text)
-    if value.isprintable() and "\\" not in value and not _INVISIBLE.search(value):
+    if value.isprintable() and "\\" not in value and (value.isascii() or not _INVISIBLE.search(value)):
         return value
     return "".join(_escape(c) for c in value)
 
@@ -78,7 +78,7 @@ def printable(text: object) -> str:
 def printable_line(text: str) -> str:
     """One output line with every non-printable character escaped (a newline in it too); backslashes kept as they
     are, so text already passed through `printable` is unchanged."""
-    if text.isprintable() and not _INVISIBLE.search(text):
+    if text.isprintable() and (text.isascii() or not _INVISIBLE.search(text)):
         return text
     return "".join(_visible(c) for c in text)
 
