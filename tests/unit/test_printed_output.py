@@ -506,3 +506,14 @@ def test_nothing_in_the_commands_writes_except_through_the_printable_filter():
     assert len(PRINTING) > 8
     offences = [o for path in PRINTING for o in _offences(path)]
     assert offences == []
+
+
+def test_nothing_in_the_product_calls_print():
+    """The service's own messages (`bgpadv run`) too: print() writes whatever a value holds."""
+    calls = [
+        f"{path}:{node.lineno}"
+        for path in sorted(Path("bgpadv").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
+    ]
+    assert calls == []
