@@ -190,6 +190,17 @@ def test_the_dashboard_goes_where_the_sidecar_searches_with_the_label_it_wants(h
         pytest.param({"mode": "active-standby"}, "mode", id="an-unknown-mode"),
         pytest.param({"image": {"repository": "r/bgpadv", "pullPolicy": "Sometimes"}}, "pullPolicy", id="pull-policy"),
         pytest.param({"deployment": {"replica": 2}}, "replica", id="a-misspelt-key"),
+        pytest.param(
+            {"config": {"localASN": 64513, "peers": [{"adress": "10.0.0.1", "asn": 64512}]}},
+            "adress",
+            id="a-misspelt-configuration-key",
+        ),
+        pytest.param(
+            {"config": {"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": "64512"}]}},
+            "/config/peers/0/asn",
+            id="a-configuration-value-of-the-wrong-type",
+        ),
+        pytest.param({"config": {"nextHop": "router"}}, "/config/nextHop", id="a-configuration-value-not-allowed"),
     ],
 )
 def test_values_outside_the_schema_are_refused(helm: str, tmp_path: Path, values: dict, message: str) -> None:
@@ -200,6 +211,19 @@ def test_values_outside_the_schema_are_refused(helm: str, tmp_path: Path, values
     )
     assert result.returncode != 0
     assert message in result.stderr
+
+
+def test_the_values_schema_embeds_the_configurations_schema_as_check_config_prints_it() -> None:
+    """values.schema.json's `config` is `bgpadv check-config --schema` (its definitions at the root, where its
+    `$ref`s point): scripts/helm-values-schema.py writes it, and the checked-in file is what it writes."""
+    import runpy
+
+    script = runpy.run_path(str(ROOT / "scripts" / "helm-values-schema.py"))
+    checked_in = json.loads((CHART / "values.schema.json").read_text())
+    assert (CHART / "values.schema.json").read_text() == script["text"](script["generated"](checked_in))
+    schema = checkconfig.json_schema()
+    assert checked_in["$defs"] == schema["$defs"]
+    assert checked_in["properties"]["config"]["properties"] == schema["properties"]
 
 
 # -- the same objects as kustomize -----------------------------------------------------------------------------------
