@@ -914,9 +914,15 @@ def main(
     context: str | None = None,
     status_urls: Sequence[str] = (),
     output: str = "table",
+    per_node: bool = False,
+    node: str | None = None,
 ) -> int:
     """Run `bgpadv explain`: 0 announced, 1 not announced (refused, skipped, covered or unknown), 2 a usage or input
-    error (the query, the configuration, the manifests or the API)."""
+    error (the query, the configuration, the manifests or the API, a `node` the cluster does not have).
+
+    Per-node mode (`mode: per-node`, or `per_node` for a configuration the DaemonSet runs as it is) judges every
+    node's instance, or only `node`'s; in cluster mode `node` is the node a replica runs on (its addresses stand for
+    next-hop self, as the live replica takes them)."""
     import sys
 
     from bgpadv import config as bgpadv_config
@@ -934,7 +940,8 @@ def main(
     except ValueError as e:
         print(f"bgpadv explain: {e}", file=sys.stderr)
         return EXIT_USAGE
-    cfg = bgpadv_config.load_or_report(config_path, listener=False)  # no listener: no node address
+    judged = bgpadv_config.Judged(per_node=per_node, node=node)
+    cfg = bgpadv_config.load_or_report(config_path, listener=False, judged=judged)  # no listener: no node address
     if cfg is None:
         return EXIT_USAGE
     try:
@@ -944,7 +951,13 @@ def main(
         return EXIT_USAGE
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    explanation = Explainer(state, cfg, instances(state, cfg)).explain(query)
+    if node is not None and node not in state.nodes:
+        print(f"bgpadv explain: --node {node}: the cluster has no such Node", file=sys.stderr)
+        return EXIT_USAGE
+    found = instances(state, cfg)
+    if node is not None and cfg.node_name is not None:
+        found = tuple(i for i in found if i.name == node)
+    explanation = Explainer(state, cfg, found).explain(query)
     explanation.instances = [_live_instance(url, explanation.networks(), explanation.prefixes()) for url in status_urls]
     sys.stdout.write(render(explanation, output))
     return explanation.exit_code

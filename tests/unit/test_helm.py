@@ -57,6 +57,15 @@ OPTION_SETS = {
         "openshift": {"enabled": True},
         "monitoring": {"podMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}},
     },
+    "per-node-openshift-bfd-import": {
+        "mode": "per-node",
+        "openshift": {"enabled": True},
+        "config": {
+            "localASN": 64513,
+            "peers": [{"address": "10.0.0.1", "asn": 64512, "bfd": {"enabled": True}}],
+            "importRoutes": {"enabled": True, "networks": [{"name": "blue"}]},
+        },
+    },
     "own-namespace-and-overrides": {
         "namespace": {"create": False, "name": ""},
         "image": {"repository": "registry.example.com/net/bgpadv", "tag": "0.1.0-1", "pullPolicy": "Always"},
@@ -357,7 +366,12 @@ def test_names_follow_the_release_and_every_reference_matches(helm: str) -> None
     docs = template(helm, OPTION_SETS["per-node-openshift-monitoring"], release="fabric-a")
     names = {(d["kind"], d["metadata"]["name"]) for d in docs}
     assert ("DaemonSet", "fabric-a-bgpadv") in names and ("Service", "fabric-a-bgpadv-metrics") in names
-    assert ("Role", "fabric-a-bgpadv-scc-hostnetwork") in names
+    assert ("Role", "fabric-a-bgpadv-scc") in names and (
+        "SecurityContextConstraints",
+        "fabric-a-bgpadv-speaker",
+    ) in names
+    scc_role = next(d for d in docs if d["metadata"]["name"] == "fabric-a-bgpadv-scc" and d["kind"] == "Role")
+    assert scc_role["rules"][0]["resourceNames"] == ["fabric-a-bgpadv-speaker"]
     subject = {"kind": "ServiceAccount", "name": "fabric-a-bgpadv", "namespace": "bgpadv"}
     assert one(docs, "ClusterRoleBinding")["subjects"] == [subject]
     assert {tuple(map(str, d["subjects"][0].values())) for d in docs if d["kind"] == "RoleBinding"} == {
@@ -459,3 +473,64 @@ def test_bfd_enabled_must_be_a_boolean(helm: str, tmp_path: Path) -> None:
         [helm, "template", "bgpadv", str(CHART), "--values", str(values)], capture_output=True, text=True
     )
     assert result.returncode != 0 and "bfd" in result.stderr
+
+
+# -- egress import: NET_ADMIN only when the configuration imports; OpenShift's SCC admits exactly the pod --------------
+
+IMPORTING = {"enabled": True, "networks": [{"name": "blue"}]}
+
+
+@pytest.mark.parametrize("mode", ["cluster", "per-node"])
+@pytest.mark.parametrize(
+    ("values", "wanted"),
+    [
+        pytest.param({}, [], id="default"),
+        pytest.param({"config": {"importRoutes": {"enabled": False}}}, [], id="import-off"),
+        pytest.param({"config": {"importRoutes": IMPORTING}}, ["NET_ADMIN"], id="config-imports"),
+        pytest.param({"import": {"enabled": True}}, ["NET_ADMIN"], id="values-import-enabled"),
+        pytest.param(
+            {"bfd": {"enabled": True}, "config": {"importRoutes": IMPORTING}},
+            ["NET_BIND_SERVICE", "NET_RAW", "SYS_ADMIN", "NET_ADMIN"],
+            id="bfd-and-import",
+        ),
+    ],
+)
+@pytest.mark.parametrize("openshift", [False, True], ids=["kubernetes", "openshift"])
+def test_the_container_and_the_scc_grant_exactly_what_bfd_and_the_import_need(
+    helm: str, mode: str, values: dict, wanted: list, openshift: bool
+) -> None:
+    from .test_kustomize import HARDENED, check_scc
+
+    docs = template(helm, {**values, "mode": mode, "openshift": {"enabled": openshift}})
+    assert security_context(docs) == {
+        **HARDENED,
+        "allowPrivilegeEscalation": bool(wanted),
+        "capabilities": {"drop": ["ALL"], "add": wanted},
+    }
+    sccs = [d for d in docs if d["kind"] == "SecurityContextConstraints"]
+    assert len(sccs) == openshift
+    for scc in sccs:
+        check_scc(scc, workload(docs))
+
+
+@pytest.mark.parametrize(
+    ("components", "values"),
+    [
+        pytest.param(("per-node", "import"), {"mode": "per-node", "import": {"enabled": True}}, id="per-node-import"),
+        pytest.param(
+            ("per-node", "openshift", "bfd", "import"),
+            {"mode": "per-node", "openshift": {"enabled": True}, "bfd": {"enabled": True}, "import": {"enabled": True}},
+            id="per-node-openshift-bfd-import",
+        ),
+    ],
+)
+def test_the_chart_renders_what_kustomize_does_with_the_same_components(
+    helm: str, tmp_path: Path, components: tuple, values: dict
+) -> None:
+    from .test_kustomize import with_components
+
+    chart = substance(template(helm, values), "helm")
+    kustomized = substance(
+        tuple(d for d in with_components(tmp_path, *components) if d["kind"] != "CustomResourceDefinition"), "kustomize"
+    )
+    assert chart == kustomized

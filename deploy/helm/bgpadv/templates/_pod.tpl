@@ -102,20 +102,19 @@ spec:
         {{- toYaml $root.Values.resources | nindent 8 }}
       securityContext:
         runAsNonRoot: true
-        {{- if include "bgpadv.bfd" $root }}
-        # BFD (README, "BFD"): the image's bfdd carries file capabilities (+p) for these three, which FRR's bfdd
-        # insists on at start-up; they take effect only inside the bounding set (add) and without no_new_privs
+        {{- $caps := include "bgpadv.capabilities" $root }}
+        {{- if ne $caps "[]" }}
+        # BFD and the egress import (docs/bfd.md, docs/egress.md): the image's bfdd and controller interpreter carry
+        # file capabilities (+p) for these; they take effect only inside the bounding set (add) and without
+        # no_new_privs. Every other capability stays dropped.
         allowPrivilegeEscalation: true
-        readOnlyRootFilesystem: true
-        capabilities:
-          drop: ["ALL"]
-          add: ["NET_BIND_SERVICE", "NET_RAW", "SYS_ADMIN"]
         {{- else }}
         allowPrivilegeEscalation: false
+        {{- end }}
         readOnlyRootFilesystem: true
         capabilities:
           drop: ["ALL"]
-        {{- end }}
+          add: {{ $caps }}
         seccompProfile:
           type: RuntimeDefault
       volumeMounts:
