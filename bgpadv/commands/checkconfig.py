@@ -156,7 +156,8 @@ def main(path: str, out: TextIO | None = None, err: TextIO | None = None, *, off
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     unread: list[str] | None = [] if offline else None
-    cfg = load_or_report(path, err, judged=Judged(unread=unread))
+    judged = Judged(unread=unread)
+    cfg = load_or_report(path, err, judged=judged)
     if cfg is None:
         return 2
     problems = exabgp_problems(cfg, path)
@@ -170,7 +171,7 @@ def main(path: str, out: TextIO | None = None, err: TextIO | None = None, *, off
         for i, peer in enumerate(cfg.peers)
         if unread and peer.md5_password_file in unread
     ]
-    for warning in notes + warnings(cfg):
+    for warning in judged.notes + notes + warnings(cfg):
         print(f"{path}: warning: {warning}", file=err)
     peers = ", ".join(f"{p.address} (AS{p.asn})" for p in cfg.peers)
     print(

@@ -218,7 +218,7 @@ def main(
         print(f"bgpadv render: {printable(e)}", file=sys.stderr)
         return 2
     state, _ignored = state_from_objects(objects)  # decoded once, as the store decodes events
-    for warning in warnings:
+    for warning in [*judged.notes, *warnings]:
         print(f"warning: {printable(warning)}", file=sys.stderr)
     if node is not None and node not in state.nodes:
         print(f"bgpadv render: --node {printable(node)}: the cluster has no such Node", file=sys.stderr)

@@ -110,6 +110,23 @@ class Judged:
     per_node: bool = False
     node: str | None = None
     unread: list[str] | None = None
+    notes: list[str] = dataclasses.field(default_factory=list)  # what was judged otherwise than in the pod
+
+    def document(self, raw: object, environ: Mapping[str, str]) -> object:
+        """`raw` with each `localAddress: {fromEnv: NAME}` whose variable is unset here left out (ExaBGP's `auto`):
+        only the pod knows its node's address; a note says so."""
+        peers = raw.get("peers") if isinstance(raw, dict) else None
+        if not isinstance(peers, list):
+            return raw
+        out = []
+        for i, peer in enumerate(peers):
+            local = peer.get("localAddress") if isinstance(peer, dict) else None
+            name = local.get("fromEnv") if isinstance(local, dict) else None
+            if isinstance(name, str) and not environ.get(name):
+                self.notes.append(f"peers[{i}].localAddress: {name} is set in the pod only: judged without it")
+                peer = {k: v for k, v in peer.items() if k != "localAddress"}
+            out.append(peer)
+        return {**raw, "peers": out}  # type: ignore[dict-item]
 
     def environ(self, raw: object, environ: Mapping[str, str]) -> Mapping[str, str]:
         """`environ` as the judged instance's pod would have it."""
@@ -170,7 +187,8 @@ def load(path: str | Path, *, listener: bool = True, judged: Judged | None = Non
     environ: Mapping[str, str] = os.environ if listener else _listener_free(raw, os.environ)
     if judged is None:
         return parse(raw, environ)
-    return parse(raw, judged.environ(raw, environ), judged.unread)
+    environ = judged.environ(raw, environ)
+    return parse(judged.document(raw, environ), environ, judged.unread)
 
 
 def _listener_free(raw: object, environ: Mapping[str, str]) -> Mapping[str, str]:

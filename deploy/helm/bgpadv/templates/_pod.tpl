@@ -61,6 +61,10 @@ spec:
           valueFrom:
             fieldRef:
               fieldPath: status.hostIP
+        - name: BGPADV_NODE_IPS  # every address of the node, one per family: localAddress {fromEnv: BGPADV_NODE_IPS}
+          valueFrom:
+            fieldRef:
+              fieldPath: status.hostIPs
         - name: BGPADV_POD_NODE_NAME  # the node this pod runs on: its labels select peers[].nodeSelector
           valueFrom:
             fieldRef:
