@@ -680,3 +680,15 @@ def test_bfd_and_import_compose_in_either_order(tmp_path: Path) -> None:
     )
     scc = lambda docs: sorted(one(docs, "SecurityContextConstraints")["allowedCapabilities"])  # noqa: E731
     assert scc(one_way) == scc(other) == sorted(BFD_CAPABILITIES + IMPORT_CAPABILITIES)
+
+
+def test_the_docs_name_each_component_and_what_it_grants() -> None:
+    egress = (ROOT / "docs" / "egress.md").read_text()
+    for needed in ("deploy/components/import", "allowPrivilegeEscalation: true", "NET_ADMIN", "python3-netadmin"):
+        assert needed in egress, needed
+    openshift = (ROOT / "docs" / "openshift.md").read_text()
+    for needed in ("bgpadv-speaker", "frrConfigurationSelector", "localAddress: {fromEnv: BGPADV_NODE_IPS}"):
+        assert needed in openshift, needed
+    install = (ROOT / "docs" / "install.md").read_text()
+    for component in sorted(p.name for p in (DEPLOY / "components").iterdir()):
+        assert f"components/{component}" in install, component
