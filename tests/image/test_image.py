@@ -162,37 +162,17 @@ def test_the_controllers_interpreter_carries_net_admin_as_a_file_capability_and_
 RAISE = "from bgpadv.importer.capability import raise_net_admin; print(raise_net_admin())"
 
 
+def raise_with_net_admin(container: str, interpreter: str) -> subprocess.CompletedProcess[str]:
+    """`raise_net_admin()` under `interpreter`, as the import component's pod runs: an arbitrary UID, NET_ADMIN in
+    the bounding set, escalation allowed."""
+    argv = ["--isolation", "chroot", "--user", OPENSHIFT_USER, "--cap-add", "CAP_NET_ADMIN", container]
+    return buildah("run", *argv, "--", interpreter, "-c", RAISE)
+
+
 def test_the_controller_raises_net_admin_only_where_the_container_grants_it(container: str) -> None:
-    """As the import component's pod: an arbitrary UID, NET_ADMIN in the bounding set, escalation allowed."""
-    granted = buildah(
-        "run",
-        "--isolation",
-        "chroot",
-        "--user",
-        OPENSHIFT_USER,
-        "--cap-add",
-        "CAP_NET_ADMIN",
-        container,
-        "--",
-        "/opt/bgpadv/bin/python3-netadmin",
-        "-c",
-        RAISE,
-    )
+    granted = raise_with_net_admin(container, "/opt/bgpadv/bin/python3-netadmin")
     assert granted.stdout.strip() == "None", granted.stdout + granted.stderr
-    plain = buildah(
-        "run",
-        "--isolation",
-        "chroot",
-        "--user",
-        OPENSHIFT_USER,
-        "--cap-add",
-        "CAP_NET_ADMIN",
-        container,
-        "--",
-        "/opt/bgpadv/bin/python3",
-        "-c",
-        RAISE,
-    )
+    plain = raise_with_net_admin(container, "/opt/bgpadv/bin/python3")
     assert "NET_ADMIN is not in this process' permitted set" in plain.stdout, plain.stdout + plain.stderr
 
 
