@@ -940,7 +940,7 @@ def main(
     except ValueError as e:
         print(f"bgpadv explain: {e}", file=sys.stderr)
         return EXIT_USAGE
-    judged = bgpadv_config.Judged(per_node=per_node, node=node)
+    judged = bgpadv_config.Judged(per_node=per_node, node=node, unread=[])  # no password is needed to judge
     cfg = bgpadv_config.load_or_report(config_path, listener=False, judged=judged)  # no listener: no node address
     if cfg is None:
         return EXIT_USAGE
@@ -949,7 +949,7 @@ def main(
     except InputError as e:
         print(f"bgpadv explain: {e}", file=sys.stderr)
         return EXIT_USAGE
-    for warning in warnings:
+    for warning in [*judged.notes, *warnings]:
         print(f"warning: {warning}", file=sys.stderr)
     if node is not None and node not in state.nodes:
         print(f"bgpadv explain: --node {node}: the cluster has no such Node", file=sys.stderr)

@@ -207,7 +207,7 @@ def main(
     if output not in OUTPUTS:
         print(f"error: --output must be one of {', '.join(OUTPUTS)}, got {output!r}", file=sys.stderr)
         return 2
-    judged = bgpadv_config.Judged(per_node=per_node, node=node)
+    judged = bgpadv_config.Judged(per_node=per_node, node=node, unread=[])  # no password is needed to judge
     cfg = bgpadv_config.load_or_report(config_path, listener=False, judged=judged)  # no listener: no node address
     if cfg is None:
         return 2

@@ -166,3 +166,20 @@ def test_per_rack_peers_in_cluster_mode_warn_of_next_hops_off_their_subnet(tmp_p
     }
     code, _, err = render_json(capsys, write(tmp_path, per_rack), manifests=manifests)
     assert code == 0 and "off its subnet" not in err
+
+
+def test_the_command_line_passes_the_flags(tmp_path, capsys):
+    from bgpadv.commands.cli import main
+
+    secret = "/etc/bgpadv-secrets/tor-1"
+    path = write(tmp_path, {**BASE, "peers": [{**BASE["peers"][0], "md5PasswordFile": secret}]})
+    assert main(["check-config", "--offline", path]) == 0
+    assert f"md5PasswordFile {secret} was not read" in capsys.readouterr().err
+    args = ["render", "--config", path, "--manifests", str(EXAMPLES), "--output", "json"]
+    assert main([*args, "--per-node"]) == 0  # render needs no password: an unreadable file is no error
+    capsys.readouterr()
+    config = write(tmp_path, BASE)
+    args = ["render", "--config", config, "--manifests", str(EXAMPLES), "--output", "json"]
+    assert main([*args, "--per-node", "--node", "worker-2"]) == 0
+    assert {r["node"] for r in json.loads(capsys.readouterr().out)["routes"]} <= {"worker-2", None}
+    assert main(["explain", "imported-vms/vm-a", *args[1:5], "--per-node", "--node", "worker-1"]) in (0, 1)
