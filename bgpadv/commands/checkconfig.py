@@ -13,7 +13,12 @@ at the pod's address, which is the node's with hostNetwork) or on every interfac
 inline in the configuration (a ConfigMap) rather than in a Secret file (`md5PasswordFile`); an AS number reserved
 for documentation (RFC 5398: 64496-64511, 65536-65551), valid but most likely copied from an example;
 a configured network kind that no OVN-K release bgpadv knows routes (`bgpadv.core.datapath`: an IPAM-less
-secondary Layer2 network).
+secondary Layer2 network); `importRoutes` outside per-node mode (each instance writes the routes into the tables of
+the node it runs on: the central replicas' two nodes only).
+
+Off the cluster: a configuration for per-node mode is checked without BGPADV_NODE_NAME (for every node: nothing in it
+depends on which), and with `--offline` an `md5PasswordFile` that cannot be read (the Secret is mounted only in the
+pod) is a warning naming it instead of an error; a file that can be read is checked as in the pod.
 
 The configuration path is kept as given, made absolute but never resolved through symlinks
 (`bgpadv.core.runfiles.controller_argv`):
@@ -33,7 +38,7 @@ from typing import TextIO
 
 from netaddr import AddrFormatError, IPAddress
 
-from bgpadv.config import Config, json_schema, load_or_report
+from bgpadv.config import Config, Judged, json_schema, load_or_report
 from bgpadv.config.schema import DOCUMENTATION_ASNS
 from bgpadv.core import datapath
 from bgpadv.core.printable import printable, write_json, write_line
@@ -109,6 +114,13 @@ def warnings(config: Config) -> list[str]:
     for i, secondary in enumerate(config.networks.secondary):
         note = datapath.unsupported(datapath.SECONDARY_LAYER2)
         out.append(f"networks.secondary[{i}] ({printable(secondary.name)}): {note}")
+    if config.import_routes.enabled and config.node_name is None:
+        out.append(
+            "importRoutes is enabled in cluster mode: each instance writes the ToR's routes into the VRF tables of the "
+            "node it runs on, so only the central replicas' nodes would get them; import with mode: per-node (the "
+            "per-node DaemonSet with deploy/components/import, or Helm mode: per-node). If this configuration is for "
+            "the DaemonSet (BGPADV_NODE_NAME set there), say mode: per-node to make it explicit"
+        )
     for i, peer in enumerate(config.peers):
         if peer.md5_password is not None and peer.md5_password_file is None:
             out.append(
@@ -138,11 +150,14 @@ def schema_main(out: TextIO | None = None) -> int:
     return 0
 
 
-def main(path: str, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """0 when bgpadv and ExaBGP both accept the configuration; 2 with one `path: problem` line per problem."""
+def main(path: str, out: TextIO | None = None, err: TextIO | None = None, *, offline: bool = False) -> int:
+    """0 when bgpadv and ExaBGP both accept the configuration; 2 with one `path: problem` line per problem.
+    `offline`: an md5PasswordFile that cannot be read is a warning (see the module)."""
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
-    cfg = load_or_report(path, err)
+    unread: list[str] | None = [] if offline else None
+    judged = Judged(unread=unread)
+    cfg = load_or_report(path, err, judged=judged)
     if cfg is None:
         return 2
     problems = exabgp_problems(cfg, path)
@@ -150,7 +165,13 @@ def main(path: str, out: TextIO | None = None, err: TextIO | None = None) -> int
         write_line(err, f"{printable(path)}: {problem}")
     if problems:
         return 2
-    for warning in warnings(cfg):
+    notes = [
+        f"peers[{i}].md5PasswordFile {printable(peer.md5_password_file)} was not read (--offline): the pod reads it at start, "
+        "where a missing or invalid password is an error"
+        for i, peer in enumerate(cfg.peers)
+        if unread and peer.md5_password_file in unread
+    ]
+    for warning in judged.notes + notes + warnings(cfg):
         write_line(err, f"{printable(path)}: warning: {warning}")
     peers = ", ".join(f"{p.address} (AS{p.asn})" for p in cfg.peers)
     valid = f"valid — local AS{cfg.local_asn}, peers: {peers}; ExaBGP accepts the rendered configuration"

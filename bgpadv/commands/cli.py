@@ -56,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     render.add_argument("--config", required=True, help="bgpadv configuration file (YAML)")
     _cluster_arguments(render)
+    _instance_arguments(render)
     render.add_argument(
         "--output", choices=("table", "json"), default="table", help="table (default), or json: one document"
     )
@@ -71,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("target", metavar="IP|NAMESPACE/VM|NETWORK", help="an address (or CIDR), a VM, or a CUDN name")
     explain.add_argument("--config", required=True, help="bgpadv configuration file (YAML)")
     _cluster_arguments(explain)
+    _instance_arguments(explain)
     explain.add_argument(
         "--status-url",
         action="append",
@@ -87,6 +89,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument(
         "file", nargs="?", help="bgpadv configuration file (YAML); warnings for deployment traps go to stderr"
+    )
+    check.add_argument(
+        "--offline",
+        action="store_true",
+        help="off the cluster: an md5PasswordFile that cannot be read is a warning naming it, not an error",
     )
     check.add_argument(
         "--schema",
@@ -146,6 +153,22 @@ def _never_unencodable() -> None:
             stream.reconfigure(errors="backslashreplace")
 
 
+def _instance_arguments(p: argparse.ArgumentParser) -> None:
+    """Which instance is judged: no pod environment says it off the cluster."""
+    p.add_argument(
+        "--per-node",
+        action="store_true",
+        help="judge the configuration as the per-node DaemonSet runs it (each node's own instance), even when it does "
+        "not say mode: per-node",
+    )
+    p.add_argument(
+        "--node",
+        metavar="NAME",
+        help="judge the instance on this node only (per-node mode: that node's; cluster mode: a replica running "
+        "there, whose node's addresses stand for next-hop self); default in per-node mode: every node",
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command in PRINTING:
@@ -158,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.file is None:
             write_line(sys.stderr, "bgpadv check-config: give a configuration FILE, or --schema")
             return 2
-        return _check_config(args.file)
+        return _check_config(args.file, offline=args.offline)
     if args.command == "render":
         from bgpadv.commands import render
 
@@ -169,6 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.learned,
             kubeconfig=args.kubeconfig,
             context=args.context,
+            per_node=args.per_node,
+            node=args.node,
         )
     if args.command == "explain":
         from bgpadv.commands import explain
@@ -181,6 +206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             context=args.context,
             status_urls=args.status_url,
             output=args.output,
+            per_node=args.per_node,
+            node=args.node,
         )
     if args.command == "run":
         return _run(args.config, args.runtime_dir)
@@ -224,10 +251,10 @@ def _run(config_path: str, runtime_dir: str | None) -> int:
     return run(config_path, rdir, owned=owned, early=early)
 
 
-def _check_config(path: str) -> int:
+def _check_config(path: str, *, offline: bool = False) -> int:
     from bgpadv.commands import checkconfig
 
-    return checkconfig.main(path)
+    return checkconfig.main(path, offline=offline)
 
 
 if __name__ == "__main__":

@@ -918,9 +918,15 @@ def main(
     context: str | None = None,
     status_urls: Sequence[str] = (),
     output: str = "table",
+    per_node: bool = False,
+    node: str | None = None,
 ) -> int:
     """Run `bgpadv explain`: 0 announced, 1 not announced (refused, skipped, covered or unknown), 2 a usage or input
-    error (the query, the configuration, the manifests or the API)."""
+    error (the query, the configuration, the manifests or the API, a `node` the cluster does not have).
+
+    Per-node mode (`mode: per-node`, or `per_node` for a configuration the DaemonSet runs as it is) judges every
+    node's instance, or only `node`'s; in cluster mode `node` is the node a replica runs on (its addresses stand for
+    next-hop self, as the live replica takes them)."""
     import sys
 
     from bgpadv import config as bgpadv_config
@@ -938,7 +944,8 @@ def main(
     except ValueError as e:
         write_line(sys.stderr, f"bgpadv explain: {_printable(e)}")
         return EXIT_USAGE
-    cfg = bgpadv_config.load_or_report(config_path, listener=False)  # no listener: no node address
+    judged = bgpadv_config.Judged(per_node=per_node, node=node, unread=[])  # no password is needed to judge
+    cfg = bgpadv_config.load_or_report(config_path, listener=False, judged=judged)  # no listener: no node address
     if cfg is None:
         return EXIT_USAGE
     try:
@@ -946,9 +953,15 @@ def main(
     except InputError as e:
         write_line(sys.stderr, f"bgpadv explain: {_printable(e)}")
         return EXIT_USAGE
-    for warning in warnings:
+    for warning in [*judged.notes, *warnings]:
         write_line(sys.stderr, f"warning: {_printable(warning)}")
-    explanation = Explainer(state, cfg, instances(state, cfg)).explain(query)
+    if node is not None and node not in state.nodes:
+        write_line(sys.stderr, f"bgpadv explain: --node {_printable(node)}: the cluster has no such Node")
+        return EXIT_USAGE
+    found = instances(state, cfg)
+    if node is not None and cfg.node_name is not None:
+        found = tuple(i for i in found if i.name == node)
+    explanation = Explainer(state, cfg, found).explain(query)
     try:
         explanation.instances = [
             _live_instance(url, explanation.networks(), explanation.prefixes()) for url in status_urls

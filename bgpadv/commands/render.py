@@ -19,7 +19,14 @@ Exit codes: 0 rendered; 2 the configuration is invalid (every field path on stde
 (a missing manifest, manifests without any object bgpadv reads, an unreachable API, a refused LIST).
 
 An advertised network of a kind no OVN-K release bgpadv knows routes (`bgpadv.core.datapath`) gets a `warning:` line
-on stderr, in both forms: its routes are announced, but the node has no path for them.
+on stderr, in both forms: its routes are announced, but the node has no path for them. So does a peer that would get
+routes whose third-party next hop is off the subnet it shares with the nodes (`off_subnet_warnings`: per-rack ToRs
+with one central speaker), and, in cluster mode, IPv6 routes over IPv4 sessions refused for want of a next-hop self
+address that the live replicas would take from the node they run on (`--node NAME` judges the replica on NAME).
+
+Which instance is judged: cluster mode's (`--node NAME`: a replica whose pod runs on NAME); in per-node mode (`mode:
+per-node`, or `--per-node` for a configuration the DaemonSet runs as it is) the instance on `--node NAME`, or every
+node's in turn: the table has one section per node, the JSON one `{"nodes": [{"node": NAME, ...the document}]}`.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from bgpadv.core.bounded import brief
 from bgpadv.core.model import Plan, Refusal, Route
 from bgpadv.core.prefix import Address, Prefix
 from bgpadv.core.printable import join_lines, printable, write_line, write_text
+from bgpadv.core.reasons import FAMILY_NOT_CARRIED
 from bgpadv.core.reasons import IMPORT_MALFORMED as MALFORMED
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import plan as make_plan
@@ -201,16 +209,20 @@ def main(
     learned_path: str | None = None,
     kubeconfig: str | None = None,
     context: str | None = None,
+    per_node: bool = False,
+    node: str | None = None,
 ) -> int:
     """Run `bgpadv render`: 0 rendered; 2 a usage error, an invalid configuration (every field path on stderr) or a
-    cluster that cannot be read (manifests: files, directories or "-"; or `kubeconfig`, read-only).
+    cluster that cannot be read (manifests: files, directories or "-"; or `kubeconfig`, read-only), or a `node`
+    the cluster does not have. `per_node`, `node`: which instance is judged (see the module).
 
     With `learned_path` it prints instead what the egress import (`importRoutes`) would install from those learned
     routes: a YAML/JSON mapping peer address → prefix → next hop, e.g. `{"10.0.0.1": {"0.0.0.0/0": "10.0.0.1"}}`."""
     if output not in OUTPUTS:
         write_line(sys.stderr, f"error: --output must be one of {', '.join(OUTPUTS)}, got {printable(output)}")
         return 2
-    cfg = bgpadv_config.load_or_report(config_path, listener=False)  # no listener: no node address
+    judged = bgpadv_config.Judged(per_node=per_node, node=node, unread=[])  # no password is needed to judge
+    cfg = bgpadv_config.load_or_report(config_path, listener=False, judged=judged)  # no listener: no node address
     if cfg is None:
         return 2
     inputs = [manifests] if isinstance(manifests, str) else list(manifests)
@@ -220,8 +232,11 @@ def main(
         write_line(sys.stderr, f"bgpadv render: {printable(e)}")
         return 2
     state, _ignored = state_from_objects(objects)  # decoded once, as the store decodes events
-    for warning in warnings:
+    for warning in [*judged.notes, *warnings]:
         write_line(sys.stderr, f"warning: {printable(warning)}")
+    if node is not None and node not in state.nodes:
+        write_line(sys.stderr, f"bgpadv render: --node {printable(node)}: the cluster has no such Node")
+        return 2
     if learned_path is not None:
         try:
             learned, malformed = load_learned(learned_path, {str(p.address) for p in cfg.peers})
@@ -230,17 +245,92 @@ def main(
             return 2
         for problem in malformed:
             write_line(sys.stderr, f"{printable(learned_path)}: refused ({MALFORMED}): {printable(problem)}")
-        interfaces = node_interfaces(objects, cfg.node_name)
+        interfaces = node_interfaces(objects, None if cfg.node_name == bgpadv_config.EVERY_NODE else cfg.node_name)
         rows = imports(state, cfg, learned, interfaces)
         write_text(sys.stdout, render_imports(rows, output, malformed))
         return 0
     peers = serving_nodes(cfg, state.nodes) if cfg.peer_selection else None  # which node serves which peer
+    if cfg.node_name == bgpadv_config.EVERY_NODE:
+        write_text(sys.stdout, render_every_node(state, cfg, output, peers))
+        return 0
     cfg = served_on(state, cfg, cfg.speaker_node)  # the peers the node's labels select, self from its InternalIPs
     instance = guarded(state, cfg)
-    for warning in datapath_warnings(state, instance.plan):
+    for warning in [*datapath_warnings(state, instance.plan), *instance_warnings(state, cfg, instance)]:
         write_line(sys.stderr, f"warning: {warning}")
     write_text(sys.stdout, render_plan(instance.plan, output, instance, unrouted(state, cfg, (instance,)), peers))
     return 0
+
+
+def render_every_node(state: ClusterState, cfg: bgpadv_config.Config, output: str, peers: list[dict] | None) -> str:
+    """Per-node mode judged for every node of the state: each node's instance in turn (`outcome.instances`), as the
+    DaemonSet's pods run it; one table section, or one JSON document, per node."""
+    sections: list[str] = []
+    documents: list[dict] = []
+    for name in sorted(n for n in state.nodes if n):
+        served = served_on(state, cfg, name)
+        instance = guarded(state, served, name)
+        for warning in [*datapath_warnings(state, instance.plan), *instance_warnings(state, served, instance)]:
+            write_line(sys.stderr, f"warning: node {printable(name)}: {warning}")
+        text = render_plan(instance.plan, output, instance, unrouted(state, served, (instance,)))
+        if output == "json":
+            documents.append({"node": name, **json.loads(text)})
+        else:
+            sections.append(f"== node {printable(name)} ==\n{text}")
+    if output == "json":
+        doc: dict = {"nodes": documents}
+        if peers is not None:
+            doc["peers"] = peers
+        return json.dumps(doc, indent=2) + "\n"
+    if not sections:
+        sections.append("no Node in the cluster: per-node mode runs no instance\n")
+    return "\n".join(sections) + (render_peers(peers) if peers is not None else "")
+
+
+def instance_warnings(state: ClusterState, cfg: bgpadv_config.Config, instance: Instance) -> list[str]:
+    """What the live deployment would do differently or badly, for one judged instance: see the module."""
+    out = off_subnet_warnings(state, cfg, instance)
+    carried = [r for r in instance.plan.rejected if r.reason == FAMILY_NOT_CARRIED]
+    if carried and cfg.node_name is None and cfg.speaker_node is None:
+        out.append(
+            f"{len(carried)} route(s) refused {FAMILY_NOT_CARRIED} (e.g. {printable(carried[0].value)}): a live "
+            "cluster-mode replica takes next-hop self for the other family from the node it runs on (the address on "
+            "the session's interface, else the Node's InternalIP of that family), which render cannot know; pass "
+            "--node NAME to judge the replica on NAME, or set nextHopSelf for the family"
+        )
+    return out
+
+
+def off_subnet_warnings(state: ClusterState, cfg: bgpadv_config.Config, instance: Instance) -> list[str]:
+    """One warning per peer that would get routes whose next hop lies off the subnet the peer shares with the nodes
+    (their `k8s.ovn.org/host-cidrs` network holding the peer's address): a ToR reaches a third-party next hop only on
+    a subnet it is attached to. Typical cause: a ToR per rack with one central speaker (cluster mode sends every
+    node's routes to every peer). Peers on no node's subnet (several hops away) are not judged."""
+    out = []
+    for peer in cfg.peers:
+        address = Address(peer.address.version, int(peer.address))
+        subnet = next(
+            (p for n in state.nodes.values() for p in n.connected if p.version == address.version and address in p),
+            None,
+        )
+        if subnet is None:
+            continue
+        off = [
+            r
+            for r in instance.plan.routes
+            if r.next_hop is not None
+            and r.next_hop.version == subnet.version
+            and r.next_hop not in subnet
+            and peer.name in instance.peers_of(r)
+        ]
+        if off:
+            first = off[0]
+            out.append(
+                f"peer {peer.address} (on {subnet}) would get {len(off)} route(s) whose next hop is off its subnet "
+                f"(e.g. {first.prefix} via {first.next_hop}, node {printable(first.node or '-')}): a ToR reaches a "
+                "third-party next hop only on a subnet it shares; with a ToR per rack run per-node mode (each node "
+                "peers with its own ToR), or restrict the peer with nodeSelector, or use nextHop: self"
+            )
+    return out
 
 
 def datapath_warnings(state: ClusterState, plan: Plan) -> list[str]:

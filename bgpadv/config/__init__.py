@@ -7,7 +7,17 @@ mounted Secret key) and the variable of a `metrics.listen: "${VARIABLE}:PORT"`; 
 field path. `bgpadv check-config --schema` prints the JSON Schema.
 """
 
-from bgpadv.config.load import TEST_HOLD_ENV, ConfigError, json_schema, load, load_or_report, parse, with_test_hold
+from bgpadv.config.load import (
+    EVERY_NODE,
+    TEST_HOLD_ENV,
+    ConfigError,
+    Judged,
+    json_schema,
+    load,
+    load_or_report,
+    parse,
+    with_test_hold,
+)
 from bgpadv.config.schema import (
     ACCEPT_DEFAULT_ROUTE,
     DEFAULT_MAX_ADDRESSES_PER_INTERFACE,
@@ -38,6 +48,7 @@ __all__ = [
     "ACCEPT_DEFAULT_ROUTE",
     "DEFAULT_MAX_ADDRESSES_PER_INTERFACE",
     "DESCRIPTION",
+    "EVERY_NODE",
     "MD5_PASSWORD",
     "MODES",
     "NODE_NAME_ENV",
@@ -51,6 +62,7 @@ __all__ = [
     "ExportFilter",
     "ImportConfig",
     "ImportNetwork",
+    "Judged",
     "KubernetesConfig",
     "MetricsConfig",
     "MinPrefixLength",

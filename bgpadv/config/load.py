@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from netaddr import IPAddress
 from pydantic import TypeAdapter, ValidationError
 
-from bgpadv.config.schema import LISTEN_ENV, MD5_PASSWORD, MD5_RULE, Config
+from bgpadv.config.schema import LISTEN_ENV, MD5_PASSWORD, MD5_RULE, NODE_NAME_ENV, POD_NODE_NAME_ENV, Config
 from bgpadv.core import yamlsafe
 from bgpadv.core.bounded import brief
 from bgpadv.core.printable import write_line
@@ -41,9 +41,10 @@ class ConfigError(ValueError):
 class _Surroundings:
     """What validation reads beyond the document (`schema.Surroundings`): the environment and the secret files."""
 
-    def __init__(self, environ: Mapping[str, str]):
+    def __init__(self, environ: Mapping[str, str], unread: list[str] | None = None):
         self.environ = environ
         self.peers: frozenset[IPAddress] | None = None
+        self.unread = unread  # offline (`check-config --offline`): secret files that cannot be read are listed here
 
     def secret(self, path: str) -> str:
         """The TCP MD5 password in the file at `path` (a mounted Secret key), checked like an inline md5Password.
@@ -57,6 +58,9 @@ class _Surroundings:
             with open(path, "rb") as f:
                 data = f.read(4096)
         except OSError as e:
+            if self.unread is not None:
+                self.unread.append(path)
+                return OFFLINE_PASSWORD
             raise ValueError(f"cannot read {brief(path)}: {e.strerror or e}") from None
         text = data.decode("ascii", errors="replace")
         text = text.removesuffix("\n").removesuffix("\r") if text.endswith("\n") else text
@@ -65,31 +69,88 @@ class _Surroundings:
         return text
 
 
+OFFLINE_PASSWORD = "unread-offline"
+"""What an md5PasswordFile that could not be read stands for off the cluster (`load(..., unread=[])`): a valid password,
+so that the rest of the configuration, and ExaBGP's rendering of it, can still be checked."""
+
+EVERY_NODE = "*"
+"""`Config.node_name` of a per-node configuration judged off the cluster for every node at once (`render`, `explain`,
+`check-config`: no DaemonSet pod sets BGPADV_NODE_NAME there). No Node can be named `*`."""
+
+
 @functools.cache
 def _adapter() -> TypeAdapter[Config]:
     return TypeAdapter(Config)
 
 
-def parse(raw: Any, environ: Mapping[str, str] | None = None) -> Config:
+def parse(raw: Any, environ: Mapping[str, str] | None = None, unread: list[str] | None = None) -> Config:
     """Validate a decoded YAML document; raise ConfigError listing every problem.
 
-    `environ` (default `os.environ`) is read for `BGPADV_NODE_NAME` and a `metrics.listen` of `${VARIABLE}:PORT`."""
+    `environ` (default `os.environ`) is read for `BGPADV_NODE_NAME` and a `metrics.listen` of `${VARIABLE}:PORT`.
+    `unread` (off the cluster): an md5PasswordFile that cannot be read is appended there instead of being an error."""
     if raw is None:
         raise ConfigError(["the configuration is empty"])
     if not isinstance(raw, dict):
         raise ConfigError([f"the document must be a mapping of configuration keys, got {brief(raw)}"])
     try:
-        return _adapter().validate_python(raw, context=_Surroundings(os.environ if environ is None else environ))
+        surroundings = _Surroundings(os.environ if environ is None else environ, unread)
+        return _adapter().validate_python(raw, context=surroundings)
     except ValidationError as e:
         raise ConfigError(_problems(e, raw)) from None
 
 
-def load_or_report(path: str | Path, stream: TextIO | None = None, *, listener: bool = True) -> Config | None:
+@dataclasses.dataclass(frozen=True, slots=True)
+class Judged:
+    """How a command judges a configuration off the cluster, where no pod's environment says which instance it is.
+
+    `per_node`: as the per-node DaemonSet runs it (BGPADV_NODE_NAME set), even when the file does not say `mode:
+    per-node`; a file that says it is judged so anyway. `node`: the instance on that node (per-node mode: that node's
+    instance; cluster mode: a replica whose pod runs there, BGPADV_POD_NODE_NAME); None in per-node mode: every node
+    (`EVERY_NODE`). `unread`: md5PasswordFile paths that could not be read are collected here, not refused."""
+
+    per_node: bool = False
+    node: str | None = None
+    unread: list[str] | None = None
+    notes: list[str] = dataclasses.field(default_factory=list)  # what was judged otherwise than in the pod
+
+    def document(self, raw: object, environ: Mapping[str, str]) -> object:
+        """`raw` with each `localAddress: {fromEnv: NAME}` whose variable is unset here left out (ExaBGP's `auto`):
+        only the pod knows its node's address; a note says so."""
+        peers = raw.get("peers") if isinstance(raw, dict) else None
+        if not isinstance(peers, list):
+            return raw
+        out = []
+        for i, peer in enumerate(peers):
+            local = peer.get("localAddress") if isinstance(peer, dict) else None
+            name = local.get("fromEnv") if isinstance(local, dict) else None
+            if isinstance(name, str) and not environ.get(name):
+                self.notes.append(f"peers[{i}].localAddress: {name} is set in the pod only: judged without it")
+                peer = {k: v for k, v in peer.items() if k != "localAddress"}
+            out.append(peer)
+        return {**raw, "peers": out}  # type: ignore[dict-item]
+
+    def environ(self, raw: object, environ: Mapping[str, str]) -> Mapping[str, str]:
+        """`environ` as the judged instance's pod would have it."""
+        doc = raw if isinstance(raw, dict) else {}
+        if doc.get("mode") == "cluster" and self.per_node:
+            raise ConfigError(["mode: cluster, but judged as per-node (--per-node): remove one of them"])
+        per_node = self.per_node or doc.get("mode") == "per-node" or bool(doc.get("nodeName"))
+        if per_node:
+            node = self.node or (doc.get("nodeName") if isinstance(doc.get("nodeName"), str) else None)
+            return {**environ, NODE_NAME_ENV: node or environ.get(NODE_NAME_ENV) or EVERY_NODE}
+        if self.node is not None:
+            return {**environ, POD_NODE_NAME_ENV: self.node}
+        return environ
+
+
+def load_or_report(
+    path: str | Path, stream: TextIO | None = None, *, listener: bool = True, judged: Judged | None = None
+) -> Config | None:
     """Load a configuration for a command line: on failure, print one `path: problem` line per problem (to stderr
-    by default) and return None; the caller exits 2. `listener` False: see `load`."""
+    by default) and return None; the caller exits 2. `listener` False and `judged`: see `load`."""
     out = stream if stream is not None else sys.stderr
     try:
-        return load(path, listener=listener)
+        return load(path, listener=listener, judged=judged)
     except ConfigError as e:
         problems = e.problems
     except OSError as e:
@@ -104,13 +165,14 @@ STDIN = "-"
 """The configuration path that stands for standard input (`bgpadv check-config -`)."""
 
 
-def load(path: str | Path, *, listener: bool = True) -> Config:
+def load(path: str | Path, *, listener: bool = True, judged: Judged | None = None) -> Config:
     """Read and validate a configuration file (`-`: standard input); raise ConfigError (with field paths) or OSError.
 
     The YAML is read by `bgpadv.core.yamlsafe.load_documents`, as manifests are: aliases, deep nesting, tags other than
     plain data and repeated keys are refused. The file must hold one document (an empty file is an empty config).
     `listener` False is for commands that never open the metrics listener (`render`, `explain`): a `metrics.listen`
     of `${VARIABLE}:PORT` whose variable is unset (outside the pod) reads as loopback instead of an error.
+    `judged` is for commands that judge the configuration off the cluster (`Judged`).
     """
     try:
         text = sys.stdin.read() if str(path) == STDIN else Path(path).read_text(encoding="utf-8")
@@ -123,7 +185,11 @@ def load(path: str | Path, *, listener: bool = True) -> Config:
     if len(documents) > 1:
         raise ConfigError([f"{path}: must hold one YAML document, found {len(documents)}"])
     raw = documents[0][1] if documents else None
-    return parse(raw, None if listener else _listener_free(raw, os.environ))
+    environ: Mapping[str, str] = os.environ if listener else _listener_free(raw, os.environ)
+    if judged is None:
+        return parse(raw, environ)
+    environ = judged.environ(raw, environ)
+    return parse(judged.document(raw, environ), environ, judged.unread)
 
 
 def _listener_free(raw: object, environ: Mapping[str, str]) -> Mapping[str, str]:

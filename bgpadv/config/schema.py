@@ -552,6 +552,78 @@ class ExportFilter(_Section):
     ] = "deny"
 
 
+# --- localAddress from the pod's environment (one shared ConfigMap, a session source per node) --------------------
+
+LOCAL_ADDRESS_FROM_ENV = "fromEnv"
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_LOCAL_ADDRESS_SCHEMA = {
+    "anyOf": [
+        {"type": "string", "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}]},
+        {
+            "type": "object",
+            "properties": {
+                LOCAL_ADDRESS_FROM_ENV: {
+                    "type": "string",
+                    "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,127}$",
+                    "description": "An environment variable of the pod holding the node's addresses, comma-separated "
+                    "(the downward API's status.hostIPs: BGPADV_NODE_IPS in the shipped pods; status.hostIP: "
+                    "BGPADV_NODE_IP); the one of the peer's family is the source address.",
+                }
+            },
+            "required": [LOCAL_ADDRESS_FROM_ENV],
+            "additionalProperties": False,
+        },
+    ]
+}
+
+
+def _local_address_from_env(spec: Mapping[str, Any], peer_address: Any, environ: Mapping[str, str]) -> str | None:
+    """`localAddress: {fromEnv: NAME}` resolved in this pod: the address of the peer's family among the variable's
+    comma-separated addresses (status.hostIPs gives one per family). Raises the problem (at `localAddress.fromEnv`)
+    when the variable is unset, holds no address, none of the peer's family, or a special-purpose one; None when
+    the peer's own address is invalid (reported there)."""
+    from bgpadv.core.addressing import special_address_reason
+
+    name = spec.get(LOCAL_ADDRESS_FROM_ENV)
+    if set(spec) != {LOCAL_ADDRESS_FROM_ENV} or not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+        raise problem(f"must be an address or {{{LOCAL_ADDRESS_FROM_ENV}: VARIABLE}}, got {brief(dict(spec))}")
+    try:
+        version = IPAddress(peer_address).version if isinstance(peer_address, str) else None
+    except (AddrFormatError, ValueError):
+        version = None
+    if version is None:
+        return None
+    value = environ.get(name, "").strip()
+    if not value:
+        raise problem(
+            f"{name} is not set in this pod: set it from the downward API (env valueFrom fieldRef status.hostIPs; "
+            "the shipped pods set BGPADV_NODE_IPS so)",
+            at=f".{LOCAL_ADDRESS_FROM_ENV}",
+        )
+    addresses: list[IPAddress] = []
+    for text in value.split(","):
+        try:
+            addresses.append(IPAddress(text.strip(), flags=0))
+        except (AddrFormatError, ValueError):
+            raise problem(
+                f"{name}={brief(value)}: {brief(text.strip())} is not an IP address", at=f".{LOCAL_ADDRESS_FROM_ENV}"
+            ) from None
+    family = [a for a in addresses if a.version == version]
+    if not family:
+        raise problem(
+            f"{name}={brief(value)} holds no IPv{version} address for the IPv{version} peer {peer_address} (a "
+            "single-stack node, or status.hostIP where status.hostIPs gives every family)",
+            at=f".{LOCAL_ADDRESS_FROM_ENV}",
+        )
+    reason = special_address_reason(version, family[0].value)
+    if reason is not None or family[0].value == 0 or family[0].is_multicast():
+        raise problem(
+            f"{name}={brief(value)}: {family[0]} is {reason or 'not a unicast address'}: not a session source",
+            at=f".{LOCAL_ADDRESS_FROM_ENV}",
+        )
+    return str(family[0])
+
+
 @dataclass(frozen=True, slots=True)
 class PeerConfig(_Section):
     """A BGP neighbour (`peers[]`): a top-of-rack router."""
@@ -560,10 +632,12 @@ class PeerConfig(_Section):
     asn: Annotated[Asn, Field(description="The peer's AS number.")]
     local_address: Annotated[
         Unicast | None,
+        WithJsonSchema(_LOCAL_ADDRESS_SCHEMA),
         Field(
             alias="localAddress",
             description="Source address of the session, same family as address; omitted: ExaBGP picks it "
-            "(`local-address auto`). Required when passive.",
+            "(`local-address auto`). Required when passive. {fromEnv: VARIABLE}: this pod's node address of the "
+            "peer's family, from that variable (per-node mode: each node's own address in one shared file).",
         ),
     ] = None
     hold_time: Annotated[
@@ -671,6 +745,20 @@ class PeerConfig(_Section):
         if self.node_selector is None:
             return True
         return labels is not None and self.node_selector.matches(labels)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _local_address_from_pod(cls, data: Any, info: ValidationInfo) -> Any:
+        """`localAddress: {fromEnv: NAME}`: the address this pod's variable gives (`_local_address_from_env`)."""
+        if not isinstance(data, dict) or not isinstance(data.get("localAddress"), dict):
+            return data
+        try:
+            local = _local_address_from_env(data["localAddress"], data.get("address"), surroundings(info).environ)
+        except PydanticCustomError as e:
+            context = e.context or {}
+            where = ("localAddress", LOCAL_ADDRESS_FROM_ENV) if context.get("at") else ("localAddress",)
+            refuse(data, [(where, str(context.get("problem", e)))])
+        return {**data, "localAddress": local}
 
     @model_validator(mode="before")
     @classmethod

@@ -15,6 +15,8 @@ from pathlib import Path
 BFDD_DIR = "bfdd"  # bfdd's own directory (its socket, configuration and pid file)
 BFDD_FAILED = "bfdd.failed"  # the supervisor gave up on bfdd (the reason, one line)
 BFD_WANTED = "bfdd.wanted"  # the controller wants bfdd to run (its peers enable BFD)
+NETADMIN_INTERPRETER = "python3-netadmin"
+"""The image's interpreter for the controller: file capability cap_net_admin+p (`bgpadv.importer.capability`)."""
 PID_FILE = "exabgp.pid"
 """ExaBGP's pid file (`bgpadv run` removes a stale one before it starts ExaBGP)."""
 
@@ -25,8 +27,19 @@ def config_path_as_given(path: str | os.PathLike[str]) -> str:
     return str(Path(path).absolute())
 
 
+def controller_interpreter(executable: str | None = None) -> str:
+    """The interpreter the controller runs under: the image's `python3-netadmin` beside `executable` (default this
+    interpreter) when it is there, else `executable` itself. Without NET_ADMIN in the container's bounding set, or
+    with no_new_privs, its file capability is ignored and it starts with nothing, as the plain interpreter does."""
+    current = executable if executable is not None else sys.executable
+    candidate = Path(current).with_name(NETADMIN_INTERPRETER)
+    return str(candidate) if os.access(candidate, os.X_OK) else current
+
+
 def controller_argv(config_path: str | os.PathLike[str], *, no_shim: bool = False) -> list[str]:
     """`bgpadv controller`: the API shim, the command line ExaBGP runs (and respawns) as its API process; with
-    `no_shim`, the controller itself, as the shim or `bgpadv run` starts it."""
-    argv = [sys.executable, "-m", "bgpadv", "controller", "--config", config_path_as_given(config_path)]
+    `no_shim`, the controller itself, as the shim or `bgpadv run` starts it (under `controller_interpreter`: the
+    route import's netlink writes happen there, and only there)."""
+    interpreter = controller_interpreter() if no_shim else sys.executable
+    argv = [interpreter, "-m", "bgpadv", "controller", "--config", config_path_as_given(config_path)]
     return [*argv, "--no-shim"] if no_shim else argv

@@ -199,9 +199,11 @@ def controller_main(config_path: str) -> int:
     speaker = Speaker.from_config(config, write, observer)
     importer = None
     if config.import_routes.enabled:
+        from bgpadv.importer.capability import raise_net_admin
         from bgpadv.importer.netlink import Netlink  # pyroute2: ~0.2 s CPU, only when importing routes
         from bgpadv.importer.reconciler import Importer  # (it imports the netlink module too)
 
+        raise_net_admin(log)  # the netlink writes need it (reads do not: without it the import still reports)
         importer = Importer(config, Netlink(), metrics.metrics, time.monotonic())
         speaker.on_received = importer.handle
         metrics.import_status = importer.snapshot

@@ -142,6 +142,40 @@ def test_bfdd_carries_the_three_file_capabilities_frr_insists_on_and_nothing_els
     )
 
 
+def test_the_controllers_interpreter_carries_net_admin_as_a_file_capability_and_nothing_else(container: str) -> None:
+    # permitted only: the controller raises it when it imports routes (bgpadv.importer.capability)
+    result = run_as(container, OPENSHIFT_USER, "getcap", "/opt/bgpadv/bin/python3-netadmin")
+    assert result.stdout.split() == ["/opt/bgpadv/bin/python3-netadmin", "cap_net_admin=p"], result.stderr
+    result = run_as(container, OPENSHIFT_USER, "getcap", "/opt/bgpadv/bin/python3")
+    assert result.stdout.strip() == "", result.stdout
+    chosen = run_as(
+        container,
+        OPENSHIFT_USER,
+        "/opt/bgpadv/bin/python3",
+        "-c",
+        "from bgpadv.core.runfiles import controller_argv; print(controller_argv('/etc/bgpadv/bgpadv.yaml', "
+        "no_shim=True)[0], controller_argv('/etc/bgpadv/bgpadv.yaml')[0])",
+    )
+    assert chosen.stdout.split() == ["/opt/bgpadv/bin/python3-netadmin", "/opt/bgpadv/bin/python3"], chosen.stderr
+
+
+RAISE = "from bgpadv.importer.capability import raise_net_admin; print(raise_net_admin())"
+
+
+def raise_with_net_admin(container: str, interpreter: str) -> subprocess.CompletedProcess[str]:
+    """`raise_net_admin()` under `interpreter`, as the import component's pod runs: an arbitrary UID, NET_ADMIN in
+    the bounding set, escalation allowed."""
+    argv = ["--isolation", "chroot", "--user", OPENSHIFT_USER, "--cap-add", "CAP_NET_ADMIN", container]
+    return buildah("run", *argv, "--", interpreter, "-c", RAISE)
+
+
+def test_the_controller_raises_net_admin_only_where_the_container_grants_it(container: str) -> None:
+    granted = raise_with_net_admin(container, "/opt/bgpadv/bin/python3-netadmin")
+    assert granted.stdout.strip() == "None", granted.stdout + granted.stderr
+    plain = raise_with_net_admin(container, "/opt/bgpadv/bin/python3")
+    assert "NET_ADMIN is not in this process' permitted set" in plain.stdout, plain.stdout + plain.stderr
+
+
 def test_every_module_the_service_loads_imports_from_the_trimmed_virtualenv(container: str) -> None:
     """The image drops the Kubernetes client's unused asyncio half; what `bgpadv run` and the controller import must
     still load (check-config alone would not notice)."""

@@ -57,6 +57,15 @@ OPTION_SETS = {
         "openshift": {"enabled": True},
         "monitoring": {"podMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}},
     },
+    "per-node-openshift-bfd-import": {
+        "mode": "per-node",
+        "openshift": {"enabled": True},
+        "config": {
+            "localASN": 64513,
+            "peers": [{"address": "10.0.0.1", "asn": 64512, "bfd": {"enabled": True}}],
+            "importRoutes": {"enabled": True, "networks": [{"name": "blue"}]},
+        },
+    },
     "own-namespace-and-overrides": {
         "namespace": {"create": False, "name": ""},
         "image": {"repository": "registry.example.com/net/bgpadv", "tag": "0.1.0-1", "pullPolicy": "Always"},
@@ -190,6 +199,17 @@ def test_the_dashboard_goes_where_the_sidecar_searches_with_the_label_it_wants(h
         pytest.param({"mode": "active-standby"}, "mode", id="an-unknown-mode"),
         pytest.param({"image": {"repository": "r/bgpadv", "pullPolicy": "Sometimes"}}, "pullPolicy", id="pull-policy"),
         pytest.param({"deployment": {"replica": 2}}, "replica", id="a-misspelt-key"),
+        pytest.param(
+            {"config": {"localASN": 64513, "peers": [{"adress": "10.0.0.1", "asn": 64512}]}},
+            "adress",
+            id="a-misspelt-configuration-key",
+        ),
+        pytest.param(
+            {"config": {"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": "64512"}]}},
+            "/config/peers/0/asn",
+            id="a-configuration-value-of-the-wrong-type",
+        ),
+        pytest.param({"config": {"nextHop": "router"}}, "/config/nextHop", id="a-configuration-value-not-allowed"),
     ],
 )
 def test_values_outside_the_schema_are_refused(helm: str, tmp_path: Path, values: dict, message: str) -> None:
@@ -200,6 +220,19 @@ def test_values_outside_the_schema_are_refused(helm: str, tmp_path: Path, values
     )
     assert result.returncode != 0
     assert message in result.stderr
+
+
+def test_the_values_schema_embeds_the_configurations_schema_as_check_config_prints_it() -> None:
+    """values.schema.json's `config` is `bgpadv check-config --schema` (its definitions at the root, where its
+    `$ref`s point): scripts/helm-values-schema.py writes it, and the checked-in file is what it writes."""
+    import runpy
+
+    script = runpy.run_path(str(ROOT / "scripts" / "helm-values-schema.py"))
+    checked_in = json.loads((CHART / "values.schema.json").read_text())
+    assert (CHART / "values.schema.json").read_text() == script["text"](script["generated"](checked_in))
+    schema = checkconfig.json_schema()
+    assert checked_in["$defs"] == schema["$defs"]
+    assert checked_in["properties"]["config"]["properties"] == schema["properties"]
 
 
 # -- the same objects as kustomize -----------------------------------------------------------------------------------
@@ -333,7 +366,12 @@ def test_names_follow_the_release_and_every_reference_matches(helm: str) -> None
     docs = template(helm, OPTION_SETS["per-node-openshift-monitoring"], release="fabric-a")
     names = {(d["kind"], d["metadata"]["name"]) for d in docs}
     assert ("DaemonSet", "fabric-a-bgpadv") in names and ("Service", "fabric-a-bgpadv-metrics") in names
-    assert ("Role", "fabric-a-bgpadv-scc-hostnetwork") in names
+    assert ("Role", "fabric-a-bgpadv-scc") in names and (
+        "SecurityContextConstraints",
+        "fabric-a-bgpadv-speaker",
+    ) in names
+    scc_role = next(d for d in docs if d["metadata"]["name"] == "fabric-a-bgpadv-scc" and d["kind"] == "Role")
+    assert scc_role["rules"][0]["resourceNames"] == ["fabric-a-bgpadv-speaker"]
     subject = {"kind": "ServiceAccount", "name": "fabric-a-bgpadv", "namespace": "bgpadv"}
     assert one(docs, "ClusterRoleBinding")["subjects"] == [subject]
     assert {tuple(map(str, d["subjects"][0].values())) for d in docs if d["kind"] == "RoleBinding"} == {
@@ -451,3 +489,64 @@ def test_the_runbooks_base_url_is_a_value(helm: str) -> None:
     base = "https://wiki.example.com/net/bgpadv-runbooks/"
     moved = runbooks(template(helm, {"monitoring": {**monitoring, "runbookBaseURL": base}}))
     assert moved == {alert: base + "#" + alert.lower() for alert in shipped}
+
+
+# -- egress import: NET_ADMIN only when the configuration imports; OpenShift's SCC admits exactly the pod --------------
+
+IMPORTING = {"enabled": True, "networks": [{"name": "blue"}]}
+
+
+@pytest.mark.parametrize("mode", ["cluster", "per-node"])
+@pytest.mark.parametrize(
+    ("values", "wanted"),
+    [
+        pytest.param({}, [], id="default"),
+        pytest.param({"config": {"importRoutes": {"enabled": False}}}, [], id="import-off"),
+        pytest.param({"config": {"importRoutes": IMPORTING}}, ["NET_ADMIN"], id="config-imports"),
+        pytest.param({"import": {"enabled": True}}, ["NET_ADMIN"], id="values-import-enabled"),
+        pytest.param(
+            {"bfd": {"enabled": True}, "config": {"importRoutes": IMPORTING}},
+            ["NET_BIND_SERVICE", "NET_RAW", "SYS_ADMIN", "NET_ADMIN"],
+            id="bfd-and-import",
+        ),
+    ],
+)
+@pytest.mark.parametrize("openshift", [False, True], ids=["kubernetes", "openshift"])
+def test_the_container_and_the_scc_grant_exactly_what_bfd_and_the_import_need(
+    helm: str, mode: str, values: dict, wanted: list, openshift: bool
+) -> None:
+    from .test_kustomize import HARDENED, check_scc
+
+    docs = template(helm, {**values, "mode": mode, "openshift": {"enabled": openshift}})
+    assert security_context(docs) == {
+        **HARDENED,
+        "allowPrivilegeEscalation": bool(wanted),
+        "capabilities": {"drop": ["ALL"], "add": wanted},
+    }
+    sccs = [d for d in docs if d["kind"] == "SecurityContextConstraints"]
+    assert len(sccs) == openshift
+    for scc in sccs:
+        check_scc(scc, workload(docs))
+
+
+@pytest.mark.parametrize(
+    ("components", "values"),
+    [
+        pytest.param(("per-node", "import"), {"mode": "per-node", "import": {"enabled": True}}, id="per-node-import"),
+        pytest.param(
+            ("per-node", "openshift", "bfd", "import"),
+            {"mode": "per-node", "openshift": {"enabled": True}, "bfd": {"enabled": True}, "import": {"enabled": True}},
+            id="per-node-openshift-bfd-import",
+        ),
+    ],
+)
+def test_the_chart_renders_what_kustomize_does_with_the_same_components(
+    helm: str, tmp_path: Path, components: tuple, values: dict
+) -> None:
+    from .test_kustomize import with_components
+
+    chart = substance(template(helm, values), "helm")
+    kustomized = substance(
+        tuple(d for d in with_components(tmp_path, *components) if d["kind"] != "CustomResourceDefinition"), "kustomize"
+    )
+    assert chart == kustomized

@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 OVERLAYS = ("default", "openshift", "per-node", "monitoring")
 KUBERNETES_VERSIONS = ("1.29.0", kubernetes_validate.latest_version())  # OpenShift 4.16's Kubernetes, and the newest
-CUSTOM_RESOURCES = {"PodMonitor", "PrometheusRule"}
+CUSTOM_RESOURCES = {"PodMonitor", "PrometheusRule", "SecurityContextConstraints"}  # OpenShift's: see check_scc
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 IMAGE = f"localhost/bgpadv:{VERSION}"
 
@@ -110,14 +110,20 @@ def test_each_overlay_renders_exactly_its_objects() -> None:
         "ServiceAccount",
     ]
     assert kinds("default") == base
-    assert kinds("openshift") == sorted([*base, "Role", "RoleBinding"])
+    assert kinds("openshift") == sorted([*base, "Role", "RoleBinding", "SecurityContextConstraints"])
     assert kinds("monitoring") == sorted([*base, "PodMonitor", "PrometheusRule"])
     assert kinds("per-node") == sorted([*(set(base) - {"Deployment", "PodDisruptionBudget"}), "DaemonSet"])
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_every_namespaced_object_lives_in_bgpadv(overlay: str) -> None:
-    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
+    cluster_scoped = {
+        "Namespace",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CustomResourceDefinition",
+        "SecurityContextConstraints",
+    }
     for doc in render(overlay):
         expected = None if doc["kind"] in cluster_scoped else "bgpadv"
         assert doc["metadata"].get("namespace") == expected, doc["kind"]
@@ -184,14 +190,14 @@ def test_the_cluster_role_is_bound_to_the_service_account_the_pod_runs_as() -> N
     assert workload(docs)["spec"]["template"]["spec"]["serviceAccountName"] == "bgpadv"
 
 
-def test_openshift_lets_the_service_account_use_the_hostnetwork_v2_scc_and_nothing_else() -> None:
+def test_openshift_lets_the_service_account_use_bgpadvs_own_scc_and_nothing_else() -> None:
     docs = tuple(d for d in render("openshift") if not d["metadata"]["name"].endswith("-session-state"))
     role, binding = one(docs, "Role"), one(docs, "RoleBinding")
     assert role["rules"] == [
         {
             "apiGroups": ["security.openshift.io"],
             "resources": ["securitycontextconstraints"],
-            "resourceNames": ["hostnetwork-v2"],
+            "resourceNames": [one(docs, "SecurityContextConstraints")["metadata"]["name"]],
             "verbs": ["use"],
         }
     ]
@@ -217,7 +223,7 @@ def test_the_pod_is_hardened(overlay: str) -> None:
         "runAsNonRoot": True,
         "allowPrivilegeEscalation": False,
         "readOnlyRootFilesystem": True,
-        "capabilities": {"drop": ["ALL"]},
+        "capabilities": {"drop": ["ALL"], "add": []},
         "seccompProfile": {"type": "RuntimeDefault"},
     }
     assert "runAsUser" not in pod["securityContext"]  # the image's 65532, or the UID OpenShift assigns
@@ -509,7 +515,7 @@ HARDENED = {
     "runAsNonRoot": True,
     "allowPrivilegeEscalation": False,
     "readOnlyRootFilesystem": True,
-    "capabilities": {"drop": ["ALL"]},
+    "capabilities": {"drop": ["ALL"], "add": []},
     "seccompProfile": {"type": "RuntimeDefault"},
 }
 BFD_CAPABLE = {
@@ -585,3 +591,133 @@ def test_the_runbook_url_component_moves_every_runbook_to_the_given_base(tmp_pat
     assert len(alerts) >= 18
     assert {r["annotations"]["runbook_url"] for r in alerts} == {base + "#" + r["alert"].lower() for r in alerts}
     assert [d for d in docs if d["kind"] != "PrometheusRule"] == [d for d in shipped if d["kind"] != "PrometheusRule"]
+
+
+# -- egress import (deploy/components/import) and OpenShift's SCC, in every combination -------------------------------
+
+BFD_CAPABILITIES = ["NET_BIND_SERVICE", "NET_RAW", "SYS_ADMIN"]
+IMPORT_CAPABILITIES = ["NET_ADMIN"]  # route writes into a VRF's table (RTM_NEWROUTE/RTM_DELROUTE); reads need none
+COMBINATIONS = [
+    pytest.param(tuple(c for c in ("per-node", "openshift", "bfd", "import") if c in chosen), id="+".join(chosen))
+    for chosen in (
+        ("cluster",),
+        ("per-node",),
+        ("openshift",),
+        ("bfd",),
+        ("import",),
+        ("per-node", "import"),
+        ("per-node", "bfd", "import"),
+        ("per-node", "openshift"),
+        ("per-node", "openshift", "bfd"),
+        ("per-node", "openshift", "import"),
+        ("per-node", "openshift", "bfd", "import"),
+        ("openshift", "bfd"),
+    )
+]
+SCC_REQUIRED = (  # security.openshift.io/v1 SecurityContextConstraints: the fields its schema requires
+    "allowHostDirVolumePlugin",
+    "allowHostIPC",
+    "allowHostNetwork",
+    "allowHostPID",
+    "allowHostPorts",
+    "allowPrivilegedContainer",
+    "allowedCapabilities",
+    "defaultAddCapabilities",
+    "priority",
+    "readOnlyRootFilesystem",
+    "requiredDropCapabilities",
+    "volumes",
+)
+SCC_BOOLEANS = (
+    *(k for k in SCC_REQUIRED if k.startswith("allow") and k != "allowedCapabilities"),
+    "readOnlyRootFilesystem",
+)
+SCC_LISTS = ("allowedCapabilities", "defaultAddCapabilities", "requiredDropCapabilities", "volumes", "users", "groups")
+SCC_STRATEGIES = {  # each strategy's `type`, as OpenShift's SCC admission knows them
+    "runAsUser": {"MustRunAs", "MustRunAsRange", "MustRunAsNonRoot", "RunAsAny"},
+    "seLinuxContext": {"MustRunAs", "RunAsAny"},
+    "fsGroup": {"MustRunAs", "RunAsAny"},
+    "supplementalGroups": {"MustRunAs", "RunAsAny"},
+}
+VOLUME_PLUGINS = {"configMap": "configMap", "emptyDir": "emptyDir", "secret": "secret", "projected": "projected"}
+
+
+def check_scc(scc: dict, pod: dict) -> None:
+    """The SCC is well formed for security.openshift.io/v1 (no package ships OpenShift's schema: its required fields,
+    types and strategy values are checked here) and admits `pod` exactly: host network, the pod's capabilities and
+    escalation, its volumes and seccomp profile, a UID OpenShift assigns, nothing for anyone but bgpadv's account."""
+    assert scc["apiVersion"] == "security.openshift.io/v1" and "namespace" not in scc["metadata"]  # cluster-scoped
+    for key in SCC_REQUIRED:
+        assert key in scc, key
+    for key in SCC_BOOLEANS:
+        assert isinstance(scc[key], bool), key
+    for key in SCC_LISTS:
+        assert isinstance(scc[key], list) and all(isinstance(x, str) for x in scc[key]), key
+    assert scc["priority"] is None or isinstance(scc["priority"], int)
+    for key, types in SCC_STRATEGIES.items():
+        assert scc[key]["type"] in types, key
+    assert not set(scc["allowedCapabilities"]) & set(scc["requiredDropCapabilities"])
+    assert scc["users"] == scc["groups"] == [] and scc["defaultAddCapabilities"] == []
+    spec = pod["spec"]["template"]["spec"]
+    (c,) = spec["containers"]
+    assert spec["hostNetwork"] and scc["allowHostNetwork"] and scc["allowHostPorts"]
+    assert not any(
+        scc[k] for k in ("allowHostDirVolumePlugin", "allowHostIPC", "allowHostPID", "allowPrivilegedContainer")
+    )
+    assert scc["allowedCapabilities"] == c["securityContext"]["capabilities"]["add"]
+    assert scc["allowPrivilegeEscalation"] == c["securityContext"]["allowPrivilegeEscalation"]
+    assert c["securityContext"]["readOnlyRootFilesystem"] or not scc["readOnlyRootFilesystem"]
+    assert (
+        "runtime/default" in scc["seccompProfiles"]
+        and spec["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+    )
+    used = {next(VOLUME_PLUGINS[k] for k in v if k in VOLUME_PLUGINS) for v in spec["volumes"]}
+    assert used <= set(scc["volumes"])
+    # a UID from the namespace's range: the pod asks for none and refuses root
+    assert scc["runAsUser"]["type"] == "MustRunAsRange" and "runAsUser" not in c["securityContext"]
+    assert spec["securityContext"]["runAsNonRoot"] and c["securityContext"]["runAsNonRoot"]
+
+
+@pytest.mark.parametrize("components", COMBINATIONS)
+def test_each_combination_grants_exactly_what_bfd_and_the_import_need(tmp_path: Path, components: tuple) -> None:
+    docs = with_components(tmp_path, *components)
+    for doc in docs:
+        if doc["kind"] not in CUSTOM_RESOURCES:
+            kubernetes_validate.validate(doc, KUBERNETES_VERSIONS[-1], strict=True)
+    wanted = [
+        *(BFD_CAPABILITIES if "bfd" in components else []),
+        *(IMPORT_CAPABILITIES if "import" in components else []),
+    ]
+    context = container(docs)["securityContext"]
+    assert context == {
+        **HARDENED,
+        "allowPrivilegeEscalation": bool(wanted),  # no_new_privs would ignore the image's file capabilities
+        "capabilities": {"drop": ["ALL"], "add": wanted},
+    }
+    assert workload(docs)["kind"] == ("DaemonSet" if "per-node" in components else "Deployment")
+    sccs = [d for d in docs if d["kind"] == "SecurityContextConstraints"]
+    assert len(sccs) == ("openshift" in components)
+    for scc in sccs:
+        check_scc(scc, workload(docs))
+
+
+def test_bfd_and_import_compose_in_either_order(tmp_path: Path) -> None:
+    one_way = with_components(tmp_path, "per-node", "openshift", "bfd", "import")
+    other = with_components(tmp_path, "per-node", "openshift", "import", "bfd")
+    assert sorted(container(one_way)["securityContext"]["capabilities"]["add"]) == sorted(
+        container(other)["securityContext"]["capabilities"]["add"]
+    )
+    scc = lambda docs: sorted(one(docs, "SecurityContextConstraints")["allowedCapabilities"])  # noqa: E731
+    assert scc(one_way) == scc(other) == sorted(BFD_CAPABILITIES + IMPORT_CAPABILITIES)
+
+
+def test_the_docs_name_each_component_and_what_it_grants() -> None:
+    egress = (ROOT / "docs" / "egress.md").read_text()
+    for needed in ("deploy/components/import", "allowPrivilegeEscalation: true", "NET_ADMIN", "python3-netadmin"):
+        assert needed in egress, needed
+    openshift = (ROOT / "docs" / "openshift.md").read_text()
+    for needed in ("bgpadv-speaker", "frrConfigurationSelector", "localAddress: {fromEnv: BGPADV_NODE_IPS}"):
+        assert needed in openshift, needed
+    install = (ROOT / "docs" / "install.md").read_text()
+    for component in sorted(p.name for p in (DEPLOY / "components").iterdir()):
+        assert f"components/{component}" in install, component

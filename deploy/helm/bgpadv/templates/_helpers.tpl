@@ -46,3 +46,21 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
 {{- end -}}
 {{- if $on -}}true{{- end -}}
 {{- end -}}
+
+{{/* "true" when the controller imports routes (egress, docs/egress.md): import.enabled, or the configuration's
+importRoutes.enabled. Its netlink writes need NET_ADMIN. */}}
+{{- define "bgpadv.import" -}}
+{{- $on := .Values.import.enabled -}}
+{{- if kindIs "map" .Values.config.importRoutes -}}{{- if .Values.config.importRoutes.enabled -}}{{- $on = true -}}{{- end -}}{{- end -}}
+{{- if $on -}}true{{- end -}}
+{{- end -}}
+
+{{/* The capabilities the container adds to its bounding set (JSON list): bfdd's three with BFD, NET_ADMIN with the
+import; [] otherwise. Each takes effect only through the image's file capabilities, so escalation must be allowed
+when the list is not empty. */}}
+{{- define "bgpadv.capabilities" -}}
+{{- $caps := list -}}
+{{- if include "bgpadv.bfd" . -}}{{- $caps = concat $caps (list "NET_BIND_SERVICE" "NET_RAW" "SYS_ADMIN") -}}{{- end -}}
+{{- if include "bgpadv.import" . -}}{{- $caps = append $caps "NET_ADMIN" -}}{{- end -}}
+{{- toJson $caps -}}
+{{- end -}}

@@ -61,6 +61,10 @@ spec:
           valueFrom:
             fieldRef:
               fieldPath: status.hostIP
+        - name: BGPADV_NODE_IPS  # every address of the node, one per family: localAddress {fromEnv: BGPADV_NODE_IPS}
+          valueFrom:
+            fieldRef:
+              fieldPath: status.hostIPs
         - name: BGPADV_POD_NODE_NAME  # the node this pod runs on: its labels select peers[].nodeSelector
           valueFrom:
             fieldRef:
@@ -102,20 +106,19 @@ spec:
         {{- toYaml $root.Values.resources | nindent 8 }}
       securityContext:
         runAsNonRoot: true
-        {{- if include "bgpadv.bfd" $root }}
-        # BFD (docs/bfd.md): the image's bfdd carries file capabilities (+p) for these three, which FRR's bfdd
-        # insists on at start-up; they take effect only inside the bounding set (add) and without no_new_privs
+        {{- $caps := include "bgpadv.capabilities" $root }}
+        {{- if ne $caps "[]" }}
+        # BFD and the egress import (docs/bfd.md, docs/egress.md): the image's bfdd and controller interpreter carry
+        # file capabilities (+p) for these; they take effect only inside the bounding set (add) and without
+        # no_new_privs. Every other capability stays dropped.
         allowPrivilegeEscalation: true
-        readOnlyRootFilesystem: true
-        capabilities:
-          drop: ["ALL"]
-          add: ["NET_BIND_SERVICE", "NET_RAW", "SYS_ADMIN"]
         {{- else }}
         allowPrivilegeEscalation: false
+        {{- end }}
         readOnlyRootFilesystem: true
         capabilities:
           drop: ["ALL"]
-        {{- end }}
+          add: {{ $caps }}
         seccompProfile:
           type: RuntimeDefault
       volumeMounts:
