@@ -166,8 +166,8 @@ def main(path: str, out: TextIO | None = None, err: TextIO | None = None, *, off
     if problems:
         return 2
     notes = [
-        f"peers[{i}].md5PasswordFile {printable(peer.md5_password_file)} was not read (--offline): the pod reads it at start, "
-        "where a missing or invalid password is an error"
+        f"peers[{i}].md5PasswordFile {printable(peer.md5_password_file)} was not read (--offline): the pod reads it "
+        "at start, where a missing or invalid password is an error"
         for i, peer in enumerate(cfg.peers)
         if unread and peer.md5_password_file in unread
     ]
