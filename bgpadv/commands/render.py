@@ -283,7 +283,7 @@ def render_every_node(state: ClusterState, cfg: bgpadv_config.Config, output: st
         return json.dumps(doc, indent=2) + "\n"
     if not sections:
         sections.append("no Node in the cluster: per-node mode runs no instance\n")
-    return "\n".join(sections) + (render_peers(peers) if peers is not None else "")
+    return "".join(f"{section}\n" for section in sections) + (render_peers(peers) if peers is not None else "")
 
 
 def instance_warnings(state: ClusterState, cfg: bgpadv_config.Config, instance: Instance) -> list[str]:
