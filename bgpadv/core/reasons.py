@@ -128,8 +128,11 @@ configuration; defaults: join 100.64.0.0/16 and fd98::/64, transit 100.88.0.0/16
 169.254.0.0/17 and fd69::/112). Refused whole, with every claim on it."""
 
 DUPLICATE_NODE_ADDRESS = "duplicate-node-address"
-"""Two nodes report the same address (InternalIP, ExternalIP, `node-primary-ifaddr`, `host-cidrs`): it is no node's
-next hop, so a route that needs it on either node is refused (never routed to the older node)."""
+"""Two nodes report the same address (InternalIP, ExternalIP, `node-primary-ifaddr`, `host-cidrs`: a cloned image, or
+one node's hostile annotation): the node that reported it first (the oldest by creationTimestamp, then name) keeps it
+as its next hop; every later node is refused with this code on the Node (one refusal naming the addresses and the
+nodes that keep them), and a route that needs that address as a later node's next hop (its only valid candidate of
+the family) is refused with it too. One node's annotation never takes or withdraws another node's next hops."""
 
 # -- the last guard before the speaker (bgpadv.safety.guard) -----------------------------------------------------------
 

@@ -74,7 +74,7 @@ from bgpadv.planner.claims import NetworkResolver, read_claim
 from bgpadv.planner.conflicts import resolve_conflict
 from bgpadv.planner.guest_reports import namespace_networks, read_vmi_interfaces
 from bgpadv.planner.networks import Networks, advertised_subnets, index_networks, subnet_routes
-from bgpadv.planner.nodes import NodeInfo, index_nodes, node_address_keys
+from bgpadv.planner.nodes import NodeInfo, index_nodes, node_address_keys, node_refusals
 from bgpadv.planner.placement import LauncherPods, needs_pods, placements
 from bgpadv.planner.pod_networks import claim_link, primary_networks, read_vmi_pods, vmi_pods
 from bgpadv.planner.policy import Policies, host_attributes
@@ -254,7 +254,7 @@ class IncrementalPlanner:
         self._networks: Networks | None = None  # the index the host caches were built with
         self._nodes: dict[str, NodeInfo] = {}
         self._node_keys: frozenset[int] = frozenset()  # every node address (nodes.node_address_keys)
-        self._global: list[Refusal] = []  # CUDN refusals and subnet refusals
+        self._global: list[Refusal] = []  # CUDN, node and subnet refusals
         self._subnet_routes: list[Route] = []
         self._subnets_of: list[Route] | None = None  # the `_subnet_routes` list `_subnet_view` was made of
         self._subnet_view: tuple[Route, ...] = ()
@@ -398,7 +398,7 @@ class IncrementalPlanner:
             s_routes, s_refusals = subnet_routes(state, config, networks, nodes, self._policies)
             for r in self._global:
                 self._refusals.remove(r)
-            self._global = [*networks.refusals, *s_refusals]
+            self._global = [*networks.refusals, *node_refusals(nodes), *s_refusals]
             for r in self._global:
                 self._refusals.add(r)
             self._subnet_routes = self._subnet_delta(sorted(s_routes, key=route_order))
