@@ -73,6 +73,8 @@ from bgpadv.planner.candidates import Candidate, Collector
 from bgpadv.planner.claims import NetworkResolver, read_claim
 from bgpadv.planner.conflicts import resolve_conflict
 from bgpadv.planner.guest_reports import namespace_networks, read_vmi_interfaces
+from bgpadv.planner.host_subnets import EMPTY as NO_HOST_SUBNETS
+from bgpadv.planner.host_subnets import HostSubnets, host_subnets
 from bgpadv.planner.networks import Networks, advertised_subnets, index_networks, subnet_routes
 from bgpadv.planner.nodes import NodeInfo, index_nodes, node_address_keys, node_refusals
 from bgpadv.planner.placement import LauncherPods, needs_pods, placements
@@ -254,6 +256,8 @@ class IncrementalPlanner:
         self._networks: Networks | None = None  # the index the host caches were built with
         self._nodes: dict[str, NodeInfo] = {}
         self._node_keys: frozenset[int] = frozenset()  # every node address (nodes.node_address_keys)
+        self._host_subnets: HostSubnets = NO_HOST_SUBNETS  # the Layer3 host subnets as held (pod_networks reads them)
+        self._subnets_moved = False  # `_host_subnets` changed in this call
         self._global: list[Refusal] = []  # CUDN, node and subnet refusals
         self._subnet_routes: list[Route] = []
         self._subnets_of: list[Route] | None = None  # the `_subnet_routes` list `_subnet_view` was made of
@@ -325,6 +329,7 @@ class IncrementalPlanner:
             for fld, key in changed:
                 hinted.setdefault(fld, set()).add(key)
         old_namespaces = self._seen["namespaces"]
+        self._subnets_moved = False
         rebuild_hosts, changed_nodes, changed_keys = self._networks_and_nodes(state)
         if rebuild_hosts:
             self._reset_hosts()
@@ -395,6 +400,10 @@ class IncrementalPlanner:
                         changed_keys |= info.keys
             self._nodes = nodes
             self._node_keys = node_address_keys(nodes)
+            held = host_subnets(state.nodes, nodes, primary_networks(networks).values())
+            if held != self._host_subnets:  # every launcher pod entry is read again (`_refresh_pod_networks`)
+                self._host_subnets = held
+                self._subnets_moved = True
             s_routes, s_refusals = subnet_routes(state, config, networks, nodes, self._policies)
             for r in self._global:
                 self._refusals.remove(r)
@@ -661,6 +670,8 @@ class IncrementalPlanner:
             assert claims_before is not None  # noted by `_refresh` whenever there are hints
             for ckey, before in claims_before.items():
                 self._link_claim(before, state.ipam_claims.get(ckey), affected)
+            if self._subnets_moved:  # a Layer3 address's node check reads them: every entry read is read again
+                affected.update(self._pod_entries)
             keys = affected
         for key in keys:
             self._reread_pod_entry(state, key, primary, dirty)
@@ -682,15 +693,16 @@ class IncrementalPlanner:
                 pods = vmi_pods(vmi, LauncherPods(found))
             if old is None and not pods:
                 return  # nothing to contribute, nothing kept (most VMs: a claim holds their address)
-            signature = (vmi, pods, frozenset(nets))
+            signature = (vmi, pods, frozenset(nets), self._host_subnets)
         if old is not None and signature is not None:
             previous: Any = old.obj
-            o_vmi, o_pods, o_claimed = previous
+            o_vmi, o_pods, o_claimed, o_subnets = previous
             if (
                 o_vmi is signature[0]
                 and len(o_pods) == len(signature[1])
                 and all(a is b for a, b in zip(o_pods, signature[1], strict=True))
                 and o_claimed == signature[2]
+                and o_subnets is signature[3]
             ):
                 return
         if old is not None:
@@ -699,7 +711,7 @@ class IncrementalPlanner:
             return  # no launcher pod to read (or a claim holds the address): nothing to contribute, nothing to keep
         out = Collector()
         claimed_links = {(key[0], key[1], c) for c in signature[2]}
-        read_vmi_pods(vmi, signature[1], primary, claimed_links, out)  # type: ignore[arg-type]
+        read_vmi_pods(vmi, signature[1], primary, claimed_links, out, self._host_subnets)  # type: ignore[arg-type]
         entry = _Entry(signature, *out.take())
         self._pod_entries[key] = entry
         self._add_entry(entry, dirty)

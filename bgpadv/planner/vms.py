@@ -122,7 +122,8 @@ from bgpadv.planner.guest_reports import namespace_networks, read_vmi_interfaces
 from bgpadv.planner.networks import Network, Networks
 from bgpadv.planner.nodes import NodeInfo, node_address_keys
 from bgpadv.planner.placement import LauncherPods, needs_pods, placements, vmi_node
-from bgpadv.planner.pod_networks import claim_links, read_pod_networks
+from bgpadv.planner.host_subnets import host_subnets
+from bgpadv.planner.pod_networks import claim_links, primary_networks, read_pod_networks
 from bgpadv.planner.policy import Policies, host_attributes
 
 __all__ = [
@@ -156,7 +157,9 @@ def host_routes(
     read_claims(state.ipam_claims, networks, out)
     read_vmi_interfaces(state.vmis, networks, out)
     if config.networks.pod_network_addresses:
-        read_pod_networks(state.vmis, state, networks, claim_links(state.ipam_claims.values()), out)
+        primary = primary_networks(networks).values()
+        subnets = host_subnets(state.nodes, nodes, primary)
+        read_pod_networks(state.vmis, state, networks, claim_links(state.ipam_claims.values()), out, subnets)
     out.validate()
     resolve_conflicts(out)
     placed = placements({c.vmi for c in out.owner.values()}, state, config.node_name)
