@@ -61,6 +61,7 @@ def plan_context(
         node_addresses={node.name: node.addresses for node in state.nodes.values() if node.name},
         handovers=handovers,
         space=space,
+        node_ages={node.name: node.age for node in state.nodes.values() if node.name},
     )
 
 

@@ -471,7 +471,8 @@ class IncrementalPlanner:
         )
         keep_addresses = old.node_addresses if old.node_addresses == fresh.node_addresses else fresh.node_addresses
         keep_space = old.space if old.space == fresh.space else fresh.space
-        return PlanContext(keep_networks, keep_hops, keep_addresses, space=keep_space)
+        keep_ages = old.node_ages if old.node_ages == fresh.node_ages else fresh.node_ages
+        return PlanContext(keep_networks, keep_hops, keep_addresses, space=keep_space, node_ages=keep_ages)
 
     def _refresh(
         self,

@@ -6,11 +6,13 @@ name; a node without creationTimestamp is the youngest) keeps it as its next hop
 were; every later node is refused `duplicate-node-address` on the Node, once, naming the address and the node that
 keeps it, and its own VMs lose that next hop (refused with the same code when the family has no other valid
 candidate). One annotation listing every other node's address (and thousands more) takes no other node's next hop
-and costs one refusal. `plan()` and the incremental planner agree while such a node comes and goes.
+and costs one refusal. `plan()` and the incremental planner agree while such a node comes and goes; the guard
+applies the same rule from the plan's node ages.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 
@@ -20,6 +22,7 @@ from bgpadv.core import reasons
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import plan
 from bgpadv.planner.incremental import IncrementalPlanner
+from bgpadv.safety.guard import GuardContext, check_peer
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
 
@@ -156,3 +159,27 @@ def test_the_incremental_planner_agrees_as_a_hostile_node_comes_and_goes():
         p = incremental.plan(base, None)
         assert p == plan(base, k8s.config())
         assert hosts(p) == {("192.168.100.10/32", "10.0.0.11"), ("192.168.100.12/32", "10.0.0.13")}
+
+
+# --- the guard applies the same rule (its rule 6, from the plan's node ages) -----------------------------------------
+
+
+def test_the_guard_passes_the_older_nodes_routes_and_refuses_the_younger_nodes_use_of_its_address():
+    """The plan's host route passes the guard; a route (from any planner) that points at worker-1's address as
+    the younger worker-2's next hop is refused `invalid-next-hop`."""
+    state = k8s.state(
+        k8s.node("worker-1", "10.0.0.11", created=OLD),
+        hostile("worker-2", "10.0.0.11", "host-cidrs"),
+        VMNET_A,
+        vm("vm-a", "192.168.100.10/24", "worker-1"),
+    )
+    config = k8s.config()
+    p = plan(state, config)
+    ctx = GuardContext.from_plan(p, config)
+    (route,) = [r for r in p.routes if r.kind == "host"]
+    accepted, refused = check_peer(p.routes, ctx)
+    assert route in accepted and not [r for r in refused if r.reason == reasons.INVALID_NEXT_HOP]
+    stolen = dataclasses.replace(route, node="worker-2")
+    accepted, (refusal,) = check_peer([stolen], ctx)
+    assert accepted == () and refusal.reason == reasons.INVALID_NEXT_HOP
+    assert "node worker-1 first" in refusal.message
