@@ -38,7 +38,7 @@ class HostSubnets:
         rows = self.held.get(network)
         if not rows:
             return None
-        i = bisect_right(rows, ((version, value), (_TOP, "", _ANY)))  # type: ignore[arg-type]
+        i = bisect_right(rows, ((version, value), (_TOP, "", _ANY)))
         if i == 0:
             return None
         (v, _first), (last, node, prefix) = rows[i - 1]
@@ -54,7 +54,9 @@ _ANY = Prefix(4, 0, 0)
 EMPTY = HostSubnets({})
 
 
-def host_subnets(nodes: Mapping[str, views.Node], index: Mapping[str, NodeInfo], networks: Iterable[Network]) -> HostSubnets:
+def host_subnets(
+    nodes: Mapping[str, views.Node], index: Mapping[str, NodeInfo], networks: Iterable[Network]
+) -> HostSubnets:
     """The held host subnets of the Layer3 networks among `networks` (see the module); `index`: the node index
     (`nodes.index_nodes`), for the placement rules' node labels."""
     layer3 = [n for n in networks if n.topology == "Layer3"]
@@ -76,9 +78,7 @@ def host_subnets(nodes: Mapping[str, views.Node], index: Mapping[str, NodeInfo],
                     held[name].setdefault(prefix.key, (node.name, prefix))
     return HostSubnets(
         {
-            name: tuple(
-                sorted(((p.version, p.value), (p.last, node, p)) for node, p in subnets.values())  # type: ignore[misc]
-            )
+            name: tuple(sorted(((p.version, p.value), (p.last, node, p)) for node, p in subnets.values()))
             for name, subnets in held.items()
             if subnets
         }

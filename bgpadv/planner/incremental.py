@@ -14,8 +14,9 @@ What is cached, and what invalidates it:
   validated candidates the cold planner derives from that object alone (`vms.read_claims`, `vms.read_vmi_interfaces`
   into a `vms.Collector`, then `Collector.take()`). Invalidated by a change of that object; every entry is dropped
   when the network index (`networks.index_networks`: CUDNs + RouteAdvertisements + Namespaces) changes in any way.
-- Per address: every candidate holding it and the conflict outcome (winner, `duplicate-address` refusals, by
-  `vms.resolve_conflict`). Recomputed when a candidate of that address comes or goes.
+- Per address: every candidate holding it and the conflict outcome (winner, `duplicate-address` and
+  `outranked-address` refusals, by `vms.resolve_conflict`). Recomputed when a candidate of that address comes or
+  goes.
 - Per VMI a winner points at: its placement (`vms.placements`; in per-node mode from the instance's view, rule 6b).
   Recomputed when the VMI changes, and for VMIs whose placement reads launcher pods (`vms.needs_pods`) whenever a
   pod changes.
@@ -23,6 +24,8 @@ What is cached, and what invalidates it:
   `covers-infrastructure`: `vms.host_route`, the function the cold planner calls per address). Recomputed when the
   winner, its VMI's placement, or the node it is placed on changes, and when a node address equal to it appears,
   disappears or changes node.
+- The Layer3 host subnets as held (`host_subnets.host_subnets`), which a launcher pod's Layer3 addresses are checked
+  against: recomputed with the node index; when they come out different, every launcher pod entry is read again.
 - Node and infrastructure space (`space.infrastructure_space`): rebuilt when a Node changes; when it comes out
   different, the network index is recomputed too (a network over node space is refused).
 - The node index (`nodes.index_nodes`, whose next hops depend on the advertised subnets), subnet routes and the CUDN
@@ -38,9 +41,9 @@ costs the size of the change (`bgpadv.runtime.controller`).
 
 Order: `Plan.build` sorts with a stable sort, so elements with equal sort keys keep the cold planner's insertion order.
 Host routes have distinct keys (one winner per address) and subnet routes precede host routes of the same key, so the
-route order is exact. When equal-keyed refusals differ, or a conflict has two candidates of the same age (the cold
-planner keeps the first it read), the insertion order would matter: then this planner returns `plan(state, config)`
-itself (its caches stay valid), so the result is always exact.
+route order is exact. When equal-keyed refusals differ, or a conflict has two candidates of the same rank and age
+(the cold planner keeps the first it read), the insertion order would matter: then this planner returns
+`plan(state, config)` itself (its caches stay valid), so the result is always exact.
 """
 
 from __future__ import annotations

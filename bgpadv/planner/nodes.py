@@ -52,9 +52,9 @@ __all__ = [
     "node_address_keys",
     "node_addresses",
     "node_refusals",
-    "taken_addresses",
     "special_address_reason",
     "special_range_reason",
+    "taken_addresses",
 ]
 
 

@@ -87,7 +87,9 @@ def test_a_node_claiming_other_nodes_addresses_moves_and_withdraws_none_of_their
 
     # an existing node's annotation edited to list worker-1's address: worker-1 reported it first
     host_cidrs = json.dumps([f"{W2}/24", f"{W1}/24"])
-    chain.api.patch("v1", "Node", "worker-2", None, {"metadata": {"annotations": {"k8s.ovn.org/host-cidrs": host_cidrs}}})
+    chain.api.patch(
+        "v1", "Node", "worker-2", None, {"metadata": {"annotations": {"k8s.ovn.org/host-cidrs": host_cidrs}}}
+    )
     event = chain.frr.wait_for(lambda: node_event(chain, "worker-2"), 15, "an Event on worker-2")
     assert "worker-1" in event["message"] and "worker-2" in event["message"]
     routes_stay(chain, 3.0)

@@ -7,7 +7,7 @@ were; every later node is refused `duplicate-node-address` on the Node, once, na
 keeps it, and its own VMs lose that next hop (refused with the same code when the family has no other valid
 candidate). One annotation listing every other node's address (and thousands more) takes no other node's next hop
 and costs one refusal. `plan()` and the incremental planner agree while such a node comes and goes; the guard
-applies the same rule from the plan's node ages.
+applies the same rule from the plan's node ages; `explain ADDRESS` lists the later node's refusal.
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ import time
 
 import pytest
 
+from bgpadv.commands import explain
+from bgpadv.commands.explain import Explainer, parse_query
+from bgpadv.commands.outcome import instances
 from bgpadv.core import reasons
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import plan
@@ -183,3 +186,18 @@ def test_the_guard_passes_the_older_nodes_routes_and_refuses_the_younger_nodes_u
     accepted, (refusal,) = check_peer([stolen], ctx)
     assert accepted == () and refusal.reason == reasons.INVALID_NEXT_HOP
     assert "node worker-1 first" in refusal.message
+
+
+def test_explain_shows_the_later_nodes_refusal_on_the_address():
+    state = k8s.state(
+        k8s.node("worker-1", "10.0.0.11", created=OLD),
+        hostile("worker-2", "10.0.0.11", "host-cidrs"),
+        VMNET_A,
+        vm("vm-a", "192.168.100.10/24", "worker-1"),
+    )
+    config = k8s.config()
+    result = Explainer(state, config, instances(state, config)).explain(parse_query("10.0.0.11"))
+    assert {(str(v.source), v.reason) for v in result.rules if v.verdict == "refused"} == {
+        ("Node worker-2", reasons.DUPLICATE_NODE_ADDRESS)
+    }
+    assert "node worker-1, which reported it first" in explain.render(result, "table")

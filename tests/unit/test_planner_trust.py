@@ -35,8 +35,12 @@ TENANT_B = "tenant-b"
 def nodes() -> list[dict]:
     """Three workers with their host subnets of the Layer3 CUDN `apps` (worker-3 has none yet)."""
     return [
-        k8s.node(W1, "10.0.0.11", "fd00::11", node_subnets={"cluster_udn_apps": ["10.132.1.0/24", "fd10:132:0:1::/64"]}),
-        k8s.node(W2, "10.0.0.12", "fd00::12", node_subnets={"cluster_udn_apps": ["10.132.2.0/24", "fd10:132:0:2::/64"]}),
+        k8s.node(
+            W1, "10.0.0.11", "fd00::11", node_subnets={"cluster_udn_apps": ["10.132.1.0/24", "fd10:132:0:1::/64"]}
+        ),
+        k8s.node(
+            W2, "10.0.0.12", "fd00::12", node_subnets={"cluster_udn_apps": ["10.132.2.0/24", "fd10:132:0:2::/64"]}
+        ),
         k8s.node(W3, "10.0.0.13", "fd00::13"),
     ]
 
@@ -172,12 +176,22 @@ def test_the_more_trusted_source_keeps_the_address_then_the_oldest(objects, winn
     ("ips", "node", "reason", "part"),
     [
         pytest.param(["10.132.1.5/24", "fd10:132:0:1::5/64"], W1, None, "", id="own-host-subnet-dual-stack"),
-        pytest.param(["10.132.2.5/24"], W1, "outside-node-subnet", "host subnet 10.132.2.0/24 of node worker-2",
-                     id="another-nodes-host-subnet"),  # fmt: skip
+        pytest.param(
+            ["10.132.2.5/24"],
+            W1,
+            "outside-node-subnet",
+            "host subnet 10.132.2.0/24 of node worker-2",
+            id="another-nodes-host-subnet",
+        ),
         pytest.param(["fd10:132:0:2::5/64"], W1, "outside-node-subnet", "of node worker-2", id="another-nodes-ipv6"),
         pytest.param(["10.132.7.5/24"], W1, "outside-node-subnet", "in no node's host subnet", id="no-nodes-subnet"),
-        pytest.param(["10.132.1.5/24"], W3, "outside-node-subnet", "host subnets of CUDN apps: none",
-                     id="node-without-host-subnets"),  # fmt: skip
+        pytest.param(
+            ["10.132.1.5/24"],
+            W3,
+            "outside-node-subnet",
+            "host subnets of CUDN apps: none",
+            id="node-without-host-subnets",
+        ),
         pytest.param(["10.99.0.5/24"], W1, "outside-network-subnets", "", id="outside-the-network-its-own-reason"),
     ],
 )
@@ -219,7 +233,9 @@ def test_a_host_subnet_an_older_node_holds_is_not_the_younger_nodes():
 def test_the_incremental_planner_follows_a_node_whose_host_subnet_arrives_later():
     """OVN-K annotates a new node's host subnet after it joins: the VM's route appears then, in both planners."""
     cfg = k8s.config()
-    state = k8s.state(nodes(), L3, claimless("vm-a", ["10.132.3.5/24"], W3, nad="apps"), claimed("x", "192.168.100.9/24", W1))
+    state = k8s.state(
+        nodes(), L3, claimless("vm-a", ["10.132.3.5/24"], W3, nad="apps"), claimed("x", "192.168.100.9/24", W1)
+    )
     incremental = IncrementalPlanner(cfg)
     assert incremental.plan(state, None) == plan(state, cfg)
     assert reasons.OUTSIDE_NODE_SUBNET in {r.reason for r in plan(state, cfg).rejected}
