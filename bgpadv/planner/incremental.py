@@ -24,8 +24,9 @@ What is cached, and what invalidates it:
   `covers-infrastructure`: `vms.host_route`, the function the cold planner calls per address). Recomputed when the
   winner, its VMI's placement, or the node it is placed on changes, and when a node address equal to it appears,
   disappears or changes node.
-- The Layer3 host subnets as held (`host_subnets.host_subnets`), which a launcher pod's Layer3 addresses are checked
-  against: recomputed with the node index; when they come out different, every launcher pod entry is read again.
+- The Layer3 host subnets as held (`host_subnets.HostSubnets`), which a launcher pod's Layer3 addresses are checked
+  against: made again when what they are made of (`host_subnets.inputs`: the Layer3 networks' ranges, the nodes'
+  ages and host subnets) changed with the node index; then every launcher pod entry is read again.
 - Node and infrastructure space (`space.infrastructure_space`): rebuilt when a Node changes; when it comes out
   different, the network index is recomputed too (a network over node space is refused).
 - The node index (`nodes.index_nodes`, whose next hops depend on the advertised subnets), subnet routes and the CUDN
@@ -76,8 +77,8 @@ from bgpadv.planner.candidates import Candidate, Collector
 from bgpadv.planner.claims import NetworkResolver, read_claim
 from bgpadv.planner.conflicts import resolve_conflict
 from bgpadv.planner.guest_reports import namespace_networks, read_vmi_interfaces
-from bgpadv.planner.host_subnets import EMPTY as NO_HOST_SUBNETS
-from bgpadv.planner.host_subnets import HostSubnets, host_subnets
+from bgpadv.planner.host_subnets import HostSubnets, Inputs
+from bgpadv.planner.host_subnets import inputs as host_subnet_inputs
 from bgpadv.planner.networks import Networks, advertised_subnets, index_networks, subnet_routes
 from bgpadv.planner.nodes import NodeInfo, index_nodes, node_address_keys, node_refusals
 from bgpadv.planner.placement import LauncherPods, needs_pods, placements
@@ -259,7 +260,8 @@ class IncrementalPlanner:
         self._networks: Networks | None = None  # the index the host caches were built with
         self._nodes: dict[str, NodeInfo] = {}
         self._node_keys: frozenset[int] = frozenset()  # every node address (nodes.node_address_keys)
-        self._host_subnets: HostSubnets = NO_HOST_SUBNETS  # the Layer3 host subnets as held (pod_networks reads them)
+        self._host_subnets = HostSubnets((), ())  # the Layer3 host subnets as held (pod_networks reads them)
+        self._subnet_inputs: Inputs | None = None  # what they were made of (`host_subnets.inputs`)
         self._subnets_moved = False  # `_host_subnets` changed in this call
         self._global: list[Refusal] = []  # CUDN, node and subnet refusals
         self._subnet_routes: list[Route] = []
@@ -403,9 +405,11 @@ class IncrementalPlanner:
                         changed_keys |= info.keys
             self._nodes = nodes
             self._node_keys = node_address_keys(nodes)
-            held = host_subnets(state.nodes, nodes, primary_networks(networks).values())
-            if held != self._host_subnets:  # every launcher pod entry is read again (`_refresh_pod_networks`)
-                self._host_subnets = held
+            primary = primary_networks(networks).values()
+            made_of = host_subnet_inputs(state.nodes, primary)
+            if made_of != self._subnet_inputs:  # every launcher pod entry is read again (`_refresh_pod_networks`)
+                self._subnet_inputs = made_of
+                self._host_subnets = HostSubnets(state.nodes.values(), primary)
                 self._subnets_moved = True
             s_routes, s_refusals = subnet_routes(state, config, networks, nodes, self._policies)
             for r in self._global:

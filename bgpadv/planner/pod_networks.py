@@ -37,7 +37,7 @@ from bgpadv.core.bounded import describe
 from bgpadv.core.state import ClusterState
 from bgpadv.core.views import Claim, LauncherPod, VmAddress, Vmi
 from bgpadv.planner.candidates import POD_NETWORKS, Collector, Record
-from bgpadv.planner.host_subnets import EMPTY, HostSubnets
+from bgpadv.planner.host_subnets import HostSubnets
 from bgpadv.planner.networks import CUDN_PREFIX, Network, Networks
 from bgpadv.planner.placement import LauncherPods
 
@@ -117,10 +117,10 @@ def read_vmi_pods(
     primary: Mapping[str, Network],
     claimed: set[ClaimLink],
     out: Collector,
-    subnets: HostSubnets = EMPTY,
+    subnets: HostSubnets | None = None,
 ) -> None:
     """One VMI's addresses from its launcher pods (`vmi_pods`) into `out`; `subnets`: the Layer3 host subnets as
-    held (`host_subnets.host_subnets`)."""
+    held (`host_subnets`; None: no node holds any)."""
     namespace, name = vmi.key
     if not vmi.identified or not vmi.running or not pods or claimed_here(namespace, name, primary, claimed):
         return
@@ -140,7 +140,7 @@ def read_vmi_pods(
             continue  # never a party to the duplicate rule
         addresses = entry.addresses
         if network.topology == "Layer3" and entry.refused is None:
-            addresses = on_node(addresses, network, pod, vmi, subnets, out)
+            addresses = on_node(addresses, network, pod, vmi, subnets or HostSubnets((), ()), out)
         if addresses or entry.refused is not None:
             out.records.append(Record(addresses, network, vmi.ref, vmi.key, vmi.age, POD_NETWORKS, entry.refused))
 
@@ -151,10 +151,10 @@ def read_pod_networks(
     networks: Networks,
     claimed: set[ClaimLink],
     out: Collector,
-    subnets: HostSubnets = EMPTY,
+    subnets: HostSubnets | None = None,
 ) -> None:
     """Read the pod-assigned addresses of Running VMIs (`ClusterState.vmis`, or any part of it) into `out`;
-    `subnets`: the Layer3 host subnets as held (`host_subnets.host_subnets`)."""
+    `subnets`: the Layer3 host subnets as held (`host_subnets`; None: no node holds any)."""
     primary = primary_networks(networks)
     if not primary:
         return

@@ -124,7 +124,7 @@ from bgpadv.planner.claims import read_claims
 from bgpadv.planner.conflicts import resolve_conflict, resolve_conflicts
 from bgpadv.planner.fast import make_route
 from bgpadv.planner.guest_reports import namespace_networks, read_vmi_interfaces
-from bgpadv.planner.host_subnets import host_subnets
+from bgpadv.planner.host_subnets import HostSubnets
 from bgpadv.planner.networks import Network, Networks
 from bgpadv.planner.nodes import NodeInfo, node_address_keys
 from bgpadv.planner.placement import LauncherPods, needs_pods, placements, vmi_node
@@ -162,8 +162,7 @@ def host_routes(
     read_claims(state.ipam_claims, networks, out)
     read_vmi_interfaces(state.vmis, networks, out)
     if config.networks.pod_network_addresses:
-        primary = primary_networks(networks).values()
-        subnets = host_subnets(state.nodes, nodes, primary)
+        subnets = HostSubnets(state.nodes.values(), primary_networks(networks).values())
         read_pod_networks(state.vmis, state, networks, claim_links(state.ipam_claims.values()), out, subnets)
     out.validate()
     resolve_conflicts(out)
