@@ -601,20 +601,20 @@ class Guard:
         self.config = config  # needed by `context()` only
         self.evaluated = 0  # routes whose rules 1-6 were (re)evaluated, for tests and benchmarks
         self._context: GuardContext | None = None
-        self._seen: tuple[object, object] | None = None
+        self._seen: tuple[object, object, object] | None = None
         self._verdicts: dict[int, _Verdict] = {}
         self._verdict_context: GuardContext | None = None
         self._evaluate: _Evaluator | None = None
         self._base: _Base | None = None  # what the delta path continues from (`check_delta`)
 
     def context(self, plan: Plan) -> GuardContext:
-        """The context of `plan` (`GuardContext.from_plan`), cached by the identity of the network and node-address
-        mappings the plan carries (the planner hands over the same ones while no CUDN, RouteAdvertisements,
-        Namespace or Node changed)."""
+        """The context of `plan` (`GuardContext.from_plan`), cached by the identity of the network, node-address and
+        node-age mappings the plan carries (the planner hands over the same ones while no CUDN,
+        RouteAdvertisements, Namespace or Node changed)."""
         pc = plan.context
-        seen = (pc.networks, pc.node_addresses)
+        seen = (pc.networks, pc.node_addresses, pc.node_ages)
         previous = self._seen
-        if self._context is None or previous is None or seen[0] is not previous[0] or seen[1] is not previous[1]:
+        if self._context is None or previous is None or any(a is not b for a, b in zip(seen, previous, strict=True)):
             if self.config is None:
                 raise ValueError("Guard.context() needs the configuration")
             self._context = GuardContext.from_plan_context(pc, self.config)
