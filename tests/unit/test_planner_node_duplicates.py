@@ -164,18 +164,23 @@ def test_the_incremental_planner_agrees_as_a_hostile_node_comes_and_goes():
         assert hosts(p) == {("192.168.100.10/32", "10.0.0.11"), ("192.168.100.12/32", "10.0.0.13")}
 
 
-# --- the guard applies the same rule (its rule 6, from the plan's node ages) -----------------------------------------
+# --- the guard applies the same rule (its rule 6, from the plan's node ages); explain shows it ------------------------
 
 
-def test_the_guard_passes_the_older_nodes_routes_and_refuses_the_younger_nodes_use_of_its_address():
-    """The plan's host route passes the guard; a route (from any planner) that points at worker-1's address as
-    the younger worker-2's next hop is refused `invalid-next-hop`."""
-    state = k8s.state(
+def listed_by_a_younger_node():
+    """vm-a on worker-1, whose address the younger worker-2's host-cidrs lists."""
+    return k8s.state(
         k8s.node("worker-1", "10.0.0.11", created=OLD),
         hostile("worker-2", "10.0.0.11", "host-cidrs"),
         VMNET_A,
         vm("vm-a", "192.168.100.10/24", "worker-1"),
     )
+
+
+def test_the_guard_passes_the_older_nodes_routes_and_refuses_the_younger_nodes_use_of_its_address():
+    """The plan's host route passes the guard; a route (from any planner) that points at worker-1's address as
+    the younger worker-2's next hop is refused `invalid-next-hop`."""
+    state = listed_by_a_younger_node()
     config = k8s.config()
     p = plan(state, config)
     ctx = GuardContext.from_plan(p, config)
@@ -189,12 +194,7 @@ def test_the_guard_passes_the_older_nodes_routes_and_refuses_the_younger_nodes_u
 
 
 def test_explain_shows_the_later_nodes_refusal_on_the_address():
-    state = k8s.state(
-        k8s.node("worker-1", "10.0.0.11", created=OLD),
-        hostile("worker-2", "10.0.0.11", "host-cidrs"),
-        VMNET_A,
-        vm("vm-a", "192.168.100.10/24", "worker-1"),
-    )
+    state = listed_by_a_younger_node()
     config = k8s.config()
     result = Explainer(state, config, instances(state, config)).explain(parse_query("10.0.0.11"))
     assert {(str(v.source), v.reason) for v in result.rules if v.verdict == "refused"} == {
