@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint unit bench image image-deps helm system-deps venv bytecode clean kube-build kube-up kube-down
+.PHONY: demo test lint unit docs bench image image-deps helm system-deps venv bytecode clean kube-build kube-up kube-down
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -70,6 +70,12 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check bgpadv bgpadv_lab tests bench
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
+
+## docs: the user guide (docs/) as a static site in site/: MkDocs in strict mode, a broken link or anchor fails
+## (tests/unit/test_docs.py builds it too); scripts/gen-docs.py first rewrites the generated reference tables
+docs: $(STAMP)
+	$(PY) scripts/gen-docs.py
+	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 ## bench: speed and memory figures (printed, never asserted)
 bench: system-deps $(STAMP) bytecode

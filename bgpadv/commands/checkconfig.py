@@ -24,7 +24,6 @@ controller ExaBGP respawns could not read its configuration.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -37,6 +36,7 @@ from netaddr import AddrFormatError, IPAddress
 from bgpadv.config import Config, json_schema, load_or_report
 from bgpadv.config.schema import DOCUMENTATION_ASNS
 from bgpadv.core import datapath
+from bgpadv.core.printable import printable, write_json, write_line
 from bgpadv.core.runfiles import controller_argv
 from bgpadv.speaker.exabgp_config import (
     exabgp_argv,
@@ -108,7 +108,7 @@ def warnings(config: Config) -> list[str]:
     out += _documentation_asns(config)
     for i, secondary in enumerate(config.networks.secondary):
         note = datapath.unsupported(datapath.SECONDARY_LAYER2)
-        out.append(f"networks.secondary[{i}] ({secondary.name}): {note}")
+        out.append(f"networks.secondary[{i}] ({printable(secondary.name)}): {note}")
     for i, peer in enumerate(config.peers):
         if peer.md5_password is not None and peer.md5_password_file is None:
             out.append(
@@ -134,7 +134,7 @@ def _documentation_asns(config: Config) -> list[str]:
 def schema_main(out: TextIO | None = None) -> int:
     """`check-config --schema`: the configuration's JSON Schema on stdout (what `bgpadv.config.parse` checks key by
     key; the rules between keys and what the file points at are checked by check-config itself)."""
-    print(json.dumps(json_schema(), indent=2), file=out if out is not None else sys.stdout)
+    write_json(out if out is not None else sys.stdout, json_schema())
     return 0
 
 
@@ -147,13 +147,12 @@ def main(path: str, out: TextIO | None = None, err: TextIO | None = None) -> int
         return 2
     problems = exabgp_problems(cfg, path)
     for problem in problems:
-        print(f"{path}: {problem}", file=err)
+        write_line(err, f"{printable(path)}: {problem}")
     if problems:
         return 2
     for warning in warnings(cfg):
-        print(f"{path}: warning: {warning}", file=err)
+        write_line(err, f"{printable(path)}: warning: {warning}")
     peers = ", ".join(f"{p.address} (AS{p.asn})" for p in cfg.peers)
-    print(
-        f"{path}: valid — local AS{cfg.local_asn}, peers: {peers}; ExaBGP accepts the rendered configuration", file=out
-    )
+    valid = f"valid — local AS{cfg.local_asn}, peers: {peers}; ExaBGP accepts the rendered configuration"
+    write_line(out, f"{printable(path)}: {valid}")
     return 0

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from bgpadv import __version__
+from bgpadv.core.printable import Writable, write_line, write_text
 
 
 def _default_status_url() -> str:
@@ -17,8 +20,22 @@ def _default_status_url() -> str:
     return f"http://[{host}]:9179" if ":" in host else f"http://{host}:9179"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, its output written through `bgpadv.core.printable`: a usage error, which echoes an argument as
+    given, is one line whatever the argument holds."""
+
+    def _print_message(self, message: str, file: Writable | None = None) -> None:
+        if message:
+            write_text(file if file is not None else sys.stderr, message)
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        write_line(sys.stderr, f"{self.prog}: error: {message}")
+        sys.exit(2)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="bgpadv", description="Advertise KubeVirt VM and UDN routes through ExaBGP.")
+    p = _Parser(prog="bgpadv", description="Advertise KubeVirt VM and UDN routes through ExaBGP.")
     p.add_argument("--version", action="version", version=f"bgpadv {__version__}", help="print the version and exit")
     sub = p.add_subparsers(
         dest="command", required=True, metavar="COMMAND", help="what to do (COMMAND -h: its options)"
@@ -117,15 +134,29 @@ def _cluster_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--context", help="the kubeconfig context (with --kubeconfig)")
 
 
+PRINTING = frozenset({"check-config", "render", "explain", "status", "example-config"})
+"""The commands that print for people (`bgpadv.core.printable`); run and controller speak to ExaBGP instead."""
+
+
+def _never_unencodable() -> None:
+    """A character the terminal's encoding lacks (a name in another script under LANG=C) is written as its
+    backslash escape instead of ending the command with UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command in PRINTING:
+        _never_unencodable()
     if args.command == "check-config":
         if args.schema:
             from bgpadv.commands import checkconfig
 
             return checkconfig.schema_main()
         if args.file is None:
-            print("bgpadv check-config: give a configuration FILE, or --schema", file=sys.stderr)
+            write_line(sys.stderr, "bgpadv check-config: give a configuration FILE, or --schema")
             return 2
         return _check_config(args.file)
     if args.command == "render":

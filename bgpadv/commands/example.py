@@ -11,6 +11,8 @@ import sys
 from importlib import resources
 from typing import IO
 
+from bgpadv.core.printable import write_text
+
 EXAMPLE = "data/bgpadv.example.yaml"
 
 
@@ -20,5 +22,5 @@ def text() -> str:
 
 
 def main(out: IO[str] | None = None) -> int:
-    (out or sys.stdout).write(text())
+    write_text(out or sys.stdout, text())
     return 0

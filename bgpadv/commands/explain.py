@@ -38,6 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bgpadv.commands import statusdoc
 from bgpadv.commands.outcome import (
     CLUSTER,
     Instance,
@@ -47,10 +48,12 @@ from bgpadv.commands.outcome import (
     unrouted,
 )
 from bgpadv.commands.reported import Reported, never_read, reported, why_silent
+from bgpadv.commands.statusdoc import BadDocument
 from bgpadv.config import Config
 from bgpadv.core import reasons
 from bgpadv.core.model import DEFAULT_ATTRIBUTES, Attributes, ObjectRef, Refusal, Route
 from bgpadv.core.prefix import Address, Prefix
+from bgpadv.core.printable import join_lines, write_json, write_line, write_text
 from bgpadv.core.printable import printable as _printable
 from bgpadv.core.state import ClusterState
 from bgpadv.core.views import Claim, LauncherPod, Network, Node, VmAddress, Vmi
@@ -766,21 +769,23 @@ def to_json(out: Explanation) -> dict[str, Any]:
     }
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+def _table(header: Sequence[str], values: Sequence[Sequence[object]]) -> list[str]:
+    """Aligned columns under `header`; every cell made printable here (`bgpadv.core.printable`)."""
+    rows = [[_printable(c) for c in row] for row in values]
     widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
     return [
         ("  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True))).rstrip() for cells in (header, *rows)
     ]
 
 
-def _route_rows(found: Sequence[Announced], per_node: bool) -> tuple[list[str], list[list[str]]]:
+def _route_rows(found: Sequence[Announced], per_node: bool) -> tuple[list[str], list[list[object]]]:
     header = ["PREFIX", "NEXT HOP", "NETWORK", "KIND", "NODE", "ATTRIBUTES", "PEERS"]
     if per_node:
         header.insert(6, "INSTANCE")
     rows = []
     for a in found:
         r = a.route
-        row = [
+        row: list[object] = [
             str(r.prefix),
             "self" if r.next_hop is None else str(r.next_hop),
             r.network,
@@ -791,28 +796,25 @@ def _route_rows(found: Sequence[Announced], per_node: bool) -> tuple[list[str], 
         ]
         if per_node:
             row.insert(6, a.instance)
-        rows.append([_printable(c) for c in row])
+        rows.append(row)
     return header, rows
 
 
 def render_table(out: Explanation) -> str:
-    lines = [f"{out.query.text}: {out.verdict}", f"  {_printable(out.summary)}", ""]
+    lines = [f"{_printable(out.query.text)}: {out.verdict}", f"  {_printable(out.summary)}", ""]
     lines.append("objects")
     if out.objects:
-        lines += _table(["OBJECT", "SAYS"], [[_printable(str(m.ref)), _printable(m.says)] for m in out.objects])
+        lines += _table(["OBJECT", "SAYS"], [[m.ref, m.says] for m in out.objects])
     else:
         lines.append("  (no watched object mentions it)")
     lines.append("")
     lines.append("rules")
     if out.rules:
-        rows = [
-            [v.verdict, v.stage, _printable(str(v.source)), _printable(v.value), v.reason or "-", _printable(v.message)]
-            for v in out.rules
-        ]
+        rows = [[v.verdict, v.stage, v.source, v.value, v.reason or "-", v.message] for v in out.rules]
         lines += _table(["VERDICT", "BY", "SOURCE", "VALUE", "REASON", "MESSAGE"], rows)
         codes = sorted({v.reason for v in out.rules if v.reason})
         for code in codes:
-            lines.append(f"  {code}: {meaning(code) or '(undocumented reason code)'}")
+            lines.append(f"  {_printable(code)}: {meaning(code) or '(undocumented reason code)'}")
     else:
         lines.append("  (no rule met it)")
     lines.append("")
@@ -830,24 +832,26 @@ def render_table(out: Explanation) -> str:
     if out.instances:
         lines.append("")
         lines += render_instances(out.instances)
-    return "\n".join(lines) + "\n"
+    return join_lines(lines)
 
 
 def render_instances(found: Sequence[dict[str, Any]]) -> list[str]:
     """What each running instance reports (live, `--status-url`)."""
     lines = ["instances (live /status and /sent)"]
     for inst in found:
+        url = _printable(inst["url"])
         if "error" in inst:
-            lines.append(f"  {inst['url']}: unreachable: {inst['error']}")
+            lines.append(f"  {url}: unreachable: {_printable(inst['error'])}")
             continue
-        ready = "ready" if inst.get("ready") else f"not ready ({inst.get('ready_reason')})"
-        lines.append(f"  {inst['url']}: {ready}, last plan {inst.get('last_plan') or 'never'}")
+        ready = "ready" if inst.get("ready") else f"not ready ({_printable(inst.get('ready_reason'))})"
+        lines.append(f"  {url}: {ready}, last plan {_printable(inst.get('last_plan') or 'never')}")
         for peer, p in sorted(inst.get("peers", {}).items()):
-            lines.append(f"    peer {peer}: {p.get('state')}, {p.get('routes_advertised', 0)} route(s) advertised")
+            state, routes = _printable(p.get("state")), _printable(p.get("routes_advertised") or 0)
+            lines.append(f"    peer {_printable(peer)}: {state}, {routes} route(s) advertised")
         for r in inst.get("routes", []):
-            lines.append(
-                f"    holds {r['count']} {r['kind']} IPv{r['family']} route(s) of {r['network']} for {r['peer']}"
-            )
+            count, kind, family = (_printable(r.get(k)) for k in ("count", "kind", "family"))
+            network, peer = _printable(r.get("network")), _printable(r.get("peer", "-"))
+            lines.append(f"    holds {count} {kind} IPv{family} route(s) of {network} for {peer}")
         if "sent_error" in inst:
             lines.append(f"    send times unknown: {_printable(str(inst['sent_error']))}")
         for prefix, peers in sorted((inst.get("sent") or {}).items()):
@@ -927,15 +931,15 @@ def main(
     from bgpadv.commands.outcome import instances
 
     if output not in ("table", "json"):
-        print(f"bgpadv explain: --output must be table or json, got {output!r}", file=sys.stderr)
+        write_line(sys.stderr, f"bgpadv explain: --output must be table or json, got {_printable(output)}")
         return EXIT_USAGE
     if not manifests and kubeconfig is None:
-        print("bgpadv explain: give --manifests FILE|DIR|- or --kubeconfig FILE", file=sys.stderr)
+        write_line(sys.stderr, "bgpadv explain: give --manifests FILE|DIR|- or --kubeconfig FILE")
         return EXIT_USAGE
     try:
         query = parse_query(target)
     except ValueError as e:
-        print(f"bgpadv explain: {e}", file=sys.stderr)
+        write_line(sys.stderr, f"bgpadv explain: {_printable(e)}")
         return EXIT_USAGE
     cfg = bgpadv_config.load_or_report(config_path, listener=False)  # no listener: no node address
     if cfg is None:
@@ -943,28 +947,39 @@ def main(
     try:
         state, warnings = read_cluster(cfg, manifests, kubeconfig, context)
     except InputError as e:
-        print(f"bgpadv explain: {e}", file=sys.stderr)
+        write_line(sys.stderr, f"bgpadv explain: {_printable(e)}")
         return EXIT_USAGE
     for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        write_line(sys.stderr, f"warning: {_printable(warning)}")
     explanation = Explainer(state, cfg, instances(state, cfg)).explain(query)
-    explanation.instances = [_live_instance(url, explanation.networks(), explanation.prefixes()) for url in status_urls]
-    sys.stdout.write(render(explanation, output))
+    try:
+        explanation.instances = [
+            _live_instance(url, explanation.networks(), explanation.prefixes()) for url in status_urls
+        ]
+    except BadDocument as e:
+        write_line(sys.stderr, f"bgpadv explain: --status-url: {e}")
+        return EXIT_USAGE
+    if output == "json":
+        write_json(sys.stdout, to_json(explanation))
+    else:
+        write_text(sys.stdout, render_table(explanation))
     return explanation.exit_code
 
 
 def _live_instance(url: str, networks: Sequence[str], prefixes: Sequence[str] = ()) -> dict[str, Any]:
-    import urllib.error
-
-    from bgpadv.commands import status
-
+    """What the instance at `url` reports; an unreachable one is a report with an `error`. BadDocument (with the
+    URL) when its answer is not the document an instance writes."""
     try:
-        report = instance_report(url, status.fetch(url), None, networks)
-    except (urllib.error.URLError, OSError, ValueError) as e:
+        report = instance_report(url, statusdoc.fetch(url), None, networks)
+    except BadDocument as e:
+        raise BadDocument(f"{_printable(url)}/status is not a bgpadv /status document: {e}") from None
+    except (OSError, ValueError) as e:  # URLError and HTTPError are OSErrors
         return instance_report(url, None, str(e), networks)
     if prefixes:
         try:
-            report["sent"] = status.fetch_sent(url, prefixes)
-        except (urllib.error.URLError, OSError, ValueError) as e:  # an older instance: no /sent (404)
+            report["sent"] = statusdoc.fetch_sent(url, prefixes)
+        except BadDocument as e:
+            raise BadDocument(f"{_printable(url)}/sent is not a bgpadv /sent answer: {e}") from None
+        except (OSError, ValueError) as e:  # an older instance: no /sent (404)
             report["sent_error"] = str(e)
     return report

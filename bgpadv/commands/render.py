@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -38,7 +38,7 @@ from bgpadv.core import datapath, yamlsafe
 from bgpadv.core.bounded import brief
 from bgpadv.core.model import Plan, Refusal, Route
 from bgpadv.core.prefix import Address, Prefix
-from bgpadv.core.printable import printable
+from bgpadv.core.printable import join_lines, printable, write_line, write_text
 from bgpadv.core.reasons import IMPORT_MALFORMED as MALFORMED
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import plan as make_plan
@@ -77,6 +77,15 @@ def refusal_json(refusal: Refusal) -> dict:
     }
 
 
+def _cells(row: Sequence[object]) -> tuple[str, ...]:
+    """Every cell of a table row made printable (`bgpadv.core.printable`): the one place a cell becomes text."""
+    return tuple(printable(c) for c in row)
+
+
+def _printed(rows: Iterable[Sequence[object]]) -> list[tuple[str, ...]]:
+    return [_cells(row) for row in rows]
+
+
 def _widths(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
     return [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
 
@@ -93,14 +102,16 @@ def render_table(plan: Plan, instance: Instance | None = None, silent: Sequence[
     rows = [
         (
             printable(r.network),
-            (
-                str(r.prefix),
-                "self" if r.next_hop is None else str(r.next_hop),
-                printable(r.kind),
-                printable(r.node or "-"),
-                printable(r.source),
-                attributes_text(r.attributes),
-                ", ".join(instance.peers_of(r)) if instance is not None else "-",
+            _cells(
+                (
+                    r.prefix,
+                    "self" if r.next_hop is None else r.next_hop,
+                    r.kind,
+                    r.node or "-",
+                    r.source,
+                    attributes_text(r.attributes),
+                    ", ".join(instance.peers_of(r)) if instance is not None else "-",
+                )
             ),
         )
         for r in plan.routes
@@ -116,9 +127,7 @@ def render_table(plan: Plan, instance: Instance | None = None, silent: Sequence[
         lines.extend(["no routes", ""])
     if plan.rejected:
         refused_header = ("SOURCE", "VALUE", "REASON", "MESSAGE")
-        refused = [
-            (printable(x.source), printable(x.value), printable(x.reason), printable(x.message)) for x in plan.rejected
-        ]
+        refused = _printed([(x.source, x.value, x.reason, x.message) for x in plan.rejected])
         refused_widths = _widths(refused_header, refused)
         lines.append(f"refused ({len(refused)})")
         lines.append(_line(refused_header, refused_widths))
@@ -126,9 +135,7 @@ def render_table(plan: Plan, instance: Instance | None = None, silent: Sequence[
         lines.append("")
     if silent:
         silent_header = ("SOURCE", "VALUE", "NETWORK", "WHY")
-        silent_rows = [
-            (printable(u.source), printable(u.value), printable(u.network or "-"), printable(u.why)) for u in silent
-        ]
+        silent_rows = _printed([(u.source, u.value, u.network or "-", u.why) for u in silent])
         silent_widths = _widths(silent_header, silent_rows)
         lines.append(f"no route ({len(silent_rows)})")
         lines.append(_line(silent_header, silent_widths))
@@ -139,7 +146,7 @@ def render_table(plan: Plan, instance: Instance | None = None, silent: Sequence[
         f"{len(plan.routes)} route(s): {subnets} subnet, {len(plan.routes) - subnets} host; "
         f"{len(plan.rejected)} refused; {len(silent)} without a route"
     )
-    return "\n".join(lines) + "\n"
+    return join_lines(lines)
 
 
 def render_plan(
@@ -171,13 +178,20 @@ def render_plan(
 def render_peers(peers: list[dict]) -> str:
     """The table of which nodes' instances peer with which peer."""
     header = ("PEER", "ASN", "SESSION", "NODE SELECTOR", "SERVED BY")
-    rows = [
-        (p["peer"], str(p["asn"]), p["session"], p["nodeSelector"] or "-", ", ".join(p["nodes"]) or "no node")
-        for p in peers
-    ]
+    rows = _printed(
+        [
+            (
+                p["peer"],
+                p["asn"],
+                p["session"],
+                p["nodeSelector"] or "-",
+                ", ".join(p["nodes"]) or "no node",
+            )
+            for p in peers
+        ]
+    )
     widths = _widths(header, rows)
-    lines = ["", f"peers ({len(rows)})", _line(header, widths), *(_line(row, widths) for row in rows)]
-    return "\n".join(lines) + "\n"
+    return join_lines(["", f"peers ({len(rows)})", _line(header, widths), *(_line(row, widths) for row in rows)])
 
 
 def main(
@@ -194,7 +208,7 @@ def main(
     With `learned_path` it prints instead what the egress import (`importRoutes`) would install from those learned
     routes: a YAML/JSON mapping peer address → prefix → next hop, e.g. `{"10.0.0.1": {"0.0.0.0/0": "10.0.0.1"}}`."""
     if output not in OUTPUTS:
-        print(f"error: --output must be one of {', '.join(OUTPUTS)}, got {output!r}", file=sys.stderr)
+        write_line(sys.stderr, f"error: --output must be one of {', '.join(OUTPUTS)}, got {printable(output)}")
         return 2
     cfg = bgpadv_config.load_or_report(config_path, listener=False)  # no listener: no node address
     if cfg is None:
@@ -203,29 +217,29 @@ def main(
     try:
         objects, warnings = read_objects(cfg, inputs, kubeconfig, context)
     except InputError as e:
-        print(f"bgpadv render: {printable(e)}", file=sys.stderr)
+        write_line(sys.stderr, f"bgpadv render: {printable(e)}")
         return 2
     state, _ignored = state_from_objects(objects)  # decoded once, as the store decodes events
     for warning in warnings:
-        print(f"warning: {printable(warning)}", file=sys.stderr)
+        write_line(sys.stderr, f"warning: {printable(warning)}")
     if learned_path is not None:
         try:
             learned, malformed = load_learned(learned_path, {str(p.address) for p in cfg.peers})
         except (OSError, ValueError) as e:
-            print(f"{learned_path}: {printable(e)}", file=sys.stderr)
+            write_line(sys.stderr, f"{printable(learned_path)}: {printable(e)}")
             return 2
         for problem in malformed:
-            print(f"{learned_path}: refused ({MALFORMED}): {printable(problem)}", file=sys.stderr)
+            write_line(sys.stderr, f"{printable(learned_path)}: refused ({MALFORMED}): {printable(problem)}")
         interfaces = node_interfaces(objects, cfg.node_name)
         rows = imports(state, cfg, learned, interfaces)
-        sys.stdout.write(render_imports(rows, output, malformed))
+        write_text(sys.stdout, render_imports(rows, output, malformed))
         return 0
     peers = serving_nodes(cfg, state.nodes) if cfg.peer_selection else None  # which node serves which peer
     cfg = served_on(state, cfg, cfg.speaker_node)  # the peers the node's labels select, self from its InternalIPs
     instance = guarded(state, cfg)
     for warning in datapath_warnings(state, instance.plan):
-        print(f"warning: {warning}", file=sys.stderr)
-    sys.stdout.write(render_plan(instance.plan, output, instance, unrouted(state, cfg, (instance,)), peers))
+        write_line(sys.stderr, f"warning: {warning}")
+    write_text(sys.stdout, render_plan(instance.plan, output, instance, unrouted(state, cfg, (instance,)), peers))
     return 0
 
 
@@ -374,17 +388,17 @@ def render_imports(rows: list[dict], output: str, malformed: Sequence[str] = ())
         if not row["selected"]:
             lines.append(f"{name}: not a selected network, nothing imported")
             continue
-        refused = ", ".join(f"{n} {reason}" for reason, n in sorted(row["refused"].items())) or "none"
+        refused = ", ".join(f"{n} {printable(reason)}" for reason, n in sorted(row["refused"].items())) or "none"
         lines.append(f"{name} ({where}, protocol 186): {len(row['routes'])} routes, refused: {refused}")
         lines += [f"  {r['prefix']} via {', '.join(r['nextHops'])}" for r in row["routes"]]
         lines += [
-            f"  refused {r['prefix']} via {r['nextHop'] or '-'} from {r['peer']}: {r['reason']} "
-            f"({printable(r['message'])})"
+            f"  refused {printable(r['prefix'])} via {printable(r['nextHop'] or '-')} from {printable(r['peer'])}: "
+            f"{printable(r['reason'])} ({printable(r['message'])})"
             for r in row.get("refusals", ())
         ]
     if malformed:
         lines.append(f"{len(malformed)} learned entries refused ({MALFORMED}): see stderr")
-    return "\n".join(lines) + "\n" if lines else "no importRoutes networks configured\n"
+    return join_lines(lines) if lines else "no importRoutes networks configured\n"
 
 
 def announced(state: ClusterState, cfg: bgpadv_config.Config) -> Plan:

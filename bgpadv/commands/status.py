@@ -1,49 +1,39 @@
 """`bgpadv status`: what a running instance reports on its /status endpoint, printed for people.
 
-Every string of the document (network and peer names, reasons, resources: the cluster's or the remote instance's)
-is printed through `bgpadv.core.printable` in the tables, so no value can forge a line or steer the terminal;
-`--json` prints the document exactly."""
+The document is read and checked by `bgpadv.commands.statusdoc` (a document of another shape: one line, exit 2).
+Every string of it (network and peer names, reasons, resources: the cluster's or the remote instance's) is printed
+through `bgpadv.core.printable` in the tables and lines, so no value can forge a line or steer the terminal;
+`--json` prints the document exactly (pure ASCII)."""
 
 from __future__ import annotations
 
-import json
 import sys
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import IO, Any
 
-from bgpadv.core.printable import printable
+from bgpadv.commands.statusdoc import EXIT_BAD_DOCUMENT, PEER, BadDocument, fetch
+from bgpadv.core.printable import join_lines, printable, write_json, write_line, write_text
 
 DEFAULT_URL = "http://127.0.0.1:9179"
 
 
-def fetch(url: str = DEFAULT_URL, timeout: float = 5.0) -> dict[str, Any]:
-    """The /status JSON of the instance at `url` (the metrics listener's base URL)."""
-    with urllib.request.urlopen(url.rstrip("/") + "/status", timeout=timeout) as resp:
-        return json.loads(resp.read())
-
-
-def fetch_sent(url: str, prefixes: Sequence[str], timeout: float = 5.0) -> dict[str, Any]:
-    """`/sent` of the instance at `url`: prefix -> peer -> its last acknowledged send (`bgpadv.speaker.sent`).
-    An instance older than the endpoint answers 404: HTTPError, a URLError."""
-    query = urllib.parse.urlencode([("prefix", p) for p in prefixes])
-    with urllib.request.urlopen(url.rstrip("/") + "/sent?" + query, timeout=timeout) as resp:
-        found: dict[str, Any] = json.loads(resp.read()).get("prefixes") or {}
-        return found
-
-
 def main(url: str = DEFAULT_URL, *, as_json: bool = False, out: IO[str] | None = None) -> int:
-    """Print the status of the instance at `url`; 0 if it answered (ready or not), 1 if it could not be reached."""
+    """Print the status of the instance at `url`; 0 if it answered (ready or not), 1 if it could not be reached,
+    2 if its answer is not a /status document of the expected shape (`bgpadv.commands.statusdoc`)."""
     out = out if out is not None else sys.stdout
+    where = f"{url.rstrip('/')}/status"
     try:
         status = fetch(url)
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        print(f"bgpadv status: cannot read {url.rstrip('/')}/status: {exc}", file=sys.stderr)
+    except BadDocument as exc:
+        write_line(sys.stderr, f"bgpadv status: {printable(where)} is not a bgpadv /status document: {exc}")
+        return EXIT_BAD_DOCUMENT
+    except (OSError, ValueError) as exc:  # URLError and HTTPError are OSErrors
+        write_line(sys.stderr, f"bgpadv status: cannot read {printable(where)}: {printable(exc)}")
         return 1
-    out.write(json.dumps(status, indent=2, sort_keys=True) + "\n" if as_json else render(status))
+    if as_json:
+        write_json(out, status, sort_keys=True)
+    else:
+        write_text(out, render(status))
     return 0
 
 
@@ -93,7 +83,7 @@ def render(status: dict[str, Any]) -> str:
     if imported is not None:
         lines.append("")
         lines += render_import(imported)
-    return "\n".join(lines) + "\n"
+    return join_lines(lines)
 
 
 SESSION_HEADER = ["PEER", "ASN", "NODE", "STATE", "UPTIME", "SENT", "RECEIVED", "REFUSED", "BFD"]
@@ -138,15 +128,34 @@ def render_sessions(peers: dict[str, Any]) -> list[str]:
 
 
 def render_all(objects: list[dict[str, Any]], now: float) -> str:
-    """`bgpadv status --all`: every instance's sessions from the BGPSessionState objects."""
+    """`bgpadv status --all`: every instance's sessions from the BGPSessionState objects; an object of another
+    shape (a hand-written or damaged one) is named in a last line instead of its session."""
     from bgpadv.observe.sessionstate import peer_entry
 
-    entries = [peer_entry(o, now) for o in objects]
+    entries, damaged = [], []
+    for obj in objects:
+        try:
+            entries.append(PEER(peer_entry(_mappings(obj), now), ""))
+        except (BadDocument, AttributeError, TypeError, ValueError, OverflowError) as exc:
+            name = (obj.get("metadata") or {}).get("name") if isinstance(obj, dict) else None
+            damaged.append(f"{printable(name if isinstance(name, str) else '?')} ({printable(exc)})")
     rows = [[str(e.get("instance") or "-"), *_session_row(str(e.get("peer") or "-"), e)] for e in entries]
     lines = _table(["INSTANCE", *SESSION_HEADER], rows, "no BGPSessionState objects", "llrllrrrrl")
     for e in entries:
         lines += _session_notes(str(e.get("peer")), e, prefix=f"{e.get('instance')}/")
-    return "\n".join(lines) + "\n"
+    if damaged:
+        lines.append(f"not shown, not BGPSessionState objects of the expected shape: {', '.join(damaged)}")
+    return join_lines(lines)
+
+
+def _mappings(obj: object) -> dict[str, Any]:
+    """A listed object whose spec, status and metadata are mappings (BadDocument otherwise)."""
+    if not isinstance(obj, dict):
+        raise BadDocument("not a mapping")
+    for key in ("metadata", "spec", "status"):
+        if not isinstance(obj.get(key) or {}, dict):
+            raise BadDocument(f"{key}: not a mapping")
+    return obj
 
 
 def main_all(
@@ -168,9 +177,12 @@ def main_all(
     try:
         objects = list_session_states(make_api_client(KubernetesConfig(kubeconfig, context)), namespace)
     except Exception as exc:  # a refused LIST, an unreachable API, no kubeconfig
-        print(f"bgpadv status --all: cannot list bgpsessionstates.bgpadv.io: {exc}", file=sys.stderr)
+        write_line(sys.stderr, f"bgpadv status --all: cannot list bgpsessionstates.bgpadv.io: {printable(exc)}")
         return 2
-    out.write(json.dumps(objects, indent=2, sort_keys=True) + "\n" if as_json else render_all(objects, time.time()))
+    if as_json:
+        write_json(out, objects, sort_keys=True)
+    else:
+        write_text(out, render_all(objects, time.time()))
     return 0
 
 
@@ -183,12 +195,15 @@ def _when(wall: object) -> str:
 def render_placement(placement: dict[str, Any]) -> list[str]:
     """Which configured peers this instance serves (peers[].nodeSelector against its node's labels)."""
     node = placement.get("node")
-    served = ", ".join(placement.get("serves") or []) or "none"
-    where = f"node {node}" if node else "this instance (its node is not known: BGPADV_POD_NODE_NAME unset)"
+    served = ", ".join(printable(p) for p in placement.get("serves") or []) or "none"
+    where = f"node {printable(node)}" if node else "this instance (its node is not known: BGPADV_POD_NODE_NAME unset)"
     lines = [f"{where} serves: {served}"]
     others = placement.get("notServed") or []
     if others:
-        lines.append("not served here: " + ", ".join(f"{p.get('peer')} ({p.get('nodeSelector')})" for p in others))
+        lines.append(
+            "not served here: "
+            + ", ".join(f"{printable(p.get('peer'))} ({printable(p.get('nodeSelector'))})" for p in others)
+        )
     return [*lines, ""]
 
 

@@ -25,6 +25,7 @@ from pydantic import TypeAdapter, ValidationError
 from bgpadv.config.schema import LISTEN_ENV, MD5_PASSWORD, MD5_RULE, Config
 from bgpadv.core import yamlsafe
 from bgpadv.core.bounded import brief
+from bgpadv.core.printable import write_line
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -95,7 +96,7 @@ def load_or_report(path: str | Path, stream: TextIO | None = None, *, listener: 
         problems = [f"cannot read the configuration: {e.strerror or e}"]
     prefix = f"{path}: "
     for problem in problems:
-        print(problem if problem.startswith(prefix) else prefix + problem, file=out)  # file-level ones name it
+        write_line(out, problem if problem.startswith(prefix) else prefix + problem)  # file-level ones name it
     return None
 
 

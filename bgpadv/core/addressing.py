@@ -102,7 +102,8 @@ SPECIAL_PURPOSE: tuple[SpecialPurpose, ...] = (
     _refused("ff00::/8", "multicast (ff00::/8)", "RFC 4291"),
 )
 """The special-purpose table (see `SpecialPurpose`), most specific entries first within a family where they nest
-(the first entry that matches names the range). The README's "Special-purpose addresses" table is this one."""
+(the first entry that matches names the range). The guide's "Special-purpose addresses" table (docs/concepts.md)
+is this one."""
 
 
 def _table(use: str) -> dict[int, tuple[tuple[int, int, str], ...]]:

@@ -3,9 +3,9 @@
 bgpadv only tells the fabric where a VM is; the packets then need OVN-K to route them between the node's uplink and
 the network (ingress: the fabric → a VM's address; egress: a VM → the fabric without SNAT). That is OVN-K's BGP
 integration (RouteAdvertisements), and it covers some network kinds only. The table is the one place bgpadv states
-it (the README's compatibility matrix is written from it, `check-config` and `render` warn from it); versions are
-the first upstream release tag (github.com/ovn-kubernetes/ovn-kubernetes) that ships the path, as read on 2026-12-02
-from these sources:
+it (the guide's compatibility matrix in docs/concepts.md is written from it, `check-config` and `render` warn from
+it); versions are the first upstream release tag (github.com/ovn-kubernetes/ovn-kubernetes) that ships the path,
+as read on 2026-12-02 from these sources:
 
 - docs/features/bgp-integration/route-advertisements.md (first in v1.1.0-beta/v1.1.0 with the RouteAdvertisements
   CRD, go-controller/pkg/crd/routeadvertisements): primary Layer3 and Layer2 CUDNs advertised with `PodNetwork`,

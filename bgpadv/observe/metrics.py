@@ -127,7 +127,7 @@ class Metrics:
         self.bfdd_cannot_start = Gauge(
             "bgpadv_bfdd_cannot_start",
             "1 once the supervisor gave up starting FRR's bfdd (e.g. the pod lacks the capabilities bfdd needs: "
-            "README, BFD); every BFD session then stays down. 0 otherwise.",
+            "see docs/bfd.md); every BFD session then stays down. 0 otherwise.",
             registry=r,
         )
         self.peer_transitions = Counter(

@@ -28,7 +28,7 @@ ToR does not take for a failure (RFC 5882), so graceful restart still keeps the 
 bfdd's output goes through the supervisor (to its stderr). A bfdd that exits at start-up because it lacks the
 capabilities it insists on (`privs_init: initial cap_set_proc failed`, FRR 8.4: NET_BIND_SERVICE, NET_RAW and
 SYS_ADMIN in its permitted set) is not restarted: no restart can give it capabilities. The supervisor logs one
-error naming the missing ones and the fix (README, "BFD"), and writes the reason to `bfdd.failed` in the runtime
+error naming the missing ones and the fix (docs/bfd.md), and writes the reason to `bfdd.failed` in the runtime
 directory, where the controller's BFD client finds it (`bgpadv_bfdd_cannot_start` 1, the sessions stay down).
 """
 

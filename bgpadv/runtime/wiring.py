@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bgpadv.config import Config, load_or_report
+from bgpadv.core.printable import write_line
 from bgpadv.core.runfiles import controller_argv
 from bgpadv.core.views import Node
 from bgpadv.observe.logs import setup_logging
@@ -82,7 +83,7 @@ def run(
         try:
             runtime = resolve_runtime(config.exabgp.runtime)
         except ValueError as e:
-            print(f"bgpadv: {e}", file=sys.stderr)
+            write_line(sys.stderr, f"bgpadv: {e}")
             return 2
         argv = exabgp_argv(str(conf), runtime=runtime)
         setup_logging(os.environ.get("BGPADV_LOG_LEVEL", "INFO"))

@@ -135,7 +135,7 @@ def test_the_default_user_is_65532_in_group_0(container: str) -> None:
 
 
 def test_bfdd_carries_the_three_file_capabilities_frr_insists_on_and_nothing_else(container: str) -> None:
-    # permitted only (+p, not effective): FRR raises them itself; without them bfdd exits at start-up (README, BFD)
+    # permitted only (+p, not effective): FRR raises them itself; without them bfdd exits at start-up (docs/bfd.md)
     result = run_as(container, OPENSHIFT_USER, "getcap", "/usr/lib/frr/bfdd")
     assert result.stdout.split() == ["/usr/lib/frr/bfdd", "cap_net_bind_service,cap_net_raw,cap_sys_admin=p"], (
         result.stderr

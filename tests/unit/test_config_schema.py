@@ -1,10 +1,10 @@
-"""The configuration's JSON Schema and its defaults: one source for the code, the schema, the example and the README.
+"""The configuration's JSON Schema and its defaults: one source for the code, the schema, the example and the guide.
 
 Scope: `bgpadv check-config --schema` (a draft 2020-12 schema, keys as users write them); the shipped configurations
 valid against it (checked with the `jsonschema` package, formats included); a typo'd key refused by the schema and
 by `parse`, which names the key it resembles; every default that `config/bgpadv.yaml` (its commented-out
-`key: value` lines and its `(default N)` remarks) and the README state equal to the schema's, and every key of the
-schema documented in the example.
+`key: value` lines and its `(default N)` remarks) and the guide (README.md, docs/) state equal to the schema's, and
+every key of the schema documented in the example.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ import pytest
 from bgpadv.commands.cli import main
 from bgpadv.config import ConfigError, json_schema, parse
 from bgpadv.core import yamlsafe
+from tests import guide
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "config" / "bgpadv.yaml"
-# deploy/base/bgpadv.yaml is a placeholder refused on purpose (its peer is no address): the README's configuration
+# deploy/base/bgpadv.yaml is a placeholder refused on purpose (its peer is no address): the install guide's config
 # (deploy/examples/bgpadv.yaml) is the deployable one, and the placeholder's one error is asserted below
 SHIPPED = [EXAMPLE, ROOT / "deploy" / "examples" / "bgpadv.yaml"]
 PLACEHOLDER = ROOT / "deploy" / "base" / "bgpadv.yaml"
@@ -181,16 +182,16 @@ def test_every_default_the_example_states_is_the_schemas():
         assert float(value) == defaults[path], f"config/bgpadv.yaml: {key} default {value}, schema {defaults[path]}"
 
 
-def test_every_default_the_readme_states_is_the_schemas():
-    """README: "`exabgp.listenPort` (default 179", "`safety.drainSeconds` (default 30 s", ..."""
-    text = " ".join((ROOT / "README.md").read_text().split())
+def test_every_default_the_guide_states_is_the_schemas():
+    """README.md and docs/: "`exabgp.listenPort` (default 179", "`safety.drainSeconds` (default 30 s", ..."""
+    text = " ".join(guide.text().split())
     defaults = _schema_defaults()
     found = re.findall(r"`([A-Za-z.]+)`[^`()]{0,60}\(default ([0-9.]+)", text)
     assert len(found) >= 3, found
     for key, value in found:
         paths = [p for p in defaults if p == key or p.endswith("." + key)]
-        assert len(paths) == 1, f"README: {key} names {paths}"
-        assert float(value) == defaults[paths[0]], f"README: {key} default {value}, schema {defaults[paths[0]]}"
+        assert len(paths) == 1, f"the guide: {key} names {paths}"
+        assert float(value) == defaults[paths[0]], f"the guide: {key} default {value}, schema {defaults[paths[0]]}"
 
 
 def test_the_documented_examples_are_valid_against_the_schema_and_every_key_is_documented():

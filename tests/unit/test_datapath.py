@@ -1,6 +1,6 @@
-"""The data-path table (`bgpadv.core.datapath`): one truth for the README's compatibility matrix and the warnings.
+"""The data-path table (`bgpadv.core.datapath`): one truth for the guide's compatibility matrix and the warnings.
 
-Scope: every kind of the table has its README row with the same versions; the kinds a CUDN view can be are
+Scope: every kind of the table has its row in docs/concepts.md with the same versions; the kinds a CUDN view can be are
 classified; a kind is warned of exactly when some direction has no known release.
 """
 
@@ -12,12 +12,12 @@ import pytest
 
 from bgpadv.core import datapath
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+CONCEPTS = Path(__file__).resolve().parents[2] / "docs" / "concepts.md"
 
 
 def _rows() -> dict[str, tuple[str, str]]:
     rows = {}
-    for line in README.read_text().splitlines():
+    for line in CONCEPTS.read_text().splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if line.startswith("| ") and len(cells) == 4:
             rows[cells[0]] = (cells[1], cells[2])
@@ -25,10 +25,10 @@ def _rows() -> dict[str, tuple[str, str]]:
 
 
 @pytest.mark.parametrize("kind", sorted(datapath.MATRIX))
-def test_the_readme_matrix_states_what_the_table_holds(kind):
+def test_the_guides_matrix_states_what_the_table_holds(kind):
     path = datapath.MATRIX[kind]
     row = _rows().get(path.title)
-    assert row is not None, f"README has no row for {path.title}"
+    assert row is not None, f"docs/concepts.md has no row for {path.title}"
     assert [None if c.startswith("none") else c for c in row] == [path.ingress, path.egress]
 
 

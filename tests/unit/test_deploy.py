@@ -2,9 +2,10 @@
 
 Scope: the rules pass `promtool check rules`, each alert fires (and stays quiet) as intended under `promtool test
 rules` with synthetic series, each has its severity (critical pages, warning is the team's queue, info a ticket) and a
-runbook_url into the README's Troubleshooting section; a tenant's refused address is a ticket, a platform's refusal
-the team's; every dashboard query is valid PromQL, the dashboard has a convergence heatmap, and every bgpadv metric
-the rules and the dashboard name exists in `bgpadv.observe.metrics`. promtool comes with Debian's `prometheus`
+runbook_url into the user guide's Troubleshooting page (docs/troubleshooting.md); a tenant's refused address is a
+ticket, a platform's refusal the team's; every dashboard query is valid PromQL, the dashboard has a convergence
+heatmap and BFD, import and per-node rows, and every bgpadv metric the rules and the dashboard name exists in
+`bgpadv.observe.metrics`. promtool comes with Debian's `prometheus`
 package, which the project's install script puts on every machine: its absence is a failure, not a skip.
 """
 
@@ -25,8 +26,9 @@ from bgpadv.planner import checks
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
-README = (ROOT / "README.md").read_text()
-RUNBOOK = "https://git.example.org/bgpadv/bgpadv/-/blob/main/README.md#"
+TROUBLESHOOTING = (ROOT / "docs" / "troubleshooting.md").read_text()
+# the docs site's Troubleshooting page (mkdocs.yml site_url + the page), the default of the runbooks' base URL
+RUNBOOK = "https://bgpadv.example.org/troubleshooting/#"
 RULES = DEPLOY / "components" / "monitoring" / "prometheus-rules.yaml"
 DASHBOARD = DEPLOY / "grafana-dashboard.json"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
@@ -89,17 +91,22 @@ def test_the_alerts_and_their_severities() -> None:
     assert {name: r["labels"]["severity"] for name, r in rules().items()} == SEVERITIES
 
 
-def readme_anchors(section: str) -> set[str]:
-    """GitHub/GitLab anchors of the `###` headings in the README's `## section`."""
-    body = README.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
-    return {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in re.findall(r"^### (.+)$", body, re.M)}
+def page_anchors() -> set[str]:
+    """MkDocs' anchors (its default slugs) of the `##` headings of docs/troubleshooting.md."""
+    headings = re.findall(r"^## (.+)$", TROUBLESHOOTING, re.M)
+    return {re.sub(r"[^a-z0-9 _-]", "", h.lower()).strip().replace(" ", "-") for h in headings}
 
 
-def test_every_alert_has_a_runbook_entry_in_the_readme_troubleshooting_section() -> None:
-    anchors = readme_anchors("Troubleshooting")
+def test_every_alert_has_its_runbook_on_the_troubleshooting_page() -> None:
+    anchors = page_anchors()
     for name, rule in rules().items():
         assert rule["annotations"]["runbook_url"] == RUNBOOK + name.lower(), name
-        assert name.lower() in anchors, f"README.md has no '### {name}' under '## Troubleshooting'"
+        assert name.lower() in anchors, f"docs/troubleshooting.md has no '## {name}'"
+
+
+def test_the_runbooks_base_is_the_docs_sites_troubleshooting_page() -> None:
+    site = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["site_url"]
+    assert site.rstrip("/") + "/troubleshooting/#" == RUNBOOK
 
 
 TENANT_REASONS = {
@@ -735,3 +742,23 @@ def test_the_dashboard_has_a_convergence_heatmap_of_the_sent_stage_buckets() -> 
     assert 'stage="sent"' in target["expr"]
     assert panels[0]["options"]["calculate"] is False  # the histogram's own buckets, not Grafana's guess
     assert panels[0]["options"]["yAxis"]["unit"] == "s"
+
+
+def test_the_dashboard_has_bfd_import_and_per_node_panels() -> None:
+    """The rows an operator of BFD, egress import and per-node mode looks at, on the metrics bgpadv really exports
+    (checked by test_every_bgpadv_metric_named_in_deploy_exists) and the PodMonitor's node and mode labels."""
+    panels = json.loads(DASHBOARD.read_text())["panels"]
+    rows = [p["title"] for p in panels if p["type"] == "row"]
+    assert {"BFD", "Egress import", "Per node"} <= set(rows)
+    joined = "\n".join(dashboard_exprs())
+    for needle in (
+        "bgpadv_bfd_session_up",
+        "bgpadv_bfdd_cannot_start",
+        "bgpadv_routes_imported",
+        "bgpadv_import_refused",
+        "bgpadv_netlink_errors_total",
+        'mode="per-node"',
+        "sum by (node)",
+    ):
+        assert needle in joined, needle
+    assert len({p["id"] for p in panels}) == len(panels)

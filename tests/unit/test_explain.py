@@ -21,6 +21,7 @@ from bgpadv.commands.explain import Explainer, meaning, parse_query, reason_mean
 from bgpadv.commands.outcome import instances
 from bgpadv.core import reasons
 from bgpadv_lab import objects as k8s
+from tests import guide
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "config" / "bgpadv.yaml"
@@ -400,8 +401,8 @@ def test_an_unreachable_instance_is_reported_not_fatal(capsys):
     assert "http://127.0.0.1:9: unreachable" in out
 
 
-def test_the_readmes_example_is_what_explain_prints(capsys):
-    readme = (ROOT / "README.md").read_text()
+def test_the_guides_example_is_what_explain_prints(capsys):
+    readme = guide.page("cli.md")
     command = "$ bgpadv explain 192.168.100.40 --config config/bgpadv.yaml --manifests config/examples\n"
     block = readme[readme.index(command) + len(command) :]
     block = block[: block.index("```")]

@@ -435,3 +435,19 @@ def test_bfd_enabled_must_be_a_boolean(helm: str, tmp_path: Path) -> None:
         [helm, "template", "bgpadv", str(CHART), "--values", str(values)], capture_output=True, text=True
     )
     assert result.returncode != 0 and "bfd" in result.stderr
+
+
+def runbooks(docs: tuple[dict, ...]) -> dict[str, str]:
+    rules = one(docs, "PrometheusRule")["spec"]["groups"]
+    return {r["alert"]: r["annotations"]["runbook_url"] for g in rules for r in g["rules"] if "alert" in r}
+
+
+def test_the_runbooks_base_url_is_a_value(helm: str) -> None:
+    """`monitoring.runbookBaseURL` moves every alert's runbook_url to another copy of the guide, anchor kept; by
+    default the rules are the shipped file's."""
+    monitoring = OPTION_SETS["monitoring"]["monitoring"]
+    shipped = runbooks(template(helm, OPTION_SETS["monitoring"]))
+    assert shipped and all(url.startswith("https://bgpadv.example.org/troubleshooting/#") for url in shipped.values())
+    base = "https://wiki.example.com/net/bgpadv-runbooks/"
+    moved = runbooks(template(helm, {"monitoring": {**monitoring, "runbookBaseURL": base}}))
+    assert moved == {alert: base + "#" + alert.lower() for alert in shipped}

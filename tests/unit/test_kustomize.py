@@ -11,7 +11,7 @@ list/watch on what bgpadv reads plus create/patch on Events; the pod is hardened
 no capabilities, RuntimeDefault seccomp, read-only root filesystem with the runtime directory on an emptyDir), has
 no nodeSelector, 60 s to terminate, measured requests/limits; the ConfigMap is generated from the shipped placeholder
 configuration, which `check-config` refuses (applying the base unchanged peers with nothing), and referenced under
-its hashed name; the README's own overlay replaces it with a configuration `check-config` accepts; each overlay adds
+its hashed name; the install guide's overlay replaces it with a configuration `check-config` accepts; each overlay adds
 exactly its piece. Placement: the DaemonSet tolerates every taint at `system-node-critical`, the Deployment spreads
 over zones besides its required anti-affinity by hostname; every object and pod template carries the recommended
 `app.kubernetes.io/*` labels, and the selectors only `app.kubernetes.io/name`.
@@ -20,7 +20,6 @@ over zones besides its required anti-affinity by hostname; every object and pod 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import tomllib
@@ -33,6 +32,7 @@ import yaml
 
 from bgpadv.commands import checkconfig
 from bgpadv.config import parse
+from tests import guide
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -43,7 +43,6 @@ VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["versi
 IMAGE = f"localhost/bgpadv:{VERSION}"
 
 
-README = (ROOT / "README.md").read_text()
 EXAMPLE_CONFIG = DEPLOY / "examples" / "bgpadv.yaml"
 
 
@@ -61,10 +60,8 @@ def render(overlay: str) -> tuple[dict, ...]:
 
 
 def readme_block(first: str) -> str:
-    """The README code block whose first line starts with `first` (a `# path` comment), without the fences."""
-    found = re.findall(r"^```\w*\n(" + re.escape(first) + r"\b.*?)^```$", README, re.MULTILINE | re.DOTALL)
-    assert len(found) == 1, f"{len(found)} README blocks start with {first!r}"
-    return found[0]
+    """The guide's code block whose first line starts with `first` (a `# path` comment), without the fences."""
+    return guide.code_block(first)
 
 
 def one(docs: tuple[dict, ...], kind: str) -> dict:
@@ -281,7 +278,7 @@ def test_the_shipped_configuration_is_a_placeholder_that_check_config_refuses(tm
 
 
 def readme_overlay(tmp: Path) -> tuple[dict, ...]:
-    """The README's own overlay (`my-bgpadv/` beside `deploy/`), with the README's configuration, rendered."""
+    """The install guide's own overlay (`my-bgpadv/` beside `deploy/`), with its configuration, rendered."""
     (tmp / "deploy").symlink_to(DEPLOY, target_is_directory=True)
     mine = tmp / "my-bgpadv"
     mine.mkdir()
@@ -315,8 +312,8 @@ def test_the_readme_overlay_replaces_the_placeholder_and_serves_metrics_on_the_n
 
 
 def test_requests_and_limits_rest_on_the_measurement_at_10k_routes() -> None:
-    """bench/rss.py at 10,000 host routes: 225 MiB resident in all, the controller 136 MiB of it (README); the limit
-    leaves room for a relist (fresh views beside the old ones)."""
+    """bench/rss.py at 10,000 host routes: 225 MiB resident in all, the controller 136 MiB of it (docs/operations.md);
+    the limit leaves room for a relist (fresh views beside the old ones)."""
     assert container(render("default"))["resources"] == {
         "requests": {"cpu": "100m", "memory": "384Mi"},
         "limits": {"memory": "1Gi"},
@@ -354,7 +351,8 @@ ANTI_AFFINITY = {
 
 @pytest.mark.parametrize("overlay", ("default", "openshift", "monitoring"))
 def test_two_active_speakers_run_on_two_nodes_and_roll_one_at_a_time_without_a_surge(overlay: str) -> None:
-    """Both replicas announce the same routes (README, "High availability"); a third pod would find no free node."""
+    """Both replicas announce the same routes (docs/operations.md, "High availability"); a third pod would find no
+    free node."""
     deployment = one(render(overlay), "Deployment")
     assert deployment["spec"]["replicas"] == 2
     assert deployment["spec"]["strategy"] == {
@@ -550,9 +548,40 @@ def test_the_bfd_component_adds_exactly_bfdds_three_capabilities_and_allows_esca
     }
 
 
-def test_the_readme_names_the_bfd_component_and_what_it_grants() -> None:
-    section = README.split("## BFD (`peers[].bfd`)", 1)[1].split("\n## ", 1)[0]
+def test_the_guide_names_the_bfd_component_and_what_it_grants() -> None:
+    section = guide.page("bfd.md")
     for needed in ("deploy/components/bfd", "allowPrivilegeEscalation: true", "bfd.enabled", "setcap"):
         assert needed in section, needed
     for cap in ("NET_BIND_SERVICE", "NET_RAW", "SYS_ADMIN"):
         assert cap in section, cap
+
+
+def test_the_runbook_url_component_moves_every_runbook_to_the_given_base(tmp_path: Path) -> None:
+    """deploy/components/runbook-url, used as its comment says: a local-config ConfigMap names the base, every alert's
+    runbook_url keeps its anchor, the ConfigMap itself is never applied and nothing else changes."""
+    (tmp_path / "deploy").symlink_to(DEPLOY, target_is_directory=True)
+    mine = tmp_path / "my-bgpadv"
+    mine.mkdir()
+    base = "https://wiki.example.com/bgpadv/troubleshooting/"
+    (mine / "runbook-url.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": "bgpadv-runbook-url",
+                    "annotations": {"config.kubernetes.io/local-config": "true"},
+                },
+                "data": {"baseURL": base},
+            }
+        )
+    )
+    (mine / "kustomization.yaml").write_text(
+        "resources: [../deploy/overlays/monitoring, runbook-url.yaml]\ncomponents: [../deploy/components/runbook-url]\n"
+    )
+    docs = kustomize(mine)
+    shipped = render("monitoring")
+    alerts = [r for g in one(docs, "PrometheusRule")["spec"]["groups"] for r in g["rules"] if "alert" in r]
+    assert len(alerts) >= 18
+    assert {r["annotations"]["runbook_url"] for r in alerts} == {base + "#" + r["alert"].lower() for r in alerts}
+    assert [d for d in docs if d["kind"] != "PrometheusRule"] == [d for d in shipped if d["kind"] != "PrometheusRule"]

@@ -321,7 +321,7 @@ def test_the_deployment_gives_bgpadv_longer_than_its_drain_and_a_graceful_restar
 
     monkeypatch.setenv("BGPADV_NODE_IP", "10.0.0.11")  # metrics.listen: the pod sets it from status.hostIP
     base = Path(__file__).resolve().parents[2] / "deploy" / "base"
-    # the README's configuration (the base ships a placeholder that is refused on purpose)
+    # the install guide's configuration (the base ships a placeholder that is refused on purpose)
     config = parse(yaml.safe_load((base.parent / "examples" / "bgpadv.yaml").read_text()))
     deployment = yaml.safe_load((base / "deployment.yaml").read_text())
     daemonset = yaml.safe_load((base.parent / "components" / "per-node" / "daemonset.yaml").read_text())

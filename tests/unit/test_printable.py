@@ -4,19 +4,26 @@ made printable (`bgpadv.core.printable`), while their JSON stays exact.
 Scope: the helper's escapes (control characters, newlines, ANSI escapes, bidi overrides, backslashes); a CUDN whose
 name carries a newline and an ANSI escape through `render` from a manifest directory (the table gains no line, the
 JSON keeps the name byte for byte); the import table of `render --learned`; `status` rendering a hostile /status
-document (network, peer, reason and resource strings).
+document (network, peer, reason and resource strings); the filter itself: every C0/C1 control, DEL, bidi control,
+line/paragraph separator, zero-width, tag, invisible filler and lone surrogate escaped by both filters, and as
+properties over any text: one visible line, read back losslessly, plain text unchanged, one printed line per line.
+Every command driven end to end with such input: test_printed_output.py.
 """
 
 from __future__ import annotations
 
+import ast
+import io
 import json
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bgpadv.commands import status
 from bgpadv.commands.render import main as render_main
-from bgpadv.core.printable import printable
+from bgpadv.core.printable import join_lines, printable, printable_line, shown, write_text
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
 
@@ -145,3 +152,74 @@ def test_status_json_is_the_document_exactly(monkeypatch, capsys):
     monkeypatch.setattr(status, "fetch", lambda url: doc)
     assert status.main("http://127.0.0.1:1", as_json=True) == 0
     assert json.loads(capsys.readouterr().out) == doc
+
+
+# --- the filter itself --------------------------------------------------------------------------------------------
+
+DANGEROUS = [
+    *(chr(c) for c in range(0x00, 0x20)),  # C0 controls: NUL, TAB, LF, CR, ESC, ...
+    "\x7f",  # DEL
+    *(chr(c) for c in range(0x80, 0xA0)),  # C1 controls: CSI \x9b, NEL \x85, OSC \x9d, ...
+    *"\u202a\u202b\u202c\u202d\u202e",  # bidi embeddings and overrides
+    *"\u2066\u2067\u2068\u2069",  # bidi isolates
+    *"\u200e\u200f\u061c",  # direction marks
+    *"\u2028\u2029",  # line and paragraph separators
+    *"\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e",  # zero-width and soft characters (Cf)
+    *"\u00a0\u2000\u3000",  # spaces other than U+0020
+    *"\u034f\u115f\u1160\u3164\uffa0\ufe0f\U000e0100",  # printable to Python, invisible on a terminal
+    "\U000e0041",  # a tag character
+    *"\ud800\udbff\udc00\udfff",  # lone surrogates
+    "\ue000",  # private use
+    "\u0378",  # unassigned
+]
+
+
+@pytest.mark.parametrize("char", [pytest.param(c, id=f"U+{ord(c):04X}") for c in DANGEROUS])
+def test_every_dangerous_character_is_escaped_by_both_filters(char):
+    assert not shown(char)
+    for printed in (printable(f"a{char}b"), printable_line(f"a{char}b")):
+        assert char not in printed
+        assert printed.startswith("a\\") and printed.endswith("b")
+        printed.encode("utf-8")  # never unencodable
+
+
+def unescape(shown: str) -> str:
+    """The text `printable` escaped, read back as the Python string literal it is written as."""
+    return ast.literal_eval("'" + shown.replace("'", "\\'") + "'")
+
+
+ANY_TEXT = st.text(st.characters(exclude_categories=()), max_size=40)
+"""Every code point, lone surrogates included."""
+
+
+def visible(text: str) -> bool:
+    return all(shown(c) for c in text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(ANY_TEXT)
+def test_printable_output_is_one_visible_line_and_reads_back_to_the_value(text):
+    printed = printable(text)
+    assert visible(printed)
+    printed.encode("utf-8")
+    assert unescape(printed) == text  # lossless, so unambiguous: no two values print alike
+    assert printable_line(printed) == printed  # the boundary filter leaves a printed value alone
+
+
+@settings(max_examples=400, deadline=None)
+@given(ANY_TEXT)
+def test_text_prints_as_itself_exactly_when_every_character_is_shown(text):
+    assert (printable(text) == text) == (visible(text) and "\\" not in text)
+    assert (printable_line(text) == text) == visible(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(ANY_TEXT, max_size=6))
+def test_each_line_given_is_exactly_one_line_printed(lines):
+    text = join_lines(lines)
+    assert text.count("\n") == len(lines)
+    assert text.split("\n")[:-1] == [printable_line(line) for line in lines]
+    assert all(visible(line) for line in text.split("\n"))
+    out = io.StringIO()
+    write_text(out, text)
+    assert out.getvalue() == text  # text made by join_lines is written as it is

@@ -103,7 +103,7 @@ spec:
       securityContext:
         runAsNonRoot: true
         {{- if include "bgpadv.bfd" $root }}
-        # BFD (README, "BFD"): the image's bfdd carries file capabilities (+p) for these three, which FRR's bfdd
+        # BFD (docs/bfd.md): the image's bfdd carries file capabilities (+p) for these three, which FRR's bfdd
         # insists on at start-up; they take effect only inside the bounding set (add) and without no_new_privs
         allowPrivilegeEscalation: true
         readOnlyRootFilesystem: true
