@@ -8,9 +8,10 @@ whole-set path as it was before the delta chain (the guard declines every delta,
 and deleted, migrated to the other node, a claim readdressed (perhaps to another VM's address), a LIST of every
 resource completed again (confirming held withdrawals past their deadline), the network deleted and created again,
 a node's address changed, a node cloned from another's image (reporting its address: the older keeps it), a
-claimless VM whose edited launcher pod annotation lists a claimed address (the claim outranks it), a burst of deletions that the withdrawal hold takes for a mass deletion, the clock moved
-past `deletionSettleSeconds`, the mass-deletion window or the hold's deadline - every peer's desired set on the
-recording speaker is the same on both, and so are the counts of routes held.
+claimless VM whose edited launcher pod annotation lists a claimed address (the claim outranks it), a burst of
+deletions that the withdrawal hold takes for a mass deletion, the clock moved past `deletionSettleSeconds`, the
+mass-deletion window or the hold's deadline - every peer's desired set on the recording speaker is the same on both,
+and so are the counts of routes held.
 """
 
 from __future__ import annotations
