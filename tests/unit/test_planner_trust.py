@@ -8,7 +8,9 @@ ranks; within a rank the oldest wins (`duplicate-address`). The issue's example:
 annotation a tenant edited to list another tenant's claimed address gets nothing, and the claimed /32 stays on the
 claim's node. Layer3: a pod-networks address must lie in a host subnet its launcher pod's node holds
 (`k8s.ovn.org/node-subnets`), else `outside-node-subnet` before the duplicate rule. Every table row is planned by
-`plan()` and the incremental planner alike; `render` and `explain` show the refusal.
+`plan()` and the incremental planner alike; `render` and `explain` show the refusal. Last, the property: in any
+mix of claims (running or stopped), claimless VMs with any annotation and guest reports of any age, an address a
+claim holds is announced from that claim or not at all.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from bgpadv.commands import render
 from bgpadv.commands.explain import Explainer, parse_query
@@ -280,3 +284,62 @@ def test_explain_names_the_rule_and_the_winner():
     assert {(v.reason, "db.default" in v.message) for v in result.rules if v.verdict == "refused"} == {
         ("outranked-address", True)
     }
+
+
+# --- the property: an address a claim holds is never announced from a less trusted source --------------------------
+
+CREATED = ("2024-01-01T00:00:00Z", "2025-01-01T00:00:00Z", "2025-06-01T00:00:00Z")
+L2_POOL = ("192.168.100.10/24", "192.168.100.11/24", "192.168.100.12/24")
+FLAT_POOL = ("10.150.0.20", "10.150.0.21")
+NAMES = ("vm-a", "vm-b", "vm-c", "vm-d")
+
+vm_objects = st.one_of(
+    st.builds(  # a VM with a claim on the primary Layer2 network (perhaps stopped: its claim still holds)
+        lambda name, ip, node, created, running: [
+            k8s.ipam_claim(NS, f"{name}.default", name, "cluster_udn_vmnet-a", [ip], created=created),
+            *([k8s.vmi(NS, name, node, created=created)] if running else []),
+        ],
+        st.sampled_from(NAMES),
+        st.sampled_from(L2_POOL),
+        st.sampled_from((W1, W2)),
+        st.sampled_from(CREATED),
+        st.booleans(),
+    ),
+    st.builds(  # a hand-written claim on the flat network
+        lambda name, ip, node, created: claimed(name, f"{ip}/24", node, net="flat", created=created),
+        st.sampled_from(NAMES),
+        st.sampled_from(FLAT_POOL),
+        st.sampled_from((W1, W2)),
+        st.sampled_from(CREATED),
+    ),
+    st.builds(  # a claimless VM whose pod annotation lists any address (edited or not), in either tenant
+        lambda name, ips, node, created, ns: claimless(name, ips, node, ns=ns, created=created),
+        st.sampled_from(NAMES),
+        st.lists(st.sampled_from(L2_POOL), min_size=1, max_size=1),
+        st.sampled_from((W1, W2)),
+        st.sampled_from(CREATED),
+        st.sampled_from((NS, TENANT_B)),
+    ),
+    st.builds(  # a guest reporting addresses on the flat network
+        lambda name, ips, node, created: guest(name, ips, node, ns=TENANT_B, created=created),
+        st.sampled_from(NAMES),
+        st.lists(st.sampled_from(FLAT_POOL), min_size=1, max_size=2, unique=True),
+        st.sampled_from((W1, W2)),
+        st.sampled_from(CREATED),
+    ),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(vm_objects, min_size=1, max_size=6))
+def test_a_claimed_address_is_announced_from_its_claim_or_not_at_all(vms):
+    p = run(L2, FLAT, *vms, networks=SECONDARY)
+    claims = k8s.state(*vms).ipam_claims.values()  # as stored: a later object of the same key replaces one
+    claimed_addresses = {a.address for claim in claims for a in claim.ips}
+    for route in p.routes:
+        if route.kind.value == "host" and route.prefix.network_address in claimed_addresses:
+            assert route.source.kind == "IPAMClaim", route
+    for refusal in p.rejected:
+        if refusal.reason == "outranked-address":
+            assert refusal.source.kind == "VirtualMachineInstance"
+            assert "IPAMClaim" in refusal.message
