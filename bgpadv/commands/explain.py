@@ -493,6 +493,9 @@ class Explainer:
             subnets = [s for subs in node.host_subnets.values() for s in subs if s.prefix and address in s.prefix]
             if address in node.addresses or subnets:
                 out.objects.append(Mention(node.ref, describe_node(node, address)))
+                # the node's own refusals of the address (an older node reported it first)
+                text = str(address)
+                self._refused([r for r in self.refusals if r.source == node.ref and text in r.value.split(", ")], out)
         # the guard's refusals of the host route itself (a prefix, whatever object it came from)
         for r in self.refusals:
             if r.value.strip() == str(query.prefix) and not any(

@@ -170,9 +170,10 @@ class PlanContext:
     node index, each node's next hop per family. `node_addresses`: every address of every node
     (`bgpadv.core.views.Node.addresses`: no host route may cover one, the guard's rule 5). `handovers`: see
     `Handover` (the incremental planner's; a cold plan has none). `space`: node and infrastructure space
-    (`bgpadv.core.space`), the rule by which the planner refused networks and the guard refuses routes. The planner
-    hands over the same `networks`, `next_hops` and `node_addresses` objects as long as no CUDN,
-    RouteAdvertisements, Namespace or Node changed, so consumers may cache by identity.
+    (`bgpadv.core.space`), the rule by which the planner refused networks and the guard refuses routes. `node_ages`:
+    each node's age, (creationTimestamp, name), by which the oldest of two nodes reporting one address keeps it (the
+    guard's rule 6). The planner hands over the same `networks`, `next_hops`, `node_addresses` and `node_ages`
+    objects as long as no CUDN, RouteAdvertisements, Namespace or Node changed, so consumers may cache by identity.
     """
 
     networks: Mapping[str, PlannedNetwork] = field(default_factory=dict)
@@ -180,6 +181,7 @@ class PlanContext:
     node_addresses: Mapping[str, tuple[Address, ...]] = field(default_factory=dict)
     handovers: tuple[Handover, ...] = ()
     space: InfrastructureSpace = EMPTY_SPACE
+    node_ages: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
 
 EMPTY_CONTEXT = PlanContext()

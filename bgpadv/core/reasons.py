@@ -37,9 +37,24 @@ MALFORMED_ADDRESS = "malformed-address"
 in a network definition that does not parse."""
 
 DUPLICATE_ADDRESS = "duplicate-address"
-"""The same address is claimed by two different objects (two VMs). The claim with the oldest
+"""The same address is claimed by two different objects (two VMs) whose addresses come from sources of the same trust
+rank (two IPAMClaims, two launcher pods' `k8s.ovn.org/pod-networks`, two guest reports). The one with the oldest
 `metadata.creationTimestamp` wins, ties broken by (namespace, name); every other claimant is refused with this code.
-Applies across networks too: all routes share one table on the fabric."""
+Applies across networks too: all routes share one table on the fabric. Across ranks: `outranked-address`."""
+
+OUTRANKED_ADDRESS = "outranked-address"
+"""The same address is held by two objects whose sources differ in trust, and this one's is the less trusted: an
+IPAMClaim's status (written by OVN-K's allocator; tenants cannot write it) outranks a launcher pod's
+`k8s.ovn.org/pod-networks` annotation (tenants may patch their pods), which outranks a guest report (VMI
+`status.interfaces`). The more trusted source keeps the address whatever the ages; the refusal names it and both
+ranks. A tenant who edits a pod annotation to list another tenant's claimed address gets this, not the address."""
+
+OUTSIDE_NODE_SUBNET = "outside-node-subnet"
+"""Layer3: a VM address read from its launcher pod's `k8s.ovn.org/pod-networks` annotation lies outside the host
+subnet of the node the pod runs on (`k8s.ovn.org/node-subnets` of that node for the network, as held: an older node
+naming the same subnet keeps it), in another node's host subnet or in none. OVN-K allocates a Layer3 pod's address
+from its node's host subnet, so such an annotation was edited (or is stale): a host route for it would pull another
+node's traffic. Refused before the duplicate rule."""
 
 NAMESPACED_UDN_NOT_ADVERTISABLE = "namespaced-udn-not-advertisable"
 """The claim's `spec.network` names a namespaced UserDefinedNetwork (`<namespace>_<name>`), which RouteAdvertisements
@@ -128,8 +143,11 @@ configuration; defaults: join 100.64.0.0/16 and fd98::/64, transit 100.88.0.0/16
 169.254.0.0/17 and fd69::/112). Refused whole, with every claim on it."""
 
 DUPLICATE_NODE_ADDRESS = "duplicate-node-address"
-"""Two nodes report the same address (InternalIP, ExternalIP, `node-primary-ifaddr`, `host-cidrs`): it is no node's
-next hop, so a route that needs it on either node is refused (never routed to the older node)."""
+"""Two nodes report the same address (InternalIP, ExternalIP, `node-primary-ifaddr`, `host-cidrs`: a cloned image, or
+one node's hostile annotation): the node that reported it first (the oldest by creationTimestamp, then name) keeps it
+as its next hop; every later node is refused with this code on the Node (one refusal naming the addresses and the
+nodes that keep them), and a route that needs that address as a later node's next hop (its only valid candidate of
+the family) is refused with it too. One node's annotation never takes or withdraws another node's next hops."""
 
 # -- the last guard before the speaker (bgpadv.safety.guard) -----------------------------------------------------------
 
@@ -223,6 +241,8 @@ ALL_REASONS: tuple[str, ...] = (
     UNSPECIFIED_ADDRESS,
     MALFORMED_ADDRESS,
     DUPLICATE_ADDRESS,
+    OUTRANKED_ADDRESS,
+    OUTSIDE_NODE_SUBNET,
     NAMESPACED_UDN_NOT_ADVERTISABLE,
     UNKNOWN_NETWORK,
     NETWORK_NOT_SELECTED,

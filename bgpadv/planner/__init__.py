@@ -20,7 +20,7 @@ from bgpadv.core.model import Handover, Plan, PlanContext
 from bgpadv.core.space import EMPTY_SPACE, InfrastructureSpace
 from bgpadv.core.state import ClusterState
 from bgpadv.planner.networks import Networks, advertised_subnets, index_networks, planned_networks, subnet_routes
-from bgpadv.planner.nodes import NodeInfo, index_nodes
+from bgpadv.planner.nodes import NodeInfo, index_nodes, node_refusals
 from bgpadv.planner.space import infrastructure_space, next_hop_exclusions
 from bgpadv.planner.vms import host_routes
 
@@ -61,6 +61,7 @@ def plan_context(
         node_addresses={node.name: node.addresses for node in state.nodes.values() if node.name},
         handovers=handovers,
         space=space,
+        node_ages={node.name: node.age for node in state.nodes.values() if node.name},
     )
 
 
@@ -80,5 +81,6 @@ def plan(state: ClusterState, config: Config, node: str | None = None) -> Plan:
         routes, refusals = subnet_routes(state, config, networks, nodes)
         hosts, host_refusals = host_routes(state, config, networks, nodes)
         context = plan_context(state, networks, nodes, space=space)
-        result = Plan.build([*routes, *hosts], [*networks.refusals, *refusals, *host_refusals], context)
+        rejected = [*networks.refusals, *node_refusals(nodes), *refusals, *host_refusals]
+        result = Plan.build([*routes, *hosts], rejected, context)
     return result.for_node(config.node_name) if config.node_name else result

@@ -3,6 +3,10 @@
 `claims` and `guest_reports` read objects into a `Collector` as `Record`s (one object's addresses on one network);
 `Collector.validate` checks each address against its network (`Network.check`) and keeps the valid ones as
 `Candidate`s under their address key (`views.address_key`), noting every address held by several.
+
+Each record carries the trust rank of its source (`CLAIM` < `POD_NETWORKS` < `GUEST_REPORT`, the smallest the most
+trusted; `SOURCES` names them): who can write the address decides who keeps it in a conflict (`conflicts`), before
+any age.
 """
 
 from __future__ import annotations
@@ -14,9 +18,34 @@ from bgpadv.core.views import Problem, VmAddress, address_key
 from bgpadv.planner import checks
 from bgpadv.planner.networks import Network
 
-__all__ = ["Candidate", "Collector", "ObjectEntry", "Record", "address_key"]
+__all__ = [
+    "CLAIM",
+    "GUEST_REPORT",
+    "POD_NETWORKS",
+    "SOURCES",
+    "Candidate",
+    "Collector",
+    "ObjectEntry",
+    "Record",
+    "address_key",
+]
 
 _V6 = 1 << 128
+
+CLAIM = 1
+"""An IPAMClaim's `status.ips`: written by OVN-K's allocator through the status subresource, which tenants cannot
+write. The most trusted source."""
+POD_NETWORKS = 2
+"""The `k8s.ovn.org/pod-networks` annotation of a VM's launcher pod: written by OVN-K, but a tenant who may patch
+its pods may edit it."""
+GUEST_REPORT = 3
+"""An address the guest reports (guest agent, VMI `status.interfaces`): whatever the guest says. The least trusted."""
+SOURCES = {
+    CLAIM: "an IPAMClaim's status",
+    POD_NETWORKS: "a launcher pod's k8s.ovn.org/pod-networks annotation",
+    GUEST_REPORT: "a guest report",
+}
+"""Each trust rank as a refusal names it."""
 
 
 class Record(NamedTuple):
@@ -27,7 +56,8 @@ class Record(NamedTuple):
     network: Network
     ref: ObjectRef
     vmi: tuple[str, str]  # (namespace, VMI name): where the addresses run
-    age: tuple[str, str, str]  # of the source object: the smallest wins a conflict
+    age: tuple[str, str, str]  # of the source object: the smallest wins a conflict within a trust rank
+    rank: int  # the source's trust rank (`CLAIM`, `POD_NETWORKS`, `GUEST_REPORT`): the smallest wins a conflict
     refused: Problem | None = None
 
 
@@ -41,6 +71,7 @@ class Candidate(NamedTuple):
     vmi: tuple[str, str]
     age: tuple[str, str, str]
     key: int  # `views.address_key` of the address
+    rank: int  # the record's trust rank
 
 
 ObjectEntry = tuple[tuple[Refusal, ...], tuple[Candidate, ...]]
@@ -87,7 +118,7 @@ class Collector:
                 if reason is not None:
                     refusals.append(Refusal(ref, text, reason, checks.explain(reason, name), name))
                     continue
-                candidate = Candidate(text, network, ref, record.vmi, record.age, key)
+                candidate = Candidate(text, network, ref, record.vmi, record.age, key, record.rank)
                 holder = owner.setdefault(key, candidate)
                 if holder is not candidate:
                     contested.setdefault(key, [holder]).append(candidate)

@@ -8,7 +8,7 @@ from bgpadv.core import reasons
 from bgpadv.core.bounded import describe
 from bgpadv.core.views import Claim
 from bgpadv.planner import checks
-from bgpadv.planner.candidates import Collector, Record
+from bgpadv.planner.candidates import CLAIM, Collector, Record
 from bgpadv.planner.networks import CUDN_PREFIX, Network, Networks
 
 Resolved = tuple[Network | None, tuple[str, str, str] | None]
@@ -85,7 +85,7 @@ def read_claim(claim: Claim, resolve: NetworkResolver, out: Collector) -> None:
         if problem is not None:
             out.refuse(ref, problem.value, problem.reason, problem.message, network.name)
         return
-    out.records.append(Record(claim.ips, network, ref, (ref.namespace, claim.vm), claim.age, claim.ips_refused))
+    out.records.append(Record(claim.ips, network, ref, (ref.namespace, claim.vm), claim.age, CLAIM, claim.ips_refused))
 
 
 def read_claims(claims: Mapping[tuple[str, str], Claim], networks: Networks, out: Collector) -> None:

@@ -8,7 +8,7 @@ from bgpadv.core import reasons
 from bgpadv.core.bounded import describe
 from bgpadv.core.views import VmAddress, Vmi
 from bgpadv.planner import checks
-from bgpadv.planner.candidates import Collector, Record
+from bgpadv.planner.candidates import GUEST_REPORT, Collector, Record
 from bgpadv.planner.networks import Network, Networks
 
 
@@ -109,4 +109,4 @@ def read_vmi_interfaces(vmis: Mapping[tuple[str, str], Vmi], networks: Networks,
         if not attached:
             continue
         for network, addresses in _reported(vmi, attached, out).values():
-            out.records.append(Record(_distinct(addresses), network, vmi.ref, vmi.key, vmi.age))
+            out.records.append(Record(_distinct(addresses), network, vmi.ref, vmi.key, vmi.age, GUEST_REPORT))

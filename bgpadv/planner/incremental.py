@@ -14,8 +14,9 @@ What is cached, and what invalidates it:
   validated candidates the cold planner derives from that object alone (`vms.read_claims`, `vms.read_vmi_interfaces`
   into a `vms.Collector`, then `Collector.take()`). Invalidated by a change of that object; every entry is dropped
   when the network index (`networks.index_networks`: CUDNs + RouteAdvertisements + Namespaces) changes in any way.
-- Per address: every candidate holding it and the conflict outcome (winner, `duplicate-address` refusals, by
-  `vms.resolve_conflict`). Recomputed when a candidate of that address comes or goes.
+- Per address: every candidate holding it and the conflict outcome (winner, `duplicate-address` and
+  `outranked-address` refusals, by `vms.resolve_conflict`). Recomputed when a candidate of that address comes or
+  goes.
 - Per VMI a winner points at: its placement (`vms.placements`; in per-node mode from the instance's view, rule 6b).
   Recomputed when the VMI changes, and for VMIs whose placement reads launcher pods (`vms.needs_pods`) whenever a
   pod changes.
@@ -23,6 +24,9 @@ What is cached, and what invalidates it:
   `covers-infrastructure`: `vms.host_route`, the function the cold planner calls per address). Recomputed when the
   winner, its VMI's placement, or the node it is placed on changes, and when a node address equal to it appears,
   disappears or changes node.
+- The Layer3 host subnets as held (`host_subnets.HostSubnets`), which a launcher pod's Layer3 addresses are checked
+  against: made again when what they are made of (`host_subnets.inputs`: the Layer3 networks' ranges, the nodes'
+  ages and host subnets) changed with the node index; then every launcher pod entry is read again.
 - Node and infrastructure space (`space.infrastructure_space`): rebuilt when a Node changes; when it comes out
   different, the network index is recomputed too (a network over node space is refused).
 - The node index (`nodes.index_nodes`, whose next hops depend on the advertised subnets), subnet routes and the CUDN
@@ -38,9 +42,9 @@ costs the size of the change (`bgpadv.runtime.controller`).
 
 Order: `Plan.build` sorts with a stable sort, so elements with equal sort keys keep the cold planner's insertion order.
 Host routes have distinct keys (one winner per address) and subnet routes precede host routes of the same key, so the
-route order is exact. When equal-keyed refusals differ, or a conflict has two candidates of the same age (the cold
-planner keeps the first it read), the insertion order would matter: then this planner returns `plan(state, config)`
-itself (its caches stay valid), so the result is always exact.
+route order is exact. When equal-keyed refusals differ, or a conflict has two candidates of the same rank and age
+(the cold planner keeps the first it read), the insertion order would matter: then this planner returns
+`plan(state, config)` itself (its caches stay valid), so the result is always exact.
 """
 
 from __future__ import annotations
@@ -73,8 +77,10 @@ from bgpadv.planner.candidates import Candidate, Collector
 from bgpadv.planner.claims import NetworkResolver, read_claim
 from bgpadv.planner.conflicts import resolve_conflict
 from bgpadv.planner.guest_reports import namespace_networks, read_vmi_interfaces
+from bgpadv.planner.host_subnets import HostSubnets, Inputs
+from bgpadv.planner.host_subnets import inputs as host_subnet_inputs
 from bgpadv.planner.networks import Networks, advertised_subnets, index_networks, subnet_routes
-from bgpadv.planner.nodes import NodeInfo, index_nodes, node_address_keys
+from bgpadv.planner.nodes import NodeInfo, index_nodes, node_address_keys, node_refusals
 from bgpadv.planner.placement import LauncherPods, needs_pods, placements
 from bgpadv.planner.pod_networks import claim_link, primary_networks, read_vmi_pods, vmi_pods
 from bgpadv.planner.policy import Policies, host_attributes
@@ -254,7 +260,10 @@ class IncrementalPlanner:
         self._networks: Networks | None = None  # the index the host caches were built with
         self._nodes: dict[str, NodeInfo] = {}
         self._node_keys: frozenset[int] = frozenset()  # every node address (nodes.node_address_keys)
-        self._global: list[Refusal] = []  # CUDN refusals and subnet refusals
+        self._host_subnets = HostSubnets((), ())  # the Layer3 host subnets as held (pod_networks reads them)
+        self._subnet_inputs: Inputs | None = None  # what they were made of (`host_subnets.inputs`)
+        self._subnets_moved = False  # `_host_subnets` changed in this call
+        self._global: list[Refusal] = []  # CUDN, node and subnet refusals
         self._subnet_routes: list[Route] = []
         self._subnets_of: list[Route] | None = None  # the `_subnet_routes` list `_subnet_view` was made of
         self._subnet_view: tuple[Route, ...] = ()
@@ -325,6 +334,7 @@ class IncrementalPlanner:
             for fld, key in changed:
                 hinted.setdefault(fld, set()).add(key)
         old_namespaces = self._seen["namespaces"]
+        self._subnets_moved = False
         rebuild_hosts, changed_nodes, changed_keys = self._networks_and_nodes(state)
         if rebuild_hosts:
             self._reset_hosts()
@@ -395,10 +405,16 @@ class IncrementalPlanner:
                         changed_keys |= info.keys
             self._nodes = nodes
             self._node_keys = node_address_keys(nodes)
+            primary = primary_networks(networks).values()
+            made_of = host_subnet_inputs(state.nodes, primary)
+            if made_of != self._subnet_inputs:  # every launcher pod entry is read again (`_refresh_pod_networks`)
+                self._subnet_inputs = made_of
+                self._host_subnets = HostSubnets(state.nodes.values(), primary)
+                self._subnets_moved = True
             s_routes, s_refusals = subnet_routes(state, config, networks, nodes, self._policies)
             for r in self._global:
                 self._refusals.remove(r)
-            self._global = [*networks.refusals, *s_refusals]
+            self._global = [*networks.refusals, *node_refusals(nodes), *s_refusals]
             for r in self._global:
                 self._refusals.add(r)
             self._subnet_routes = self._subnet_delta(sorted(s_routes, key=route_order))
@@ -462,7 +478,8 @@ class IncrementalPlanner:
         )
         keep_addresses = old.node_addresses if old.node_addresses == fresh.node_addresses else fresh.node_addresses
         keep_space = old.space if old.space == fresh.space else fresh.space
-        return PlanContext(keep_networks, keep_hops, keep_addresses, space=keep_space)
+        keep_ages = old.node_ages if old.node_ages == fresh.node_ages else fresh.node_ages
+        return PlanContext(keep_networks, keep_hops, keep_addresses, space=keep_space, node_ages=keep_ages)
 
     def _refresh(
         self,
@@ -661,6 +678,8 @@ class IncrementalPlanner:
             assert claims_before is not None  # noted by `_refresh` whenever there are hints
             for ckey, before in claims_before.items():
                 self._link_claim(before, state.ipam_claims.get(ckey), affected)
+            if self._subnets_moved:  # a Layer3 address's node check reads them: every entry read is read again
+                affected.update(self._pod_entries)
             keys = affected
         for key in keys:
             self._reread_pod_entry(state, key, primary, dirty)
@@ -682,15 +701,16 @@ class IncrementalPlanner:
                 pods = vmi_pods(vmi, LauncherPods(found))
             if old is None and not pods:
                 return  # nothing to contribute, nothing kept (most VMs: a claim holds their address)
-            signature = (vmi, pods, frozenset(nets))
+            signature = (vmi, pods, frozenset(nets), self._host_subnets)
         if old is not None and signature is not None:
             previous: Any = old.obj
-            o_vmi, o_pods, o_claimed = previous
+            o_vmi, o_pods, o_claimed, o_subnets = previous
             if (
                 o_vmi is signature[0]
                 and len(o_pods) == len(signature[1])
                 and all(a is b for a, b in zip(o_pods, signature[1], strict=True))
                 and o_claimed == signature[2]
+                and o_subnets is signature[3]
             ):
                 return
         if old is not None:
@@ -699,7 +719,7 @@ class IncrementalPlanner:
             return  # no launcher pod to read (or a claim holds the address): nothing to contribute, nothing to keep
         out = Collector()
         claimed_links = {(key[0], key[1], c) for c in signature[2]}
-        read_vmi_pods(vmi, signature[1], primary, claimed_links, out)  # type: ignore[arg-type]
+        read_vmi_pods(vmi, signature[1], primary, claimed_links, out, self._host_subnets)  # type: ignore[arg-type]
         entry = _Entry(signature, *out.take())
         self._pod_entries[key] = entry
         self._add_entry(entry, dirty)

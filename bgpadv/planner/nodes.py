@@ -15,12 +15,17 @@ A candidate is invalid, and skipped in favour of the next source of its family, 
   address no node-space rule saw);
 - a BGP peer's address (RFC 4271 §5.1.3: a next hop that is the receiving router's own address); in per-node mode, a
   session's local address or a `nextHopSelf` address on any node but bgpadv's own (`space.next_hop_exclusions`);
-- an address another node reports too (InternalIP, ExternalIP, primary-ifaddr, host-cidrs of two nodes): it is
-  nobody's provably, so it is the next hop of neither (`duplicate-node-address`, never the older node's).
+- an address an older node reports too (InternalIP, ExternalIP, primary-ifaddr, host-cidrs of two nodes: a cloned
+  image, or one node's hostile annotation): the node that reported it first (the oldest by creationTimestamp, then
+  name) keeps it, and it is no next hop of any later node (`duplicate-node-address`). So one node's annotation can
+  never take, nor withdraw, another node's next hops: listing every other node's address only refuses them for the
+  listing node itself. The later node is refused once, on the Node (`NodeInfo.refusals`: the first addresses it
+  lost and the nodes that keep them), whatever the size of its annotation: one pass over every node address,
+  one dictionary entry per distinct address (`taken_addresses`).
 
 When a family had candidates but none is valid, a route that needs that family's next hop is refused
-`invalid-node-address` (or `duplicate-node-address` when the first rejected candidate is shared; the message names it
-and why) instead of `no-node-address`.
+`invalid-node-address` (or `duplicate-node-address` when the first rejected candidate is an older node's; the
+message names it and why) instead of `no-node-address`.
 
 Every address a node has (`views.Node.addresses`: `InternalIP`, `ExternalIP`, `node-primary-ifaddr`, each entry of
 `k8s.ovn.org/host-cidrs`, valid or not) is also a node address no VM may take (see `node_address_keys` and rule 8 of
@@ -34,7 +39,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from bgpadv.core.addressing import SPECIAL_RANGES, special_address_reason, special_range_reason
-from bgpadv.core.model import ObjectRef
+from bgpadv.core.model import ObjectRef, Refusal
 from bgpadv.core.prefix import Address
 from bgpadv.core.reasons import DUPLICATE_NODE_ADDRESS, INVALID_NODE_ADDRESS, NO_NODE_ADDRESS
 from bgpadv.core.views import EMPTY_LABELS, Node, address_key
@@ -46,16 +51,18 @@ __all__ = [
     "index_nodes",
     "node_address_keys",
     "node_addresses",
-    "shared_addresses",
+    "node_refusals",
     "special_address_reason",
     "special_range_reason",
+    "taken_addresses",
 ]
 
 
 @dataclass(frozen=True, slots=True)
 class NodeInfo:
     """One node: its reference (for route sources), its next-hop address per family (4, 6), and, per family whose
-    candidates were all invalid, why the first of them was refused (`rejected`: (reason code, phrase))."""
+    candidates were all invalid, why the first of them was refused (`rejected`: (reason code, phrase)); `refusals`:
+    the node's own refusals (addresses an older node reported first, `duplicate-node-address`)."""
 
     name: str
     ref: ObjectRef
@@ -63,6 +70,7 @@ class NodeInfo:
     rejected: Mapping[int, tuple[str, str]] = field(default_factory=dict)
     keys: frozenset[int] = frozenset()  # every address the node has, as vms.address_key integers
     labels: Mapping[str, str] = field(default_factory=lambda: EMPTY_LABELS)  # RouteAdvertisements nodeSelector
+    refusals: tuple[Refusal, ...] = ()
 
     def address(self, version: int) -> Address | None:
         return self.addresses.get(version)
@@ -87,8 +95,8 @@ def node_addresses(
     shared: Mapping[tuple[int, int], str] | None = None,
 ) -> tuple[dict[int, Address], dict[int, tuple[str, str]], frozenset[int]]:
     """One node's next hop per family, why a family with only refused candidates has none ((reason code, phrase)),
-    and the keys of every address it has (see the module docstring). `shared`: (version, value) → the other node
-    that reports the same address."""
+    and the keys of every address it has (see the module docstring). `shared`: (version, value) → the older node
+    that reported the same address first (`taken_addresses`)."""
     inside = _Subnets(advertised)
     own = {(v, value): what for v, value, what in sessions}
     chosen: dict[int, Address] = {}
@@ -105,7 +113,7 @@ def node_addresses(
             if holder is not None:
                 why = f"inside the advertised subnet {holder.network}"
         if why is None and shared is not None and (version, value) in shared:
-            reason, why = DUPLICATE_NODE_ADDRESS, f"also an address of node {shared[version, value]}"
+            reason, why = DUPLICATE_NODE_ADDRESS, f"also an address of node {shared[version, value]}, {_FIRST}"
         if why is None:
             chosen[version] = candidate
         else:
@@ -141,19 +149,44 @@ class _Subnets:
         return subnet if value <= subnet.last else None
 
 
-def shared_addresses(nodes: Mapping[str, Node]) -> dict[str, dict[tuple[int, int], str]]:
-    """Per node name, the addresses it has that another node also reports, each with (one of) those other nodes."""
-    holders: dict[tuple[int, int], list[str]] = {}
-    for node in nodes.values():
-        if node.name:
-            for a in dict.fromkeys((*node.next_hop_candidates, *node.addresses)):
-                holders.setdefault((a.version, a.value), []).append(node.name)
+_FIRST = "which reported it first (older) and keeps it"
+_SHOWN = 4  # addresses a node's duplicate-node-address refusal names (the rest are counted)
+
+
+def taken_addresses(nodes: Mapping[str, Node]) -> dict[str, dict[tuple[int, int], str]]:
+    """Per node name, the addresses it reports that an older node reported first, each with that node (the oldest
+    reporter: creationTimestamp, then name). One pass over every node's addresses, oldest node first."""
+    first: dict[tuple[int, int], str] = {}
     out: dict[str, dict[tuple[int, int], str]] = {}
-    for key, names in holders.items():
-        if len(set(names)) > 1:
-            for name in names:
-                out.setdefault(name, {})[key] = min(n for n in names if n != name)
+    for node in sorted((n for n in nodes.values() if n.name), key=_age):
+        name = node.name
+        for a in (*node.next_hop_candidates, *node.addresses):
+            key = a.key
+            owner = first.setdefault(key, name)
+            if owner != name:
+                out.setdefault(name, {})[key] = owner
     return out
+
+
+def _age(node: Node) -> tuple[str, str]:
+    return node.age
+
+
+def duplicate_refusal(node: Node, taken: Mapping[tuple[int, int], str]) -> Refusal:
+    """The one refusal of a node that reports addresses older nodes reported first: the first few (in address
+    order), each with the node that keeps it, and how many more (bounded whatever the annotation's size)."""
+    keys = sorted(taken)
+    first = [str(Address.of(*k)) for k in keys[:_SHOWN]]
+    more = len(keys) - len(first)
+    value = ", ".join(first) + (", …" if more else "")
+    if len(keys) == 1:
+        message = f"{first[0]} is also an address of node {taken[keys[0]]}, {_FIRST}"
+    else:
+        held = ", ".join(f"{a} (node {taken[k]})" for a, k in zip(first, keys, strict=False))
+        message = f"{len(keys)} of its addresses are older nodes', which reported them first and keep them: {held}"
+        message += f" and {more} more" if more else ""
+    message += f"; never a next hop of node {node.name}"
+    return Refusal(node.ref, value, DUPLICATE_NODE_ADDRESS, message)
 
 
 def index_nodes(
@@ -168,19 +201,27 @@ def index_nodes(
     `advertised`: the subnets of every advertised network (a node address inside one is never a next hop).
     `peers`: the BGP peers' addresses, never a next hop. `own`: bgpadv's local and nextHopSelf addresses, a next hop
     only of the node bgpadv runs on: in per-node mode (`node_name`) of that node only (see
-    `space.next_hop_exclusions`). An address two nodes report is the next hop of neither (`duplicate-node-address`).
+    `space.next_hop_exclusions`). An address two nodes report is the next hop of the older only; the younger is
+    refused `duplicate-node-address` (`NodeInfo.refusals`).
     """
     subnets = _Subnets(advertised)
     theirs = tuple(peers)
     mine = tuple(own)
-    shared = shared_addresses(nodes)
+    taken = taken_addresses(nodes)
     out: dict[str, NodeInfo] = {}
     for node in nodes.values():
         if node.name:
             refused = theirs if node_name is None or node.name == node_name else (*theirs, *mine)
-            chosen, rejected, keys = node_addresses(node, subnets, refused, shared.get(node.name))
-            out[node.name] = NodeInfo(node.name, node.ref, chosen, rejected, keys, node.labels)
+            lost = taken.get(node.name)
+            chosen, rejected, keys = node_addresses(node, subnets, refused, lost)
+            refusals = (duplicate_refusal(node, lost),) if lost else ()
+            out[node.name] = NodeInfo(node.name, node.ref, chosen, rejected, keys, node.labels, refusals)
     return out
+
+
+def node_refusals(nodes: Mapping[str, NodeInfo]) -> list[Refusal]:
+    """The nodes' own refusals (`NodeInfo.refusals`), in node order."""
+    return [r for info in nodes.values() for r in info.refusals]
 
 
 def node_address_keys(nodes: Mapping[str, NodeInfo]) -> frozenset[int]:

@@ -12,7 +12,13 @@ network ("at a given time a pod can have only 1 network with role:primary", pod_
 claim (not being deleted, allocated or not) links to an advertised primary network (`claim_links`) is not read
 from its pods at all; an address is never held twice by one VM, and the claims' VMs cost nothing here.
 The record carries the VMI as its source and the VMI's age in conflicts, and goes through the claims' validation,
-duplicate, placement and next-hop rules (3-8).
+duplicate, placement and next-hop rules (3-8), with its own trust rank: tenants may patch their pods' annotations, so
+an address a claim holds always stays the claim's (`candidates.POD_NETWORKS`, `conflicts`).
+
+Layer3: OVN-K gives a pod an address of its node's host subnet, so an address that lies outside every host subnet
+the launcher pod's node holds (`host_subnets`: in another node's, or in none) is refused `outside-node-subnet`
+before the duplicate rule (an edited annotation must not even contest another VM's address). An address that is not
+valid on the network at all keeps its own refusal (`outside-network-subnets`, ...).
 
 Not read: the VMI's `status.interfaces[]` entry of the pod network. KubeVirt merges there what the guest agent
 reports with Multus' network status (`infoSource: domain, guest-agent, multus-status`), so it cannot tell OVN-K's
@@ -29,8 +35,9 @@ from collections.abc import Iterable, Mapping
 from bgpadv.core import reasons
 from bgpadv.core.bounded import describe
 from bgpadv.core.state import ClusterState
-from bgpadv.core.views import Claim, LauncherPod, Vmi
-from bgpadv.planner.candidates import Collector, Record
+from bgpadv.core.views import Claim, LauncherPod, VmAddress, Vmi
+from bgpadv.planner.candidates import POD_NETWORKS, Collector, Record
+from bgpadv.planner.host_subnets import HostSubnets
 from bgpadv.planner.networks import CUDN_PREFIX, Network, Networks
 from bgpadv.planner.placement import LauncherPods
 
@@ -78,10 +85,42 @@ def wanted_keys(vmis: Iterable[Vmi]) -> set[tuple[str, str]]:
     return wanted
 
 
+def on_node(
+    addresses: tuple[VmAddress, ...], network: Network, pod: LauncherPod, vmi: Vmi, subnets: HostSubnets, out: Collector
+) -> tuple[VmAddress, ...]:
+    """The addresses of a Layer3 entry that lie in a host subnet of the pod's node (or that validation refuses
+    anyway); the others are refused `outside-node-subnet` (see the module)."""
+    kept: list[VmAddress] = []
+    for a in addresses:
+        address = a.address
+        if address is None or network.check(address.version, address.value) is not None:
+            kept.append(a)  # refused by validation, with its own reason
+            continue
+        held = subnets.holder(network.name, address.version, address.value)
+        if held is not None and held[1] == pod.node:
+            kept.append(a)
+            continue
+        where = f"in host subnet {held[0]} of node {held[1]}" if held is not None else "in no node's host subnet"
+        own = ", ".join(str(p) for p in subnets.of_node(network.name, pod.node or "")) or "none"
+        message = (
+            f"launcher pod {pod.key[1]} runs on node {pod.node or '?'} (host subnets of CUDN {network.name}: {own}), "
+            f"but the address lies {where} (k8s.ovn.org/node-subnets): OVN-K gives a Layer3 pod an address of its "
+            "own node's host subnet"
+        )
+        out.refuse(vmi.ref, a.text, reasons.OUTSIDE_NODE_SUBNET, message, network.name)
+    return tuple(kept) if len(kept) != len(addresses) else addresses
+
+
 def read_vmi_pods(
-    vmi: Vmi, pods: tuple[LauncherPod, ...], primary: Mapping[str, Network], claimed: set[ClaimLink], out: Collector
+    vmi: Vmi,
+    pods: tuple[LauncherPod, ...],
+    primary: Mapping[str, Network],
+    claimed: set[ClaimLink],
+    out: Collector,
+    subnets: HostSubnets | None = None,
 ) -> None:
-    """One VMI's addresses from its launcher pods (`vmi_pods`) into `out`."""
+    """One VMI's addresses from its launcher pods (`vmi_pods`) into `out`; `subnets`: the Layer3 host subnets as
+    held (`host_subnets`; None: no node holds any)."""
     namespace, name = vmi.key
     if not vmi.identified or not vmi.running or not pods or claimed_here(namespace, name, primary, claimed):
         return
@@ -99,8 +138,11 @@ def read_vmi_pods(
             message = f"CUDN {network.name} does not select namespace {describe(namespace)} (no NAD of it there)"
             out.refuse(vmi.ref, describe(namespace), reasons.NAMESPACE_NOT_SELECTED, message, network.name)
             continue  # never a party to the duplicate rule
-        if entry.addresses or entry.refused is not None:
-            out.records.append(Record(entry.addresses, network, vmi.ref, vmi.key, vmi.age, entry.refused))
+        addresses = entry.addresses
+        if network.topology == "Layer3" and entry.refused is None:
+            addresses = on_node(addresses, network, pod, vmi, subnets or HostSubnets((), ()), out)
+        if addresses or entry.refused is not None:
+            out.records.append(Record(addresses, network, vmi.ref, vmi.key, vmi.age, POD_NETWORKS, entry.refused))
 
 
 def read_pod_networks(
@@ -109,8 +151,10 @@ def read_pod_networks(
     networks: Networks,
     claimed: set[ClaimLink],
     out: Collector,
+    subnets: HostSubnets | None = None,
 ) -> None:
-    """Read the pod-assigned addresses of Running VMIs (`ClusterState.vmis`, or any part of it) into `out`."""
+    """Read the pod-assigned addresses of Running VMIs (`ClusterState.vmis`, or any part of it) into `out`;
+    `subnets`: the Layer3 host subnets as held (`host_subnets`; None: no node holds any)."""
     primary = primary_networks(networks)
     if not primary:
         return
@@ -120,4 +164,4 @@ def read_pod_networks(
         return
     pods = LauncherPods(state.pods, wanted_keys(running))
     for vmi in running:
-        read_vmi_pods(vmi, vmi_pods(vmi, pods), primary, claimed, out)
+        read_vmi_pods(vmi, vmi_pods(vmi, pods), primary, claimed, out, subnets)

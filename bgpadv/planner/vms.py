@@ -23,9 +23,12 @@ Rules, in the order the planner applies them to each IPAMClaim:
    `MAX_CLAIM_IPS` (8) entries, is refused whole as `malformed-object` (nothing of it is announced, so a
    hostile 40k-address claim costs one refusal, not 40k routes). Malformed entries beside valid ones are refused
    one by one (`malformed-address`) and do not count as addresses.
-4. Conflicts: one address held by several claims (in any network) goes to the claim with the oldest
-   `metadata.creationTimestamp`, ties broken by (namespace, name); the others are refused `duplicate-address`. The
-   winner may be a stopped VM: its claim keeps the address reserved, so the younger claimant is still refused.
+4. Conflicts: one address held by several objects (in any network) goes to the most trusted source first
+   (`candidates`: an IPAMClaim's status, then a launcher pod's `k8s.ovn.org/pod-networks`, rule 10, then a guest
+   report, rule 9); the less trusted are refused `outranked-address` whatever their ages. Within one rank it goes
+   to the oldest `metadata.creationTimestamp` (of the claim, or of the VMI), ties broken by (namespace, name); the
+   others are refused `duplicate-address`. The winner may be a stopped VM: its claim keeps the address reserved, so
+   the younger claimant, and any pod annotation or guest report of it, is still refused.
 5. Running: only a VMI in phase Running and not being deleted (no `metadata.deletionTimestamp`: the VM is being
    stopped, its finalizers hold the object a while) is announced; no VMI or another phase is a stopped VM, not a
    refusal.
@@ -92,7 +95,9 @@ advertised, refused by rule 1 before any conflict.
    live migration both launcher pods list the same addresses (OVN-K copies them to the target pod); the unfinished
    pod on `status.nodeName` is read, else the first by name. An IPAMClaim of the VM naming that network (any claim
    not being deleted, allocated or not) wins: the pod is not read for it. The VMI is the source and its age counts
-   in conflicts; rules 3-8 apply as for claims.
+   in conflicts within its trust rank (below any claim's: tenants may patch their pods' annotations); rules 3-8
+   apply as for claims. On a Layer3 CUDN an address outside every host subnet the pod's node holds
+   (`k8s.ovn.org/node-subnets`; in another node's, or in none) is refused `outside-node-subnet` first.
 
 The reading of each object is the decoder's (`bgpadv.sources.decode`, into `bgpadv.core.views`): a claim's
 addresses, its VM, a VMI's migration and guest reports arrive parsed, with their problems. The rules live in the
@@ -119,10 +124,11 @@ from bgpadv.planner.claims import read_claims
 from bgpadv.planner.conflicts import resolve_conflict, resolve_conflicts
 from bgpadv.planner.fast import make_route
 from bgpadv.planner.guest_reports import namespace_networks, read_vmi_interfaces
+from bgpadv.planner.host_subnets import HostSubnets
 from bgpadv.planner.networks import Network, Networks
 from bgpadv.planner.nodes import NodeInfo, node_address_keys
 from bgpadv.planner.placement import LauncherPods, needs_pods, placements, vmi_node
-from bgpadv.planner.pod_networks import claim_links, read_pod_networks
+from bgpadv.planner.pod_networks import claim_links, primary_networks, read_pod_networks
 from bgpadv.planner.policy import Policies, host_attributes
 
 __all__ = [
@@ -156,7 +162,8 @@ def host_routes(
     read_claims(state.ipam_claims, networks, out)
     read_vmi_interfaces(state.vmis, networks, out)
     if config.networks.pod_network_addresses:
-        read_pod_networks(state.vmis, state, networks, claim_links(state.ipam_claims.values()), out)
+        subnets = HostSubnets(state.nodes.values(), primary_networks(networks).values())
+        read_pod_networks(state.vmis, state, networks, claim_links(state.ipam_claims.values()), out, subnets)
     out.validate()
     resolve_conflicts(out)
     placed = placements({c.vmi for c in out.owner.values()}, state, config.node_name)

@@ -23,7 +23,9 @@ see `bgpadv.planner.checks`):
    `overlaps-node-network`, `overlaps-cluster-network`, `overlaps-ovn-internal`). Never fires in normal operation
    (the planner refused the network first); if it does, only that network's routes go.
 6. `invalid-next-hop`: an explicit next hop of another family than the prefix, in a range the special-purpose table
-   refuses for next hops (`NEXT_HOP_RANGES`), a BGP peer's address, an address two nodes report, or inside an
+   refuses for next hops (`NEXT_HOP_RANGES`), a BGP peer's address, an address two nodes report when the route's
+   node is not the one that reported it first (the oldest, `Plan.context.node_ages`: one node's annotation never
+   takes another node's next hops, the planner's `duplicate-node-address` rule), or inside an
    advertised network's subnet (subnets that meet rule 5b's space excepted: a bad network must not take the next
    hops of every other network with it).
 7. `family-not-carried` (per peer): the peer's `families` include the route's family but its next hop is `self`
@@ -173,7 +175,7 @@ class GuardContext:
     max_routes: int = 200_000
     sessions: tuple[tuple[int, int, str], ...] = ()  # (version, value, what) of peer, local and nextHopSelf addresses
     space: InfrastructureSpace = EMPTY_SPACE  # node and infrastructure space (rule 5b)
-    shared: frozenset[tuple[int, int]] = frozenset()  # (version, value) of addresses two nodes report
+    shared: Mapping[tuple[int, int], str] = field(default_factory=dict)  # address two nodes report -> the oldest
     peer_addresses: tuple[tuple[int, int, str], ...] = ()  # (version, value, what) of the peers: never a next hop
 
     @staticmethod
@@ -182,16 +184,22 @@ class GuardContext:
         node_addresses: Mapping[str, Iterable[Address]],
         config: Config,
         space: InfrastructureSpace = EMPTY_SPACE,
+        node_ages: Mapping[str, tuple[str, str]] | None = None,
     ) -> GuardContext:
-        """A context from the advertised networks' subnets, every node's addresses (by node name), the config and
-        the node and infrastructure space the planner refused networks by (`PlanContext.space`)."""
+        """A context from the advertised networks' subnets, every node's addresses (by node name), the config,
+        the node and infrastructure space the planner refused networks by (`PlanContext.space`) and the nodes' ages
+        (`PlanContext.node_ages`; a node without one is the youngest)."""
         infra: dict[tuple[int, int], str] = {}
-        shared: set[tuple[int, int]] = set()
-        for name in sorted(node_addresses):
-            for a in dict.fromkeys(node_addresses[name]):
-                if (a.version, a.value) in infra:
-                    shared.add((a.version, a.value))
-                infra.setdefault((a.version, a.value), f"an address of node {name}")
+        first: dict[tuple[int, int], str] = {}
+        shared: dict[tuple[int, int], str] = {}
+        ages = node_ages or {}
+        for name in sorted(node_addresses, key=lambda n: ages.get(n, (_NEWEST, n))):
+            for a in node_addresses[name]:
+                key = (a.version, a.value)
+                owner = first.setdefault(key, name)
+                if owner != name:
+                    shared[key] = owner
+                infra.setdefault(key, f"an address of node {name}")
         rows = session_addresses(config)  # the planner's own list (`bgpadv.planner.space`): one wording everywhere
         sessions = [(r.version, r.value, r.what) for r in rows]
         for version, value, what in sessions:
@@ -206,7 +214,7 @@ class GuardContext:
             max_routes=config.safety.max_routes,
             sessions=tuple(sessions),
             space=space,
-            shared=frozenset(shared),
+            shared=shared,
             peer_addresses=tuple((r.version, r.value, r.what) for r in rows if r.role == "peer"),
         )
 
@@ -226,7 +234,7 @@ class GuardContext:
     @staticmethod
     def from_plan_context(context: PlanContext, config: Config) -> GuardContext:
         subnets = [s for n in context.networks.values() for s in n.subnets]
-        return GuardContext.of(subnets, context.node_addresses, config, context.space)
+        return GuardContext.of(subnets, context.node_addresses, config, context.space, context.node_ages)
 
     @staticmethod
     def from_state(state: ClusterState, config: Config) -> GuardContext:
@@ -299,6 +307,10 @@ class _Evaluator:
                 problem = self.hops[key] = self._next_hop_problem(key[0], key[1], version)
             if problem is not None:
                 return _refuse(route, checks.INVALID_NEXT_HOP, f"next hop {nh} {problem}")
+            owner = self.ctx.shared.get((nh.version, nh.value))
+            if owner is not None and owner != route.node:
+                message = f"next hop {nh} is reported by node {owner} first (older), not node {route.node or '?'}'s"
+                return _refuse(route, checks.INVALID_NEXT_HOP, message)
         return None
 
     def _infrastructure(
@@ -330,8 +342,6 @@ class _Evaluator:
         peer = self.peers.get((nv, value))
         if peer is not None:
             return f"is {peer}"
-        if (nv, value) in self.ctx.shared:
-            return "is reported by two nodes"
         if any(lo <= value <= hi for lo, hi in self.inner[nv]):
             return "lies inside an advertised network"
         return None
@@ -591,20 +601,20 @@ class Guard:
         self.config = config  # needed by `context()` only
         self.evaluated = 0  # routes whose rules 1-6 were (re)evaluated, for tests and benchmarks
         self._context: GuardContext | None = None
-        self._seen: tuple[object, object] | None = None
+        self._seen: tuple[object, object, object] | None = None
         self._verdicts: dict[int, _Verdict] = {}
         self._verdict_context: GuardContext | None = None
         self._evaluate: _Evaluator | None = None
         self._base: _Base | None = None  # what the delta path continues from (`check_delta`)
 
     def context(self, plan: Plan) -> GuardContext:
-        """The context of `plan` (`GuardContext.from_plan`), cached by the identity of the network and node-address
-        mappings the plan carries (the planner hands over the same ones while no CUDN, RouteAdvertisements,
-        Namespace or Node changed)."""
+        """The context of `plan` (`GuardContext.from_plan`), cached by the identity of the network, node-address and
+        node-age mappings the plan carries (the planner hands over the same ones while no CUDN,
+        RouteAdvertisements, Namespace or Node changed)."""
         pc = plan.context
-        seen = (pc.networks, pc.node_addresses)
+        seen = (pc.networks, pc.node_addresses, pc.node_ages)
         previous = self._seen
-        if self._context is None or previous is None or seen[0] is not previous[0] or seen[1] is not previous[1]:
+        if self._context is None or previous is None or any(a is not b for a, b in zip(seen, previous, strict=True)):
             if self.config is None:
                 raise ValueError("Guard.context() needs the configuration")
             self._context = GuardContext.from_plan_context(pc, self.config)

@@ -7,9 +7,11 @@ whole-set path as it was before the delta chain (the guard declines every delta,
 `FailStatic.settled` of the last guarded plan). After any random sequence of changes - VMs (claim and VMI) added
 and deleted, migrated to the other node, a claim readdressed (perhaps to another VM's address), a LIST of every
 resource completed again (confirming held withdrawals past their deadline), the network deleted and created again,
-a node's address changed, a burst of deletions that the withdrawal hold takes for a mass deletion, the clock moved
-past `deletionSettleSeconds`, the mass-deletion window or the hold's deadline - every peer's desired set on the
-recording speaker is the same on both, and so are the counts of routes held.
+a node's address changed, a node cloned from another's image (reporting its address: the older keeps it), a
+claimless VM whose edited launcher pod annotation lists a claimed address (the claim outranks it), a burst of
+deletions that the withdrawal hold takes for a mass deletion, the clock moved past `deletionSettleSeconds`, the
+mass-deletion window or the hold's deadline - every peer's desired set on the recording speaker is the same on both,
+and so are the counts of routes held.
 """
 
 from __future__ import annotations
@@ -106,6 +108,7 @@ class Cluster:
         self.addresses = {i: i for i in VMS}  # VM -> the last octet of its claimed address
         self.network = True
         self.node_addresses = dict(NODES)
+        self.squatting = False
         listed = [self.node(name) for name in NODES] + [self.cudn()]
         for i in VMS[:5]:
             self.vms[i] = "worker-1"
@@ -196,6 +199,23 @@ class Cluster:
         self.node_addresses["worker-2"] = "10.0.0.22" if old == "10.0.0.12" else "10.0.0.12"
         self.watch(("MODIFIED", self.node("worker-2")))
 
+    def clone_node(self) -> None:
+        """worker-2 reports worker-1's address (a cloned image), or its own again: worker-1, older, keeps it."""
+        old = self.node_addresses["worker-2"]
+        self.node_addresses["worker-2"] = NODES["worker-2"] if old == NODES["worker-1"] else NODES["worker-1"]
+        self.watch(("MODIFIED", self.node("worker-2")))
+
+    def squat(self, i: int) -> None:
+        """A claimless VM (older than every claim) appears on worker-2 with its launcher pod's pod-networks listing
+        VM i's address, or goes: the claim outranks it whatever the ages."""
+        vmi = self.versioned(k8s.vmi(NS, "squatter", "worker-2", created="2024-01-01T00:00:00Z"))
+        pod = self.versioned(
+            k8s.launcher_pod(NS, "squatter", "worker-2", ips=[f"192.168.100.{self.addresses[i]}/24"], nad="vmnet-a")
+        )
+        kind = "DELETED" if self.squatting else "ADDED"
+        self.squatting = not self.squatting
+        self.watch((kind, vmi), (kind, pod))
+
     def burst(self) -> None:
         """Every VM's claim deleted at once: a mass deletion once at least three of them go."""
         gone = sorted(self.vms)
@@ -222,6 +242,8 @@ change = st.one_of(
     st.tuples(st.just("relist")),
     st.tuples(st.just("toggle_network")),
     st.tuples(st.just("move_node")),
+    st.tuples(st.just("clone_node")),
+    st.tuples(st.just("squat"), vm),
     st.tuples(st.just("burst")),
     st.tuples(st.just("tick"), st.sampled_from([SETTLE / 2, SETTLE, MASS_DELETION_WINDOW, HOLD])),
 )

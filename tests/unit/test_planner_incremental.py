@@ -214,7 +214,7 @@ namespaces = st.builds(
     st.booleans(),
     st.booleans(),
 )
-POD_IPS = (*ADDRESSES, "10.132.2.5/24", "fd10:132:0:2::5/64", "10.132.9.9/24")
+POD_IPS = (*ADDRESSES, "10.132.1.5/24", "10.132.2.5/24", "10.132.3.5/24", "fd10:132:0:2::5/64", "10.132.9.9/24")
 pods = st.builds(
     lambda ns, vm, node, suffix, ready, phase, ips, nad, runs_for: k8s.launcher_pod(
         ns,
@@ -585,8 +585,9 @@ def test_per_node_migration_hand_off_follows_plan_on_source_and_target(view):
     assert seen == ([True, True, False, False] if view == "worker-1" else [False, True, True, True])
 
 
-def test_equal_age_conflict_falls_back_to_plan():
-    # a claim and a VMI interface of the same name and age hold one address: plan() keeps the one it read first
+def test_a_claim_and_a_guest_report_of_the_same_name_and_age_are_no_tie():
+    # a claim and a VMI interface of the same name and age hold one address: the claim outranks the guest report, so
+    # the outcome never depends on reading order (before trust ranks, plan() kept the one it read first)
     flat = _cudn("flat", 0)
     claim = k8s.ipam_claim("apps", "vm-a", "vm-a", "cluster_udn_flat", ["10.150.0.10/24"])
     vmi = k8s.vmi(
@@ -597,11 +598,12 @@ def test_equal_age_conflict_falls_back_to_plan():
         secondary=[("data", "flat")],
     )
     c = _lab(flat, claim, vmi, k8s.namespace("apps", {"guests": "flat"}))
-    assert c.planner.fallbacks == 1
-    assert ("vm-a", "duplicate-address") in c.reasons()
+    assert c.hosts()["10.150.0.10/32"] == ("vm-a", "worker-1")
+    assert ("vm-a", "outranked-address") in c.reasons()
+    assert next(r.source.kind for r in c.plan.rejected if r.reason == "outranked-address") == "VirtualMachineInstance"
     c.step(_cudn("flat", 1))
     c.step(_cudn("flat", 0))
-    assert c.planner.fallbacks == 2
+    assert c.planner.fallbacks == 0
 
 
 def test_a_failed_plan_drops_the_caches():
@@ -673,4 +675,37 @@ def test_incremental_plan_follows_migrations(steps):
     assert inc.plan(state, None) == plan(state, config)
     for batch, _ in steps:
         changed = {_apply(state, delete, obj) for delete, obj in batch}
+        _assert_same_plan(inc.plan(state, changed), plan(state, config))
+
+
+# Layer3 VMs without a claim (launcher pod addresses) while nodes gain, lose, swap and contest host subnets: a
+# node change alone (no pod or VMI hinted) changes which node holds an address (`outside-node-subnet`)
+L3_NS = "l3-apps"
+L3_IPS = ("10.132.1.5/24", "10.132.2.5/24", "10.132.3.5/24", "10.132.9.9/24", "fd10:132:0:1::5/64", "10.99.0.5/24")
+l3_vms = st.builds(
+    lambda vm, node, ips: [k8s.vmi(L3_NS, vm, node), k8s.launcher_pod(L3_NS, vm, node, ips=ips, nad="l3")],
+    st.sampled_from(VMS),
+    st.sampled_from(NODES),
+    st.lists(st.sampled_from(L3_IPS), min_size=1, max_size=2),
+)
+l3_nodes = st.builds(
+    lambda name, variant, created: [_node(name, variant, created)],
+    st.sampled_from(NODES),
+    st.sampled_from((0, 0, 1, 4, 9)),  # 4: worker-1's host subnet on any node; 9: none of the network's
+    st.sampled_from(CREATED),
+)
+l3_changes = st.tuples(st.sampled_from([False] * 4 + [True]), st.one_of(l3_vms, l3_nodes, l3_nodes))
+
+
+@SETTINGS
+@given(st.lists(l3_vms, min_size=1, max_size=3), st.lists(l3_changes, min_size=1, max_size=20))
+def test_incremental_plan_follows_layer3_host_subnets_under_pod_addresses(vms, steps):
+    config = CONFIGS["node"]
+    state = _empty()
+    for obj in [_cudn("l3", 0), *(_node(n, 0) for n in NODES), *(o for vm in vms for o in vm)]:
+        _apply(state, False, obj)
+    inc = IncrementalPlanner(config)
+    _assert_same_plan(inc.plan(state, None), plan(state, config))
+    for delete, objs in steps:
+        changed = {_apply(state, delete, obj) for obj in objs}
         _assert_same_plan(inc.plan(state, changed), plan(state, config))

@@ -6,9 +6,10 @@ subnets) contain a node address (InternalIP, ExternalIP, `node-primary-ifaddr`, 
 connected network, the default pod network, an OVN-K internal range (the defaults, and a configured one), a BGP
 session's address or a session's connected subnet is refused whole with the class's reason code, with every claim on
 it; every other network's routes stay exactly as they were without it; `plan()` and the incremental planner agree;
-`bgpadv render` shows the refusal. Then next hops: an address two nodes report is the next hop of neither
-(`duplicate-node-address`), a node on the ToR's address is no next hop, and a CUDN on NAT64 space is refused. Last, the
-property: for any generated cluster, adding one bad network leaves every other network's routes unchanged.
+`bgpadv render` shows the refusal. Then next hops: a node whose own address another node also reports keeps another
+valid source as next hop (the rule itself: test_planner_node_duplicates.py), a node on the ToR's address is no next
+hop, and a CUDN on NAT64 space is refused. Last, the property: for any generated cluster, adding one bad network
+leaves every other network's routes unchanged.
 """
 
 from __future__ import annotations
@@ -264,23 +265,6 @@ def _vm(name: str, ip: str, node: str) -> list[dict]:
         k8s.ipam_claim(NS, f"{name}.default", name, "cluster_udn_vmnet-a", [ip]),
         k8s.vmi(NS, name, node),
     ]
-
-
-def test_an_address_two_nodes_report_is_the_next_hop_of_neither():
-    nodes = [
-        k8s.node("worker-1", "10.0.0.11", created="2024-01-01T00:00:00Z"),
-        k8s.node("worker-2", "10.0.0.11"),  # the younger one reports worker-1's address
-        k8s.node("worker-3", "10.0.0.13"),
-    ]
-    vms = [*_vm("vm-a", "192.168.100.10/24", "worker-1"), *_vm("vm-b", "192.168.100.11/24", "worker-2")]
-    p = plan(k8s.state(nodes, _good()[0], vms, _vm("vm-c", "192.168.100.12/24", "worker-3")), k8s.config())
-    hosts = {(str(r.prefix), str(r.next_hop)) for r in p.routes if r.kind == "host"}
-    assert hosts == {("192.168.100.12/32", "10.0.0.13")}
-    assert {(x.source.name, x.reason) for x in p.rejected} == {
-        ("vm-a.default", reasons.DUPLICATE_NODE_ADDRESS),
-        ("vm-b.default", reasons.DUPLICATE_NODE_ADDRESS),
-    }
-    assert "also an address of node worker-2" in next(x.message for x in p.rejected if x.source.name == "vm-a.default")
 
 
 def test_an_address_two_nodes_report_spares_a_node_with_another_valid_source():

@@ -21,7 +21,10 @@ from bgpadv_lab.objects import VM_NAMESPACE as NS
 
 ADV = k8s.ADVERTISED
 W1, W2 = "worker-1", "worker-2"
-NODES = [k8s.node(W1, "10.0.0.11", "fd00::11"), k8s.node(W2, "10.0.0.12", "fd00::12")]
+NODES = [  # with their host subnets of the Layer3 CUDN `apps` (k8s.ovn.org/node-subnets)
+    k8s.node(W1, "10.0.0.11", "fd00::11", node_subnets={"cluster_udn_apps": ["10.132.1.0/24", "fd10:132:0:1::/64"]}),
+    k8s.node(W2, "10.0.0.12", "fd00::12", node_subnets={"cluster_udn_apps": ["10.132.2.0/24", "fd10:132:0:2::/64"]}),
+]
 L2 = k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24", "fd10:100::/64"], labels=ADV, namespaces=[NS])
 L3 = k8s.cudn_layer3("apps", [("10.132.0.0/16", 24), ("fd10:132::/48", 64)], labels=ADV, namespaces=[NS])
 VMI = f"VirtualMachineInstance {NS}/vm-a"
@@ -135,12 +138,11 @@ def test_pod_addresses_go_through_the_claims_validation(ips, reason):
     assert {(src, why) for src, _value, why in refused(p)} == {(VMI, reason)}
 
 
-def test_an_older_claim_holding_the_address_wins_the_duplicate_rule():
-    older = k8s.ipam_claim(NS, "vm-b.default", "vm-b", "cluster_udn_vmnet-a", ["192.168.100.10/24"],
-                           created="2024-01-01T00:00:00Z")  # fmt: skip
-    p = run(L2, older, k8s.vmi(NS, "vm-b", W2), k8s.vmi(NS, "vm-a", W1), pod(["192.168.100.10/24"]))
+def test_a_claim_holding_the_address_outranks_the_pod_annotation():
+    claim = k8s.ipam_claim(NS, "vm-b.default", "vm-b", "cluster_udn_vmnet-a", ["192.168.100.10/24"])
+    p = run(L2, claim, k8s.vmi(NS, "vm-b", W2), k8s.vmi(NS, "vm-a", W1), pod(["192.168.100.10/24"]))
     assert hosts(p) == {("192.168.100.10/32", "10.0.0.12", f"IPAMClaim {NS}/vm-b.default")}
-    assert refused(p) == {(VMI, "192.168.100.10/24", "duplicate-address")}
+    assert refused(p) == {(VMI, "192.168.100.10/24", "outranked-address")}
 
 
 def test_a_malformed_annotation_is_refused_visibly():

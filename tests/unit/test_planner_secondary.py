@@ -214,7 +214,7 @@ def test_a_claimed_address_reported_by_a_younger_guest_stays_with_the_claim():
     thief = guest(["10.70.0.20"], name="thief", node=W1, created="2025-02-01T00:00:00Z")
     p = run(epic(), claim, thief, k8s.vmi(NS, "db", W2))
     assert hosts(p) == {("10.70.0.20/32", "10.0.0.12", "IPAMClaim static-vms/db.data")}
-    assert ("VirtualMachineInstance static-vms/thief", "10.70.0.20", "duplicate-address") in refused(p)
+    assert ("VirtualMachineInstance static-vms/thief", "10.70.0.20", "outranked-address") in refused(p)
 
 
 def test_allowed_prefixes_overlapping_the_primary_network_lose_to_the_older_network():
