@@ -224,7 +224,7 @@ class FrrRouter:
         self.configure(f"router bgp {self.settings.asn}", *self._networks(prefixes, "no "))
 
     @staticmethod
-    def _networks(prefixes: Iterable[str], no: str = "") -> list[str]:
+    def _networks(prefixes: tuple[str, ...], no: str = "") -> list[str]:
         """`network` lines for `prefixes`, each under its address family (in `router bgp`)."""
         lines = []
         for afi in ("ipv4", "ipv6"):
