@@ -2,7 +2,8 @@
 
 Scope (the import's on-link rule per family): the real FRR ToR activates `address-family ipv6 unicast` for its IPv4
 neighbors (FRR's default for dual-stack), so it sends its IPv6 routes over the IPv4 session with worker-1 (RFC 4760
-MP_REACH), next hop its global IPv6 address on the shared link (fd00::1 on br0, beside 10.0.0.1). worker-1 holds
+MP_REACH), next hop its global IPv6 address on the shared link (fd00::1 on br0, beside 10.0.0.1) and its link-local
+one (RFC 2545's pair, which ExaBGP reports as two announcements: the global one is the path's). worker-1 holds
 10.0.0.11/24 and fd00::11/64 on the same interface (eth0), so that next hop is on the link of the session: the route
 is installed in table 1001 in worker-1's namespace, protocol 186, via fd00::1. When the ToR sets an IPv6 next hop on
 no subnet of that link (its outbound route map, `set ipv6 next-hop global`), the path is refused as
@@ -23,6 +24,7 @@ import pytest
 from bgpadv.core import reasons
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab, lab_config
+from bgpadv_lab.frr import FrrRouter
 from bgpadv_lab.netns import sh
 from bgpadv_lab.objects import VM_NAMESPACE as NS
 from bgpadv_lab.topology import TOR_V4, TOR_V6, Lab
@@ -60,11 +62,21 @@ def imported(ns: str) -> dict[str, list[str]]:
     return out
 
 
+def tentative(ns: str) -> list[str]:
+    """The IPv6 addresses of `ns` still in duplicate address detection (`ip -6 addr show tentative`)."""
+    links = json.loads(sh(["ip", "-6", "-j", "addr", "show", "tentative"], netns=ns).stdout or "[]")
+    return [a["local"] for link in links for a in link.get("addr_info", []) if "local" in a]
+
+
 @pytest.fixture(scope="module")
 def dual_stack():
     if sys.platform != "linux":
         pytest.skip("needs Linux network namespaces")
     with Lab("bgpe6") as lab:
+        # FRR chooses a neighbor's IPv6 next hops when the session comes up, from the interface addresses it knows
+        # then: both sides' IPv6 addresses past duplicate address detection first, as a ToR's long-configured are
+        past_dad = lambda: not tentative(lab.ns("tor")) and not tentative(lab.ns("w1"))  # noqa: E731
+        FrrRouter.wait_for(past_dad, 10, "the ToR's and worker-1's IPv6 addresses past DAD")
         config = lab_config(
             lab.workdir / "bgpadv-w1" / "kubeconfig",
             importRoutes={"enabled": True, "networks": [{"name": "vmnet-a", "table": TABLE}]},  # the defaults only
