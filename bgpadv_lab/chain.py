@@ -77,6 +77,8 @@ class BgpadvInLab:
     By default the instance owns a fake API on its worker's loopback (started, seeded with `objects` and stopped with
     it); with `api=` it watches that one instead, which its owner starts, loads and stops (see `shared_api`). `env`:
     extra environment variables of `bgpadv run` (e.g. BGPADV_NODE_NAME, as the DaemonSet's downward API sets it).
+    `runtime_dir`: `--runtime-dir` (default: `run` in the instance's directory); None: no `--runtime-dir`, `bgpadv
+    run` makes its own private temporary one.
     """
 
     def __init__(
@@ -88,6 +90,7 @@ class BgpadvInLab:
         config: dict[str, Any] | None = None,
         api: FakeApiServer | None = None,
         env: dict[str, str] | None = None,
+        runtime_dir: Path | str | None = "run",
     ) -> None:
         self.lab = lab
         self.node = node
@@ -95,6 +98,7 @@ class BgpadvInLab:
         self.address = WORKERS[node][0]
         self.dir = lab.workdir / f"bgpadv-{node}"
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.runtime_dir = self.dir / runtime_dir if runtime_dir is not None else None
         self._owns_api = api is None
         self.api = api if api is not None else fake_api_in(lab, node, "127.0.0.1")
         self.env = dict(env or {})
@@ -126,7 +130,8 @@ class BgpadvInLab:
         env = {**os.environ, "BGPADV_LOG_LEVEL": os.environ.get("BGPADV_LOG_LEVEL", "INFO"), **self.env}
         log = self.log_path.open("ab")
         argv = [sys.executable, "-m", "bgpadv", "run", "--config", str(self.config_path)]
-        argv += ["--runtime-dir", str(self.dir / "run")]
+        if self.runtime_dir is not None:
+            argv += ["--runtime-dir", str(self.runtime_dir)]
         self.proc = self.lab.net.spawn(self.ns, argv, stdout=log, stderr=subprocess.STDOUT, env=env)
         log.close()
         return self.proc

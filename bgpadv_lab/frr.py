@@ -199,29 +199,39 @@ class FrrRouter:
         self.wait_for(settled, timeout, f"every session up for {at_least} s", every=0.1)
 
     def announce_to_cluster(self, *prefixes: str) -> None:
-        """Originate `prefixes` (IPv4) towards the cluster, next hop the ToR (by default it sends nothing back):
-        `network` statements, the route check off, and the outbound route map opened for exactly these. Waits for
-        the sessions to settle first (`settle_sessions`)."""
+        """Originate `prefixes` (IPv4 or IPv6, each in its own address family, over every session: an IPv6 prefix
+        goes to an IPv4 neighbor as MP_REACH, next hop the ToR's global IPv6 address on the link) towards the
+        cluster, next hop the ToR (by default it sends nothing back): `network` statements, the route check off, and
+        the outbound route map opened for exactly these. Waits for the sessions to settle first
+        (`settle_sessions`)."""
         self.settle_sessions()
         lines = [
             "route-map TO-CLUSTER permit 5",
             "match ip address prefix-list TO-CLUSTER-OK",
             "exit",
-            f"router bgp {self.settings.asn}",
-            "no bgp network import-check",
-            "neighbor CLUSTER advertisement-interval 0",
-            "address-family ipv4 unicast",
         ]
-        lines += [f"network {p}" for p in prefixes]
-        self.configure(*[f"ip prefix-list TO-CLUSTER-OK permit {p}" for p in prefixes], *lines)
+        if any(":" in p for p in prefixes):
+            lines += ["route-map TO-CLUSTER permit 6", "match ipv6 address prefix-list TO-CLUSTER-OK6", "exit"]
+        lines += [f"router bgp {self.settings.asn}", "no bgp network import-check"]
+        lines += ["neighbor CLUSTER advertisement-interval 0", *self._networks(prefixes)]
+        lists = [f"{_family(p)[1]} prefix-list TO-CLUSTER-OK{_family(p)[2]} permit {p}" for p in prefixes]
+        self.configure(*lists, *lines)
 
     def withdraw_from_cluster(self, *prefixes: str) -> None:
         """Stop originating `prefixes`: the ToR sends their withdrawal (once its sessions settled,
         `settle_sessions`)."""
         self.settle_sessions()
-        self.configure(
-            f"router bgp {self.settings.asn}", "address-family ipv4 unicast", *[f"no network {p}" for p in prefixes]
-        )
+        self.configure(f"router bgp {self.settings.asn}", *self._networks(prefixes, "no "))
+
+    @staticmethod
+    def _networks(prefixes: tuple[str, ...], no: str = "") -> list[str]:
+        """`network` lines for `prefixes`, each under its address family (in `router bgp`)."""
+        lines = []
+        for afi in ("ipv4", "ipv6"):
+            mine = [p for p in prefixes if _family(p)[0] == afi]
+            if mine:
+                lines += [f"address-family {afi} unicast", *[f"{no}network {p}" for p in mine], "exit-address-family"]
+        return lines
 
     # ------------------------------------------------------------------ queries
 
@@ -343,6 +353,11 @@ class FrrRouter:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
             time.sleep(every)
+
+
+def _family(prefix: str) -> tuple[str, str, str]:
+    """(address family, prefix-list keyword, the TO-CLUSTER prefix list's suffix) of `prefix`."""
+    return ("ipv6", "ipv6", "6") if ":" in prefix else ("ipv4", "ip", "")
 
 
 def prefixes(routes: Iterable[str]) -> set[str]:

@@ -35,7 +35,7 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from bgpadv import config as bgpadv_config
 from bgpadv.commands.explain import attributes_json, attributes_text
@@ -52,6 +52,9 @@ from bgpadv.core.state import ClusterState
 from bgpadv.planner import plan as make_plan
 from bgpadv.runtime.peering import serving_nodes
 from bgpadv.sources.decode import state_from_objects
+
+if TYPE_CHECKING:  # the importer loads only where routes are imported
+    from bgpadv.importer.guard import Interface
 
 OUTPUTS = ("table", "json")
 T = TypeVar("T")
@@ -406,12 +409,12 @@ def _parsed(parse: Callable[[str], T], value: object) -> T | None:
         return None
 
 
-def node_interfaces(objects: Sequence[dict], node_name: str | None) -> list[tuple[Address, int]] | None:
+def node_interfaces(objects: Sequence[dict], node_name: str | None) -> list[Interface] | None:
     """What render knows of the node's connected subnets: the OVN-K address annotations (`node-primary-ifaddr`,
     `host-cidrs`) of the instance's node (per-node mode), or of every node (cluster mode); None when none says."""
     from bgpadv.importer.guard import interfaces_of_annotations
 
-    out: list[tuple[Address, int]] = []
+    out: list[Interface] = []
     for obj in objects:
         meta = obj.get("metadata")
         if obj.get("kind") != "Node" or not isinstance(meta, dict):
@@ -420,7 +423,7 @@ def node_interfaces(objects: Sequence[dict], node_name: str | None) -> list[tupl
             continue
         annotations = meta.get("annotations")
         if isinstance(annotations, dict):
-            out += interfaces_of_annotations(annotations)
+            out += interfaces_of_annotations(annotations, str(meta.get("name")))  # each node's primary link
     return out or None
 
 
@@ -428,7 +431,7 @@ def imports(
     state: ClusterState,
     cfg: bgpadv_config.Config,
     learned: dict,
-    interfaces: list[tuple[Address, int]] | None = None,
+    interfaces: list[Interface] | None = None,
 ) -> list[dict]:
     """Per `importRoutes` network: its VRF/table and the routes it would hold, from `learned` (bgpadv.importer),
     through the import guard as the live import applies it (`interfaces`: the node's, None when unknown)."""

@@ -324,8 +324,10 @@ IMPORT_NEXT_HOP_VM_NETWORK = "next-hop-vm-network"
 would hand every tenant's egress to that VM. Refused under every policy, the default-only one included."""
 
 IMPORT_NEXT_HOP_OFF_LINK = "next-hop-off-link"
-"""Single-hop eBGP: the next hop is not on a subnet this node shares with the peer (the node's connected subnets
-holding the peer's address); when those are unknown, it is not a configured peer's own address."""
+"""Single-hop eBGP: the next hop is not on a subnet this node shares with the peer on the session's link in the next
+hop's family (of the session's family, the node's connected subnets holding the peer's address; of the other, the
+node's connected subnets of that family on the same interface); when those are unknown, it is not a configured
+peer's own address."""
 
 IMPORT_MALFORMED = "malformed-learned-route"
 """A learned route that cannot be read: a peer that is no address or no configured peer, a prefix or next hop that

@@ -19,8 +19,13 @@ path is bad is not installed at all. In order:
 7. next hop (`next-hop-vm-network`): inside a selected network's subnets, where every VM address lies (a default
    route through a VM is refused under the default-only policy too).
 8. next hop (`next-hop-off-link`), for single-hop eBGP peers (another AS; bgpadv has no multihop): on a subnet
-   this node shares with the peer (its connected subnets holding the peer's address); when the node's connected
-   subnets are unknown, or none holds the peer, only a configured peer's own address is provably on the link.
+   this node shares with the peer on the session's link, in the next hop's family (`ImportContext.on_link`). Of the
+   session's own family these are the node's connected subnets holding the peer's address; of the other family
+   (an IPv6 route over an IPv4 session, RFC 4760 MP_REACH, whose next hop is the router's global IPv6 address on
+   the same link, what FRR sends by default; or the reverse) the node's connected subnets of that family on the
+   interfaces holding those. When the node's connected subnets are unknown, or none of the family is on the link,
+   only a configured peer's own address is provably on the link. A link-local next hop (fe80::/10) was refused at
+   3: it is only valid with the interface it was learned on, which a kernel route made from it would not carry.
    iBGP peers' next hops are not checked for it (the kernel resolves them, or refuses).
 
 `ImportContext` holds what the checks read, built once per change of the configuration, the selected networks, the
@@ -63,12 +68,18 @@ SPECIAL: dict[int, tuple[tuple[Prefix, str], ...]] = {
 """Per IP version, (range, what) that is never a learned destination or a next hop (the first match is named)."""
 
 Refused = tuple[str, str]  # (reason code, message)
+Link = int | str | None
+"""The interface a connected address is on (its index; a node's name for its primary interface in `render`; None:
+unknown, an interface of its own)."""
+Interface = tuple[Address, int] | tuple[Address, int, Link]
+"""A node's interface address: (address, prefix length[, link])."""
 
 
 @dataclass(frozen=True, slots=True)
 class ImportContext:
     """What the guard reads. `ebgp_single_hop`: the configured peers of another AS (on-link next hops only).
-    `connected`: the node's connected subnets (its interfaces' address/length), None when unknown."""
+    `connected`: the node's connected subnets (its interfaces' address/length), None when unknown; `links`: the
+    same subnets grouped by the interface they are on."""
 
     selected_subnets: tuple[Prefix, ...] = ()
     node_addresses: frozenset[Address] = frozenset()
@@ -76,14 +87,25 @@ class ImportContext:
     peers: frozenset[Address] = frozenset()
     ebgp_single_hop: frozenset[Address] = frozenset()
     connected: tuple[Prefix, ...] | None = None
-    _shared: dict[Address, tuple[Prefix, ...]] = field(default_factory=dict, compare=False, repr=False)
+    links: tuple[tuple[Prefix, ...], ...] = ()
+    _on_link: dict[tuple[Address, int], tuple[Prefix, ...]] = field(default_factory=dict, compare=False, repr=False)
 
-    def shared_with(self, peer: Address) -> tuple[Prefix, ...]:
-        """The connected subnets holding `peer`'s address (cached)."""
-        out = self._shared.get(peer)
+    def on_link(self, peer: Address, version: int) -> tuple[Prefix, ...]:
+        """The connected subnets of IP `version` this node shares with `peer` on the session's link (cached): of
+        the peer's family, those holding its address; of the other, those on the interfaces holding one of these
+        (a special range such as fe80::/64 left out: no next hop lies there)."""
+        key = (peer, version)
+        out = self._on_link.get(key)
         if out is None:
-            out = tuple(c for c in self.connected or () if peer in c)
-            self._shared[peer] = out
+            holding = tuple(c for c in self.connected or () if peer in c)
+            if version == peer.version:
+                out = holding
+            else:
+                on = (s for link in self.links if any(h in link for h in holding) for s in link)
+                out = tuple(
+                    dict.fromkeys(s for s in on if s.version == version and not special(version, s.first, s.last))
+                )
+            self._on_link[key] = out
         return out
 
 
@@ -99,24 +121,26 @@ def context_of(
     config: Config,
     selected_subnets: Iterable[Prefix] = (),
     node_addresses: Iterable[Address] = (),
-    interfaces: Iterable[tuple[Address, int]] | None = None,
+    interfaces: Iterable[Interface] | None = None,
     *,
     local_interfaces: bool = True,
 ) -> ImportContext:
     """The guard's context from the configuration, the selected networks' subnets, every node's addresses and the
-    node's own interface addresses (address, prefix length; None: unknown). `local_interfaces` False: the interfaces
-    give only the connected subnets, their addresses are not this speaker's (`render` in cluster mode reads every
-    node's)."""
+    node's own interface addresses (`Interface`: address, prefix length, link; None: unknown). `local_interfaces`
+    False: the interfaces give only the connected subnets, their addresses are not this speaker's (`render` in
+    cluster mode reads every node's)."""
     own = {_address(p.local_address) for p in config.peers if p.local_address is not None}
     own |= {_address(a) for a in config.next_hop_self}
     connected: tuple[Prefix, ...] | None = None
+    links: dict[object, dict[Prefix, None]] = {}
     if interfaces is not None:
-        seen: dict[Prefix, None] = {}
-        for address, length in interfaces:
+        for entry in interfaces:
+            address, length, link = entry[0], entry[1], entry[2] if len(entry) > 2 else None
             if local_interfaces:
                 own.add(address)
-            seen[Prefix.parse(f"{address}/{length}", strict=False)] = None
-        connected = tuple(seen)
+            subnet = Prefix.parse(f"{address}/{length}", strict=False)
+            links.setdefault(object() if link is None else link, {})[subnet] = None  # None: an interface of its own
+        connected = tuple(dict.fromkeys(s for subnets in links.values() for s in subnets))
     return ImportContext(
         selected_subnets=tuple(selected_subnets),
         node_addresses=frozenset(node_addresses),
@@ -124,31 +148,29 @@ def context_of(
         peers=frozenset(_address(p.address) for p in config.peers),
         ebgp_single_hop=frozenset(_address(p.address) for p in config.peers if p.asn != config.local_asn),
         connected=connected,
+        links=tuple(tuple(subnets) for subnets in links.values()),
     )
 
 
-def interfaces_of_annotations(annotations: Mapping[str, object]) -> list[tuple[Address, int]]:
-    """A Node's interface addresses with their lengths, from OVN-K's `k8s.ovn.org/node-primary-ifaddr` and
-    `k8s.ovn.org/host-cidrs` annotations (what `render` knows of a node's connected subnets). Malformed entries are
-    skipped."""
+def interfaces_of_annotations(annotations: Mapping[str, object], primary: Link = "primary") -> list[Interface]:
+    """A Node's interface addresses with their lengths, from OVN-K's `k8s.ovn.org/node-primary-ifaddr` (both on
+    the node's primary interface, link `primary`: pass the node's name when several nodes' are read together) and
+    `k8s.ovn.org/host-cidrs` (interface unknown) annotations: what `render` knows of a node's connected subnets.
+    Malformed entries are skipped."""
     import json
 
-    out: list[tuple[Address, int]] = []
-    values: list[object] = []
-    for key in ("k8s.ovn.org/node-primary-ifaddr", "k8s.ovn.org/host-cidrs"):
+    out: list[Interface] = []
+    for key, link in (("k8s.ovn.org/node-primary-ifaddr", primary), ("k8s.ovn.org/host-cidrs", None)):
         raw = annotations.get(key)
         try:
             decoded = json.loads(raw) if isinstance(raw, str) else None
         except ValueError:
             decoded = None
-        if isinstance(decoded, dict):
-            values += decoded.values()
-        elif isinstance(decoded, list):
-            values += decoded
-    for value in values:
-        parsed = parse_address(value)
-        if parsed is not None and parsed[2] is not None:
-            out.append((Address(parsed[0], parsed[1]), parsed[2]))
+        values = decoded.values() if isinstance(decoded, dict) else decoded if isinstance(decoded, list) else ()
+        for value in values:
+            parsed = parse_address(value)
+            if parsed is not None and parsed[2] is not None:
+                out.append((Address(parsed[0], parsed[1]), parsed[2], link))
     return out
 
 
@@ -175,7 +197,7 @@ def check_next_hop(peer: Address, next_hop: Address, context: ImportContext) -> 
     what = special(next_hop.version, next_hop.value, next_hop.value)
     if what is not None:
         return reasons.IMPORT_NEXT_HOP_SPECIAL, f"the next hop {next_hop} is {what}"
-    shared = context.shared_with(peer) if context.connected is not None else ()
+    shared = context.on_link(peer, next_hop.version) if context.connected is not None else ()
     for subnet in shared:
         if (
             next_hop in subnet
@@ -197,16 +219,28 @@ def check_next_hop(peer: Address, next_hop: Address, context: ImportContext) -> 
             if next_hop in subnet:
                 return reasons.IMPORT_NEXT_HOP_VM_NETWORK, f"the next hop {next_hop} is inside the VM network {subnet}"
     if peer in context.ebgp_single_hop:
-        if shared:
-            if not any(next_hop in s for s in shared):
-                on = ", ".join(str(s) for s in shared)
-                return reasons.IMPORT_NEXT_HOP_OFF_LINK, f"the next hop {next_hop} is not on the peer's subnet {on}"
-        elif next_hop not in context.peers:
-            return (
-                reasons.IMPORT_NEXT_HOP_OFF_LINK,
-                f"the next hop {next_hop} is not a configured peer and no connected subnet of this node holds {peer}",
-            )
+        return _off_link(peer, next_hop, shared, context)
     return None
+
+
+def _off_link(peer: Address, next_hop: Address, shared: tuple[Prefix, ...], context: ImportContext) -> Refused | None:
+    """Rule 8 for a single-hop eBGP peer's next hop; `shared`: `context.on_link(peer, next_hop.version)`."""
+    other = next_hop.version != peer.version
+    if shared:
+        if any(next_hop in s for s in shared):
+            return None
+        on = ", ".join(str(s) for s in shared)
+        if other:
+            where = f"the IPv{next_hop.version} subnets of the link to {peer}"
+            return reasons.IMPORT_NEXT_HOP_OFF_LINK, f"the next hop {next_hop} is not on {where}: {on}"
+        return reasons.IMPORT_NEXT_HOP_OFF_LINK, f"the next hop {next_hop} is not on the peer's subnet {on}"
+    if next_hop in context.peers:
+        return None
+    if other and context.connected is not None and context.on_link(peer, peer.version):
+        missing = f"no IPv{next_hop.version} subnet of this node is on the link to {peer}"
+    else:
+        missing = f"no connected subnet of this node holds {peer}"
+    return reasons.IMPORT_NEXT_HOP_OFF_LINK, f"the next hop {next_hop} is not a configured peer and {missing}"
 
 
 def check(peer: Address, prefix: Prefix, next_hop: Address, context: ImportContext) -> Refused | None:

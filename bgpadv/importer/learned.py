@@ -2,7 +2,9 @@
 every method takes the time it runs at.
 
 - An UPDATE replaces the peer's path for each announced prefix (one path per prefix per peer: no add-path) and
-  removes each withdrawn one.
+  removes each withdrawn one. An IPv6 path's next hop may be two addresses (RFC 2545: the global one and the
+  router's link-local one on a shared link, what FRR sends a directly connected neighbor), which ExaBGP reports as
+  the same prefix announced twice: the global address is the path's next hop (`preferred`), whatever their order.
 - A session that goes down keeps its routes, stale, for the peer's configured graceful-restart time (`PeerConfig.
   graceful_restart`; none: they go at once). When the session is back, a route the peer sends again is fresh; the
   stale rest goes `SETTLE_SECONDS` after the peer's End-of-RIB, or when the time is up. The settle time is there
@@ -25,6 +27,17 @@ from bgpadv.core.prefix import Address, Prefix
 
 Path = Address | None  # the next hop of a peer's path
 SETTLE_SECONDS = 2.0
+_LINK_LOCAL = Prefix.parse("fe80::/10")
+
+
+def _rank(next_hop: Path) -> int:
+    return 0 if next_hop is None else 1 if next_hop in _LINK_LOCAL else 2
+
+
+def preferred(old: Path, new: Path) -> Path:
+    """The next hop of a path announced with `old` and then `new` in one UPDATE (or one adj-rib-in dump): a global
+    address over a link-local one (RFC 2545's pair), an address over none; else the later one."""
+    return old if _rank(old) > _rank(new) else new
 
 
 class LearnedRoutes:
@@ -39,6 +52,7 @@ class LearnedRoutes:
         self._startup_until = now + max(self._gr.values(), default=0.0)
         self._dumping = False
         self._touched: set[tuple[str, Prefix]] = set()
+        self._dumped: set[tuple[str, Prefix]] = set()  # listed by the dump in progress
         self.version = 0  # bumped on every change
         self.seen: set[Prefix] = set()  # every prefix any peer announced to this instance
 
@@ -61,7 +75,11 @@ class LearnedRoutes:
         if routes is None:
             return
         stale = self._stale[peer]
+        this: dict[Prefix, Path] = {}
         for prefix, next_hop in announced:
+            if prefix in this:
+                next_hop = preferred(this[prefix], next_hop)
+            this[prefix] = next_hop
             routes[prefix] = next_hop
             self.seen.add(prefix)
             stale.discard(prefix)
@@ -100,10 +118,14 @@ class LearnedRoutes:
                 self._state[peer] = state
         self._dumping = True
         self._touched.clear()
+        self._dumped.clear()
 
     def dump_route(self, peer: str, prefix: Prefix, next_hop: Path) -> None:
         routes = self.routes.get(peer)
         if routes is not None and (peer, prefix) not in self._touched:  # an UPDATE since is newer
+            if (peer, prefix) in self._dumped:  # the same path's other next hop (RFC 2545)
+                next_hop = preferred(routes.get(prefix), next_hop)
+            self._dumped.add((peer, prefix))
             routes[prefix] = next_hop
             self.seen.add(prefix)
             self.version += 1
@@ -111,6 +133,7 @@ class LearnedRoutes:
     def end_dump(self, now: float) -> None:
         self._dumping = False
         self._touched.clear()
+        self._dumped.clear()
         for peer in self.routes:
             if self._state.get(peer) == "up":  # the session's adj-rib-in, unless it came up just now: settle
                 self._complete_at[peer] = min(self._complete_at.get(peer, now + SETTLE_SECONDS), now + SETTLE_SECONDS)

@@ -16,6 +16,7 @@ from pyroute2 import IPRoute
 from pyroute2.netlink.exceptions import NetlinkError
 
 from bgpadv.core.prefix import Address, Prefix
+from bgpadv.importer.guard import Interface
 from bgpadv.importer.vrfs import MAX_IFNAME, Routes, vrf_name
 
 __all__ = ["MAX_IFNAME", "RTPROT_BGP", "Netlink", "Routes", "route_of_message", "vrf_name", "vrf_of_link"]
@@ -82,10 +83,10 @@ class Netlink:
                 out[vrf[0]] = vrf[1]
         return out
 
-    def interfaces(self) -> list[tuple[Address, int]]:
-        """Every interface address of the namespace with its prefix length (the node's connected subnets, for the
-        import guard's on-link rule)."""
-        out = []
+    def interfaces(self) -> list[Interface]:
+        """Every interface address of the namespace with its prefix length and interface index (the node's
+        connected subnets per link, for the import guard's on-link rule)."""
+        out: list[Interface] = []
         try:
             messages = list(self._ipr.get_addr())
         except NetlinkError as e:
@@ -93,7 +94,7 @@ class Netlink:
         for msg in messages:
             text = msg.get_attr("IFA_ADDRESS") or msg.get_attr("IFA_LOCAL")
             try:
-                out.append((Address.parse(str(text)), int(msg["prefixlen"])))
+                out.append((Address.parse(str(text)), int(msg["prefixlen"]), int(msg["index"])))
             except (ValueError, TypeError, KeyError):
                 continue  # a zone-indexed link-local address and the like: never a shared subnet
         return out

@@ -25,7 +25,7 @@ from bgpadv.config import Config, ImportNetwork
 from bgpadv.core import reasons
 from bgpadv.core.model import ObjectRef, PlannedNetwork, Refusal
 from bgpadv.core.prefix import Address, Prefix
-from bgpadv.importer.guard import ImportContext, context_of
+from bgpadv.importer.guard import ImportContext, Interface, context_of
 from bgpadv.importer.learned import LearnedRoutes
 from bgpadv.importer.policy import RefusedPath, desired_routes
 from bgpadv.importer.vrfs import Routes, vrf_name
@@ -70,7 +70,7 @@ class Importer:
         self._was_complete = False
         self._snapshot: dict = {}
         self._nodes: frozenset[Address] = frozenset()
-        self._interfaces: list[tuple[Address, int]] | None = None
+        self._interfaces: list[Interface] | None = None
         self._context = context_of(config)
         self._events: tuple[Refusal, ...] = ()
         self.on_refusals: Callable[[list[Refusal]], None] | None = None  # Events for the guard's refusals
@@ -184,7 +184,7 @@ class Importer:
         except OSError as e:
             self._error("dump", e)
         try:
-            interfaces: list[tuple[Address, int]] | None = self.netlink.interfaces()
+            interfaces: list[Interface] | None = self.netlink.interfaces()
         except OSError as e:
             interfaces = None  # unknown: only a configured peer's own address is on the link
             self._error("address-dump", e)

@@ -58,7 +58,7 @@ from bgpadv.runtime.lifecycle import (
     reset_runtime_dir,
 )
 from bgpadv.runtime.shim import Backoff
-from bgpadv.speaker.bfd import BFDD_CONF, bfdd_argv, bfdd_dir
+from bgpadv.speaker.bfd import bfdd_argv, bfdd_dir
 
 if TYPE_CHECKING:
     from bgpadv.runtime.handover import EarlyController
@@ -194,8 +194,17 @@ class Bfdd:
             self.proc = None
             output = self._output.collect()
             missing = missing_capabilities(output)
+            unknown = missing_account(output)
             if missing is not None:
-                self._give_up(missing)
+                self._give_up_capabilities(missing)
+            elif unknown is not None:
+                self._give_up(
+                    f"bfdd cannot start: the {unknown[0]} {unknown[1]} it runs as does not exist (run as root, bfdd "
+                    "drops to FRR's user and group `frr`, which FRR's package creates). Fix: create them (adduser "
+                    "--system --group frr), or run bgpadv as a user with bfdd's capabilities. BFD sessions stay "
+                    "down; bfdd is not restarted",
+                    {"account": unknown[1]},
+                )
             else:
                 delay = self.backoff.next_delay(now - self.started)
                 self.next_start = now + delay
@@ -213,16 +222,17 @@ class Bfdd:
         for stale in d.iterdir():  # the previous bfdd's sockets and PID file (its PID may be alive in this namespace)
             if stale.is_file() or stale.is_socket():
                 stale.unlink(missing_ok=True)
-        (d / BFDD_CONF).write_text("")  # sessions come from the controller, over the control socket
         user = _frr_user()
-        if user is not None and os.geteuid() == 0:  # bfdd drops to it, and must still reach its own directory
-            for path in (d, d / BFDD_CONF):
-                os.chown(path, user[1], user[2])
+        if user is not None and os.geteuid() == 0:  # bfdd drops to it: its directory is its own (0700)
+            os.chown(d, user[1], user[2])
         self.started = now
         self.restarts += 1
         try:
+            # started in its directory, as root still: bfdd reaches it through its working directory after the drop,
+            # however private the runtime directory above it is (bgpadv's own 0700 one, or a configured one)
             self.proc = subprocess.Popen(
-                bfdd_argv(self.runtime_dir, user=user[0] if user else None, group=_group(user[2]) if user else None),
+                bfdd_argv(user=user[0] if user else None, group=_group(user[2]) if user else None),
+                cwd=d,
                 env=self.env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -238,16 +248,21 @@ class Bfdd:
         self._output = _Output.follow(self.proc)
         log.info("bfdd started", extra={"pid": self.proc.pid})
 
-    def _give_up(self, missing: list[str]) -> None:
+    def _give_up_capabilities(self, missing: list[str]) -> None:
         caps = ",".join(missing)
-        self.gave_up = (
+        self._give_up(
             f"bfdd cannot start: it lacks the capabilities {caps} (FRR's bfdd exits without NET_BIND_SERVICE, "
             "NET_RAW and SYS_ADMIN in its permitted set). Fix: file capabilities on the binary "
             "(setcap cap_net_bind_service,cap_net_raw,cap_sys_admin+p on bfdd; the bgpadv image has them), these "
             "three in the container's securityContext.capabilities.add, and allowPrivilegeEscalation: true (Helm: "
-            "bfd.enabled; kustomize: deploy/components/bfd). BFD sessions stay down; bfdd is not restarted"
+            "bfd.enabled; kustomize: deploy/components/bfd). BFD sessions stay down; bfdd is not restarted",
+            {"missing": missing},
         )
-        log.error(self.gave_up, extra={"missing": missing})
+
+    def _give_up(self, reason: str, extra: dict[str, object]) -> None:
+        """bfdd exited for a reason a restart cannot cure: say it once (log, `bfdd.failed` for the controller)."""
+        self.gave_up = reason
+        log.error(reason, extra=extra)
         with contextlib.suppress(OSError):
             (self.runtime_dir / BFDD_FAILED).write_text(self.gave_up + "\n")
 
@@ -265,6 +280,19 @@ class Bfdd:
 
 _PRIVS_FAILED = "privs_init: initial cap_set_proc failed"
 _CAP = re.compile(r"cap_[a-z_]+")
+
+
+_NO_ACCOUNT = re.compile(r"privs_init: could not lookup (user|group) (\S+)")
+
+
+def missing_account(output: Sequence[str]) -> tuple[str, str] | None:
+    """("user" or "group", its name) when bfdd exited at start-up because the account it drops to does not exist
+    (FRR 8.4's `privs_init: could not lookup user frr`); None otherwise."""
+    for line in output:
+        found = _NO_ACCOUNT.search(line)
+        if found is not None:
+            return found.group(1), found.group(2)
+    return None
 
 
 def missing_capabilities(output: Sequence[str]) -> list[str] | None:

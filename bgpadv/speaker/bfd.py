@@ -1,10 +1,10 @@
 """BFD next to ExaBGP (which has none): FRR's `bfdd`, standalone (no zebra, no bgpd), one single-hop session per peer
 with `peers[].bfd.enabled`.
 
-`bgpadv run`'s supervisor runs bfdd in its own directory (`bfdd/` under the runtime directory: configuration, PID
-file, vty socket and the control socket `bfdd.sock`) while the controller asks for it (`BFD_WANTED`), restarting it
-when it dies (`bgpadv.runtime.supervisor`). The controller drives it through the control socket (`--bfdctl`, FRR's
-`bfdd/control.c`; no vtysh, no configuration file rewritten):
+`bgpadv run`'s supervisor runs bfdd in its own directory (`bfdd/` under the runtime directory: PID file, vty socket
+and the control socket `bfdd.sock`; run as root, bfdd drops to FRR's `frr` user, which owns that directory) while
+the controller asks for it (`BFD_WANTED`), restarting it when it dies (`bgpadv.runtime.supervisor`). The controller
+drives it through the control socket (`--bfdctl`, FRR's `bfdd/control.c`; no vtysh, no configuration file):
 
 - a message is an 8-byte header (payload length u32, request id u16, type u8, version u8 = 1; network order) and a
   JSON payload; every request gets a `RESPONSE` (`{"status": "ok"}` or `{"status": "error", "error": ...}`) with
@@ -45,7 +45,6 @@ from bgpadv.core.runfiles import BFDD_DIR
 log = logging.getLogger("bgpadv.bfd")
 
 BFDD_SOCKET = "bfdd.sock"  # bfdd's control socket, in BFDD_DIR
-BFDD_CONF = "bfdd.conf"
 BFDD_PID = "bfdd.pid"
 BFDD_BINARY_ENV = "BGPADV_BFDD"  # where bfdd is (default DEFAULT_BFDD)
 DEFAULT_BFDD = "/usr/lib/frr/bfdd"
@@ -103,14 +102,16 @@ def bfdd_dir(runtime_dir: Path) -> Path:
     return runtime_dir / BFDD_DIR
 
 
-def bfdd_argv(runtime_dir: Path, *, user: str | None, group: str | None = None) -> list[str]:
-    """bfdd in the foreground (the supervisor's child), everything in its own directory: no TCP vty (`-P 0`), its
-    own vty and control sockets, a zebra socket path that nothing serves (bfdd runs without zebra: it never reaches
-    a host's FRR), logs on stdout. `user`: drop to it (bfdd's own privilege handling; root only)."""
-    d = bfdd_dir(runtime_dir)
-    argv = [os.environ.get(BFDD_BINARY_ENV, DEFAULT_BFDD), "-P", "0", "--vty_socket", str(d)]
-    argv += ["-f", str(d / BFDD_CONF), "-i", str(d / BFDD_PID), "--bfdctl", str(d / BFDD_SOCKET)]
-    argv += ["-z", str(d / "zserv.api"), "--log", "stdout"]
+def bfdd_argv(*, user: str | None, group: str | None = None) -> list[str]:
+    """bfdd in the foreground (the supervisor's child), run in its own directory (`bfdd_dir`, its working directory)
+    with every path relative to it: no TCP vty (`-P 0`), its own vty and control sockets and PID file, a zebra socket
+    path that nothing serves (bfdd runs without zebra: it never reaches a host's FRR), no configuration file read
+    (`/dev/null`: its sessions come over the control socket; never a host's /etc/frr/bfdd.conf), logs on stdout.
+    `user`: drop to it (bfdd's own privilege handling; root only). Relative paths: a bfdd that dropped to `frr`
+    reaches its own directory, which it owns, without any directory above it (a runtime directory private to
+    root) being opened to it or anyone."""
+    argv = [os.environ.get(BFDD_BINARY_ENV, DEFAULT_BFDD), "-P", "0", "--vty_socket", "."]
+    argv += ["-f", os.devnull, "-i", BFDD_PID, "--bfdctl", BFDD_SOCKET, "-z", "zserv.api", "--log", "stdout"]
     if user is not None:
         argv += ["-u", user, "-g", group or user]
     return argv

@@ -253,3 +253,55 @@ def test_a_bfd_failure_takes_the_imported_routes_out_of_the_table_at_once_and_re
         unblock_bfd(w1)
     print(f"\nBFD {BFD_TIMERS}: imported route out of table {TABLE} {gone:.3f} s after BFD packets were dropped")
     assert gone < HOLD / 3, f"the route left after {gone:.2f}s: the hold time, not BFD"
+
+
+# -- bgpadv run as root: bfdd drops to frr and still holds its session ---------------------------------------------
+
+
+def bfdd_uids(ns: str) -> list[int]:
+    """The real UIDs of the bfdd processes in `ns` (`ip netns pids`, /proc/PID/status)."""
+    out = []
+    for pid in sh(["ip", "netns", "pids", ns]).stdout.split():
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        if comm == "bfdd":
+            out += [int(line.split()[1]) for line in status.splitlines() if line.startswith("Uid:")]
+    return out
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="bgpadv run as root")
+@pytest.mark.parametrize(
+    "runtime", [pytest.param("default", id="default-runtime-dir"), pytest.param("private", id="configured-0700")]
+)
+def test_bgpadv_run_as_root_brings_the_bfd_session_up_and_holds_it(runtime):
+    """`bgpadv run` as root (a host install, a root container), with its own private runtime directory (0700, no
+    `--runtime-dir`) or a configured one that is 0700 root: bfdd drops to FRR's `frr` user and still creates its PID
+    file and control socket, so the ToR's `show bfd peers` has the session up, and still up, without a flap, a few
+    seconds later; the configured directory stays 0700 root."""
+    import pwd
+    import stat
+
+    rx, tx, multiplier = BFD_TIMERS
+    with Lab("bfdroot", tor=TorSettings(keepalive=3, hold=HOLD, bfd=BFD_TIMERS)) as lab:
+        config = lab_config(lab.workdir / "bgpadv-w1" / "kubeconfig")
+        config["peers"][0]["bfd"] = {"enabled": True, "minRx": rx, "minTx": tx, "multiplier": multiplier}
+        objects = [k8s.node("worker-1", W1, "fd00::11")]
+        chain = BgpadvInLab(lab, objects, config=config, runtime_dir=None if runtime == "default" else "run")
+        if chain.runtime_dir is not None:
+            chain.runtime_dir.mkdir(mode=0o700)
+        with chain:
+            frr = chain.frr
+            frr.wait_for(lambda: bfd_status(frr) == "up", 30, "the ToR's BFD session with worker-1 up")
+            first = frr.bfd_peers()[W1]
+            time.sleep(5.0)
+            later = frr.bfd_peers()[W1]
+            print(f"\nBFD as root ({runtime}): up {first.get('uptime')} s, then {later.get('uptime')} s")
+            assert later["status"] == "up", "the session holds"
+            assert later["uptime"] >= first["uptime"] + 4, "and did not flap in between"
+            assert bfdd_uids(chain.ns) == [pwd.getpwnam("frr").pw_uid], "bfdd runs as frr, as FRR's daemons do"
+            if chain.runtime_dir is not None:
+                mode = chain.runtime_dir.stat()
+                assert (stat.S_IMODE(mode.st_mode), mode.st_uid) == (0o700, 0), "the runtime directory stays private"

@@ -45,7 +45,13 @@ VMNET_A = (Prefix.parse("192.168.100.0/24"), Prefix.parse("fd10:100::/64"))
 VMNET_B = (Prefix.parse("10.200.0.0/16"),)
 SELECTED_SUBNETS = (*VMNET_A, *VMNET_B)
 NODES = [Address.parse(x) for x in (W1, W2, W3, "fd00::11", "fd00::12")]
-INTERFACES = [(Address.parse(W1), 24), (Address.parse("fd00::11"), 64), (Address.parse("127.0.0.1"), 8)]
+ETH0, LO = 2, 1  # interface indexes: the node's fabric link holds both families
+INTERFACES = [
+    (Address.parse(W1), 24, ETH0),
+    (Address.parse("fd00::11"), 64, ETH0),
+    (Address.parse("fe80::11"), 64, ETH0),
+    (Address.parse("127.0.0.1"), 8, LO),
+]
 DEFAULT4, DEFAULT6 = Prefix.parse("0.0.0.0/0"), Prefix.parse("::/0")
 
 RAW = {
@@ -221,14 +227,103 @@ def test_an_ibgp_peers_next_hop_need_not_be_on_the_link():
     }
 
 
-def test_the_node_annotations_tell_render_the_connected_subnets():
+# --- the on-link rule per family ---------------------------------------------------------------------------------
+# A next hop is on the link when it lies in a subnet the node shares with the peer on the session's link, in the
+# next hop's family. worker-1's fabric link (eth0) holds 10.0.0.11/24, fd00::11/64 and fe80::11/64; a second link
+# (eth1, storage) holds 172.16.0.11/24 and fd99::11/64; lo holds 127.0.0.1/8 and ::1/128.
+
+ETH1 = 3
+TWO_LINKS = [
+    *INTERFACES,
+    (a("::1"), 128, LO),
+    (a("172.16.0.11"), 24, ETH1),
+    (a("fd99::11"), 64, ETH1),
+]
+PER_FAMILY = context_of(CONFIG, SELECTED_SUBNETS, NODES, TWO_LINKS)
+
+
+@pytest.mark.parametrize(
+    ("peer", "prefix", "hop", "reason"),
+    [
+        # RFC 4760 MP_REACH: the ToR's IPv6 routes over its IPv4 session, next hop its global address on the link
+        pytest.param(TOR1, "::/0", "fd00::2", None, id="v6-over-v4-via-the-routers-global-address-on-the-link"),
+        pytest.param(TOR1, "2001:db8:1::/48", "fd00::2", None, id="v6-prefix-over-v4-on-the-link"),
+        pytest.param(TOR1, "::/0", TOR6, None, id="v6-over-v4-via-a-configured-peer-on-the-link"),
+        pytest.param(TOR1, "::/0", "fd99::1", reasons.IMPORT_NEXT_HOP_OFF_LINK, id="v6-over-v4-another-links-subnet"),
+        pytest.param(TOR1, "::/0", "fd01::1", reasons.IMPORT_NEXT_HOP_OFF_LINK, id="v6-over-v4-far-away"),
+        pytest.param(TOR1, "::/0", "fe80::1", reasons.IMPORT_NEXT_HOP_SPECIAL, id="v6-over-v4-link-local"),
+        pytest.param(TOR1, "::/0", "::ffff:10.0.0.1", reasons.IMPORT_NEXT_HOP_SPECIAL, id="v6-over-v4-ipv4-mapped"),
+        pytest.param(TOR1, "::/0", "::1", reasons.IMPORT_NEXT_HOP_SPECIAL, id="v6-over-v4-loopback"),
+        pytest.param(TOR1, "::/0", "fd00::11", reasons.IMPORT_NEXT_HOP_LOCAL, id="v6-over-v4-own-address"),
+        pytest.param(TOR1, "::/0", "fd00::12", reasons.IMPORT_NEXT_HOP_NODE, id="v6-over-v4-another-node"),
+        pytest.param(TOR1, "::/0", "fd10:100::a", reasons.IMPORT_NEXT_HOP_VM_NETWORK, id="v6-over-v4-a-vm"),
+        pytest.param(TOR1, "::/0", TOR2, reasons.IMPORT_NEXT_HOP, id="v6-prefix-v4-next-hop"),
+        # the reverse: IPv4 routes over an IPv6 session with an IPv4 next hop
+        pytest.param(TOR6, "0.0.0.0/0", "10.0.0.3", None, id="v4-over-v6-on-the-link"),
+        pytest.param(TOR6, "0.0.0.0/0", "172.16.0.1", reasons.IMPORT_NEXT_HOP_OFF_LINK, id="v4-over-v6-another-link"),
+        pytest.param(TOR6, "0.0.0.0/0", "10.0.0.255", reasons.IMPORT_NEXT_HOP_SPECIAL, id="v4-over-v6-broadcast"),
+        pytest.param(TOR6, "0.0.0.0/0", "10.0.0.0", reasons.IMPORT_NEXT_HOP_SPECIAL, id="v4-over-v6-network-address"),
+        # the session's own family: as before, another link's subnet is not the peer's
+        pytest.param(TOR1, "0.0.0.0/0", "10.0.0.3", None, id="v4-over-v4-on-the-link"),
+        pytest.param(TOR1, "0.0.0.0/0", "172.16.0.1", reasons.IMPORT_NEXT_HOP_OFF_LINK, id="v4-over-v4-another-link"),
+        pytest.param(TOR6, "::/0", "fd00::2", None, id="v6-over-v6-on-the-link"),
+        pytest.param(TOR6, "::/0", "fd99::1", reasons.IMPORT_NEXT_HOP_OFF_LINK, id="v6-over-v6-another-link"),
+    ],
+)
+def test_a_next_hop_is_on_the_link_when_a_subnet_of_its_family_on_the_sessions_interface_holds_it(
+    peer, prefix, hop, reason
+):
+    out = desired({peer: {p(prefix): a(hop)}}, context=PER_FAMILY)
+    if reason is None:
+        assert (out.routes, out.refused) == ({p(prefix): frozenset({a(hop)})}, {})
+    else:
+        assert (out.routes, out.refused) == ({}, {reason: 1})
+
+
+def test_an_off_link_ipv6_next_hop_over_an_ipv4_session_names_the_links_ipv6_subnets():
+    (refusal,) = desired({TOR1: {DEFAULT6: a("fd99::1")}}, context=PER_FAMILY).refusals
+    assert refusal.message == "the next hop fd99::1 is not on the IPv6 subnets of the link to 10.0.0.1: fd00::/64"
+
+
+@pytest.mark.parametrize(
+    ("interfaces", "accepted", "message"),
+    [
+        pytest.param(
+            [(a(W1), 24, ETH0), (a("fe80::11"), 64, ETH0), (a("fd99::11"), 64, ETH1)],
+            {TOR6},
+            "no IPv6 subnet of this node is on the link to 10.0.0.1",
+            id="the-link-has-only-a-link-local-ipv6-subnet",
+        ),
+        pytest.param(
+            [(a(W1), 24), (a("fd00::11"), 64)],
+            {TOR6},
+            "no IPv6 subnet of this node is on the link to 10.0.0.1",
+            id="which-interface-holds-what-is-unknown",
+        ),
+        pytest.param(None, {TOR6}, "no connected subnet of this node holds 10.0.0.1", id="the-interfaces-are-unknown"),
+    ],
+)
+def test_without_an_ipv6_subnet_known_on_the_link_only_a_configured_peers_address_is_on_it(
+    interfaces, accepted, message
+):
+    context = context_of(CONFIG, SELECTED_SUBNETS, NODES, interfaces)
+    out = desired({TOR1: {DEFAULT6: a("fd00::2")}, TOR2: {DEFAULT6: a(TOR6)}}, context=context)
+    assert out.routes == {DEFAULT6: frozenset(a(x) for x in accepted)}
+    (refusal,) = out.refusals
+    assert (refusal.reason, refusal.message) == (
+        reasons.IMPORT_NEXT_HOP_OFF_LINK,
+        f"the next hop fd00::2 is not a configured peer and {message}",
+    )
+
+
+def test_the_node_annotations_tell_render_the_connected_subnets_and_which_are_on_the_primary_link():
     node = k8s.node("worker-1", W1, "fd00::11")
-    assert sorted(interfaces_of_annotations(node["metadata"]["annotations"])) == [
-        (a(W1), 24),
-        (a(W1), 24),
-        (a("fd00::11"), 64),
-        (a("fd00::11"), 64),
-    ]
+    assert set(interfaces_of_annotations(node["metadata"]["annotations"], "worker-1")) == {
+        (a(W1), 24, "worker-1"),  # node-primary-ifaddr: both families on the primary interface
+        (a("fd00::11"), 64, "worker-1"),
+        (a(W1), 24, None),  # host-cidrs: the interface is not said
+        (a("fd00::11"), 64, None),
+    }
     assert interfaces_of_annotations({"k8s.ovn.org/host-cidrs": "not json", "k8s.ovn.org/node-primary-ifaddr": 7}) == []
 
 
@@ -413,6 +508,18 @@ def test_render_learned_refuses_a_next_hop_of_another_node_known_from_the_manife
     assert f"refused 0.0.0.0/0 via {W2} from {TOR1}: {reasons.IMPORT_NEXT_HOP_NODE}" in out
 
 
+def test_render_learned_installs_an_ipv6_default_over_an_ipv4_session_via_the_routers_address_on_the_link(
+    tmp_path, capsys
+):
+    """The nodes' `node-primary-ifaddr` annotations put 10.0.0.0/24 and fd00::/64 on one link: fd00::2 is on the
+    link of the IPv4 session with 10.0.0.1; fd99::1 is on no link of theirs."""
+    c, m, learned = write_dump(tmp_path, f"{TOR1}: {{'::/0': 'fd00::2'}}\n{TOR2}: {{'::/0': 'fd99::1'}}\n")
+    assert render.main(c, m, "json", learned) == 0
+    (row,) = json.loads(capsys.readouterr().out)["imports"]
+    assert row["routes"] == [{"prefix": "::/0", "nextHops": ["fd00::2"]}]
+    assert [(r["peer"], r["reason"]) for r in row["refusals"]] == [(TOR2, reasons.IMPORT_NEXT_HOP_OFF_LINK)]
+
+
 GARBAGE_FILES = [
     pytest.param(
         f"evil: {{0.0.0.0/0: {TOR1}}}\n{TOR1}: {{0.0.0.0/0: {TOR1}}}\n", "peer 'evil': not an IP address", id="peer"
@@ -478,8 +585,8 @@ _SELECTED_ORACLE = [ipaddress.ip_network(str(s)) for s in SELECTED_SUBNETS]
 _NODES_ORACLE = {ipaddress.ip_address(str(n)) for n in NODES}
 _OWN_ORACLE = {ipaddress.ip_address(x) for x in (W1, "fd00::11", "127.0.0.1")}
 _PEERS_ORACLE = {ipaddress.ip_address(x) for x in (TOR1, TOR2, TOR6)}
-_LINK = {TOR1: ipaddress.ip_network("10.0.0.0/24"), TOR2: ipaddress.ip_network("10.0.0.0/24"),
-         TOR6: ipaddress.ip_network("fd00::/64")}  # fmt: skip
+_FABRIC_LINK = {4: ipaddress.ip_network("10.0.0.0/24"), 6: ipaddress.ip_network("fd00::/64")}
+_LINK = {TOR1: _FABRIC_LINK, TOR2: _FABRIC_LINK, TOR6: _FABRIC_LINK}  # every ToR on the node's fabric link (eth0)
 
 _HOPS4 = [TOR1, TOR2, "10.0.0.3", "10.0.0.0", "10.0.0.255", W1, W2, W3, "127.0.0.1", "224.0.0.9", "0.0.0.5",
           "169.254.0.1", "192.168.100.10", "10.200.0.7", "203.0.113.9", "240.0.0.1", "255.255.255.255"]  # fmt: skip
@@ -490,9 +597,9 @@ _DESTS4 = ["0.0.0.0/0", "0.0.0.0/1", "198.51.100.0/24", "10.0.0.0/8", "169.254.0
            "0.0.0.0/8"]  # fmt: skip
 _DESTS6 = ["::/0", "2001:db8:1::/48", "fe80::/10", "ff00::/8", "::1/128", "fd10:100::/80", "::/128"]
 
-paths = st.one_of(
-    st.tuples(st.sampled_from([TOR1, TOR2]), st.sampled_from(_DESTS4), st.sampled_from(_HOPS4 + _HOPS6[:2])),
-    st.tuples(st.just(TOR6), st.sampled_from(_DESTS6), st.sampled_from(_HOPS6 + _HOPS4[:2])),
+paths = st.one_of(  # over any session, routes of either family (RFC 4760), next hops of either family
+    st.tuples(st.sampled_from([TOR1, TOR2, TOR6]), st.sampled_from(_DESTS4), st.sampled_from(_HOPS4 + _HOPS6[:3])),
+    st.tuples(st.sampled_from([TOR1, TOR2, TOR6]), st.sampled_from(_DESTS6), st.sampled_from(_HOPS6 + _HOPS4[:3])),
 )
 
 
@@ -509,8 +616,8 @@ def _violations(peer: str, dest: str, hop: str) -> list[str]:
         out.append("own or node next hop")
     if nh not in _PEERS_ORACLE and any(nh in s for s in _SELECTED_ORACLE if s.version == nh.version):
         out.append("VM next hop")
-    link = _LINK[peer]
-    if nh.version != link.version or nh not in link or nh in (link.network_address, link.broadcast_address):
+    link = _LINK[peer][nh.version]
+    if nh not in link or nh in (link.network_address, link.broadcast_address):
         out.append("off the peer's link")
     return out
 

@@ -130,3 +130,13 @@ def test_equal_paths_are_installed_as_one_multipath_route_with_protocol_186():
         ),
         ("del", {"dst": "198.51.100.0/24", "table": 1001, "proto": 186, "family": socket.AF_INET}),
     ]
+
+
+def test_the_interfaces_carry_the_index_of_the_link_they_are_on():
+    """Read from this namespace's kernel (a dump, nothing changed): the loopback's 127.0.0.1/8 is on `lo`."""
+    netlink = Netlink()
+    try:
+        interfaces = netlink.interfaces()
+    finally:
+        netlink.close()
+    assert (Address.parse("127.0.0.1"), 8, socket.if_nametoindex("lo")) in interfaces

@@ -1,12 +1,17 @@
 """The supervisor's bfdd (`bgpadv.runtime.supervisor.Bfdd`) against fake bfdd binaries (`BGPADV_BFDD`): a bfdd that
 exits at start-up for want of capabilities (FRR 8.4's `privs_init` failure, as measured in a non-root pod without
-them) is reported once and never restarted; any other death is restarted with backoff. The real bfdd:
-tests/lab/test_bfd.py.
+them) or of the account it drops to is reported once and never restarted; any other death is restarted with
+backoff. Run as root, bfdd drops to `frr` and still reaches its own directory inside a runtime directory private to
+root (0700), which stays as it was: it runs there, with relative paths. The real bfdd: tests/lab/test_bfd.py.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import pwd
+import shutil
+import stat
 import time
 from pathlib import Path
 
@@ -16,7 +21,7 @@ from bgpadv.core import runfiles
 from bgpadv.observe.metrics import Metrics
 from bgpadv.observe.metrics_observer import MetricsObserver
 from bgpadv.runtime.shim import Backoff
-from bgpadv.runtime.supervisor import Bfdd, missing_capabilities
+from bgpadv.runtime.supervisor import Bfdd, missing_account, missing_capabilities
 from bgpadv.speaker import bfd
 
 # what FRR 8.4.4's bfdd prints before exiting 1, run by a non-root user without file capabilities
@@ -112,3 +117,75 @@ def test_the_bfd_client_finds_the_supervisors_reason_and_sets_the_cannot_start_g
     registry = metrics.metrics.registry
     assert registry.get_sample_value("bgpadv_bfdd_cannot_start") == 1
     assert registry.get_sample_value("bgpadv_bfd_session_up", {"peer": "tor-a"}) == 0
+
+
+def test_a_bfdd_whose_user_does_not_exist_is_reported_once_and_not_restarted(tmp_path, runtime, monkeypatch):
+    starts = fake_bfdd(tmp_path, monkeypatch, ["privs_init: could not lookup user frr"])
+    bfdd = Bfdd(runtime, {}, backoff=Backoff(first=0.01, cap=0.01, healthy_after=60.0))
+    run_for(bfdd, 1.0)
+    assert starts.read_text().splitlines() == ["started"]
+    assert bfdd.gave_up is not None and "the user frr it runs as does not exist" in bfdd.gave_up
+    assert "adduser --system --group frr" in (runtime / runfiles.BFDD_FAILED).read_text()
+
+
+@pytest.mark.parametrize(
+    ("line", "account"),
+    [
+        pytest.param("privs_init: could not lookup user frr", ("user", "frr"), id="user"),
+        pytest.param("privs_init: could not lookup group frr", ("group", "frr"), id="group"),
+        pytest.param("privs_init: initial cap_set_proc failed: Operation not permitted", None, id="capabilities"),
+        pytest.param("bfdd: vty socket in use", None, id="another-error"),
+    ],
+)
+def test_the_missing_account_is_read_from_bfdds_output(line, account):
+    assert missing_account([line]) == account
+
+
+def _frr() -> pwd.struct_passwd | None:
+    try:
+        return pwd.getpwnam("frr")
+    except KeyError:
+        return None
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or _frr() is None or shutil.which("setpriv") is None, reason="needs root, user frr, setpriv"
+)
+def test_as_root_bfdd_drops_to_frr_and_reaches_its_directory_inside_a_runtime_directory_private_to_root(
+    tmp_path, runtime, monkeypatch
+):
+    """A fake bfdd that does what FRR's does with `-u`/`-g` and `-i` (drops to the user, then writes its PID file):
+    it can only write it because it runs in its directory and the path is relative."""
+    runtime.chmod(0o700)
+    script = tmp_path / "fake-bfdd"
+    script.write_text(
+        "#!/bin/sh\n"
+        'while [ $# -gt 0 ]; do case "$1" in -u) user=$2; shift;; -i) pid=$2; shift;; esac; shift; done\n'
+        'exec setpriv --reuid="$user" --regid="$user" --clear-groups sh -c "echo \\$\\$ > $pid && exec sleep 30"\n'
+    )
+    script.chmod(0o755)
+    monkeypatch.setenv(bfd.BFDD_BINARY_ENV, str(script))
+    bfdd = Bfdd(runtime, {})
+    try:
+        bfdd.poll(time.monotonic())
+        pid_file = bfd.bfdd_dir(runtime) / bfd.BFDD_PID
+        deadline = time.monotonic() + 5
+        while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert bfdd.proc is not None and bfdd.proc.poll() is None, "bfdd still runs"
+        assert int(pid_file.read_text()) == bfdd.proc.pid
+        frr = _frr()
+        assert frr is not None and pid_file.stat().st_uid == frr.pw_uid, "written by bfdd as frr"
+    finally:
+        bfdd.stop()
+    assert stat.S_IMODE(runtime.stat().st_mode) == 0o700 and runtime.stat().st_uid == 0, "the runtime dir unchanged"
+    directory = bfd.bfdd_dir(runtime).stat()
+    assert (stat.S_IMODE(directory.st_mode), directory.st_uid) == (0o700, frr.pw_uid), "bfdd's own, for it alone"
+
+
+def test_bfdd_reads_no_configuration_file_and_names_its_files_relative_to_its_directory():
+    argv = bfd.bfdd_argv(user="frr")
+    assert argv[argv.index("-f") + 1] == os.devnull, "never a host's /etc/frr/bfdd.conf"
+    for option in ("--vty_socket", "-i", "--bfdctl", "-z"):
+        assert not argv[argv.index(option) + 1].startswith("/"), option
+    assert argv[argv.index("-u") + 1 :] == ["frr", "-g", "frr"]
