@@ -216,7 +216,10 @@ def _texts(addresses: Iterable[VmAddress]) -> str:
 
 
 def describe_claim(claim: Claim) -> str:
-    ips = _texts(claim.ips) or ("not a list" if claim.ips_malformed else "empty (allocation pending)")
+    pending = "empty (allocation pending)"
+    if claim.allocation_refused is not None:
+        pending = f"empty (OVN-K refused: {claim.allocation_refused.value})"
+    ips = _texts(claim.ips) or ("not a list" if claim.ips_malformed else pending)
     vm = claim.vm or (claim.vm_problem.message if claim.vm_problem else "none")
     parts = [f"spec.network {claim.network_text or '-'}", f"status.ips {ips}", f"VM {vm}"]
     if claim.deleting:
