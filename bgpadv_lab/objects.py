@@ -366,11 +366,15 @@ def ipam_claim(
     vm_label: bool = True,
     owner_pod: str | None = None,
     deleting: bool = False,
+    refused: tuple[str, str] | None = None,
+    condition_status: str = "False",
 ) -> dict:
     """An IPAMClaim as kubevirt/ipam-extensions creates it and OVN-K fills its status.
 
     `vm` names the VM (label `kubevirt.io/vm` and the ownerReference); `ips` None leaves no status at all (an old
-    CRD, or OVN-K has not allocated yet); `[]` is a pending/failed allocation.
+    CRD, or OVN-K has not allocated yet); `[]` is a pending allocation. `refused` (reason, message): OVN-K's refusal
+    as its cluster manager writes it (`status.ips` emptied, `ownerPod`, an `IPsAllocated` condition of status
+    `condition_status` with that reason and message; compared with a live one in tests/kube/test_ovnk.py).
     """
     labels = {"kubevirt.io/vm": vm} if vm and vm_label else None
     owners = None
@@ -410,6 +414,19 @@ def ipam_claim(
                     "status": "True",
                     "reason": "SuccessfulAllocation",
                     "message": "IP addresses successfully allocated",
+                    "observedGeneration": 1,
+                    "lastTransitionTime": created,
+                }
+            ]
+        if refused is not None:
+            status["ips"] = []
+            status["ownerPod"] = {"name": owner_pod or f"virt-launcher-{vm or name}-x7k2p"}
+            status["conditions"] = [
+                {
+                    "type": "IPsAllocated",
+                    "status": condition_status,
+                    "reason": refused[0],
+                    "message": refused[1],
                     "observedGeneration": 1,
                     "lastTransitionTime": created,
                 }
@@ -584,8 +601,8 @@ def vmi(
     }
 
 
-# The routes OVN-K's cluster manager gives a primary Layer2 UDN pod, per family: the service CIDR and its internal
-# masquerade range, via the network's gateway (as written for the lab's service CIDRs 10.96.0.0/16, fd00:10:96::/112).
+# The routes OVN-K's cluster manager gives a primary Layer2 UDN pod, per family: the service CIDR and the network's
+# join subnet (OVN-K's defaults), via the network's gateway (the lab's service CIDRs 10.96.0.0/16, fd00:10:96::/112).
 _PRIMARY_ROUTES = {4: ("10.96.0.0/16", "100.65.0.0/16"), 6: ("fd00:10:96::/112", "fd99::/64")}
 
 
@@ -603,7 +620,7 @@ def pod_networks(ns: str, nad: str, ips: Sequence[str], *, tunnel_id: int = 3) -
 
     The primary entry has the keys OVN-K's cluster manager writes (compared with a live one in
     tests/kube/test_ovnk.py): `ip_addresses`, `mac_address` (from the first address), `gateway_ips`, `routes`
-    (service and masquerade ranges via the gateway), `ipv6_lla_gateway_ip` with an IPv6 address, `tunnel_id`, `role`;
+    (service CIDR and join subnet via the gateway), `ipv6_lla_gateway_ip` with an IPv6 address, `tunnel_id`, `role`;
     the deprecated single forms `ip_address`/`gateway_ip` beside a single address. The `default` entry
     (`infrastructure-locked`) is the per-node controller's, which a cluster manager alone does not write."""
     primary: dict[str, Any] = {"ip_addresses": list(ips), "mac_address": _ovn_mac(ips[0]) if ips else _ovn_mac("")}

@@ -253,6 +253,7 @@ def test_a_claim_ovnk_could_not_fill_subnet_exhausted_is_never_routed_and_explai
     exhausted = [c for c in claims if not c["status"]["ips"]]
     allocated = [c for c in claims if c["status"]["ips"]]
     assert exhausted and allocated, "a /29 holds fewer VMs than six"
+    print(f"\nOVN-K's status of an exhausted claim: {json.dumps(exhausted[0]['status'])}")
     for claim in exhausted:
         (condition,) = claim["status"]["conditions"]
         assert (condition["type"], condition["status"], condition["reason"]) == (
@@ -279,6 +280,7 @@ def test_a_static_address_already_taken_is_refused_by_ovnk_never_routed_and_expl
     free6 = f"{s.v6.split('::')[0]}::99/64"  # OVN-K wants one address per family of a dual-stack network
     s.start_vms(s.ns, s.network_name, [("vm-dup", "worker-2", True)], static={"vm-dup": [taken, free6]})
     claim = s.wait(lambda: s.allocated(s.ns, "vm-dup"), "IPsAllocated on vm-dup")
+    print(f"\nOVN-K's status of a conflicting claim: {json.dumps(claim['status'])}")
     (condition,) = claim["status"]["conditions"]
     assert (condition["status"], condition["reason"]) == ("False", "IPAddressConflict"), condition
     assert claim["status"]["ips"] == []
@@ -320,6 +322,7 @@ TIME_FIELDS = {"lastTransitionTime"}
 def test_the_fixture_builders_say_what_ovnk_wrote(produced):
     s = produced
     claim = s.wait(lambda: s.allocated(s.ns, "vm-a"), "vm-a's claim")
+    print(f"\nOVN-K's claim status: {json.dumps(claim['status'])}")
     built = k8s.ipam_claim(
         s.ns, "vm-a.default", "vm-a", s.network_name, claim["status"]["ips"], owner_pod="virt-launcher-vm-a-x7k2p"
     )
@@ -336,6 +339,7 @@ def test_the_fixture_builders_say_what_ovnk_wrote(produced):
     # adds the default network's entry (infrastructure-locked), which OVN-K's per-node controller writes, not the
     # cluster manager this tier runs.
     written = s.pod_networks(s.ns, "vm-a")
+    print(f"OVN-K's pod-networks: {json.dumps(written)}")
     entry = written[f"{s.ns}/{s.net}"]
     built_entry = k8s.pod_networks(s.ns, s.net, entry["ip_addresses"])[f"{s.ns}/{s.net}"]
     missing = set(shape(entry)) - set(shape(built_entry))
@@ -348,6 +352,7 @@ def test_the_fixture_builders_say_what_ovnk_wrote(produced):
 
     # CUDN conditions: the builder's two conditions, with OVN-K's types, statuses and reasons
     cudn = s.api.get(*CUDN, s.net)
+    print(f"OVN-K's CUDN status: {json.dumps(cudn['status'])}")
     theirs_c = {c["type"]: (c["status"], c["reason"]) for c in cudn["status"]["conditions"]}
     ours_c = {c["type"]: (c["status"], c["reason"]) for c in k8s.cudn_layer2(s.net, [s.v4])["status"]["conditions"]}
     assert ours_c == theirs_c
@@ -355,6 +360,7 @@ def test_the_fixture_builders_say_what_ovnk_wrote(produced):
 
     # NAD: named after the CUDN in the namespace; its network name is what claims name
     nad = s.api.get(*NAD, s.net, s.ns)
+    print(f"OVN-K's NAD: {json.dumps({k: nad[k] for k in ('metadata', 'spec')})}")
     config = json.loads(nad["spec"]["config"])
     assert config["name"] == f"cluster_udn_{s.net}" == s.network_name
     assert config["netAttachDefName"] == f"{s.ns}/{s.net}"
