@@ -193,3 +193,47 @@ def test_a_cudn_ovnk_says_is_not_there_is_refused_with_its_claims(condition, ref
         (f"IPAMClaim {NS}/vm-a.default", NET, reasons.NETWORK_NOT_CREATED),
     }
     assert all(condition["message"] in x.message for x in p.rejected)
+
+
+# -- the claim a launcher pod references, under either annotation ---------------------------------------------------
+
+
+@pytest.mark.parametrize("claim_via", [k8s.DEFAULT_NETWORK_ANNOTATION, k8s.CLAIM_ANNOTATION])
+def test_a_claim_referenced_under_another_name_is_the_vms_by_its_label_whichever_reference_the_pod_uses(claim_via):
+    """OVN-K follows the pod's reference (the default-network selection's `ipam-claim-reference` before the
+    deprecated annotation); bgpadv links the claim by its VM label and ownerReference, never by its name, so a claim
+    named anything holds its VM's address either way, and the pod's copy of it is not read a second time."""
+    claim = k8s.ipam_claim(NS, "vm-a-primary-ip", "vm-a", NET, ["192.168.100.3/24", "fd10:100::3/64"])
+    pod = k8s.launcher_pod(
+        NS, "vm-a", "worker-1", claim="vm-a-primary-ip", claim_via=claim_via, ips=["192.168.100.3/24"], nad="vmnet-a"
+    )
+    p = plan(k8s.state(cluster(claim, k8s.vmi(NS, "vm-a", "worker-1"), pod)), k8s.config())
+    assert p.rejected == ()
+    hosts = {(str(r.prefix), str(r.source)) for r in p.routes if str(r.kind) == "host"}
+    assert hosts == {
+        ("192.168.100.3/32", f"IPAMClaim {NS}/vm-a-primary-ip"),
+        ("fd10:100::3/128", f"IPAMClaim {NS}/vm-a-primary-ip"),
+    }
+
+
+def test_a_referenced_claim_without_a_vm_link_is_refused_and_the_vm_keeps_ovnks_address_from_its_pod():
+    """A claim no label or ownerReference ties to a VM cannot be placed from the claim; OVN-K gave its address to
+    the pod that references it, so the VM's route comes from that pod's pod-networks, and the claim's refusal says
+    why it is not the source (seen, not silently missed)."""
+    claim = k8s.ipam_claim(NS, "static-ip", None, NET, ["192.168.100.3/24"])
+    pod = k8s.launcher_pod(
+        NS,
+        "vm-a",
+        "worker-1",
+        claim="static-ip",
+        claim_via=k8s.DEFAULT_NETWORK_ANNOTATION,
+        ips=["192.168.100.3/24"],
+        nad="vmnet-a",
+    )
+    vmi = k8s.vmi(NS, "vm-a", "worker-1")
+    pod = k8s.owned_by(pod, vmi["metadata"]["uid"])
+    p = plan(k8s.state(cluster(claim, vmi, pod)), k8s.config())
+    assert {(str(r.prefix), str(r.source)) for r in p.routes if str(r.kind) == "host"} == {
+        ("192.168.100.3/32", f"VirtualMachineInstance {NS}/vm-a")
+    }
+    assert refusals(p) == {(f"IPAMClaim {NS}/static-ip", NET, reasons.MALFORMED_OBJECT)}
