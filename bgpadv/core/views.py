@@ -326,7 +326,9 @@ class LauncherPod:
     VirtualMachineInstance ownerReference: what makes it that VMI's, see `runs`), its node, whether it finished,
     whether it says the migration target is ready, and OVN-K's addresses for its primary networks
     (`networks`: NAD name `<namespace>/<name>` → `PodNetwork`; `networks_problem`: the annotation is not a JSON
-    object)."""
+    object). `claim_ref`: the IPAMClaim (in the pod's namespace) OVN-K allocates its primary address from, read as
+    OVN-K reads it: the `ipam-claim-reference` of its `v1.multus-cni.io/default-network` selection, else the
+    deprecated `k8s.ovn.org/primary-udn-ipamclaim` annotation."""
 
     key: tuple[str, str]
     resource_version: str = field(default="", compare=False)  # equal views say the same, whatever the version
@@ -340,6 +342,7 @@ class LauncherPod:
     target_ready: bool = False
     networks: Mapping[str, PodNetwork] = field(default_factory=lambda: _EMPTY_POD_NETWORKS)
     networks_problem: Problem | None = None
+    claim_ref: str | None = None
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -65,6 +65,8 @@ DOMAIN_ANNOTATION = "kubevirt.io/domain"
 CREATED_BY_LABEL = "kubevirt.io/created-by"
 TARGET_READY_ANNOTATION = "kubevirt.io/migration-target-ready-timestamp"
 POD_NETWORKS_ANNOTATION = "k8s.ovn.org/pod-networks"
+CLAIM_ANNOTATION = "k8s.ovn.org/primary-udn-ipamclaim"  # deprecated by OVN-K for the default-network selection's
+DEFAULT_NETWORK_ANNOTATION = "v1.multus-cni.io/default-network"  # `ipam-claim-reference`
 ALLOCATED_CONDITION = "IPsAllocated"  # an IPAMClaim's (OVN-K's persistentips allocator)
 # A CUDN's: OVN-K's userdefinednetwork controller and its network cluster controller.
 CREATED_CONDITION, NETWORK_ALLOCATED_CONDITION = "NetworkCreated", "NetworkAllocationSucceeded"
@@ -1033,6 +1035,18 @@ def _pod_networks(annotations: Mapping) -> tuple[Mapping[str, PodNetwork], Probl
     return MappingProxyType(out), None
 
 
+def _claim_ref(annotations: Mapping) -> str | None:
+    """The IPAMClaim the pod's primary address comes from, as OVN-K reads it (go-controller/pkg/util/multi_network.go):
+    the deprecated annotation, overridden by a non-empty `ipam-claim-reference` of the default-network selection."""
+    ref = annotations.get(CLAIM_ANNOTATION)
+    selections, ok = _json(annotations, DEFAULT_NETWORK_ANNOTATION)
+    if ok and isinstance(selections, list) and len(selections) == 1 and isinstance(selections[0], dict):
+        chosen = selections[0].get("ipam-claim-reference")
+        if isinstance(chosen, str) and chosen:
+            ref = chosen
+    return describe(ref) if isinstance(ref, str) and ref else None
+
+
 def decode_launcher_pod(obj: object, key: object = None) -> LauncherPod:
     raw = _map(obj)
     meta = _map(raw.get("metadata"))
@@ -1060,6 +1074,7 @@ def decode_launcher_pod(obj: object, key: object = None) -> LauncherPod:
         target_ready=bool(annotations.get(TARGET_READY_ANNOTATION)),
         networks=networks,
         networks_problem=problem,
+        claim_ref=_claim_ref(annotations),
     )
 
 

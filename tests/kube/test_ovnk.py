@@ -206,6 +206,10 @@ def test_ovnk_allocates_the_claim_and_bgpadv_puts_both_families_at_the_tor_via_w
     v4, v6 = sorted(ips, key=lambda ip: ipaddress.ip_interface(ip).version)
     s.running.frr.wait_route(host(v4), [W1], timeout=30)
     s.running.frr.wait_route(host(v6), [W1_6], timeout=30)
+    code, doc, err = explain(s, f"{s.ns}/vm-a")
+    assert (code, doc["verdict"]) == (0, "announced"), err
+    (pod,) = [o["says"] for o in doc["objects"] if o["object"].startswith("Pod ")]
+    assert pod.endswith("OVN-K allocates its address from IPAMClaim vm-a.default"), "the reference OVN-K followed"
 
 
 def test_a_live_migration_gets_the_same_address_from_ovnk_and_the_next_hop_moves_without_a_gap(produced):

@@ -237,3 +237,57 @@ def test_a_referenced_claim_without_a_vm_link_is_refused_and_the_vm_keeps_ovnks_
         ("192.168.100.3/32", f"VirtualMachineInstance {NS}/vm-a")
     }
     assert refusals(p) == {(f"IPAMClaim {NS}/static-ip", NET, reasons.MALFORMED_OBJECT)}
+
+
+def _pod_with(annotations: dict[str, str]) -> dict:
+    pod = k8s.launcher_pod(NS, "vm-a", "worker-1")
+    pod["metadata"]["annotations"].update(annotations)
+    return pod
+
+
+DEFAULT_NETWORK = k8s.DEFAULT_NETWORK_ANNOTATION
+SELECTION = '[{"name":"default","namespace":"ovn-kubernetes","ipam-claim-reference":"vm-a.default"}]'
+
+
+@pytest.mark.parametrize(
+    ("annotations", "expected"),
+    [
+        pytest.param({DEFAULT_NETWORK: SELECTION}, "vm-a.default", id="ipam-claim-reference"),
+        pytest.param({k8s.CLAIM_ANNOTATION: "vm-a.default"}, "vm-a.default", id="deprecated-annotation"),
+        pytest.param(
+            {k8s.CLAIM_ANNOTATION: "old-name", DEFAULT_NETWORK: SELECTION}, "vm-a.default", id="selection-wins"
+        ),
+        pytest.param(
+            {k8s.CLAIM_ANNOTATION: "old-name", DEFAULT_NETWORK: '[{"name":"default","namespace":"ovn-kubernetes"}]'},
+            "old-name",
+            id="selection-without-reference-keeps-the-annotation",
+        ),
+        pytest.param({DEFAULT_NETWORK: "not json"}, None, id="malformed-selection-names-nothing"),
+        pytest.param({DEFAULT_NETWORK: '[{"ipam-claim-reference": 7}]'}, None, id="non-string-reference"),
+        pytest.param({}, None, id="no-reference"),
+    ],
+)
+def test_the_pods_claim_reference_is_read_as_ovnk_reads_it(annotations, expected):
+    (pod,) = k8s.state(_pod_with(annotations)).pods.values()
+    assert pod.claim_ref == expected
+
+
+def test_explain_says_when_the_claim_ovnk_uses_for_a_pod_is_not_the_vms_claim_for_bgpadv():
+    """A pod referencing a claim that names another VM (or none): OVN-K gives the pod that claim's address, bgpadv
+    reads the claim as the other VM's; `explain` of the VM says so on the pod's line instead of staying silent."""
+    vmi = k8s.vmi(NS, "vm-a", "worker-1")
+    pod = k8s.owned_by(
+        k8s.launcher_pod(NS, "vm-a", "worker-1", claim="vm-b.default", claim_via=k8s.DEFAULT_NETWORK_ANNOTATION),
+        vmi["metadata"]["uid"],
+    )
+    other = k8s.ipam_claim(NS, "vm-b.default", "vm-b", NET, ["192.168.100.7/24"])
+    state, cfg = k8s.state(cluster(vmi, pod, other)), k8s.config()
+    result = Explainer(state, cfg, instances(state, cfg)).explain(parse_query(f"{NS}/vm-a"))
+    (says,) = [m.says for m in result.objects if m.ref.kind == "Pod"]
+    assert "OVN-K allocates its address from IPAMClaim vm-b.default, which names VM vm-b" in says
+    mine = k8s.ipam_claim(NS, "vm-a.default", "vm-a", NET, ["192.168.100.8/24"])
+    pod = k8s.owned_by(k8s.launcher_pod(NS, "vm-a", "worker-1", claim="vm-a.default"), vmi["metadata"]["uid"])
+    state = k8s.state(cluster(vmi, pod, mine))
+    result = Explainer(state, cfg, instances(state, cfg)).explain(parse_query(f"{NS}/vm-a"))
+    (says,) = [m.says for m in result.objects if m.ref.kind == "Pod"]
+    assert says.endswith("OVN-K allocates its address from IPAMClaim vm-a.default")
