@@ -623,7 +623,7 @@ def pod_networks(ns: str, nad: str, ips: Sequence[str], *, tunnel_id: int = 3) -
     (service CIDR and join subnet via the gateway), `ipv6_lla_gateway_ip` with an IPv6 address, `tunnel_id`, `role`;
     the deprecated single forms `ip_address`/`gateway_ip` beside a single address. The `default` entry
     (`infrastructure-locked`) is the per-node controller's, which a cluster manager alone does not write."""
-    primary: dict[str, Any] = {"ip_addresses": list(ips), "mac_address": _ovn_mac(ips[0]) if ips else _ovn_mac("")}
+    primary: dict[str, Any] = {"ip_addresses": list(ips), "mac_address": _ovn_mac(ips[0] if ips else "")}
     gateways = []
     routes = []
     for ip in ips:

@@ -65,14 +65,16 @@ DOMAIN_ANNOTATION = "kubevirt.io/domain"
 CREATED_BY_LABEL = "kubevirt.io/created-by"
 TARGET_READY_ANNOTATION = "kubevirt.io/migration-target-ready-timestamp"
 POD_NETWORKS_ANNOTATION = "k8s.ovn.org/pod-networks"
-CLAIM_ANNOTATION = "k8s.ovn.org/primary-udn-ipamclaim"  # deprecated by OVN-K for the default-network selection's
-DEFAULT_NETWORK_ANNOTATION = "v1.multus-cni.io/default-network"  # `ipam-claim-reference`
+"""OVN-K's per-pod assignment, keyed by NAD name `<namespace>/<name>` (go-controller/pkg/util/pod_annotation.go,
+`MarshalPodAnnotation`; `GetNADName` in pkg/util/multi_network.go)."""
+# A launcher pod's claim reference: the `ipam-claim-reference` of its default-network selection, else the deprecated
+# annotation (`_claim_ref`).
+CLAIM_ANNOTATION = "k8s.ovn.org/primary-udn-ipamclaim"
+DEFAULT_NETWORK_ANNOTATION = "v1.multus-cni.io/default-network"
 ALLOCATED_CONDITION = "IPsAllocated"  # an IPAMClaim's (OVN-K's persistentips allocator)
 # A CUDN's: OVN-K's userdefinednetwork controller and its network cluster controller.
 CREATED_CONDITION, NETWORK_ALLOCATED_CONDITION = "NetworkCreated", "NetworkAllocationSucceeded"
 NADS_DELETED = "NetworkAttachmentDefinitionDeleted"  # NetworkCreated False while its NADs go away
-"""OVN-K's per-pod assignment, keyed by NAD name `<namespace>/<name>` (go-controller/pkg/util/pod_annotation.go,
-`MarshalPodAnnotation`; `GetNADName` in pkg/util/multi_network.go)."""
 MAX_POD_NETWORKS = 16
 """Most entries of `k8s.ovn.org/pod-networks` read per pod (a pod has one primary network and a few secondary ones)."""
 OWNER_KINDS = ("VirtualMachine", "VirtualMachineInstance")
