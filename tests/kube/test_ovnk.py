@@ -67,6 +67,7 @@ class Scenario:
         self.network_name = ""  # from the real NAD
         self.tiny_network_name = ""
         self.uids: dict[tuple[str, str], str] = {}
+        self.running: Any = None  # the BgpadvInLab once started
 
     def wait(self, read, what: str, timeout: float = 30.0):
         return wait_written(read, timeout, what, self.manager)
