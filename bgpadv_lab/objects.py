@@ -366,11 +366,15 @@ def ipam_claim(
     vm_label: bool = True,
     owner_pod: str | None = None,
     deleting: bool = False,
+    refused: tuple[str, str] | None = None,
+    condition_status: str = "False",
 ) -> dict:
     """An IPAMClaim as kubevirt/ipam-extensions creates it and OVN-K fills its status.
 
     `vm` names the VM (label `kubevirt.io/vm` and the ownerReference); `ips` None leaves no status at all (an old
-    CRD, or OVN-K has not allocated yet); `[]` is a pending/failed allocation.
+    CRD, or OVN-K has not allocated yet); `[]` is a pending allocation. `refused` (reason, message): OVN-K's refusal
+    as its cluster manager writes it (`status.ips` emptied, `ownerPod`, an `IPsAllocated` condition of status
+    `condition_status` with that reason and message; compared with a live one in tests/kube/test_ovnk.py).
     """
     labels = {"kubevirt.io/vm": vm} if vm and vm_label else None
     owners = None
@@ -410,6 +414,19 @@ def ipam_claim(
                     "status": "True",
                     "reason": "SuccessfulAllocation",
                     "message": "IP addresses successfully allocated",
+                    "observedGeneration": 1,
+                    "lastTransitionTime": created,
+                }
+            ]
+        if refused is not None:
+            status["ips"] = []
+            status["ownerPod"] = {"name": owner_pod or f"virt-launcher-{vm or name}-x7k2p"}
+            status["conditions"] = [
+                {
+                    "type": "IPsAllocated",
+                    "status": condition_status,
+                    "reason": refused[0],
+                    "message": refused[1],
                     "observedGeneration": 1,
                     "lastTransitionTime": created,
                 }
@@ -584,23 +601,50 @@ def vmi(
     }
 
 
-def pod_networks(ns: str, nad: str, ips: Sequence[str]) -> dict:
-    """OVN-K's `k8s.ovn.org/pod-networks` value for a pod on primary UDN `<ns>/<nad>` (see `launcher_pod`)."""
-    primary: dict[str, Any] = {"ip_addresses": list(ips), "mac_address": "0a:58:c0:a8:64:0a"}
+# The routes OVN-K's cluster manager gives a primary Layer2 UDN pod, per family: the service CIDR and the network's
+# join subnet (OVN-K's defaults), via the network's gateway (the lab's service CIDRs 10.96.0.0/16, fd00:10:96::/112).
+_PRIMARY_ROUTES = {4: ("10.96.0.0/16", "100.65.0.0/16"), 6: ("fd00:10:96::/112", "fd99::/64")}
+
+
+def _ovn_mac(ip: str) -> str:
+    """The MAC OVN-K derives from a pod's first address: 0a:58 and the address's last four bytes."""
+    try:
+        packed = ipaddress.ip_interface(ip).ip.packed[-4:]
+    except ValueError:
+        return "0a:58:c0:a8:64:0a"
+    return "0a:58:" + ":".join(f"{b:02x}" for b in packed)
+
+
+def pod_networks(ns: str, nad: str, ips: Sequence[str], *, tunnel_id: int = 3) -> dict:
+    """OVN-K's `k8s.ovn.org/pod-networks` value for a pod on primary UDN `<ns>/<nad>` (see `launcher_pod`).
+
+    The primary entry has the keys OVN-K's cluster manager writes (compared with a live one in
+    tests/kube/test_ovnk.py): `ip_addresses`, `mac_address` (from the first address), `gateway_ips`, `routes`
+    (service CIDR and join subnet via the gateway), `ipv6_lla_gateway_ip` with an IPv6 address, `tunnel_id`, `role`;
+    the deprecated single forms `ip_address`/`gateway_ip` beside a single address. The `default` entry
+    (`infrastructure-locked`) is the per-node controller's, which a cluster manager alone does not write."""
+    primary: dict[str, Any] = {"ip_addresses": list(ips), "mac_address": _ovn_mac(ips[0] if ips else "")}
     gateways = []
+    routes = []
     for ip in ips:
         try:
             network = ipaddress.ip_interface(ip).network
         except ValueError:
             continue  # a hostile test value: OVN-K never writes one, but the test wants to see it refused
         if network.prefixlen < network.max_prefixlen:
-            gateways.append(str(network.network_address + 1))
+            gateway = str(network.network_address + 1)
+            gateways.append(gateway)
+            routes += [{"dest": dest, "nextHop": gateway} for dest in _PRIMARY_ROUTES[network.version]]
+            if network.version == 6:
+                primary["ipv6_lla_gateway_ip"] = "fe80::858:64ff:fe41:a2"
     if gateways:
         primary["gateway_ips"] = gateways
+        primary["routes"] = sorted(routes, key=lambda r: (":" in r["dest"], r["dest"]))
     if len(ips) == 1:
         primary["ip_address"] = ips[0]
         if gateways:
             primary["gateway_ip"] = gateways[0]
+    primary["tunnel_id"] = tunnel_id
     primary["role"] = "primary"
     return {
         "default": {
@@ -612,6 +656,10 @@ def pod_networks(ns: str, nad: str, ips: Sequence[str]) -> dict:
         },
         f"{ns}/{nad}": primary,
     }
+
+
+CLAIM_ANNOTATION = "k8s.ovn.org/primary-udn-ipamclaim"  # deprecated by OVN-K for DEFAULT_NETWORK_ANNOTATION
+DEFAULT_NETWORK_ANNOTATION = "v1.multus-cni.io/default-network"
 
 
 def launcher_pod(
@@ -629,8 +677,16 @@ def launcher_pod(
     domain_annotation: bool = True,
     created_by: bool = True,
     runs_for: str | None = None,
+    claim_via: str = CLAIM_ANNOTATION,
+    static_ips: Sequence[str] = (),
 ) -> dict:
     """A virt-launcher pod of `vmi_name` on `node` (a migration target when `migration_job` is set).
+
+    `claim`: the IPAMClaim the pod's primary-network address comes from, referenced as `claim_via` says: the
+    deprecated `k8s.ovn.org/primary-udn-ipamclaim` annotation (`CLAIM_ANNOTATION`) or the `ipam-claim-reference` of
+    the `v1.multus-cni.io/default-network` selection (`DEFAULT_NETWORK_ANNOTATION`, OVN-K's default network
+    `ovn-kubernetes/default`), which OVN-K prefers when both are there. `static_ips`: addresses the pod asks for in
+    that selection (`ips`, honoured with OVN-K's preconfigured UDN addresses).
 
     `ips` + `nad`: OVN-K's `k8s.ovn.org/pod-networks` annotation as it writes it for a primary UDN pod (the NAD name
     `<ns>/<nad>` as key, role `primary`, `ip_addresses` with the subnet mask, the deprecated `ip_address` beside a
@@ -655,8 +711,15 @@ def launcher_pod(
     annotations: dict[str, str] = {}
     if domain_annotation:
         annotations["kubevirt.io/domain"] = vmi_name
-    if claim:
-        annotations["k8s.ovn.org/primary-udn-ipamclaim"] = claim
+    if claim and claim_via == CLAIM_ANNOTATION:
+        annotations[CLAIM_ANNOTATION] = claim
+    selection: dict[str, Any] = {"name": "default", "namespace": "ovn-kubernetes"}
+    if claim and claim_via == DEFAULT_NETWORK_ANNOTATION:
+        selection["ipam-claim-reference"] = claim
+    if static_ips:
+        selection["ips"] = list(static_ips)
+    if len(selection) > 2:
+        annotations[DEFAULT_NETWORK_ANNOTATION] = json.dumps([selection], separators=(",", ":"))
     if ips and nad:
         annotations["k8s.ovn.org/pod-networks"] = json.dumps(pod_networks(ns, nad, ips), separators=(",", ":"))
     if target_ready:

@@ -219,7 +219,10 @@ def _texts(addresses: Iterable[VmAddress]) -> str:
 
 
 def describe_claim(claim: Claim) -> str:
-    ips = _texts(claim.ips) or ("not a list" if claim.ips_malformed else "empty (allocation pending)")
+    pending = "empty (allocation pending)"
+    if claim.allocation_refused is not None:
+        pending = f"empty (OVN-K refused: {claim.allocation_refused.value})"
+    ips = _texts(claim.ips) or ("not a list" if claim.ips_malformed else pending)
     vm = claim.vm or (claim.vm_problem.message if claim.vm_problem else "none")
     parts = [f"spec.network {claim.network_text or '-'}", f"status.ips {ips}", f"VM {vm}"]
     if claim.deleting:
@@ -378,13 +381,28 @@ class Explainer:
             return
         out.objects.append(Mention(vmi.ref, describe_vmi(vmi, address)))
         for pod_key, pod in self._pods_of(vmi):
-            out.objects.append(Mention(_ref("Pod", pod_key), describe_pod(pod, vmi.uid)))
+            says = describe_pod(pod, vmi.uid)
+            if pod.claim_ref and pod.runs(vmi.uid):
+                says += "; " + self._claim_reference(vmi, pod.claim_ref)
+            out.objects.append(Mention(_ref("Pod", pod_key), says))
         for node in sorted({n for n in self._vm_nodes(vmi) if n}):
             view = self.state.nodes.get(node)
             if view is not None:
                 out.objects.append(Mention(view.ref, describe_node(view)))
             else:
                 out.objects.append(Mention(ObjectRef("Node", node), "absent: no such node"))
+
+    def _claim_reference(self, vmi: Vmi, name: str) -> str:
+        """What the pod's claim reference (the claim OVN-K allocates its address from) means for the VM: the claim
+        bgpadv reads for it, or why bgpadv's reading and OVN-K's differ."""
+        claim = self.state.ipam_claims.get((vmi.key[0], name))
+        said = f"OVN-K allocates its address from IPAMClaim {name}"
+        if claim is None:
+            return f"{said}, which does not exist"
+        if claim.vm == vmi.key[1]:
+            return said
+        owner = f"VM {claim.vm}" if claim.vm else "no VM (no kubevirt.io/vm label or VM ownerReference)"
+        return f"{said}, which names {owner}: bgpadv does not read it as this VM's claim"
 
     @staticmethod
     def _vm_nodes(vmi: Vmi) -> list[str | None]:

@@ -223,6 +223,20 @@ ADVERTISEMENT_NOT_IMPLEMENTED = "advertisement-not-implemented"
 implement (`EgressIP`, or any value but `PodNetwork`): bgpadv announces pod networks (subnets and VM host routes)
 only, so the refusal, on the RouteAdvertisements, says that part is left to OVN-K's own FRR integration."""
 
+ALLOCATION_REFUSED = "allocation-refused"
+"""OVN-K refused to allocate the IPAMClaim's addresses: its `IPsAllocated` condition is False, with OVN-K's reason
+(`SubnetExhausted`: no free address left in the network's subnets; `IPAddressConflict`: a static address the VM asks
+for is another's; `MACAddressConflict`, `InternalError`, or any other reason, shown verbatim) and message. OVN-K
+empties `status.ips` then: nothing is announced for the claim until OVN-K allocates (the condition turns True). A
+claim without the condition, or with it True or Unknown and no address yet, is pending, not refused."""
+
+NETWORK_NOT_CREATED = "network-not-created"
+"""OVN-K says the CUDN's network is not there: its `NetworkCreated` or `NetworkAllocationSucceeded` condition is
+False (`NetworkAttachmentDefinitionSyncError`, `VTEPNotFound`, an allocation failure, ..., reason and message
+verbatim). The CUDN is refused whole with every claim on it: its routes are withdrawn. `NetworkCreated` False because
+its NetworkAttachmentDefinitions are being deleted (`NetworkAttachmentDefinitionDeleted`) is a network going away:
+withdrawn without a refusal, as a CUDN being deleted."""
+
 OUT_OF_SCOPE_REASONS: frozenset[str] = frozenset(
     {NETWORK_NOT_SELECTED, NAMESPACED_UDN_NOT_ADVERTISABLE, FOREIGN_NETWORK}
 )
@@ -275,6 +289,8 @@ ALL_REASONS: tuple[str, ...] = (
     NODE_NOT_SELECTED,
     ADVERTISEMENT_NOT_IMPLEMENTED,
     FOREIGN_NETWORK,
+    ALLOCATION_REFUSED,
+    NETWORK_NOT_CREATED,
 )
 
 

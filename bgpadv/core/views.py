@@ -199,9 +199,11 @@ class Claim:
     string (`network_text`: as written, for refusals). `ips_pending`: `status.ips` empty or missing.
     `ips_malformed`: `status.ips` is not a list. `ips`: the distinct addresses listed (malformed entries kept, each
     refused alone), or `ips_refused` when the claim is refused whole (more than `MAX_CLAIM_IPS` entries, two
-    addresses of one family). `vm`: the VMI it belongs to, else `vm_problem`. No labels and no ownerReferences: the
-    planner reads none of a claim's (its VM label or owner is `vm`), so a claim whose labels or owners alone change
-    is unchanged (and each holds 232 B + 96 B less: its one label's mapping, its owner list, traced).
+    addresses of one family). `allocation_refused`: OVN-K's `IPsAllocated` condition is False (its reason as the
+    value, its message in the message). `vm`: the VMI it belongs to, else `vm_problem`. No labels and no
+    ownerReferences: the planner reads none of a claim's (its VM label or owner is `vm`), so a claim whose labels or
+    owners alone change is unchanged (and each holds 232 B + 96 B less: its one label's mapping, its owner list,
+    traced).
     """
 
     key: tuple[str, str]
@@ -216,6 +218,7 @@ class Claim:
     ips_malformed: Problem | None = None
     ips_refused: Problem | None = None
     ips: tuple[VmAddress, ...] = ()
+    allocation_refused: Problem | None = None
     vm: str | None = None
     vm_problem: Problem | None = None
 
@@ -323,7 +326,9 @@ class LauncherPod:
     VirtualMachineInstance ownerReference: what makes it that VMI's, see `runs`), its node, whether it finished,
     whether it says the migration target is ready, and OVN-K's addresses for its primary networks
     (`networks`: NAD name `<namespace>/<name>` → `PodNetwork`; `networks_problem`: the annotation is not a JSON
-    object)."""
+    object). `claim_ref`: the IPAMClaim (in the pod's namespace) OVN-K allocates its primary address from, read as
+    OVN-K reads it: the `ipam-claim-reference` of its `v1.multus-cni.io/default-network` selection, else the
+    deprecated `k8s.ovn.org/primary-udn-ipamclaim` annotation."""
 
     key: tuple[str, str]
     resource_version: str = field(default="", compare=False)  # equal views say the same, whatever the version
@@ -337,6 +342,7 @@ class LauncherPod:
     target_ready: bool = False
     networks: Mapping[str, PodNetwork] = field(default_factory=lambda: _EMPTY_POD_NETWORKS)
     networks_problem: Problem | None = None
+    claim_ref: str | None = None
 
     @property
     def names(self) -> tuple[str, ...]:

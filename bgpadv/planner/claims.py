@@ -74,8 +74,13 @@ def read_claim(claim: Claim, resolve: NetworkResolver, out: Collector) -> None:
         message = f"CUDN {network.name} does not select namespace {describe(namespace)} (no NAD of it there)"
         out.refuse(ref, describe(namespace), reasons.NAMESPACE_NOT_SELECTED, message, network.name)
         return  # never a party to the duplicate rule
+    refused_by_platform = claim.allocation_refused
+    if refused_by_platform is not None:  # OVN-K said no (IPsAllocated False): its words, not "pending"
+        p = refused_by_platform
+        out.refuse(ref, p.value, p.reason, p.message, network.name)
+        return
     if claim.ips_pending:
-        return  # allocation pending (or failed): nothing to announce yet
+        return  # allocation pending: nothing to announce yet
     if claim.ips_malformed is not None:
         malformed = claim.ips_malformed
         out.refuse(ref, malformed.value, malformed.reason, malformed.message, network.name)

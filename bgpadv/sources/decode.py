@@ -67,6 +67,14 @@ TARGET_READY_ANNOTATION = "kubevirt.io/migration-target-ready-timestamp"
 POD_NETWORKS_ANNOTATION = "k8s.ovn.org/pod-networks"
 """OVN-K's per-pod assignment, keyed by NAD name `<namespace>/<name>` (go-controller/pkg/util/pod_annotation.go,
 `MarshalPodAnnotation`; `GetNADName` in pkg/util/multi_network.go)."""
+# A launcher pod's claim reference: the `ipam-claim-reference` of its default-network selection, else the deprecated
+# annotation (`_claim_ref`).
+CLAIM_ANNOTATION = "k8s.ovn.org/primary-udn-ipamclaim"
+DEFAULT_NETWORK_ANNOTATION = "v1.multus-cni.io/default-network"
+ALLOCATED_CONDITION = "IPsAllocated"  # an IPAMClaim's (OVN-K's persistentips allocator)
+# A CUDN's: OVN-K's userdefinednetwork controller and its network cluster controller.
+CREATED_CONDITION, NETWORK_ALLOCATED_CONDITION = "NetworkCreated", "NetworkAllocationSucceeded"
+NADS_DELETED = "NetworkAttachmentDefinitionDeleted"  # NetworkCreated False while its NADs go away
 MAX_POD_NETWORKS = 16
 """Most entries of `k8s.ovn.org/pod-networks` read per pod (a pod has one primary network and a few secondary ones)."""
 OWNER_KINDS = ("VirtualMachine", "VirtualMachineInstance")
@@ -439,6 +447,25 @@ def _classify(
     return None
 
 
+def _not_created(name: str, status: Mapping) -> tuple[Problem, tuple[str, str]] | None:
+    """OVN-K's word that the CUDN's network is not there: `NetworkCreated` or `NetworkAllocationSucceeded` False
+    (reason and message verbatim), as the problem of the CUDN and the (reason, message) of every claim on it."""
+    for kind in (CREATED_CONDITION, NETWORK_ALLOCATED_CONDITION):
+        condition = _condition(status, kind)
+        if condition is None or condition.get("status") != "False":
+            continue
+        reason = describe(condition.get("reason") or "no reason given")
+        message = f"OVN-K says the network is not there ({kind} False, {reason})"
+        said = condition.get("message")
+        if said:
+            message += f": {describe(said)}"
+        return Problem(reason, reasons.NETWORK_NOT_CREATED, message), (
+            reasons.NETWORK_NOT_CREATED,
+            f"CUDN {name}: {message}",
+        )
+    return None
+
+
 def decode_network(obj: object, key: object = None) -> Network:
     """A ClusterUserDefinedNetwork (the rules of `planner.networks`). An empty `name`: the planner skips it."""
     raw = _map(obj)
@@ -448,7 +475,10 @@ def decode_network(obj: object, key: object = None) -> Network:
     created = _str(meta.get("creationTimestamp"))
     ref = ObjectRef(CUDN_KIND, name, "", _str(meta.get("uid")), created)
     status = _map(raw.get("status"))
-    condition = _condition(status, "NetworkCreated")
+    condition = _condition(status, CREATED_CONDITION)
+    nads_deleted = (
+        condition is not None and condition.get("status") == "False" and condition.get("reason") == NADS_DELETED
+    )
     common: dict[str, Any] = {
         "name": name,
         "ref": ref,
@@ -456,8 +486,7 @@ def decode_network(obj: object, key: object = None) -> Network:
         "age": (created or NEWEST, name),
         "labels": _labels(meta),
         "network_id": _network_id(_map(meta.get("annotations"))),
-        "withdrawn": bool(meta.get("deletionTimestamp"))
-        or (condition is not None and condition.get("status") == "False"),
+        "withdrawn": bool(meta.get("deletionTimestamp")) or nads_deleted,
     }
     spec = _map(raw.get("spec"))
     network_spec = _map(spec.get("network"))
@@ -470,7 +499,7 @@ def decode_network(obj: object, key: object = None) -> Network:
         role=role if isinstance(role, str) else None,
         ipam_disabled=ipam_disabled,
     )
-    refused = _classify(name, topology, block, role, ipam_disabled)
+    refused = _classify(name, topology, block, role, ipam_disabled) or _not_created(name, status)
     if refused is not None:
         return Network(**common, problems=(refused[0],), claim_problem=refused[1])
     assert isinstance(block, dict)
@@ -750,6 +779,19 @@ def _age(meta: Mapping, name: str | None = None) -> tuple[str, str, str]:
     )
 
 
+def _allocation_refused(status: Mapping) -> Problem | None:
+    """OVN-K's refusal of a claim's addresses: its `IPsAllocated` condition False (reason and message verbatim)."""
+    condition = _condition(status, ALLOCATED_CONDITION)
+    if condition is None or condition.get("status") != "False":
+        return None
+    reason = describe(condition.get("reason") or "no reason given")
+    message = f"OVN-K did not allocate the claim's addresses (IPsAllocated False, {reason})"
+    said = condition.get("message")
+    if said:
+        message += f": {describe(said)}"
+    return Problem(reason, reasons.ALLOCATION_REFUSED, message)
+
+
 def decode_claim(obj: object, key: object = None) -> Claim:
     raw = _map(obj)
     meta_raw = raw.get("metadata")
@@ -766,6 +808,9 @@ def decode_claim(obj: object, key: object = None) -> Claim:
     status = raw.get("status")
     ips = status.get("ips") if isinstance(status, dict) else None
     fields: dict[str, Any] = {"ips_pending": not ips}
+    refused = _allocation_refused(status) if isinstance(status, dict) else None
+    if refused is not None:
+        fields["allocation_refused"] = refused
     if ips and not isinstance(ips, list):
         fields["ips_malformed"] = Problem(describe(ips), reasons.MALFORMED_OBJECT, "status.ips is not a list")
     elif ips:
@@ -992,6 +1037,18 @@ def _pod_networks(annotations: Mapping) -> tuple[Mapping[str, PodNetwork], Probl
     return MappingProxyType(out), None
 
 
+def _claim_ref(annotations: Mapping) -> str | None:
+    """The IPAMClaim the pod's primary address comes from, as OVN-K reads it (go-controller/pkg/util/multi_network.go):
+    the deprecated annotation, overridden by a non-empty `ipam-claim-reference` of the default-network selection."""
+    ref = annotations.get(CLAIM_ANNOTATION)
+    selections, ok = _json(annotations, DEFAULT_NETWORK_ANNOTATION)
+    if ok and isinstance(selections, list) and len(selections) == 1 and isinstance(selections[0], dict):
+        chosen = selections[0].get("ipam-claim-reference")
+        if isinstance(chosen, str) and chosen:
+            ref = chosen
+    return describe(ref) if isinstance(ref, str) and ref else None
+
+
 def decode_launcher_pod(obj: object, key: object = None) -> LauncherPod:
     raw = _map(obj)
     meta = _map(raw.get("metadata"))
@@ -1019,6 +1076,7 @@ def decode_launcher_pod(obj: object, key: object = None) -> LauncherPod:
         target_ready=bool(annotations.get(TARGET_READY_ANNOTATION)),
         networks=networks,
         networks_problem=problem,
+        claim_ref=_claim_ref(annotations),
     )
 
 

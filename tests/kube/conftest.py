@@ -18,6 +18,7 @@ import pytest
 
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.kubeapi import RealApiServer, build, kube_possible, shipped_crds, shipped_rbac
+from bgpadv_lab.ovnk import ClusterManager, build_ovnkube
 from bgpadv_lab.topology import TOR_V4, WORKERS, Lab
 
 API_PORT = 6443
@@ -44,3 +45,31 @@ def kube():
             yield lab, api
         finally:
             api.down()
+
+
+@pytest.fixture(scope="module")
+def ovnk(kube, request):
+    """(lab, api, manager): OVN-Kubernetes' own cluster manager (`bgpadv_lab.ovnk.ClusterManager`) running against
+    the session's apiserver, for one test module. Skipped, with the build's own error, only where `ovnkube` cannot
+    be built from the pinned module. Its log is printed when a test of the module failed; at the end it is stopped by
+    its PID and the node annotations it wrote are taken off again (the session's other modules see the Nodes as
+    they were)."""
+    lab, api = kube
+    binary, why = build_ovnkube()
+    if binary is None:
+        pytest.skip(why)
+    before = {n["metadata"]["name"]: dict(n["metadata"].get("annotations") or {}) for n in api.list("v1", "Node")}
+    manager = ClusterManager(binary, api, lab.workdir / "ovnkube")
+    failed = request.session.testsfailed
+    try:
+        manager.up()
+        yield lab, api, manager
+    finally:
+        manager.down()
+        if request.session.testsfailed > failed:
+            print(f"\nthe OVN-K cluster manager's log ({manager.log}):\n{manager.log_tail(200)}")
+        for name, annotations in before.items():
+            node = api.get("v1", "Node", name) or {}
+            added = set((node.get("metadata") or {}).get("annotations") or {}) - set(annotations)
+            if added:
+                api.patch("v1", "Node", name, None, {"metadata": {"annotations": dict.fromkeys(added)}})

@@ -1,0 +1,3 @@
+module github.com/ovn-kubernetes/dpu-simulator/lib/dpusim
+
+go 1.24
