@@ -71,6 +71,10 @@ def shared_api(lab: Lab) -> FakeApiServer:
     return fake_api_in(lab, "tor", TOR_V4)
 
 
+CHECKOUT = Path(__file__).resolve().parent.parent
+"""The checkout bgpadv_lab is imported from (it is no part of the installed package)."""
+
+
 class BgpadvInLab:
     """`bgpadv run` in a worker namespace of `lab`, with the fake API it watches. A context manager.
 
@@ -133,7 +137,10 @@ class BgpadvInLab:
         """Start `bgpadv run` (again, after a stop or a kill: the fake API keeps running)."""
         env = {**os.environ, "BGPADV_LOG_LEVEL": os.environ.get("BGPADV_LOG_LEVEL", "INFO"), **self.env}
         log = self.log_path.open("ab")
-        entry = ["-m", "bgpadv"] if self.hold is None else ["-m", "bgpadv_lab.short_hold", str(self.hold)]
+        entry = ["-m", "bgpadv"]
+        if self.hold is not None:  # the lab's entry point, from the checkout (bgpadv_lab is not installed)
+            entry = ["-m", "bgpadv_lab.short_hold", str(self.hold)]
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(CHECKOUT), env.get("PYTHONPATH", "")]))
         argv = [sys.executable, *entry, "run", "--config", str(self.config_path)]
         if self.runtime_dir is not None:
             argv += ["--runtime-dir", str(self.runtime_dir)]

@@ -316,19 +316,39 @@ def _selector(value: Any) -> LabelSelector:
 _SELECTOR_JSON = {
     "type": "object",
     "additionalProperties": False,
+    "description": "A Kubernetes label selector. {} selects everything; a malformed one (a field of the wrong type, "
+    "an invalid label key or value, an unknown operator, In/NotIn without values, Exists/DoesNotExist with values) "
+    "is refused.",
     "properties": {
-        "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "matchLabels": {
+            "type": ["object", "null"],
+            "propertyNames": {"pattern": selectors.KEY_PATTERN, "maxLength": 317},
+            "additionalProperties": {"type": "string", "pattern": selectors.VALUE_PATTERN},
+        },
         "matchExpressions": {
-            "type": "array",
+            "type": ["array", "null"],
             "items": {
                 "type": "object",
                 "additionalProperties": False,
                 "required": ["key", "operator"],
                 "properties": {
-                    "key": {"type": "string", "minLength": 1},
+                    "key": {"type": "string", "pattern": selectors.KEY_PATTERN, "maxLength": 317},
                     "operator": {"enum": list(selectors.OPERATORS)},
-                    "values": {"type": "array", "items": {"type": "string"}},
+                    "values": {
+                        "type": ["array", "null"],
+                        "items": {"type": "string", "pattern": selectors.VALUE_PATTERN},
+                    },
                 },
+                "allOf": [
+                    {
+                        "if": {"properties": {"operator": {"enum": ["In", "NotIn"]}}},
+                        "then": {"required": ["values"], "properties": {"values": {"type": "array", "minItems": 1}}},
+                    },
+                    {
+                        "if": {"properties": {"operator": {"enum": ["Exists", "DoesNotExist"]}}},
+                        "then": {"properties": {"values": {"maxItems": 0}}},
+                    },
+                ],
             },
         },
     },
