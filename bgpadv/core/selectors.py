@@ -190,11 +190,3 @@ def _requirement(e: object, ep: str, problems: list[tuple[str, str]]) -> tuple[s
         return None
     assert isinstance(key, str)
     return key, op, tuple(values)
-
-
-def parse_or_everything(raw: object) -> LabelSelector | None:
-    """A selector where absence (null) means everything, as a RouteAdvertisements' CUDN selector: the empty selector
-    for null, None when malformed (a malformed selector selects nothing)."""
-    if raw is None:
-        return LabelSelector()
-    return parse(raw)[0]

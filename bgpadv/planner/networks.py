@@ -97,7 +97,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from bgpadv.config import DEFAULT_MAX_ADDRESSES_PER_INTERFACE, Config, SecondaryNetworkConfig
-from bgpadv.core import reasons, selectors, views
+from bgpadv.core import reasons, views
 from bgpadv.core.addressing import special_range_reason
 from bgpadv.core.model import Attributes, ObjectRef, PlannedNetwork, Refusal, Route, RouteKind
 from bgpadv.core.prefix import Prefix
@@ -226,12 +226,6 @@ def planned_networks(networks: Networks) -> dict[str, PlannedNetwork]:
         n.name: PlannedNetwork(n.name, tuple(s.network for s in n.subnets), n.network_id)
         for n in networks.advertised.values()
     }
-
-
-def selector_from_dict(raw: object) -> LabelSelector | None:
-    """A label selector of a RouteAdvertisements; None when malformed: a malformed selector selects nothing. An
-    absent one (null) is read as the empty selector, which matches everything."""
-    return selectors.parse_or_everything(raw)
 
 
 def _config_selects(labels: Mapping[str, str], config: Config) -> bool:
@@ -369,7 +363,18 @@ def _classify(state: ClusterState, config: Config, result: Networks) -> list[tup
         valid.append((view.age, network))
     if follow:
         _unimplemented(state, config, [ra for ra in state.route_advertisements.values() if ra.accepted], result)
+        _malformed_selectors(state, result)
     return valid
+
+
+def _malformed_selectors(state: ClusterState, result: Networks) -> None:
+    """One `malformed-selector` refusal per malformed selector of a RouteAdvertisements (it selects nothing)."""
+    for ra in state.route_advertisements.values():
+        if ra.ref is None:
+            continue
+        for at, line in ra.malformed_selectors:
+            message = f"RouteAdvertisements {ra.name}: {line}"
+            result.refusals.append(Refusal(ra.ref, at, reasons.MALFORMED_SELECTOR, message, ""))
 
 
 def _refuse_network(result: Networks, network: Network, value: str, reason: str, message: str) -> None:

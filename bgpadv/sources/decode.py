@@ -511,7 +511,9 @@ def decode_network(obj: object, key: object = None) -> Network:
         return Network(**common, problems=tuple(problems.items), claim_problem=claim)
     secondary = topology == "Layer2" and role == "Secondary" and ipam_disabled
     raw_selector = spec.get("namespaceSelector")
-    selector = selectors.parse(raw_selector)[0] if isinstance(raw_selector, dict) else None
+    selector, bad = selectors.parse(raw_selector)
+    if bad:
+        return Network(**common, **_malformed_namespace_selector(name, raw_selector, bad))
     transport = network_spec.get("transport")
     return Network(
         **common,
@@ -521,6 +523,23 @@ def decode_network(obj: object, key: object = None) -> Network:
         transport=describe(transport) if transport is not None else None,
         evpn=_evpn(network_spec.get("evpn")),
     )
+
+
+def selector_problem(field: str, problems: list[tuple[str, str]]) -> tuple[str, str]:
+    """(the field path, one line) of a malformed selector's first problem, with the rule that applies to it."""
+    at, message = problems[0]
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"{field}{at}", f"{field}{at} {message}{more}: a malformed label selector selects nothing"
+
+
+def _malformed_namespace_selector(name: str, raw: object, problems: list[tuple[str, str]]) -> dict[str, Any]:
+    """A CUDN whose `namespaceSelector` is malformed is refused whole: it selects no namespace, so no VM is on it."""
+    at, line = selector_problem("spec.namespaceSelector", problems)
+    message = f"{line}; the network is on no namespace and is not announced"
+    return {
+        "problems": (Problem(at, reasons.MALFORMED_SELECTOR, message),),
+        "claim_problem": (reasons.MALFORMED_SELECTOR, f"CUDN {name}: {message}"),
+    }
 
 
 def _evpn(raw: object) -> str:
@@ -555,15 +574,24 @@ def decode_route_advertisement(obj: object, key: object = None) -> RouteAdvertis
     meta = _map(raw.get("metadata"))
     spec = _map(raw.get("spec"))
     found: list[LabelSelector] = []
-    for entry in _list(spec.get("networkSelectors")):
+    malformed: list[tuple[str, str]] = []
+    for i, entry in enumerate(_list(spec.get("networkSelectors"))):
         if not isinstance(entry, dict) or entry.get("networkSelectionType") != "ClusterUserDefinedNetworks":
             continue
         inner = _map(entry.get("clusterUserDefinedNetworkSelector"))
-        if "networkSelector" not in inner:
+        if inner.get("networkSelector") is None:  # required by the CRD: absent or null selects no CUDN
             continue
-        selector = selectors.parse_or_everything(inner.get("networkSelector"))
+        selector, bad = selectors.parse(inner.get("networkSelector"))
         if selector is not None:
             found.append(selector)
+        else:
+            field = f"spec.networkSelectors[{i}].clusterUserDefinedNetworkSelector.networkSelector"
+            malformed.append(selector_problem(field, bad))
+    node_selector, bad = selectors.parse(spec.get("nodeSelector"))
+    if bad:
+        malformed.append(selector_problem("spec.nodeSelector", bad))
+    elif node_selector is None:  # absent or null: Go's zero value, the empty selector (every node)
+        node_selector = LabelSelector()
     name = _str(meta.get("name")) or _key_name(key)
     advertisements = tuple(describe(a) for a in _list(spec.get("advertisements")))
     vrf = spec.get("targetVRF")
@@ -575,8 +603,9 @@ def decode_route_advertisement(obj: object, key: object = None) -> RouteAdvertis
         network_selectors=tuple(found),
         ref=ObjectRef(RA_KIND, name, "", _str(meta.get("uid")), _str(meta.get("creationTimestamp"))),
         target_vrf=vrf if isinstance(vrf, str) else describe(vrf) if vrf is not None else "",
-        node_selector=selectors.parse_or_everything(spec.get("nodeSelector")),
+        node_selector=node_selector,
         advertisements=advertisements,
+        malformed_selectors=tuple(malformed),
     )
 
 

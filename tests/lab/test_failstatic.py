@@ -2,7 +2,8 @@
 
 Chain: fake Kubernetes API → `bgpadv run` (controller + ExaBGP) in worker-1 → FRR ToR. The hold is shortened to
 `HOLD` seconds for this module (the lab's entry point `bgpadv_lab.short_hold`; the configuration refuses less than
-60 s and the shipped command has no way around it), so the confirmation path can be watched too. Every assertion reads FRR's BGP table or the ToR kernel's FIB.
+60 s and the shipped command has no way around it), so the confirmation path can be watched too. Every assertion
+reads FRR's BGP table or the ToR kernel's FIB.
 
 - a CRD uninstalled (404) or RBAC withdrawn (403) after the resource was listed: every route stays, in bgpd and in
   the FIB, sample after sample, and nothing moves when the resource is readable again;
