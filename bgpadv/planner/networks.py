@@ -98,7 +98,7 @@ from dataclasses import dataclass, field, replace
 
 from bgpadv.config import DEFAULT_MAX_ADDRESSES_PER_INTERFACE, Config, SecondaryNetworkConfig
 from bgpadv.core import reasons, views
-from bgpadv.core.addressing import special_range_reason
+from bgpadv.core.addressing import special_range
 from bgpadv.core.model import Attributes, ObjectRef, PlannedNetwork, Refusal, Route, RouteKind
 from bgpadv.core.prefix import Prefix
 from bgpadv.core.selectors import LabelSelector
@@ -392,12 +392,13 @@ def index_networks(state: ClusterState, config: Config, space: InfrastructureSpa
         space = infrastructure_space(state.nodes, config)
     held = _Space()
     losers: set[str] = set()
+    allowed = frozenset(config.networks.allow_special_ranges)
     for _age, network in sorted(valid, key=lambda v: v[0]):
-        bad = infrastructure_refusal(network, space)
+        bad = infrastructure_refusal(network, space, allowed)
         if bad is not None:
             subnet, reason, message = bad
             losers.add(network.name)
-            _refuse_network(result, network, str(subnet.network), reason, message)
+            _refuse_network(result, network, str(subnet.network), reason, message + whole_network(network, subnet))
             continue
         clash = next(((ours, h) for ours in network.subnets if (h := held.holder(ours)) is not None), None)
         if clash is None:
@@ -406,6 +407,7 @@ def index_networks(state: ClusterState, config: Config, space: InfrastructureSpa
         ours, (theirs, older) = clash
         losers.add(network.name)
         message = f"{ours.network} overlaps {theirs.network} of CUDN {older.name}, which is older and keeps it"
+        message += whole_network(network, ours)
         _refuse_network(result, network, str(ours.network), checks.NETWORK_OVERLAP, message)
     for _age, network in valid:
         if network.name not in losers:
@@ -413,15 +415,36 @@ def index_networks(state: ClusterState, config: Config, space: InfrastructureSpa
     return result
 
 
-def infrastructure_refusal(network: Network, space: InfrastructureSpace) -> tuple[SubnetRange, str, str] | None:
-    """(the offending subnet, reason code, message) when a subnet of the network overlaps a special range (a
-    configured allowed prefix may; a CUDN subnet never reaches here, the decoder refuses it) or meets node and
-    infrastructure space (`bgpadv.planner.space`); None when the network may be advertised."""
+def whole_network(network: Network, refused: SubnetRange) -> str:
+    """What a refusal of one subnet means for the network's other family, said plainly: a network is announced
+    whole or not at all, so a dual-stack network one subnet of which is refused is announced in neither family
+    (its VMs' addresses of the other family included); "" for a network of one family."""
+    others = [s for s in network.subnets if s.version != refused.version]
+    if not others:
+        return ""
+    family = f"IPv{others[0].version}"
+    listed = ", ".join(str(s.network) for s in others)
+    return (
+        f"; the network is refused whole, so its {family} subnet{'s' if len(others) > 1 else ''} {listed} and its "
+        f"VMs' {family} addresses are not announced either (a network is announced in every family or in none)"
+    )
+
+
+def infrastructure_refusal(
+    network: Network, space: InfrastructureSpace, allowed: frozenset[str] = frozenset()
+) -> tuple[SubnetRange, str, str] | None:
+    """(the offending subnet, reason code, message) when a subnet of the network overlaps a special range (one of
+    the `allowed` groups, `networks.allowSpecialRanges`, may; the decoder refuses CUDN subnets in the ranges that
+    never may) or meets node and infrastructure space (`bgpadv.planner.space`); None when the network may be
+    advertised."""
     for subnet in network.subnets:
-        what = special_range_reason(subnet.version, subnet.first, subnet.last)
-        if what is not None:
-            message = f"{subnet.network} overlaps {what}, never a VM network"
-            return subnet, checks.SPECIAL_PREFIX, message
+        entry = special_range(subnet.version, subnet.first, subnet.last, allowed)
+        if entry is not None:
+            what, group = entry.what, entry.group
+            never = (
+                f"not a VM network unless networks.allowSpecialRanges lists {group}" if group else "never a VM network"
+            )
+            return subnet, checks.SPECIAL_PREFIX, f"{subnet.network} overlaps {what}, {never}"
         found = space.conflict(subnet.version, subnet.first, subnet.last)
         if found is not None:
             reason, what = found

@@ -21,7 +21,13 @@ from types import MappingProxyType
 from typing import Any
 
 from bgpadv.core import reasons, resources, selectors
-from bgpadv.core.addressing import parse_address, parse_cidr, parse_vm_address, special_range_reason
+from bgpadv.core.addressing import (
+    OPT_IN_GROUPS,
+    parse_address,
+    parse_cidr,
+    parse_vm_address,
+    special_range_reason,
+)
 from bgpadv.core.bounded import describe
 from bgpadv.core.model import ObjectRef
 from bgpadv.core.prefix import BITS, Address, Prefix
@@ -193,14 +199,20 @@ def _cidr_list(values: object, path: str, problems: _Problems, *, required: bool
     return out if ok else None
 
 
+_OPT_IN = frozenset(OPT_IN_GROUPS)
+"""Special ranges the configuration may allow as network space (`networks.allowSpecialRanges`): the planner, which
+reads the configuration, decides on those; the decoder refuses only the ranges that never are."""
+
+
 def _network_subnet_problem(subnet: Prefix) -> str | None:
     """Why a network subnet can never be announced, or None: a default route, a host-route-sized prefix, or a
-    range that overlaps addresses that are never unicast host addresses."""
+    range that overlaps addresses that are never unicast host addresses (ranges an operator may allow are left to
+    the planner)."""
     if subnet.length == 0:
         return "is a default route"
     if subnet.length == BITS[subnet.version]:
         return f"is a /{subnet.length}, the size of a VM host route"
-    what = special_range_reason(subnet.version, subnet.first, subnet.last)
+    what = special_range_reason(subnet.version, subnet.first, subnet.last, _OPT_IN)
     return f"overlaps {what}" if what is not None else None
 
 
@@ -939,7 +951,8 @@ def _guest_reported(iface: Mapping) -> bool:
 
 def _plausible(a: VmAddress) -> bool:
     """A parsed address outside every special range (link-local, loopback, ...): one the planner may take."""
-    return a.address is not None and special_range_reason(a.address.version, a.address.value, a.address.value) is None
+    address = a.address
+    return address is not None and special_range_reason(address.version, address.value, address.value, _OPT_IN) is None
 
 
 def _interface(iface: Mapping, name: str) -> GuestInterface:
