@@ -102,3 +102,37 @@ def test_a_valid_route_advertisements_beside_a_malformed_one_still_advertises():
     p = plan(k8s.state(NODES, network({}), good, hostile, claim()), FOLLOW)
     assert "192.168.100.10/32" in announced(p)
     assert refused(p) == {("RouteAdvertisements ra-hostile", reasons.MALFORMED_SELECTOR)}
+
+
+def test_the_refusal_is_a_warning_event_and_counted_like_every_refusal_of_a_served_network():
+    from bgpadv.observe.events import event_reason
+    from bgpadv.observe.metrics import Metrics
+    from bgpadv.observe.metrics_observer import MetricsObserver
+
+    assert reasons.MALFORMED_SELECTOR in reasons.ALL_REASONS
+    assert reasons.MALFORMED_SELECTOR not in reasons.OUT_OF_SCOPE_REASONS  # a Warning Event, not a debug line
+    assert event_reason(reasons.MALFORMED_SELECTOR) == "MalformedSelector"
+    p = plan(k8s.state(NODES, network({"matchLabels": ""}), claim()), k8s.config())
+    observer = MetricsObserver(Metrics(process_collectors=False))
+    observer.planned(p, None, 0.001, False)
+    registry = observer.metrics.registry
+    assert registry.get_sample_value("bgpadv_routes_rejected_total", {"reason": reasons.MALFORMED_SELECTOR}) == 2
+
+
+def test_render_and_explain_show_the_refusal(tmp_path, capsys):
+    import yaml
+
+    from bgpadv.commands.cli import main
+
+    dump = tmp_path / "dump.yaml"
+    dump.write_text(yaml.safe_dump_all([*NODES, network({"matchExpressions": {}}), *claim()]))
+    cfg = tmp_path / "bgpadv.yaml"
+    cfg.write_text(yaml.safe_dump({"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512}]}))
+    assert main(["render", "--config", str(cfg), "--manifests", str(dump)]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if "ClusterUserDefinedNetwork vmnet-a" in line)
+    assert "malformed-selector" in row and "spec.namespaceSelector.matchExpressions" in row
+    assert out.startswith("no routes")
+    assert main(["explain", "vmnet-a", "--config", str(cfg), "--manifests", str(dump)]) == 1  # nothing announced
+    out = capsys.readouterr().out
+    assert "malformed-selector" in out and "a malformed label selector selects nothing" in out

@@ -363,3 +363,40 @@ def _route_advertisements(selector: object) -> dict:
         },
         "status": {"conditions": [{"type": "Accepted", "status": "True", "observedGeneration": 1}]},
     }
+
+
+# -- the JSON Schema (`check-config --schema`) says the same ----------------------------------------------------------
+def _schema_validator():
+    import jsonschema
+
+    from bgpadv.config import json_schema
+
+    return jsonschema.Draft202012Validator(json_schema())
+
+
+_BASE = {"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512}]}
+
+
+@pytest.mark.parametrize(("selector", "path", "message"), MALFORMED)
+def test_the_json_schema_refuses_every_malformed_shape_too(selector, path, message):
+    for document in (
+        {**_BASE, "networks": {"selector": selector}},
+        {**_BASE, "peers": [{"address": "10.0.0.1", "asn": 64512, "nodeSelector": selector}]},
+        {**_BASE, "policies": [{"name": "p", "match": {"vmSelector": selector}, "set": {"med": 1}}]},
+    ):
+        assert list(_schema_validator().iter_errors(document)), document
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        {},
+        {"matchLabels": None, "matchExpressions": None},
+        {"matchLabels": {"topology.kubernetes.io/zone": "eu-1a", "rack": ""}},
+        {"matchExpressions": [{"key": "rack", "operator": "In", "values": ["a", "b"]}]},
+        {"matchExpressions": [{"key": "rack", "operator": "Exists"}, {"key": "x", "operator": "DoesNotExist"}]},
+    ],
+)
+def test_the_json_schema_accepts_what_the_parser_accepts(selector):
+    assert parse_selector(selector)[1] == []
+    assert list(_schema_validator().iter_errors({**_BASE, "networks": {"selector": selector}})) == []
