@@ -471,6 +471,11 @@ _INTENDED_DESCRIPTION = (
 )
 
 
+IntendedWellKnown = Annotated[
+    tuple[WellKnownName, ...], Field(alias="intendedWellKnownCommunities", description=_INTENDED_DESCRIPTION)
+]
+
+
 def _intended_problems(communities: tuple[str, ...], intended: tuple[str, ...]) -> list[tuple[Loc, str]]:
     """An `intendedWellKnownCommunities` entry must name a community the block sets."""
     set_here = {w.name for _, w in well_known.named(communities)}
@@ -564,9 +569,7 @@ class PolicySet(_Section):
         Annotated[int, Between(0, 10)] | None,
         Field(alias="asPathPrepend", description="Extra copies of the local AS (eBGP only)."),
     ] = None
-    intended_well_known: Annotated[
-        tuple[WellKnownName, ...], Field(alias="intendedWellKnownCommunities", description=_INTENDED_DESCRIPTION)
-    ] = ()
+    intended_well_known: IntendedWellKnown = ()
 
     @model_validator(mode="after")
     def _intended(self) -> Self:
@@ -1452,9 +1455,7 @@ class PathAttributes(_Section):
         Annotated[int, Between(0, 10)],
         Field(alias="asPathPrepend", description="How many times the local AS is prepended."),
     ] = _ATTRIBUTES.as_path_prepend
-    intended_well_known: Annotated[
-        tuple[WellKnownName, ...], Field(alias="intendedWellKnownCommunities", description=_INTENDED_DESCRIPTION)
-    ] = ()
+    intended_well_known: IntendedWellKnown = ()
 
     @model_validator(mode="after")
     def _well_known(self) -> Self:
