@@ -6,7 +6,7 @@ and how many one path attribute can carry.
   one of them reaches every route of every peer: a field error unless the same block lists it in
   `intendedWellKnownCommunities`. Set by a narrower policy: a `check-config` warning naming the RFC. Any other
   community of the well-known range 65535:0-65535 (RFC 1997) gets a warning too.
-- `limit_problems`: a route carries the communities of `attributes` and of every policy that matches it (they add
+- `worst_cases`: a route carries the communities of `attributes` and of every policy that matches it (they add
   up, each once), so the worst case per route kind is their union over every policy that can match the kind. One
   COMMUNITIES attribute holds at most 16,383 (65,535 bytes, the extended-length maximum of RFC 4271 section 4.3, 4
   bytes each), LARGE_COMMUNITY at most 5,461 (12 bytes each, RFC 8092); EXTENDED_COMMUNITIES would hold 8,191 (8

@@ -525,7 +525,7 @@ def decode_network(obj: object, key: object = None) -> Network:
     raw_selector = spec.get("namespaceSelector")
     selector, bad = selectors.parse(raw_selector)
     if bad:
-        return Network(**common, **_malformed_namespace_selector(name, raw_selector, bad))
+        return Network(**common, **_malformed_namespace_selector(name, bad))
     transport = network_spec.get("transport")
     return Network(
         **common,
@@ -544,7 +544,7 @@ def selector_problem(field: str, problems: list[tuple[str, str]]) -> tuple[str, 
     return f"{field}{at}", f"{field}{at} {message}{more}: a malformed label selector selects nothing"
 
 
-def _malformed_namespace_selector(name: str, raw: object, problems: list[tuple[str, str]]) -> dict[str, Any]:
+def _malformed_namespace_selector(name: str, problems: list[tuple[str, str]]) -> dict[str, Any]:
     """A CUDN whose `namespaceSelector` is malformed is refused whole: it selects no namespace, so no VM is on it."""
     at, line = selector_problem("spec.namespaceSelector", problems)
     message = f"{line}; the network is on no namespace and is not announced"
