@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bgpadv.core.prefix import BITS, Prefix
@@ -165,6 +166,19 @@ def special_range_reason(version: int, first: int, last: int, allowed: frozenset
     """What special range the addresses first..last overlap (a phrase for people), or None (`special_range`)."""
     entry = special_range(version, first, last, allowed)
     return entry.what if entry is not None else None
+
+
+def other_family_note(version: int, others: Sequence[str]) -> str:
+    """What refusing a network for one subnet of IP `version` means for its subnets of the other family (`others`,
+    as written), said plainly: a network is announced in every family or in none; "" when it has none."""
+    if not others:
+        return ""
+    family = f"IPv{10 - version}"
+    listed = ", ".join(others[:4]) + (f" and {len(others) - 4} more" if len(others) > 4 else "")
+    return (
+        f"; the network is refused whole, so its {family} subnet{'s' if len(others) > 1 else ''} {listed} and its "
+        f"VMs' {family} addresses are not announced either (a network is announced in every family or in none)"
+    )
 
 
 def special_address_reason(version: int, value: int) -> str | None:

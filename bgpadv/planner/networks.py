@@ -98,7 +98,7 @@ from dataclasses import dataclass, field, replace
 
 from bgpadv.config import DEFAULT_MAX_ADDRESSES_PER_INTERFACE, Config, SecondaryNetworkConfig
 from bgpadv.core import reasons, views
-from bgpadv.core.addressing import special_range
+from bgpadv.core.addressing import other_family_note, special_range
 from bgpadv.core.model import Attributes, ObjectRef, PlannedNetwork, Refusal, Route, RouteKind
 from bgpadv.core.prefix import Prefix
 from bgpadv.core.selectors import LabelSelector
@@ -416,18 +416,8 @@ def index_networks(state: ClusterState, config: Config, space: InfrastructureSpa
 
 
 def whole_network(network: Network, refused: SubnetRange) -> str:
-    """What a refusal of one subnet means for the network's other family, said plainly: a network is announced
-    whole or not at all, so a dual-stack network one subnet of which is refused is announced in neither family
-    (its VMs' addresses of the other family included); "" for a network of one family."""
-    others = [s for s in network.subnets if s.version != refused.version]
-    if not others:
-        return ""
-    family = f"IPv{others[0].version}"
-    listed = ", ".join(str(s.network) for s in others)
-    return (
-        f"; the network is refused whole, so its {family} subnet{'s' if len(others) > 1 else ''} {listed} and its "
-        f"VMs' {family} addresses are not announced either (a network is announced in every family or in none)"
-    )
+    """What a refusal of one subnet means for the network's other family (`other_family_note`)."""
+    return other_family_note(refused.version, [str(s.network) for s in network.subnets if s.version != refused.version])
 
 
 def infrastructure_refusal(

@@ -23,6 +23,7 @@ from typing import Any
 from bgpadv.core import reasons, resources, selectors
 from bgpadv.core.addressing import (
     OPT_IN_GROUPS,
+    other_family_note,
     parse_address,
     parse_cidr,
     parse_vm_address,
@@ -247,7 +248,8 @@ def _layer2_subnets(
     for text, subnet, _ in entries:
         problem = _network_subnet_problem(subnet)
         if problem is not None:
-            problems.invalid(text, f"{path}.subnets: {text} {problem}")
+            others = other_family_note(subnet.version, [t for t, s, _ in entries if s.version != subnet.version])
+            problems.invalid(text, f"{path}.subnets: {text} {problem}{others}")
             ok = False
     return tuple(e[1] for e in entries), ok
 

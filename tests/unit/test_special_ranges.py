@@ -150,3 +150,14 @@ def test_the_configuration_names_are_the_tables_groups():
         if e.group:  # an opt-in range: refused as network space and as next hop by default
             assert e.subnet == e.next_hop == "refuse"
             assert special_range_reason(e.version, e.first, e.last, frozenset({e.group})) is None
+
+
+def test_a_dual_stack_network_refused_for_a_range_never_allowed_says_so_too():
+    objects = network("192.168.100.0/24", "2001::/32") + vm("192.168.100.10/24")
+    announced, rejected = outcome(objects, allowSpecialRanges=list(OPT_IN_GROUPS))
+    assert announced == set()
+    cudn = next(r for r in rejected if r.source.kind == "ClusterUserDefinedNetwork")
+    assert cudn.reason == reasons.INVALID_NETWORK_DEFINITION and "Teredo" in cudn.message
+    assert "its IPv4 subnet 192.168.100.0/24 and its VMs' IPv4 addresses are not announced either" in cudn.message
+    claim = next(r for r in rejected if r.source.kind == "IPAMClaim")
+    assert "IPv4 subnet 192.168.100.0/24" in claim.message
