@@ -12,9 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bgpadv.config import ConfigError, parse
+from bgpadv.core import reasons
 from bgpadv.core.selectors import LabelSelector
 from bgpadv.core.selectors import parse as parse_selector
-from bgpadv.sources.decode import decode_route_advertisement
+from bgpadv.sources.decode import decode_network, decode_route_advertisement
+from bgpadv_lab import objects as k8s
 
 TEAM_BLUE = {"team": "blue", "tier": "db"}
 TEAM_RED = {"team": "red"}
@@ -342,6 +344,9 @@ def test_no_malformed_selector_ever_selects_anything(raw):
     assert ra.network_selectors == () and ra.node_selector is None
     for labels in _LABEL_SETS:
         assert not any(s.matches(labels) for s in ra.selectors)
+    cudn = decode_network(k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24"], namespace_selector=raw))
+    assert cudn.namespace_selector is None and not cudn.valid
+    assert {p.reason for p in cudn.problems} == {reasons.MALFORMED_SELECTOR}
     with pytest.raises(ConfigError):
         parse({"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512}], "networks": {"selector": raw}})
 
