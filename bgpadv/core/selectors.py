@@ -47,11 +47,12 @@ _KEY_RULE = (
 _VALUE_RULE = "a label value is empty or 1-63 characters [A-Za-z0-9-_.], alphanumeric at both ends"
 KEY_PATTERN = (
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$(?![\s\S])"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 )
-"""`valid_key` as a JSON Schema pattern (the prefix's 253-character bound aside; `$(?![\\s\\S])`: the end of the
-text in ECMA-262 and Python alike, where a bare `$` also matches before a final newline)."""
-VALUE_PATTERN = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$(?![\s\S])"
+"""`valid_key` as a JSON Schema pattern (the prefix's 253-character bound aside). Plain `^...$`, which every
+validator compiles (Helm's Go RE2 has no lookahead); Python's `re.search` lets one trailing newline through `$`,
+which `parse` itself refuses."""
+VALUE_PATTERN = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
 """`valid_value` as a JSON Schema pattern."""
 
 
