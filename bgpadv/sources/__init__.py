@@ -24,7 +24,7 @@ from pathlib import Path
 
 _LAZY_PACKAGES = ("kubernetes", "kubernetes.config")
 
-TESTED_KUBERNETES = ((30, 1, 0), (37, 0, 3))
+TESTED_KUBERNETES = ((37, 0, 0), (37, 0, 3))
 """The lowest and highest client release the stand-in was tested with (`make compat` runs both; the range
 pyproject.toml allows)."""
 
