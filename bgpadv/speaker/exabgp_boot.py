@@ -221,6 +221,12 @@ def signature_refusal(function: Any, parameters: tuple[str, ...], uses: frozense
     return f"no longer uses {', '.join(missing)}" if missing else None
 
 
+def helper_refusal(name: str, function: Any, parameters: tuple[str, ...]) -> str | None:
+    """`signature_refusal` of a function a change calls, named."""
+    why = signature_refusal(function, parameters)
+    return f"{name} {why}" if why is not None else None
+
+
 CHANGES = ("Neighbor.remove_self", "Protocol.send", "OutgoingRIB.updates", "json.hexstring")
 
 
@@ -277,6 +283,7 @@ def exabgp_patches() -> list[Patch]:
 
     unicast = frozenset({(AFI.ipv4, SAFI.unicast), (AFI.ipv6, SAFI.unicast)})
     packets = ("self", "neighbor", "direction", "category", "negotiated", "header", "body")
+    write = ("self", "process", "string", "neighbor")
     return [
         Patch(
             "Neighbor.remove_self",
@@ -294,8 +301,8 @@ def exabgp_patches() -> list[Patch]:
             frozenset({"stats", "unpack_message", "_to_api", "writer"}),
             raw_update_echo,
             (
-                lambda: signature_refusal(getattr(json_encoder.JSON, "packets", None), packets),
-                lambda: signature_refusal(getattr(Processes, "write", None), ("self", "process", "string", "neighbor")),
+                lambda: helper_refusal("JSON.packets", getattr(json_encoder.JSON, "packets", None), packets),
+                lambda: helper_refusal("Processes.write", getattr(Processes, "write", None), write),
             ),
         ),
         Patch(
@@ -306,7 +313,7 @@ def exabgp_patches() -> list[Patch]:
             frozenset({"Update", "RouteRefresh"}),
             lambda original: coalesced_updates(original, Update, unicast),
             (
-                lambda: signature_refusal(Update.__init__, ("self", "nlris", "attributes")),
+                lambda: helper_refusal("Update", Update.__init__, ("self", "nlris", "attributes")),
                 lambda: None if hasattr(CIDR, "pack_ip") else "CIDR.pack_ip is missing",
             ),
         ),

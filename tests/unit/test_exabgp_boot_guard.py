@@ -134,11 +134,16 @@ def test_a_changed_function_keeps_exabgps_own_and_the_others_still_apply(
             json_encoder.JSON,
             "packets",
             takes("self", "neighbor", "direction", "category", "header", "body"),
-            "takes (self, neighbor, direction, category, header, body)",
+            "JSON.packets takes (self, neighbor, direction, category, header, body)",
             id="packets-encoder",
         ),
         pytest.param(
-            "OutgoingRIB.updates", Update, "__init__", takes("self", "nlris"), "takes (self, nlris)", id="update-init"
+            "OutgoingRIB.updates",
+            Update,
+            "__init__",
+            takes("self", "nlris"),
+            "Update takes (self, nlris)",
+            id="update-init",
         ),
         pytest.param("OutgoingRIB.updates", CIDR, "pack_ip", None, "CIDR.pack_ip is missing", id="cidr-pack-ip"),
         pytest.param(
