@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint unit docs bench image image-deps helm system-deps venv bytecode clean kube-build kube-up kube-down
+.PHONY: demo test compat lint unit docs bench image image-deps helm system-deps venv bytecode clean kube-build kube-up kube-down
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,11 @@ test: system-deps $(STAMP) bytecode helm kube-build
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -q -p no:cacheprovider tests
+
+## compat: the lowest and the highest ExaBGP and Kubernetes client pyproject.toml allows, each in a throwaway venv:
+## the version guards' unit tests, the speaker against a real FRR ToR, the chain from a fake API (scripts/compat.sh)
+compat: system-deps
+	bash scripts/compat.sh
 
 ## kube-build: build the real-API tier's tools and CRDs into $(BGPADV_KUBE_CACHE) (default /var/cache/bgpadv/kube),
 ## and OVN-Kubernetes' ovnkube beside them (its own pin hash, scripts/kube/ovnkube/build.sh); each a no-op while its

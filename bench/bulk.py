@@ -1,4 +1,4 @@
-"""Bulk loads beside the raw-ExaBGP floor measured in the same run (issue 19 items 3, 5, 6; printed, never asserted).
+"""Bulk loads beside the raw-ExaBGP floor measured in the same run (printed, never asserted).
 
 For each size (BENCH_SCALE: `10k` by default, 10 and 10,000 VMs; `100k` adds the big run; or `--sizes`), RUNS times
 each (default 3, medians printed), interleaved so the machine's noise hits both alike:

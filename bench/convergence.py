@@ -11,7 +11,7 @@ For each change it takes, on the ToR side only:
   - fib:  the ToR kernel's route changes (`ip monitor route` in the ToR namespace).
 All times are time.monotonic() on this machine, from just before the API write. Prints p50/p90/p99/max.
 
-With `--storm K` it then writes K migrations of distinct VMs, evenly spread over one second (issue 19, item 4:
+With `--storm K` it then writes K migrations of distinct VMs, evenly spread over one second (the target:
 500 within a second at 10k VMs, all on the ToR within 2 s), and takes from the capture the UPDATE of each: how long
 from the first write until the last of them was on the wire, and per migration write → wire (p50/p99); then checks
 FRR's table has every one at its new node.

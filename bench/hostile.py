@@ -1,4 +1,4 @@
-"""Hostile-document figures (issue 7, item 3): printed, never asserted.
+"""Hostile-document figures: printed, never asserted.
 
     .venv/bin/python bench/hostile.py [--claims N] [--addresses N]
 

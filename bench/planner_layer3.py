@@ -2,8 +2,8 @@
 
 Builds, in memory, L dual-stack Layer3 CUDNs (default 200; cidrs 11.i.0.0/16 with hostSubnet 24 and fd10:i::/48
 with 64) and N dual-stack nodes (default 200), each node's `k8s.ovn.org/node-subnets` naming its host subnet of every
-network (both families) and its "default" pod subnet: L × N × 2 host subnet routes, no claims. Issue 16.10 asks
-200 × 200 to plan in at most 0.5 s.
+network (both families) and its "default" pod subnet: L × N × 2 host subnet routes, no claims. The target:
+200 × 200 plans in at most 0.5 s.
 
     .venv/bin/python bench/planner_layer3.py [--networks L] [--nodes N] [--runs R]
 

@@ -1,4 +1,4 @@
-"""Start-up figures (issue 19, item 2): how long the controller takes from its start to its first API request, and
+"""Start-up figures: how long the controller takes from its start to its first API request, and
 what `bgpadv run`'s supervisor loads before it starts ExaBGP (printed, never asserted).
 
 The controller (`bgpadv controller --no-shim`: `bgpadv run` starts the first one at once, the shim any later one) is

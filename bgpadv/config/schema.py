@@ -427,7 +427,7 @@ class _Section:
         return data
 
 
-# --- BFD per peer (issue 17 item 5) -------------------------------------------------------------------------------
+# --- BFD per peer -------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -457,7 +457,7 @@ class BfdConfig(_Section):
 # --- end of BFD ---------------------------------------------------------------------------------------------------
 
 
-# --- policies and export filters (issue 17 item 4) ------------------------------------------------------------------
+# --- policies and export filters ----------------------------------------------------------------------------------
 # Kept in one block: `policies[]` (per network / per VM attributes) and `peers[].exportFilter` (prefix lists).
 
 WellKnownName = Literal["GRACEFUL_SHUTDOWN", "BLACKHOLE", "NO_EXPORT", "NO_ADVERTISE", "NO_EXPORT_SUBCONFED"]
@@ -776,7 +776,7 @@ class PeerConfig(_Section):
         ),
     ] = 120  # None: disabled
     families: Annotated[Families, Field(description="Address families of the session, each at most once.")] = FAMILIES
-    # --- per-peer session knobs and placement (issue 17) ---
+    # --- per-peer session knobs and placement ---
     node_selector: Annotated[
         Selector | None,
         Field(
@@ -814,14 +814,14 @@ class PeerConfig(_Section):
         Description | None,
         Field(description=f"Free text for the ExaBGP neighbor (`description`), {DESCRIPTION_RULE}."),
     ] = None
-    # --- BFD (issue 17 item 5) ---
+    # --- BFD ---
     bfd: Annotated[
         BfdConfig,
         Field(description="A BFD session to the peer (FRR's bfdd, single hop); omitted: none."),
     ] = field(default_factory=BfdConfig)
     # --- end of BFD ---
 
-    # --- export filter (issue 17 item 4, policy) ---
+    # --- export filter (policy) ---
     export_filter: Annotated[
         ExportFilter | None,
         Field(
@@ -1504,7 +1504,7 @@ API, `spec.nodeName`)."""
 
 MODES = ("cluster", "per-node")
 
-# --- session status in the API (issue 17 item 6: BGPSessionState objects) -----------------------------------
+# --- session status in the API (BGPSessionState objects) ----------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -1534,7 +1534,7 @@ class SessionStateConfig(_Section):
     ] = None
 
 
-# --- end of session status -----------------------------------------------------------------------------------
+# --- end of session status ----------------------------------------------------------------------------------------
 
 
 POD_NODE_NAME_ENV = "BGPADV_POD_NODE_NAME"
@@ -1576,7 +1576,7 @@ class Config(_Section):
         _read_as(PathAttributes, PathAttributes.held),
         Field(description="Path attributes added to every route."),
     ] = field(default_factory=Attributes)
-    # --- policies (issue 17 item 4) ---
+    # --- policies ---
     policies: Annotated[
         tuple[Policy, ...],
         AfterValidator(_unique(lambda p: p.name, lambda i: (i, "name"), lambda name: f"{name!r} is listed twice")),
@@ -1609,7 +1609,7 @@ class Config(_Section):
     import_routes: Annotated[ImportConfig, Field(alias="importRoutes")] = field(default_factory=ImportConfig)
     session_state: Annotated[SessionStateConfig, Field(alias="sessionState")] = field(
         default_factory=SessionStateConfig
-    )  # session status in the API (issue 17 item 6)
+    )  # session status in the API (BGPSessionState objects)
     mode: Annotated[
         Literal["cluster", "per-node"] | None,
         Field(
@@ -1649,7 +1649,7 @@ class Config(_Section):
 
     @model_validator(mode="after")
     def _local_preference_needs_ibgp(self) -> Self:
-        """LOCAL_PREF goes to internal peers only: set where every peer is eBGP, it would do nothing (issue 17)."""
+        """LOCAL_PREF goes to internal peers only: set where every peer is eBGP, it would do nothing."""
         if any(p.ibgp(self.local_asn) for p in self.peers):
             return self
         why = f"is sent to iBGP peers only, and every peer is eBGP (no peer has asn {self.local_asn}, localASN)"

@@ -1,4 +1,4 @@
-"""Path attributes per route: `attributes` and `policies[]` (issue 17 item 4). Pure: no I/O.
+"""Path attributes per route: `attributes` and `policies[]`. Pure: no I/O.
 
 A route's attributes are the configuration's `attributes`, then every policy that matches the route, in the order of
 `policies[]`: a policy's `localPreference`, `med` or `asPathPrepend` replaces what was there (so a later, more

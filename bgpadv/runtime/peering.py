@@ -1,4 +1,4 @@
-"""Which peers this instance serves, and what `next-hop self` stands for on each session (issue 17).
+"""Which peers this instance serves, and what `next-hop self` stands for on each session.
 
 An instance peers with the configured peers whose `nodeSelector` matches the labels of the node it runs on
 (`Config.speaker_node`: per-node mode's node, or the node a cluster-mode replica runs on, `BGPADV_POD_NODE_NAME`);

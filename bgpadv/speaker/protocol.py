@@ -107,7 +107,8 @@ def render_attributes(attributes: Attributes, local_asn: int | None = None) -> s
             raise ValueError(f"as-path prepend must be between 0 and 10, got {count}")
         asn = _u32("local ASN", local_asn)
         # ExaBGP sends a given AS path as it is (it adds the local AS only to an empty one on eBGP): `count` extra
-        # copies are `count + 1` in all (issue 17: 2 showed the AS twice in FRR's `path`, once more than asked)
+        # copies are `count + 1` in all (a prepend of 2 sent as two copies showed the AS twice in FRR's `path`, once
+        # fewer than asked)
         words.append(f"as-path [ {' '.join([asn] * (count + 1))} ]")
     return " ".join(words)
 

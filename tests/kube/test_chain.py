@@ -10,7 +10,7 @@ runs it: the shipped ServiceAccount's token, exactly the shipped RBAC, its pod n
 (`BGPADV_POD_NAME`, `BGPADV_POD_NAMESPACE`, `BGPADV_POD_NODE_NAME`, the downward API's; there is no pod, so no
 owner reference).
 
-Session status in the API (issue 17 item 6): the BGPSessionState object bgpadv writes for its one peer was accepted
+Session status in the API: the BGPSessionState object bgpadv writes for its one peer was accepted
 by the real apiserver against the shipped CRD (schema, status subresource, nothing pruned), says what FRR's own
 `show bgp neighbors json` says of the session (state, prefixes FRR accepted from bgpadv), and is what
 `kubectl get bgpsessionstates` (printer columns) and `bgpadv status --all` show.

@@ -1,6 +1,6 @@
 """BFD between bgpadv (FRR's standalone bfdd under `bgpadv run`) and a real FRR ToR (bgpd + bfdd, `neighbor X bfd`).
 
-Scope (issue 17, item 5), asserted on FRR's own tables (`show bfd peers json`, `show bgp ipv4 unicast json`,
+Scope (BFD per peer), asserted on FRR's own tables (`show bfd peers json`, `show bgp ipv4 unicast json`,
 `show bgp neighbors json`), never on bgpadv's logs:
 - `peers[].bfd.enabled` brings a BFD session up with the ToR, at the configured timers;
 - freezing the whole bgpadv side (SIGSTOP of the supervisor, ExaBGP, the shim, the controller and bfdd) takes its

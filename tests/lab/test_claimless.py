@@ -1,6 +1,6 @@
 """A VM without an IPAMClaim, through the whole chain: fake API → `bgpadv run` → the real FRR ToR.
 
-Scope (issue 20, item 2): on a primary Layer2 CUDN without persistent IPs, a VM has no claim; OVN-K writes its
+Scope (VMs without an IPAMClaim): on a primary Layer2 CUDN without persistent IPs, a VM has no claim; OVN-K writes its
 address in the launcher pod's `k8s.ovn.org/pod-networks` annotation (`bgpadv_lab.objects.pod_networks`, the shape of
 go-controller/pkg/util/pod_annotation.go). The ToR gets the /32 at the VM's node, and the route follows when the
 pod's address or node changes. Every assertion reads FRR's BGP table JSON (`show bgp ipv4 unicast json`).

@@ -1,10 +1,10 @@
 """Egress import end to end: the real FRR ToR's routes land in a CUDN's routing table on the node, protocol 186.
 
-Scope (issue 11, items 2-3): bgpadv in worker-1 imports what the ToR sends into the table of the CUDN `vmnet-a`;
-the VM behind worker-1 reaches a host behind the ToR with its own address as the source, the reply comes back
-along the VM's announced /32 (no NAT either way); a withdrawal at the ToR empties the kernel route within 1 s; a
-`kill -9` of the whole bgpadv pod and a restart never empty the table; other protocols' routes and the main table
-stay as they were.
+Scope (route import and the VM's egress): bgpadv in worker-1 imports what the ToR sends into the table of the CUDN
+`vmnet-a`; the VM behind worker-1 reaches a host behind the ToR with its own address as the source, the reply comes back
+along the VM's announced /32 (no NAT either way); a withdrawal at the ToR empties the kernel route within 1 s; a `kill
+-9` of the whole bgpadv pod and a restart never empty the table; other protocols' routes and the main table stay as they
+were.
 
 This kernel has no VRF devices (shared reference lab-kernel.md): a plain routing table (1001, named explicitly in
 `importRoutes.networks[].table`) stands in for the VRF's, and an `ip rule` for the VM subnet's sources (lookup

@@ -1,13 +1,13 @@
 """The import guard against a real FRR fabric: a default route with a bad next hop beside a good one.
 
-Scope (issue 16, acceptance, second half): two ToRs (FRR in two namespaces on the same node subnet, 10.0.0.1 and
-10.0.0.2, both AS 64512) send worker-1 the default route. ToR 1's path is good (next hop itself). ToR 2's outbound
-route map sets a bad next hop: worker-2's address (a node: the egress of worker-1's VMs would be sent to another
-node) or a VM's address (192.168.100.10, inside the selected network vmnet-a: without the guard the whole multipath
-replace would fail, the bad path poisoning the good one). Only ToR 1's path is in the kernel table of the import
-network (asserted with `ip route show table 1001` in worker-1's namespace), the refusal is visible in `bgpadv
-status` with its reason; when ToR 2 sends a good next hop again (itself), both paths are one multipath route, so
-the single path before was the guard's doing.
+Scope (a bad path from one ToR never becomes the VM's egress): two ToRs (FRR in two namespaces on the same node subnet,
+10.0.0.1 and 10.0.0.2, both AS 64512) send worker-1 the default route. ToR 1's path is good (next hop itself). ToR 2's
+outbound route map sets a bad next hop: worker-2's address (a node: the egress of worker-1's VMs would be sent to
+another node) or a VM's address (192.168.100.10, inside the selected network vmnet-a: without the guard the whole
+multipath replace would fail, the bad path poisoning the good one). Only ToR 1's path is in the kernel table of the
+import network (asserted with `ip route show table 1001` in worker-1's namespace), the refusal is visible in `bgpadv
+status` with its reason; when ToR 2 sends a good next hop again (itself), both paths are one multipath route, so the
+single path before was the guard's doing.
 
 This kernel has no VRF devices (shared reference lab-kernel.md): table 1001, named in `importRoutes.networks[].
 table`, stands in for the VRF's (as in test_egress.py).

@@ -1,7 +1,7 @@
 """ExaBGP under both runtimes bgpadv supports (`exabgp.runtime`: cpython, pypy), through the whole chain: fake API →
 `bgpadv run` → the real FRR ToR, the same scenario for each.
 
-Scope (issue 19, item 3): PyPy is supported where it wins and CPython is the fallback, so both are tested. Each run
+Scope: PyPy is supported where it wins and CPython is the fallback, so both are tested. Each run
 also goes through bgpadv's ExaBGP entry point (`bgpadv/speaker/exabgp_boot.py`, which copies a change per peer
 instead of deep-copying it). A bulk load of 600 VMs (bulk `announce attributes ... nlri` commands), a dual-stack
 VM, a migration, a stopped VM: every assertion reads FRR's BGP table.

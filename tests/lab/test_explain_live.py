@@ -1,6 +1,6 @@
 """`bgpadv explain --kubeconfig --status-url` against the running chain: fake API → `bgpadv run` → the real FRR ToR.
 
-Scope (issue 18, acceptance: "a lab test of the live form against the running chain"): the operator's question "why
+Scope (`bgpadv explain`'s live form against the running chain): the operator's question "why
 is (isn't) this IP announced?" asked of the live cluster (the fake API server, read-only, as the service reads it)
 and of the running instance (its `/status` and `/sent`), from inside the instance's node namespace as a person on
 the node would. For an announced address it reports the route, its next hop, its peer, what the instance holds and

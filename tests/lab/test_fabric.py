@@ -1,4 +1,4 @@
-"""A leaf-spine fabric against real routers: two racks, each with its own FRR ToR, per-node instances (issue 17).
+"""A leaf-spine fabric against real routers: two racks, each with its own FRR ToR, per-node instances.
 
 Scope, asserted on FRR's own tables (`show bgp ... json`, `show bgp neighbors ... json`), never on bgpadv's logs:
 

@@ -1,5 +1,5 @@
-"""Cluster mode across two racks: each replica peers with its own rack's ToR, chosen by the node it runs on (issue 17
-item 1, "cluster mode with selectors likewise").
+"""Cluster mode across two racks: each replica peers with its own rack's ToR, chosen by the node it runs on
+(cluster mode selects peers by node labels as per-node mode does).
 
 Scope, asserted on FRR's own tables (`show bgp ipv4 unicast json`, `show bgp neighbors json`), never on bgpadv's logs.
 Two cluster-mode replicas watch one fake API; each learns its node only from `BGPADV_POD_NODE_NAME` (the downward

@@ -1,10 +1,11 @@
 """A passive peer, with its TCP MD5 password from a Secret-style file: the FRR ToR connects to bgpadv.
 
-Scope (issue 8, items 4, 6, 7): `bgpadv run` in worker-1 with one peer, the ToR, `passive: true`, `localAddress`
-10.0.0.11, `exabgp.listenPort: 1790` (a high port, the non-root option) and `md5PasswordFile` pointing at a file
-that ends in a newline, as a mounted Secret key usually does. The ToR has no dynamic neighbor for worker-1: it is
-configured with `neighbor 10.0.0.11 port 1790` and the same password, and opens the session itself. The metrics
-listener is `${BGPADV_NODE_IP}:9179`, with the variable set to the worker's address as the pod's downward API does.
+Scope (the installation options: passive sessions, a high port, MD5 from a file): `bgpadv run` in worker-1 with one
+peer, the ToR, `passive: true`, `localAddress` 10.0.0.11, `exabgp.listenPort: 1790` (a high port, the non-root option)
+and `md5PasswordFile` pointing at a file that ends in a newline, as a mounted Secret key usually does. The ToR has no
+dynamic neighbor for worker-1: it is configured with `neighbor 10.0.0.11 port 1790` and the same password, and opens the
+session itself. The metrics listener is `${BGPADV_NODE_IP}:9179`, with the variable set to the worker's address as the
+pod's downward API does.
 
 What the ToR shows proves it: the session is Established with the ToR's end on an ephemeral port and bgpadv's end on
 1790 (so the ToR connected, to the configured port, on the configured address), the password matched (FRR refuses

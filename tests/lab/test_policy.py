@@ -1,4 +1,4 @@
-"""`policies[]` and `peers[].exportFilter` against a real FRR ToR (issue 17 item 4, lab acceptance).
+"""`policies[]` and `peers[].exportFilter` against a real FRR ToR.
 
 Scope, asserted on FRR's own tables (`show bgp ipv4 unicast json`, `show bgp ipv4 unicast PREFIX json`,
 `show bgp neighbors json`), never on bgpadv's logs. One lab for the module: the standard ToR (AS 64512), one bgpadv

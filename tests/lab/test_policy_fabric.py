@@ -1,5 +1,5 @@
-"""`policies[]` and per-peer export filters across an eBGP and an iBGP ToR, IPv4 and IPv6, two replicas (issue 17
-item 4, lab acceptance; test_policy.py covers the single-ToR basics: per-network tags, asPathPrepend, an exact deny).
+"""`policies[]` and per-peer export filters across an eBGP and an iBGP ToR, IPv4 and IPv6, two replicas
+(test_policy.py covers the single-ToR basics: per-network tags, asPathPrepend, an exact deny).
 
 Scope, asserted on FRR's own tables (`show bgp ipv4|ipv6 unicast PREFIX json`, `show bgp neighbors json`), never on
 bgpadv's logs. Two bgpadv replicas (cluster mode, AS 64513) on worker-1 and worker-2 watch one fake API; each peers

@@ -1,4 +1,4 @@
-"""Live configuration reload (issue 8, item 5), seen from the FRR ToR: `bgpadv run` in worker-1 whose configuration
+"""Live configuration reload, seen from the FRR ToR: `bgpadv run` in worker-1 whose configuration
 file is updated the way kubelet updates a ConfigMap volume (a new timestamped directory, then an atomic swap of the
 `..data` symlink; the path bgpadv was given never changes).
 

@@ -1,7 +1,7 @@
 """Graceful shutdown and hitless restart of `bgpadv run`, seen from the fabric: the FRR ToR's RIB and FIB, and a
 continuous ping from the host behind the ToR to a VM behind worker-1.
 
-Rules (issue 7, item 5):
+Rules (restarts and shutdowns without a traffic loss):
 - SIGTERM re-announces every route with GRACEFUL_SHUTDOWN (65535:0) for `safety.drainSeconds`, then bgpadv exits
   without a NOTIFICATION: the ToR keeps every route (stale, under graceful restart) until the next instance has
   re-announced them and sent End-of-RIB. Not one ping is lost, the FIB never misses a route.

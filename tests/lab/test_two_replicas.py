@@ -1,4 +1,4 @@
-"""Two active replicas (issue 8, item 3), seen from the fabric: two `bgpadv run` speakers on worker-1 and worker-2,
+"""Two active replicas, seen from the fabric: two `bgpadv run` speakers on worker-1 and worker-2,
 both watching the same (fake) Kubernetes API and peering with the same FRR ToR; a continuous ping from the host
 behind the ToR to a VM behind worker-1.
 

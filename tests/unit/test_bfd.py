@@ -1,4 +1,4 @@
-"""BFD per peer (issue 17, item 5): the `peers[].bfd` keys, bfdd's control protocol, the per-peer states, the client
+"""BFD per peer: the `peers[].bfd` keys, bfdd's control protocol, the per-peer states, the client
 keeping bfdd's sessions (against a fake bfdd on a unix socket), and the importer taking a peer's routes out of the
 VRF tables on a BFD failure. The real bfdd and a real FRR ToR: tests/lab/test_bfd.py.
 """

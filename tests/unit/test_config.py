@@ -251,7 +251,7 @@ def test_each_error_names_its_field_path(raw, problem):
     ],
 )
 def test_every_invalid_value_is_exactly_one_field_error(raw, problem):
-    """Issue 7 item 6: null where a value is required, text with a trailing newline, mismatched families, ... are
+    """Null where a value is required, text with a trailing newline, mismatched families, ... are
     each a `path: problem` line (never a traceback, never silently dropped); the whole text is asserted."""
     with pytest.raises(ConfigError) as err:
         parse(raw)

@@ -1,11 +1,11 @@
 """Configuration semantics: what each key means together with the others, checked by `bgpadv check-config` (and by
 every command that loads the file) as field errors with exit 2, or as warnings with exit 0.
 
-Scope (issue 16, item 6): a session to itself (`localAddress` equal to the peer's address, or to another peer's); a
-`nextHopSelf` address that is a peer's (reported at both ends); reserved AS numbers (AS_TRANS 23456, RFC 6793;
-65535 and 4294967295, RFC 7300; 0 is out of range) as errors and documentation AS numbers (RFC 5398) as warnings;
-two import networks in one kernel table (the same `table`, or the same OVN-K VRF name); a loopback `localAddress`
-toward a remote peer (no multihop); a link-local IPv6 peer or local address (no interface to bind to).
+Scope (configurations that parse but cannot work): a session to itself (`localAddress` equal to the peer's address, or
+to another peer's); a `nextHopSelf` address that is a peer's (reported at both ends); reserved AS numbers (AS_TRANS
+23456, RFC 6793; 65535 and 4294967295, RFC 7300; 0 is out of range) as errors and documentation AS numbers (RFC 5398) as
+warnings; two import networks in one kernel table (the same `table`, or the same OVN-K VRF name); a loopback
+`localAddress` toward a remote peer (no multihop); a link-local IPv6 peer or local address (no interface to bind to).
 """
 
 from __future__ import annotations

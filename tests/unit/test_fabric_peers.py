@@ -1,4 +1,4 @@
-"""Peering a leaf-spine fabric (issue 17, items 1-3): peers per node, session knobs per peer, IPv6 for real.
+"""Peering a leaf-spine fabric: peers per node, session knobs per peer, IPv6 for real.
 
 Scope: the configuration keys (`peers[].nodeSelector`, `port`, `ebgpMultihop`, `keepaliveTime`, `description`,
 iBGP, 4-byte ASNs) and their field errors with paths; the ExaBGP neighbor block they render (checked by ExaBGP's own

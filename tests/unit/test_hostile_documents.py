@@ -1,4 +1,4 @@
-"""Hostile documents are bounded (issue 7, item 3): a small text never costs big memory or time, a deep one never
+"""Hostile documents are bounded: a small text never costs big memory or time, a deep one never
 raises RecursionError, and a bad document is refused alone while everything else still plans.
 
 Scope: `bgpadv.core.yamlsafe` (the one YAML loader of manifests and the configuration: no aliases, nesting at most

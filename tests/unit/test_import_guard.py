@@ -1,14 +1,14 @@
 """The import's last guard (bgpadv.importer.guard, through bgpadv.importer.policy and the reconciler): a learned path
 that may never reach a kernel table, whatever the import policy accepts.
 
-Scope (issue 16, item 7): special destinations and destinations inside any selected network are refused (the
-default routes themselves are not); next hops that are special (127.0.0.1, 224.0.0.9, 0.0.0.5, ff02::1, ::1, ...),
-this speaker's own, a node's, inside a VM network, or off the link shared with a single-hop eBGP peer are refused,
-path by path: a bad path never joins a multipath route, the good paths are installed; a default route via a VM
+Scope (what an imported route may never be): special destinations and destinations inside any selected network are
+refused (the default routes themselves are not); next hops that are special (127.0.0.1, 224.0.0.9, 0.0.0.5, ff02::1,
+::1, ...), this speaker's own, a node's, inside a VM network, or off the link shared with a single-hop eBGP peer are
+refused, path by path: a bad path never joins a multipath route, the good paths are installed; a default route via a VM
 address is refused under the default-only policy too; garbage in a `render --learned` file or in ExaBGP's echo is
-refused and counted, never a traceback; refusals carry reason codes (`bgpadv.core.reasons` IMPORT_*), a gauge by
-reason, and an Event on the CUDN. A hypothesis property: for any learned set, nothing installed breaks a rule
-(checked against an oracle written with the standard library's `ipaddress`, not the guard's own tables).
+refused and counted, never a traceback; refusals carry reason codes (`bgpadv.core.reasons` IMPORT_*), a gauge by reason,
+and an Event on the CUDN. A hypothesis property: for any learned set, nothing installed breaks a rule (checked against
+an oracle written with the standard library's `ipaddress`, not the guard's own tables).
 
 The cluster: worker-1 (10.0.0.11, fd00::11, this node), worker-2 (10.0.0.12), worker-3 (10.0.0.13); ToRs 10.0.0.1
 and 10.0.0.2 (eBGP, AS 64512) and fd00::1; selected networks vmnet-a (192.168.100.0/24, fd10:100::/64) and

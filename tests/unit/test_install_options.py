@@ -1,4 +1,4 @@
-"""What installing bgpadv in a cluster needs from its configuration and command line (issue 8, items 4, 6 and 7).
+"""What installing bgpadv in a cluster needs from its configuration and command line.
 
 Scope:
 - secrets: `peers[i].md5PasswordFile` (a file mounted from a Secret) read at load and checked like `md5Password`,

@@ -2,10 +2,10 @@
 
 Scope (rules 6 and 6d of `bgpadv.planner.vms`): the VMI's `migrationState`, and a launcher pod only when the uids it
 states (ownerReference of kind VirtualMachineInstance, label `kubevirt.io/created-by`) are that VMI's uid; a pod that
-merely carries another VM's `kubevirt.io/domain` annotation and labels never moves a route (issue 16, item 4).
+merely carries another VM's `kubevirt.io/domain` annotation and labels never moves a route.
 Cross-cluster (decentralized) live migration (`migrationState.sourceState/targetState`, exactly one `syncAddress`:
 kubevirt.io/api core/v1/types.go `IsDecentralizedMigration`): the source keeps the route while the VM runs here and
-withdraws it when it has left, without a refusal; the target side announces from target-ready (issue 20, item 5).
+withdraws it when it has left, without a refusal; the target side announces from target-ready.
 Both planner forms are checked on every row.
 """
 

@@ -244,7 +244,7 @@ def test_the_guard_lets_guest_routes_of_a_network_with_only_allowed_prefixes_thr
     assert guarded.rejected == ()
 
 
-# --- refused addresses never count against the per-interface bound (issue 20, item 3) -----------------------------
+# --- refused addresses never count against the per-interface bound ---------------------------------------------
 
 V6 = {"secondary": [{"name": "static", "allowedPrefixes": ["10.70.0.0/24", "fd10:70::/64"],
                      "maxAddressesPerInterface": 3}]}  # fmt: skip

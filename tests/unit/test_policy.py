@@ -1,4 +1,4 @@
-"""Policies (issue 17 item 4): attributes per network and per VM label, their precedence, the configuration's rules
+"""Policies: attributes per network and per VM label, their precedence, the configuration's rules
 about them, and per-peer export filters. Planner forms' agreement is pinned in test_planner_incremental.py."""
 
 from __future__ import annotations

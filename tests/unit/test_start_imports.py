@@ -1,4 +1,4 @@
-"""What each process imports at start (issue 19, item 2: start fast).
+"""What each process imports at start (each module a process does not run is start time lost).
 
 `bgpadv run` (the supervisor, the pod's PID 1) only renders ExaBGP's configuration and runs ExaBGP and the API
 shim: it must not load the Kubernetes client (~150 MB and seconds), prometheus_client or pyroute2. The controller
