@@ -17,7 +17,7 @@ VM's own pods are seen, and a claim of another VM whose pods reference other cla
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from bgpadv.core import reasons
 from bgpadv.core.bounded import describe
@@ -68,8 +68,8 @@ class NetworkResolver:
 
 
 Referenced = tuple[tuple[str, ...], tuple[str, ...]]
-"""What the launcher pods say of one claim: the VMs whose running launcher pods reference it, and the claims (names)
-the running launcher pods of the VM its label or ownerReference names reference (`References.of`)."""
+"""What the launcher pods say of one claim (`References.of`): the VMs whose running launcher pods reference it, and,
+when none does, the claims (names) the running launcher pods of the VM its label or ownerReference names reference."""
 
 _NONE: Referenced = ((), ())
 
@@ -77,21 +77,36 @@ _NONE: Referenced = ((), ())
 class References:
     """The claim references of the running launcher pods (`claim_references`): `by_claim`: (namespace, claim name)
     → the VMs (VMI names, sorted) referencing it; `by_vm`: (namespace, VMI name) → the claims (names, sorted) its
-    pods reference. Only non-empty entries."""
+    pods reference. Only non-empty entries. `by_vm` is needed only for claims no pod references (rare where every
+    launcher pod references its VM's claim): given, or made from `pods` on first need."""
 
     def __init__(
         self,
         by_claim: Mapping[tuple[str, str], tuple[str, ...]] | None = None,
         by_vm: Mapping[tuple[str, str], tuple[str, ...]] | None = None,
+        pods: Collection[LauncherPod] = (),
+        vmis: Mapping[tuple[str, str], Vmi] | None = None,
     ):
         self.by_claim = by_claim if by_claim is not None else {}
-        self.by_vm = by_vm if by_vm is not None else {}
+        self._by_vm = by_vm
+        self._pods = pods
+        self._vmis = vmis if vmis is not None else {}
+
+    @property
+    def by_vm(self) -> Mapping[tuple[str, str], tuple[str, ...]]:
+        if self._by_vm is None:
+            self._by_vm = _by_vm(self._pods, self._vmis)
+        return self._by_vm
 
     def of(self, claim: Claim) -> Referenced:
+        referencing = self.by_claim.get(claim.key)
+        if referencing is not None:
+            return referencing, ()
         vm = claim.vm
-        mine = self.by_vm.get((claim.key[0], vm), ()) if vm is not None else ()
-        referencing = self.by_claim.get(claim.key, ())
-        return _NONE if not referencing and not mine else (referencing, mine)
+        if vm is None:
+            return _NONE
+        mine = self.by_vm.get((claim.key[0], vm))
+        return _NONE if mine is None else ((), mine)
 
 
 def referencing_vm(pod: LauncherPod, vmis: Mapping[tuple[str, str], Vmi]) -> str | None:
@@ -101,10 +116,11 @@ def referencing_vm(pod: LauncherPod, vmis: Mapping[tuple[str, str], Vmi]) -> str
     namespace = pod.namespace
     if pod.claim_ref is None or pod.finished or namespace is None:
         return None
-    for name in pod.names:
-        vmi = vmis.get((namespace, name))
-        if vmi is not None and pod.runs(vmi.uid):
-            return name
+    for name in (pod.domain, pod.owner_name):  # `LauncherPod.names`, without making the tuple
+        if name:
+            vmi = vmis.get((namespace, name))
+            if vmi is not None and pod.runs(vmi.uid):
+                return name
     return None
 
 
@@ -119,21 +135,30 @@ def referenced_claims(vm: str, pods: Iterable[LauncherPod], vmis: Mapping[tuple[
     return tuple(sorted({p.claim_ref for p in pods if p.claim_ref is not None and referencing_vm(p, vmis) == vm}))
 
 
-def claim_references(pods: Iterable[LauncherPod], vmis: Mapping[tuple[str, str], Vmi]) -> References:
-    """Every claim reference of the running launcher pods, both ways (`References`)."""
-    by_claim: dict[tuple[str, str], set[str]] = {}
-    by_vm: dict[tuple[str, str], set[str]] = {}
+def _add(table: dict[tuple[str, str], tuple[str, ...]], key: tuple[str, str], name: str) -> None:
+    held = table.get(key)
+    if held is None:
+        table[key] = (name,)  # one almost always: no set, no sort
+    elif name not in held:
+        table[key] = tuple(sorted((*held, name)))
+
+
+def _by_vm(pods: Iterable[LauncherPod], vmis: Mapping[tuple[str, str], Vmi]) -> dict[tuple[str, str], tuple[str, ...]]:
+    by_vm: dict[tuple[str, str], tuple[str, ...]] = {}
     for pod in pods:
-        if pod.claim_ref is None:
-            continue
-        vm = referencing_vm(pod, vmis)
-        if vm is not None:
-            namespace: str = pod.namespace  # type: ignore[assignment]  # set: `referencing_vm` found a VM
-            by_claim.setdefault((namespace, pod.claim_ref), set()).add(vm)
-            by_vm.setdefault((namespace, vm), set()).add(pod.claim_ref)
-    return References(
-        {k: tuple(sorted(v)) for k, v in by_claim.items()}, {k: tuple(sorted(v)) for k, v in by_vm.items()}
-    )
+        if pod.claim_ref is not None and (vm := referencing_vm(pod, vmis)) is not None:
+            _add(by_vm, (pod.namespace, vm), pod.claim_ref)  # type: ignore[arg-type]  # set: a VM was found
+    return by_vm
+
+
+def claim_references(pods: Collection[LauncherPod], vmis: Mapping[tuple[str, str], Vmi]) -> References:
+    """Every claim reference of the running launcher pods, both ways (`References`; `pods` is read again if
+    `References.by_vm` is needed)."""
+    by_claim: dict[tuple[str, str], tuple[str, ...]] = {}
+    for pod in pods:
+        if pod.claim_ref is not None and (vm := referencing_vm(pod, vmis)) is not None:
+            _add(by_claim, (pod.namespace, pod.claim_ref), vm)  # type: ignore[arg-type]  # set: a VM was found
+    return References(by_claim, None, pods, vmis)
 
 
 def claim_vms(claim: Claim, referenced: Referenced) -> tuple[str, ...]:

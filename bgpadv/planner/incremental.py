@@ -542,7 +542,8 @@ class IncrementalPlanner:
             keys = hinted.get(field, ())
         forced = set(force)
         if forced:
-            keys = [*keys, *(k for k in forced if k not in set(keys))]
+            listed = set(keys)
+            keys = [*keys, *(k for k in forced if k not in listed)]
         out = Collector()  # one for every object read: `take` empties it
         for key in keys:
             obj = objects.get(key, _MISSING)

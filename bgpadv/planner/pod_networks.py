@@ -62,7 +62,8 @@ def claim_links_of(claim: Claim, referenced: Referenced = ((), ())) -> tuple[Cla
     if not vms:
         return ()
     cudn = sys.intern(net[len(CUDN_PREFIX) :])  # one CUDN name string, not one per claim
-    return tuple((claim.key[0], vm, cudn) for vm in vms)
+    namespace = claim.key[0]
+    return ((namespace, vms[0], cudn),) if len(vms) == 1 else tuple((namespace, vm, cudn) for vm in vms)
 
 
 def claim_links(claims: Iterable[Claim], references: References | None = None) -> set[ClaimLink]:

@@ -174,6 +174,8 @@ def host_routes(
         subnets = HostSubnets(state.nodes.values(), primary_networks(networks).values())
         claimed = claim_links(state.ipam_claims.values(), references)
         read_pod_networks(state.vmis, state, networks, claimed, out, subnets)
+        del claimed
+    del references  # with the links, 6 MiB at 20,000 claims: not held while the routes are made
     out.validate()
     resolve_conflicts(out)
     placed = placements({c.vmi for c in out.owner.values()}, state, config.node_name)
