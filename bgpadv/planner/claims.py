@@ -99,6 +99,8 @@ class References:
         return self._by_vm
 
     def of(self, claim: Claim) -> Referenced:
+        if self._by_vm is not None and not self._by_vm and not self.by_claim:
+            return _NONE  # no pod references any claim: every claim keeps its label
         referencing = self.by_claim.get(claim.key)
         if referencing is not None:
             return referencing, ()
@@ -135,7 +137,8 @@ def referenced_claims(vm: str, pods: Iterable[LauncherPod], vmis: Mapping[tuple[
     return tuple(sorted({p.claim_ref for p in pods if p.claim_ref is not None and referencing_vm(p, vmis) == vm}))
 
 
-def _add(table: dict[tuple[str, str], tuple[str, ...]], key: tuple[str, str], name: str) -> None:
+def add_reference(table: dict[tuple[str, str], tuple[str, ...]], key: tuple[str, str], name: str) -> None:
+    """Add `name` to the sorted names `table` holds under `key`."""
     held = table.get(key)
     if held is None:
         table[key] = (name,)  # one almost always: no set, no sort
@@ -147,7 +150,7 @@ def _by_vm(pods: Iterable[LauncherPod], vmis: Mapping[tuple[str, str], Vmi]) -> 
     by_vm: dict[tuple[str, str], tuple[str, ...]] = {}
     for pod in pods:
         if pod.claim_ref is not None and (vm := referencing_vm(pod, vmis)) is not None:
-            _add(by_vm, (pod.namespace, vm), pod.claim_ref)  # type: ignore[arg-type]  # set: a VM was found
+            add_reference(by_vm, (pod.namespace, vm), pod.claim_ref)  # type: ignore[arg-type]  # set: a VM was found
     return by_vm
 
 
@@ -157,8 +160,8 @@ def claim_references(pods: Collection[LauncherPod], vmis: Mapping[tuple[str, str
     by_claim: dict[tuple[str, str], tuple[str, ...]] = {}
     for pod in pods:
         if pod.claim_ref is not None and (vm := referencing_vm(pod, vmis)) is not None:
-            _add(by_claim, (pod.namespace, pod.claim_ref), vm)  # type: ignore[arg-type]  # set: a VM was found
-    return References(by_claim, None, pods, vmis)
+            add_reference(by_claim, (pod.namespace, pod.claim_ref), vm)  # type: ignore[arg-type]  # set: a VM was found
+    return References(by_claim, None if by_claim else {}, pods, vmis)  # no reference at all: no VM has any
 
 
 def claim_vms(claim: Claim, referenced: Referenced) -> tuple[str, ...]:

@@ -83,8 +83,10 @@ from bgpadv.planner.claims import (
     NetworkResolver,
     Referenced,
     References,
+    add_reference,
     read_claim,
     referenced_claims,
+    referencing_vm,
     referencing_vms,
 )
 from bgpadv.planner.conflicts import resolve_conflict
@@ -231,6 +233,55 @@ def _update(
         del table[key]
 
 
+def _put(index: dict[Any, Any], at: Any, key: tuple[str, str], view: Any) -> None:
+    """Index the pod `view` (stored under `key`) at `at`: the one view itself (most places: a dict per place would
+    cost 232 B), or a dict by pod key when several pods are there."""
+    bucket = index.get(at)
+    if bucket is None and view.key == key:
+        index[at] = view
+    elif bucket is None:
+        index[at] = {key: view}
+    elif isinstance(bucket, dict):
+        bucket[key] = view
+    else:
+        index[at] = {bucket.key: bucket, key: view}
+
+
+def _drop(index: dict[Any, Any], at: Any, key: tuple[str, str]) -> None:
+    """Remove the pod stored under `key` from `at` (`_put`)."""
+    bucket = index.get(at)
+    if isinstance(bucket, dict):
+        bucket.pop(key, None)
+        if not bucket:
+            del index[at]
+    elif bucket is not None and bucket.key == key:
+        del index[at]
+
+
+def _bucket(index: dict[Any, Any], at: Any) -> Mapping[tuple[str, str], Any]:
+    """The pods indexed at `at` (`_put`), by pod key."""
+    bucket = index.get(at)
+    if bucket is None:
+        return {}
+    return bucket if isinstance(bucket, dict) else {bucket.key: bucket}
+
+
+def _replace(
+    table: dict[tuple[str, str], tuple[str, ...]],
+    fresh: dict[tuple[str, str], tuple[str, ...]],
+    before: dict[tuple[str, str], tuple[str, ...]],
+) -> None:
+    """Make `table` (kept: `References` holds it) equal to `fresh`; note the old value of each key that changed."""
+    for key, old in table.items():
+        if fresh.get(key) != old:
+            before[key] = old
+    for key in fresh:
+        if key not in table:
+            before[key] = ()
+    table.clear()
+    table.update(fresh)
+
+
 def _same_items(previous: list[tuple[object, object]] | None, current: Mapping[Any, Any]) -> bool:
     """True when `current` holds the same keys, in the same order, bound to the very same objects."""
     if previous is None or len(previous) != len(current):
@@ -331,8 +382,8 @@ class IncrementalPlanner:
         self._claim_refs: dict[tuple[str, str], tuple[str, ...]] = {}
         self._vm_refs: dict[tuple[str, str], tuple[str, ...]] = {}  # (ns, VM) -> the claims its pods reference
         self._references = References(self._claim_refs, self._vm_refs)
-        self._ref_pods: dict[tuple[str, str], dict[tuple[str, str], LauncherPod]] = {}
-        self._ref_named: dict[tuple[str, str], dict[tuple[str, str], LauncherPod]] = {}
+        self._ref_pods: dict[tuple[str, str], Any] = {}  # a pod's view, or a dict by pod key (`_put`)
+        self._ref_named: dict[tuple[str, str], Any] = {}
         self._ref_seen: dict[tuple[str, str], LauncherPod] = {}
         self._labelled: dict[tuple[str, str], tuple[Any, ...]] = {}  # (ns, VM) -> the claims its label names
         self._refusals = _Refusals()
@@ -632,32 +683,13 @@ class IncrementalPlanner:
             self._pod_seen[key] = pod
 
     def _index_pod_at(self, at: tuple[str, str], key: tuple[str, str], view: Any) -> None:
-        index = self._pod_index
-        bucket = index.get(at)
-        if bucket is None and view.key == key:
-            index[at] = view
-        elif bucket is None:
-            index[at] = {key: view}
-        elif isinstance(bucket, dict):
-            bucket[key] = view
-        else:
-            index[at] = {bucket.key: bucket, key: view}
+        _put(self._pod_index, at, key, view)
 
     def _unindex_pod(self, at: tuple[str, str], key: tuple[str, str]) -> None:
-        index = self._pod_index
-        bucket = index.get(at)
-        if isinstance(bucket, dict):
-            bucket.pop(key, None)
-            if not bucket:
-                del index[at]
-        elif bucket is not None and bucket.key == key:
-            del index[at]
+        _drop(self._pod_index, at, key)
 
     def _indexed_pods(self, at: tuple[str, str]) -> Mapping[tuple[str, str], Any]:
-        bucket = self._pod_index.get(at)
-        if bucket is None:
-            return {}
-        return bucket if isinstance(bucket, dict) else {bucket.key: bucket}
+        return _bucket(self._pod_index, at)
 
     def _link_claim(
         self, before: Claim | None, was: Referenced, claim: Claim | None, affected: set[tuple[str, str]]
@@ -715,34 +747,44 @@ class IncrementalPlanner:
         """Follow the claim references of the launcher pods (`claims.claim_references`): the claims to read again
         (what the pods say of them changed), and the references as they were. Without hints every pod is indexed
         anew."""
-        claim_keys: set[tuple[str, str]] = set()
-        vm_keys: set[tuple[str, str]] = set()
-        if hinted is None:
+        vmis = state.vmis
+        claims_before: dict[tuple[str, str], tuple[str, ...]] = {}
+        vms_before: dict[tuple[str, str], tuple[str, ...]] = {}
+        if hinted is None:  # one pass, as `claims.claim_references` makes them, then what differs
             self._ref_pods, self._ref_named, self._ref_seen = {}, {}, {}
+            by_claim: dict[tuple[str, str], tuple[str, ...]] = {}
+            by_vm: dict[tuple[str, str], tuple[str, ...]] = {}
             for key, pod in state.pods.items():
+                ref = pod.claim_ref
+                if ref is None:
+                    continue
                 self._index_ref(key, pod, None, None)
-            claim_keys.update(self._claim_refs.keys() | self._ref_pods.keys())
-            vm_keys.update(self._vm_refs.keys() | self._ref_named.keys())
+                vm = referencing_vm(pod, vmis)
+                if vm is not None:
+                    ns: str = pod.namespace  # type: ignore[assignment]  # set: a VM was found
+                    add_reference(by_claim, (ns, ref), vm)
+                    add_reference(by_vm, (ns, vm), ref)
+            _replace(self._claim_refs, by_claim, claims_before)
+            _replace(self._vm_refs, by_vm, vms_before)
         else:
+            claim_keys: set[tuple[str, str]] = set()
+            vm_keys: set[tuple[str, str]] = set()
             for hint in hinted.get("pods", ()):
                 pkey: Any = hint
                 self._index_ref(pkey, state.pods.get(pkey), claim_keys, vm_keys)
             for hint in hinted.get("vmis", ()):
                 vkey: Any = hint
                 vm_keys.add(vkey)
-                for pod in self._ref_named.get(vkey, {}).values():
-                    claim_keys.add((pod.namespace, pod.claim_ref))  # type: ignore[arg-type]
-        vmis = state.vmis
-        claims_before: dict[tuple[str, str], tuple[str, ...]] = {}
-        for ckey in claim_keys:
-            pods = self._ref_pods.get(ckey)
-            vms = referencing_vms(pods.values(), vmis) if pods else ()
-            _update(self._claim_refs, ckey, vms, claims_before)
-        vms_before: dict[tuple[str, str], tuple[str, ...]] = {}
-        for vkey in vm_keys:
-            pods = self._ref_named.get(vkey)
-            names = referenced_claims(vkey[1], pods.values(), vmis) if pods else ()
-            _update(self._vm_refs, vkey, names, vms_before)
+                for pod in _bucket(self._ref_named, vkey).values():
+                    claim_keys.add((pod.namespace, pod.claim_ref))
+            for ckey in claim_keys:
+                pods = _bucket(self._ref_pods, ckey)
+                vms = referencing_vms(pods.values(), vmis) if pods else ()
+                _update(self._claim_refs, ckey, vms, claims_before)
+            for vkey in vm_keys:
+                pods = _bucket(self._ref_named, vkey)
+                names = referenced_claims(vkey[1], pods.values(), vmis) if pods else ()
+                _update(self._vm_refs, vkey, names, vms_before)
         forced: set[Any] = set(claims_before)
         for vkey in vms_before:
             forced.update(self._labelled.get(vkey, ()))
@@ -766,13 +808,9 @@ class IncrementalPlanner:
             named = [(ns, n) for n in view.names]
             for index, place in [(self._ref_pods, at), *((self._ref_named, n) for n in named)]:
                 if view is old:
-                    bucket = index.get(place)
-                    if bucket is not None:
-                        bucket.pop(key, None)
-                        if not bucket:
-                            del index[place]
+                    _drop(index, place, key)
                 else:
-                    index.setdefault(place, {})[key] = view
+                    _put(index, place, key, view)
             if claim_keys is not None and vm_keys is not None:
                 claim_keys.add(at)
                 vm_keys.update(named)
