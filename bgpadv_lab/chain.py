@@ -71,6 +71,10 @@ def shared_api(lab: Lab) -> FakeApiServer:
     return fake_api_in(lab, "tor", TOR_V4)
 
 
+CHECKOUT = Path(__file__).resolve().parent.parent
+"""The checkout bgpadv_lab is imported from (it is no part of the installed package)."""
+
+
 class BgpadvInLab:
     """`bgpadv run` in a worker namespace of `lab`, with the fake API it watches. A context manager.
 
@@ -79,6 +83,8 @@ class BgpadvInLab:
     extra environment variables of `bgpadv run` (e.g. BGPADV_NODE_NAME, as the DaemonSet's downward API sets it).
     `runtime_dir`: `--runtime-dir` (default: `run` in the instance's directory); None: no `--runtime-dir`, `bgpadv
     run` makes its own private temporary one.
+    `hold`: `safety.holdSeconds` in seconds, below the configuration's floor, through the lab's own entry point
+    (`bgpadv_lab.short_hold`); None runs the shipped `bgpadv` command.
     """
 
     def __init__(
@@ -91,8 +97,10 @@ class BgpadvInLab:
         api: FakeApiServer | None = None,
         env: dict[str, str] | None = None,
         runtime_dir: Path | str | None = "run",
+        hold: float | None = None,
     ) -> None:
         self.lab = lab
+        self.hold = hold
         self.node = node
         self.ns = lab.ns(node)
         self.address = WORKERS[node][0]
@@ -129,7 +137,11 @@ class BgpadvInLab:
         """Start `bgpadv run` (again, after a stop or a kill: the fake API keeps running)."""
         env = {**os.environ, "BGPADV_LOG_LEVEL": os.environ.get("BGPADV_LOG_LEVEL", "INFO"), **self.env}
         log = self.log_path.open("ab")
-        argv = [sys.executable, "-m", "bgpadv", "run", "--config", str(self.config_path)]
+        entry = ["-m", "bgpadv"]
+        if self.hold is not None:  # the lab's entry point, from the checkout (bgpadv_lab is not installed)
+            entry = ["-m", "bgpadv_lab.short_hold", str(self.hold)]
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(CHECKOUT), env.get("PYTHONPATH", "")]))
+        argv = [sys.executable, *entry, "run", "--config", str(self.config_path)]
         if self.runtime_dir is not None:
             argv += ["--runtime-dir", str(self.runtime_dir)]
         self.proc = self.lab.net.spawn(self.ns, argv, stdout=log, stderr=subprocess.STDOUT, env=env)

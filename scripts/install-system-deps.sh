@@ -3,11 +3,11 @@
 # tcpdump (UPDATE capture at the ToR), prometheus (a real scraper), ping (the traffic test), buildah and mmdebstrap
 # (`make image` and tests/image), openssl and curl (scripts/kube/kube.sh: the test apiserver's PKI, etcd's health),
 # pypy3 (ExaBGP under PyPy: `exabgp.runtime: pypy`, its lab test and `make bench`).
-# Idempotent; needs root. Go (>= 1.26, for scripts/kube/build.sh) is not Debian's (bookworm's is 1.19): this
-# workplace's machines ship it in /usr/local/go.
+# Idempotent; needs root. Go (>= 1.26, for scripts/kube/build.sh) is not Debian's (bookworm's is 1.19): install the
+# Go project's release (for example in /usr/local/go).
 # `kubectl` (for `kubectl kustomize` in tests/unit/test_kustomize.py) is not installed from here: Debian bookworm's
-# kubernetes-client is 1.20, whose kustomize (v2) is too old for deploy/; this workplace's machines ship a current
-# kubectl, elsewhere install kubectl >= 1.27 from the Kubernetes project.
+# kubernetes-client is 1.20, whose kustomize (v2) is too old for deploy/; install kubectl >= 1.27 from the
+# Kubernetes project.
 #
 # Usage: scripts/install-system-deps.sh [all|image]
 #   all    (default) everything above: `make test`, `make demo`, `make bench`

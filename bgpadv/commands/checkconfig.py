@@ -14,7 +14,9 @@ inline in the configuration (a ConfigMap) rather than in a Secret file (`md5Pass
 for documentation (RFC 5398: 64496-64511, 65536-65551), valid but most likely copied from an example;
 a configured network kind that no OVN-K release bgpadv knows routes (`bgpadv.core.datapath`: an IPAM-less
 secondary Layer2 network); `importRoutes` outside per-node mode (each instance writes the routes into the tables of
-the node it runs on: the central replicas' two nodes only).
+the node it runs on: the central replicas' two nodes only); a well-known community (RFC 1997, 7999, 8326) a policy
+sets without listing it in `intendedWellKnownCommunities`, and more communities than fit a 4,096-byte UPDATE without
+extended messages (`bgpadv.config.communities`).
 
 Off the cluster: a configuration for per-node mode is checked without BGPADV_NODE_NAME (for every node: nothing in it
 depends on which), and with `--offline` an `md5PasswordFile` that cannot be read (the Secret is mounted only in the
@@ -38,7 +40,7 @@ from typing import TextIO
 
 from netaddr import AddrFormatError, IPAddress
 
-from bgpadv.config import Config, Judged, json_schema, load_or_report
+from bgpadv.config import Config, Judged, communities, json_schema, load_or_report
 from bgpadv.config.schema import DOCUMENTATION_ASNS
 from bgpadv.core import datapath
 from bgpadv.core.printable import printable, write_json, write_line
@@ -111,6 +113,7 @@ def warnings(config: Config) -> list[str]:
             "and point the ToR at it (FRR: neighbor ADDRESS port N)"
         )
     out += _documentation_asns(config)
+    out += _community_warnings(config)
     for i, secondary in enumerate(config.networks.secondary):
         note = datapath.unsupported(datapath.SECONDARY_LAYER2)
         out.append(f"networks.secondary[{i}] ({printable(secondary.name)}): {note}")
@@ -127,6 +130,19 @@ def warnings(config: Config) -> list[str]:
                 f"peers[{i}].md5Password is inline: the configuration is a ConfigMap, readable by anyone who can read "
                 "the namespace's ConfigMaps; put the password in a Secret and set md5PasswordFile"
             )
+    return out
+
+
+def _community_warnings(config: Config) -> list[str]:
+    # a named one in attributes is refused unless intended (`schema.PathAttributes`): only the others are left
+    out = communities.warnings("attributes", config.attributes.communities, communities.NAMES)
+    for i, policy in enumerate(config.policies):
+        actions = policy.actions
+        out += communities.warnings(f"policies[{i}] ({policy.name})", actions.communities, actions.intended_well_known)
+    for loc, kind, name, count, size, limit in communities.worst_cases(config.community_sources()):
+        if not limit:
+            path = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in loc).lstrip(".")
+            out.append(f"{path}: {communities.budget_message(kind, name, count, size)}")
     return out
 
 

@@ -9,14 +9,12 @@ field path. `bgpadv check-config --schema` prints the JSON Schema.
 
 from bgpadv.config.load import (
     EVERY_NODE,
-    TEST_HOLD_ENV,
     ConfigError,
     Judged,
     json_schema,
     load,
     load_or_report,
     parse,
-    with_test_hold,
 )
 from bgpadv.config.schema import (
     ACCEPT_DEFAULT_ROUTE,
@@ -53,7 +51,6 @@ __all__ = [
     "MODES",
     "NODE_NAME_ENV",
     "POD_NODE_NAME_ENV",
-    "TEST_HOLD_ENV",
     "AcceptRule",
     "BfdConfig",
     "Config",
@@ -76,5 +73,4 @@ __all__ = [
     "load",
     "load_or_report",
     "parse",
-    "with_test_hold",
 ]

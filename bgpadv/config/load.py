@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
-import logging
 import os
 import re
 import sys
@@ -338,28 +337,3 @@ def _resolve(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
             node = next((n for n in node["anyOf"] if "$ref" in n or "properties" in n or "items" in n), {})
         else:
             return node
-
-
-TEST_HOLD_ENV = "BGPADV_TEST_HOLD_SECONDS"
-
-
-def with_test_hold(config: Config, environ: Mapping[str, str] = os.environ) -> Config:
-    """Tests only: `BGPADV_TEST_HOLD_SECONDS` replaces `safety.holdSeconds`, below the configuration's 60 s minimum,
-    so the lab can watch a hold end. Anything else leaves the configuration as it is."""
-    raw = environ.get(TEST_HOLD_ENV)
-    if not raw:
-        return config
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = -1.0
-    if not seconds >= 0:  # NaN too
-        raise ConfigError([f"{TEST_HOLD_ENV}: must be a number of seconds, got {raw!r}"])
-    logging.getLogger("bgpadv.hold").warning(
-        "%s=%s: safety.holdSeconds is %.1fs for testing (configured %.0fs)",
-        TEST_HOLD_ENV,
-        raw,
-        seconds,
-        config.safety.hold_seconds,
-    )
-    return dataclasses.replace(config, safety=dataclasses.replace(config.safety, hold_seconds=seconds))

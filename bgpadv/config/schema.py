@@ -41,7 +41,9 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import InitErrorDetails, PydanticCustomError, PydanticKnownError, core_schema
 
+from bgpadv.config import communities as well_known
 from bgpadv.core import selectors
+from bgpadv.core.addressing import special_address_reason
 from bgpadv.core.bounded import brief
 from bgpadv.core.model import Attributes, normalize_community
 from bgpadv.core.selectors import LabelSelector
@@ -141,13 +143,27 @@ def _address(value: Any) -> IPAddress:
 
 
 def _unicast(address: IPAddress) -> IPAddress:
-    """A BGP endpoint: not unspecified, multicast, limited broadcast or IPv4-mapped IPv6."""
+    """A BGP endpoint: not unspecified, multicast, limited broadcast, IPv4-mapped or IPv4-compatible IPv6."""
     if address.value == 0:
         raise problem(f"must not be the unspecified address {address}")
     if address.is_multicast() or (address.version == 4 and address.value == 0xFFFFFFFF):
         raise problem(f"must be a unicast address, got {address}")
     if address.version == 6 and address.is_ipv4_mapped():
         raise problem(f"must not be an IPv4-mapped IPv6 address, got {address} (write the IPv4 address)")
+    if address.version == 6 and address.value >> 32 == 0 and address.value > 1:  # ::a.b.c.d, not ::1
+        raise problem(
+            f"must not be an IPv4-compatible IPv6 address (::a.b.c.d, deprecated by RFC 4291 section 2.5.5.1), got "
+            f"{address} (write the IPv4 address)"
+        )
+    return address
+
+
+def _next_hop(address: IPAddress) -> IPAddress:
+    """A next hop: outside every range the special-purpose table refuses for next hops (its `next_hop` column, the
+    rule node addresses are held to; `networks.allowSpecialRanges` does not change it)."""
+    what = special_address_reason(address.version, int(address))
+    if what is not None:
+        raise problem(f"{address} lies in {what}, never a next hop")
     return address
 
 
@@ -202,6 +218,8 @@ Unicast = Annotated[Address, AfterValidator(_unicast)]
 RouterID = Annotated[Address, AfterValidator(_router_id)]
 Unicast4 = Annotated[Address, AfterValidator(_version(4)), AfterValidator(_unicast)]
 Unicast6 = Annotated[Address, AfterValidator(_version(6)), AfterValidator(_unicast)]
+NextHop4 = Annotated[Unicast4, AfterValidator(_next_hop)]
+NextHop6 = Annotated[Unicast6, AfterValidator(_next_hop)]
 
 
 def _prefix(value: Any) -> IPNetwork:
@@ -316,19 +334,39 @@ def _selector(value: Any) -> LabelSelector:
 _SELECTOR_JSON = {
     "type": "object",
     "additionalProperties": False,
+    "description": "A Kubernetes label selector. {} selects everything; a malformed one (a field of the wrong type, "
+    "an invalid label key or value, an unknown operator, In/NotIn without values, Exists/DoesNotExist with values) "
+    "is refused.",
     "properties": {
-        "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "matchLabels": {
+            "type": ["object", "null"],
+            "propertyNames": {"pattern": selectors.KEY_PATTERN, "maxLength": 317},
+            "additionalProperties": {"type": "string", "pattern": selectors.VALUE_PATTERN},
+        },
         "matchExpressions": {
-            "type": "array",
+            "type": ["array", "null"],
             "items": {
                 "type": "object",
                 "additionalProperties": False,
                 "required": ["key", "operator"],
                 "properties": {
-                    "key": {"type": "string", "minLength": 1},
+                    "key": {"type": "string", "pattern": selectors.KEY_PATTERN, "maxLength": 317},
                     "operator": {"enum": list(selectors.OPERATORS)},
-                    "values": {"type": "array", "items": {"type": "string"}},
+                    "values": {
+                        "type": ["array", "null"],
+                        "items": {"type": "string", "pattern": selectors.VALUE_PATTERN},
+                    },
                 },
+                "allOf": [
+                    {
+                        "if": {"properties": {"operator": {"enum": ["In", "NotIn"]}}},
+                        "then": {"required": ["values"], "properties": {"values": {"type": "array", "minItems": 1}}},
+                    },
+                    {
+                        "if": {"properties": {"operator": {"enum": ["Exists", "DoesNotExist"]}}},
+                        "then": {"properties": {"values": {"maxItems": 0}}},
+                    },
+                ],
             },
         },
     },
@@ -422,6 +460,35 @@ class BfdConfig(_Section):
 # --- policies and export filters (issue 17 item 4) ------------------------------------------------------------------
 # Kept in one block: `policies[]` (per network / per VM attributes) and `peers[].exportFilter` (prefix lists).
 
+WellKnownName = Literal["GRACEFUL_SHUTDOWN", "BLACKHOLE", "NO_EXPORT", "NO_ADVERTISE", "NO_EXPORT_SUBCONFED"]
+"""`intendedWellKnownCommunities` entries: `bgpadv.config.communities.NAMES`."""
+
+_INTENDED_DESCRIPTION = (
+    "The well-known communities among those set here that are meant to reach every route this block reaches: "
+    "GRACEFUL_SHUTDOWN (65535:0, RFC 8326), BLACKHOLE (65535:666, RFC 7999), NO_EXPORT, NO_ADVERTISE, "
+    "NO_EXPORT_SUBCONFED (65535:65281-65283, RFC 1997). Set by attributes or by a policy that matches every route, "
+    "such a community is refused unless listed here; listed, check-config does not warn of it either."
+)
+
+
+IntendedWellKnown = Annotated[
+    tuple[WellKnownName, ...], Field(alias="intendedWellKnownCommunities", description=_INTENDED_DESCRIPTION)
+]
+
+
+def _intended_problems(communities: tuple[str, ...], intended: tuple[str, ...]) -> list[tuple[Loc, str]]:
+    """An `intendedWellKnownCommunities` entry must name a community the block sets."""
+    set_here = {w.name for _, w in well_known.named(communities)}
+    return [
+        (("intendedWellKnownCommunities", i), f"lists {name}, which communities does not set")
+        for i, name in enumerate(intended)
+        if name not in set_here
+    ]
+
+
+SpecialRangeGroup = Literal["documentation", "benchmarking"]
+"""`networks.allowSpecialRanges` entries: `bgpadv.core.addressing.OPT_IN_GROUPS`."""
+
 RouteKindName = Literal["subnet", "host"]
 ROUTE_KIND_NAMES: tuple[RouteKindName, ...] = ("subnet", "host")
 FilterAction = Literal["allow", "deny"]
@@ -459,6 +526,19 @@ class PolicyMatch(_Section):
     def describes_vm(self) -> bool:
         return self.vm_selector is not None or self.namespace_selector is not None
 
+    @property
+    def reachable(self) -> tuple[str, ...]:
+        """The route kinds this match can take."""
+        kinds = self.kinds or ROUTE_KIND_NAMES
+        return tuple(k for k in kinds if k == "host" or not self.describes_vm)
+
+    @property
+    def every_route_of_a_kind(self) -> bool:
+        """Whether it takes every route of the kinds it can take (no network named, every selector empty)."""
+        everything = LabelSelector()
+        selectors_ = (self.network_selector, self.vm_selector, self.namespace_selector)
+        return not self.networks and all(s is None or s == everything for s in selectors_)
+
     @model_validator(mode="after")
     def _rules(self) -> Self:
         problems: list[tuple[Loc, str]] = []
@@ -489,6 +569,14 @@ class PolicySet(_Section):
         Annotated[int, Between(0, 10)] | None,
         Field(alias="asPathPrepend", description="Extra copies of the local AS (eBGP only)."),
     ] = None
+    intended_well_known: IntendedWellKnown = ()
+
+    @model_validator(mode="after")
+    def _intended(self) -> Self:
+        problems = _intended_problems(self.communities, self.intended_well_known)
+        if problems:
+            refuse(self, problems)
+        return self
 
 
 @dataclass(frozen=True, slots=True)
@@ -502,6 +590,21 @@ class Policy(_Section):
     match: Annotated[PolicyMatch, Field(description="The routes it applies to; omitted: every route.")] = field(
         default_factory=PolicyMatch
     )
+
+    @model_validator(mode="after")
+    def _every_route(self) -> Self:
+        """A well-known community (`bgpadv.config.communities`) on every route of some kind needs saying so."""
+        if not self.match.every_route_of_a_kind:
+            return self
+        routes = f"every {' and '.join(self.match.reachable)} route"
+        where = f"policy {self.name!r}, whose match takes {routes},"
+        problems: list[tuple[Loc, str]] = [
+            (("set", "communities", i), well_known.every_route_problem(w, where, routes))
+            for i, w in well_known.unintended(self.actions.communities, self.actions.intended_well_known)
+        ]
+        if problems:
+            refuse(self, problems)
+        return self
 
 
 def _filter_width(prefix: IPNetwork) -> int:
@@ -953,6 +1056,18 @@ class NetworksConfig(_Section):
             description="A CUDN must also be selected by an Accepted OVN-K RouteAdvertisements advertising PodNetwork.",
         ),
     ] = False
+    allow_special_ranges: Annotated[
+        tuple[SpecialRangeGroup, ...],
+        AfterValidator(_unique(lambda g: g, lambda i: (i,), lambda g: f"{g!r} is listed twice")),
+        Field(
+            alias="allowSpecialRanges",
+            description="Special-purpose ranges allowed as network space (CUDN subnets, announced prefixes): "
+            "documentation (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24, 2001:db8::/32, 3fff::/20) and/or "
+            "benchmarking (198.18.0.0/15, 2001:2::/48), for labs and examples that use them. Omitted: refused, "
+            "as every other special-purpose range always is. Never next hops: node and nextHopSelf addresses in "
+            "them stay refused.",
+        ),
+    ] = ()
     subnets: Annotated[StrictBool, Field(description="Announce the UDN subnets.")] = True
     host_routes: Annotated[
         StrictBool, Field(alias="hostRoutes", description="Announce one /32 or /128 per address of every running VM.")
@@ -1340,17 +1455,44 @@ class PathAttributes(_Section):
         Annotated[int, Between(0, 10)],
         Field(alias="asPathPrepend", description="How many times the local AS is prepended."),
     ] = _ATTRIBUTES.as_path_prepend
+    intended_well_known: IntendedWellKnown = ()
+
+    @model_validator(mode="after")
+    def _well_known(self) -> Self:
+        """Every route of every peer carries these: a well-known community here needs saying so."""
+        problems = _intended_problems(self.communities, self.intended_well_known)
+        problems += [
+            (("communities", i), well_known.every_route_problem(w, "attributes"))
+            for i, w in well_known.unintended(self.communities, self.intended_well_known)
+        ]
+        if problems:
+            refuse(self, problems)
+        return self
 
     def held(self) -> Attributes:
-        return Attributes(**{f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
+        return Attributes(
+            **{f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "intended_well_known"}
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class NextHopSelf(_Section):
     """`nextHopSelf`: what `self` stands for per family (held as a tuple of addresses in `Config.next_hop_self`)."""
 
-    ipv4: Annotated[Unicast4 | None, Field(description="The IPv4 address.")] = None
-    ipv6: Annotated[Unicast6 | None, Field(description="The IPv6 address.")] = None
+    ipv4: Annotated[
+        NextHop4 | None,
+        Field(
+            description="The IPv4 address; never in a special-purpose range refused for next hops (loopback, "
+            "documentation, ...)."
+        ),
+    ] = None
+    ipv6: Annotated[
+        NextHop6 | None,
+        Field(
+            description="The IPv6 address; never in a special-purpose range refused for next hops (link-local, "
+            "NAT64, documentation, ...)."
+        ),
+    ] = None
 
     def held(self) -> tuple[IPAddress, ...]:
         return tuple(a for a in (self.ipv4, self.ipv6) if a is not None)
@@ -1518,6 +1660,39 @@ class Config(_Section):
             (("policies", i, "set", "localPreference"), why)
             for i, policy in enumerate(self.policies)
             if policy.actions.local_preference is not None
+        ]
+        if problems:
+            refuse(self, problems)
+        return self
+
+    def community_sources(self) -> list[well_known.Source]:
+        """`attributes` and each policy as blocks that add communities (`bgpadv.config.communities`)."""
+        out = [
+            well_known.Source(
+                ("attributes",),
+                frozenset(ROUTE_KIND_NAMES),
+                self.attributes.communities,
+                self.attributes.large_communities,
+            )
+        ]
+        out += [
+            well_known.Source(
+                ("policies", i, "set"),
+                frozenset(p.match.reachable),
+                p.actions.communities,
+                p.actions.large_communities,
+            )
+            for i, p in enumerate(self.policies)
+        ]
+        return out
+
+    @model_validator(mode="after")
+    def _community_limits(self) -> Self:
+        """No route may carry more communities than one path attribute holds (worst case over the policies)."""
+        problems: list[tuple[Loc, str]] = [
+            (loc, well_known.limit_message(kind, name, count, limit))
+            for loc, kind, name, count, _size, limit in well_known.worst_cases(self.community_sources())
+            if limit
         ]
         if problems:
             refuse(self, problems)

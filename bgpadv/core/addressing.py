@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bgpadv.core.prefix import BITS, Prefix
@@ -40,6 +41,9 @@ class SpecialPurpose:
     subnet: str
     vm: str
     next_hop: str
+    group: str = ""
+    """The name under which an operator may allow the range as network space (`networks.allowSpecialRanges`,
+    `OPT_IN_GROUPS`); "" for a range that is never a VM network."""
     version: int = field(init=False)
     first: int = field(init=False)
     last: int = field(init=False)
@@ -54,8 +58,8 @@ class SpecialPurpose:
 REFUSE, ALLOW = "refuse", "allow"
 
 
-def _refused(prefix: str, what: str, rfc: str) -> SpecialPurpose:
-    return SpecialPurpose(prefix, what, rfc, REFUSE, REFUSE, REFUSE)
+def _refused(prefix: str, what: str, rfc: str, group: str = "") -> SpecialPurpose:
+    return SpecialPurpose(prefix, what, rfc, REFUSE, REFUSE, REFUSE, group)
 
 
 def _allowed(prefix: str, what: str, rfc: str) -> SpecialPurpose:
@@ -71,12 +75,12 @@ SPECIAL_PURPOSE: tuple[SpecialPurpose, ...] = (
     _refused("169.254.0.0/16", "link-local (169.254.0.0/16)", "RFC 3927"),
     _allowed("172.16.0.0/12", "private use (172.16.0.0/12)", "RFC 1918"),
     _refused("192.0.0.0/24", "IETF protocol assignments (192.0.0.0/24)", "RFC 6890"),
-    _refused("192.0.2.0/24", "documentation (TEST-NET-1, 192.0.2.0/24)", "RFC 5737"),
+    _refused("192.0.2.0/24", "documentation (TEST-NET-1, 192.0.2.0/24)", "RFC 5737", "documentation"),
     _refused("192.88.99.0/24", "the deprecated 6to4 relay anycast (192.88.99.0/24)", "RFC 7526"),
     _allowed("192.168.0.0/16", "private use (192.168.0.0/16)", "RFC 1918"),
-    _refused("198.18.0.0/15", "benchmarking (198.18.0.0/15)", "RFC 2544"),
-    _refused("198.51.100.0/24", "documentation (TEST-NET-2, 198.51.100.0/24)", "RFC 5737"),
-    _refused("203.0.113.0/24", "documentation (TEST-NET-3, 203.0.113.0/24)", "RFC 5737"),
+    _refused("198.18.0.0/15", "benchmarking (198.18.0.0/15)", "RFC 2544", "benchmarking"),
+    _refused("198.51.100.0/24", "documentation (TEST-NET-2, 198.51.100.0/24)", "RFC 5737", "documentation"),
+    _refused("203.0.113.0/24", "documentation (TEST-NET-3, 203.0.113.0/24)", "RFC 5737", "documentation"),
     _refused("224.0.0.0/4", "multicast (224.0.0.0/4)", "RFC 5771"),
     _refused("255.255.255.255/32", "the limited broadcast address (255.255.255.255)", "RFC 919"),
     _refused("240.0.0.0/4", "reserved (240.0.0.0/4)", "RFC 1112"),
@@ -88,13 +92,13 @@ SPECIAL_PURPOSE: tuple[SpecialPurpose, ...] = (
     _refused("64:ff9b:1::/48", "local-use NAT64 (64:ff9b:1::/48)", "RFC 8215"),
     _refused("100::/64", "discard-only (100::/64)", "RFC 6666"),
     _refused("2001::/32", "Teredo (2001::/32)", "RFC 4380"),
-    _refused("2001:2::/48", "benchmarking (2001:2::/48)", "RFC 5180"),
+    _refused("2001:2::/48", "benchmarking (2001:2::/48)", "RFC 5180", "benchmarking"),
     _refused("2001:10::/28", "ORCHID, deprecated (2001:10::/28)", "RFC 4843"),
     _refused("2001:20::/28", "ORCHIDv2 (2001:20::/28)", "RFC 7343"),
     _refused("2001::/23", "IETF protocol assignments (2001::/23)", "RFC 2928"),
-    _refused("2001:db8::/32", "documentation (2001:db8::/32)", "RFC 3849"),
+    _refused("2001:db8::/32", "documentation (2001:db8::/32)", "RFC 3849", "documentation"),
     _refused("2002::/16", "6to4 (2002::/16)", "RFC 3056"),
-    _refused("3fff::/20", "documentation (3fff::/20)", "RFC 9637"),
+    _refused("3fff::/20", "documentation (3fff::/20)", "RFC 9637", "documentation"),
     _refused("5f00::/16", "SRv6 SIDs (5f00::/16)", "RFC 9602"),
     _allowed("fc00::/7", "unique local (fc00::/7)", "RFC 4193"),
     _refused("fe80::/10", "link-local (fe80::/10)", "RFC 4291"),
@@ -104,6 +108,13 @@ SPECIAL_PURPOSE: tuple[SpecialPurpose, ...] = (
 """The special-purpose table (see `SpecialPurpose`), most specific entries first within a family where they nest
 (the first entry that matches names the range). The guide's "Special-purpose addresses" table (docs/concepts.md)
 is this one."""
+
+
+OPT_IN_GROUPS: tuple[str, ...] = ("documentation", "benchmarking")
+"""The special-purpose ranges an operator may allow as network space (`networks.allowSpecialRanges`), by the
+`group` of their entries: `documentation` (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24, 2001:db8::/32,
+3fff::/20) and `benchmarking` (198.18.0.0/15, 2001:2::/48), which labs and upstream examples use. Never a next hop
+for it: the `next_hop` column stays as it is."""
 
 
 def _table(use: str) -> dict[int, tuple[tuple[int, int, str], ...]]:
@@ -122,12 +133,52 @@ NEXT_HOP_RANGES: dict[int, tuple[tuple[int, int, str], ...]] = _table("next_hop"
 """(first, last, what) per family of every range no next hop may lie in (the `next_hop` column)."""
 
 
-def special_range_reason(version: int, first: int, last: int) -> str | None:
-    """What special range the addresses first..last overlap (a phrase for people), or None."""
-    for lo, hi, what in SPECIAL_RANGES[version]:
-        if lo <= last and first <= hi:
-            return what
+_GROUPED: dict[str, tuple[SpecialPurpose, ...]] = {
+    g: tuple(e for e in SPECIAL_PURPOSE if e.group == g) for g in OPT_IN_GROUPS
+}
+
+
+_SUBNET_REFUSED: dict[int, tuple[SpecialPurpose, ...]] = {
+    v: tuple(e for e in SPECIAL_PURPOSE if e.version == v and e.subnet == REFUSE) for v in (4, 6)
+}
+
+
+def special_range(version: int, first: int, last: int, allowed: frozenset[str] = frozenset()) -> SpecialPurpose | None:
+    """The first entry of the table refused as network space that the addresses first..last overlap, or None.
+
+    `allowed`: `OPT_IN_GROUPS` names whose ranges are network space here. A range inside an allowed entry passes it
+    and every entry that contains that entry (2001:2::/48, benchmarking, lies in 2001::/23); one that overlaps an
+    allowed entry only in part is judged by every other entry it meets."""
+    entries = [e for g in allowed for e in _GROUPED.get(g, ()) if e.version == version]
+    inside = [e for e in entries if e.first <= first and last <= e.last]
+    for e in _SUBNET_REFUSED[version]:
+        if not (e.first <= last and first <= e.last):
+            continue
+        if e in entries:  # an allowed range itself
+            continue
+        if any(e.first <= a.first and a.last <= e.last for a in inside):  # holds the allowed range they lie in
+            continue
+        return e
     return None
+
+
+def special_range_reason(version: int, first: int, last: int, allowed: frozenset[str] = frozenset()) -> str | None:
+    """What special range the addresses first..last overlap (a phrase for people), or None (`special_range`)."""
+    entry = special_range(version, first, last, allowed)
+    return entry.what if entry is not None else None
+
+
+def other_family_note(version: int, others: Sequence[str]) -> str:
+    """What refusing a network for one subnet of IP `version` means for its subnets of the other family (`others`,
+    as written), said plainly: a network is announced in every family or in none; "" when it has none."""
+    if not others:
+        return ""
+    family = f"IPv{10 - version}"
+    listed = ", ".join(others[:4]) + (f" and {len(others) - 4} more" if len(others) > 4 else "")
+    return (
+        f"; the network is refused whole, so its {family} subnet{'s' if len(others) > 1 else ''} {listed} and its "
+        f"VMs' {family} addresses are not announced either (a network is announced in every family or in none)"
+    )
 
 
 def special_address_reason(version: int, value: int) -> str | None:

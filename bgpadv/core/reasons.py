@@ -85,6 +85,14 @@ MALFORMED_OBJECT = "malformed-object"
 """An object lacks the structure the planner needs (metadata, spec.network, a list where a list belongs, a
 parseable annotation): it contributes nothing."""
 
+MALFORMED_SELECTOR = "malformed-selector"
+"""A label selector in a cluster object that the Kubernetes API would refuse (`bgpadv.core.selectors`: a field of
+the wrong type such as `matchLabels: ""` or `matchExpressions: {}`, an invalid label key or value, an unknown or
+misspelt operator, `In`/`NotIn` without values, `Exists`/`DoesNotExist` with values, an unknown field). It selects
+nothing, never everything: a CUDN whose `namespaceSelector` is malformed is refused whole, with every claim on it; a
+RouteAdvertisements' malformed `networkSelector` selects no CUDN and a malformed `nodeSelector` no node (the
+refusal is on the RouteAdvertisements, one per selector)."""
+
 # -- network and node definitions (validated like OVN-K's CRD rules) ----------------------------------------------
 
 INVALID_NETWORK_DEFINITION = "invalid-network-definition"
@@ -288,6 +296,7 @@ ALL_REASONS: tuple[str, ...] = (
     NETWORK_NOT_ADVERTISABLE,
     NO_NODE_ADDRESS,
     MALFORMED_OBJECT,
+    MALFORMED_SELECTOR,
     INVALID_NETWORK_DEFINITION,
     NETWORK_OVERLAP,
     HOST_SUBNET_CONFLICT,

@@ -36,10 +36,16 @@ def controller_interpreter(executable: str | None = None) -> str:
     return str(candidate) if os.access(candidate, os.X_OK) else current
 
 
+ENTRY_POINT: tuple[str, ...] = ("-m", "bgpadv")
+"""The interpreter arguments that run bgpadv's commands in a child process (the controller, the API shim): `python
+-m bgpadv`. A program that embeds bgpadv and runs its own entry point in every process (`bgpadv_lab.short_hold`)
+replaces it before it starts anything; the shipped commands never change it."""
+
+
 def controller_argv(config_path: str | os.PathLike[str], *, no_shim: bool = False) -> list[str]:
     """`bgpadv controller`: the API shim, the command line ExaBGP runs (and respawns) as its API process; with
     `no_shim`, the controller itself, as the shim or `bgpadv run` starts it (under `controller_interpreter`: the
     route import's netlink writes happen there, and only there)."""
     interpreter = controller_interpreter() if no_shim else sys.executable
-    argv = [interpreter, "-m", "bgpadv", "controller", "--config", config_path_as_given(config_path)]
+    argv = [interpreter, *ENTRY_POINT, "controller", "--config", config_path_as_given(config_path)]
     return [*argv, "--no-shim"] if no_shim else argv

@@ -128,7 +128,9 @@ class RouteAdvertisement:
 
     `target_vrf`: `spec.targetVRF` as written ("" when absent; `auto` or a VRF name keep the networks in their own
     VRF). `node_selector`: `spec.nodeSelector` (the empty selector: every node; None: malformed, selects no node).
-    `advertisements`: `spec.advertisements` as written, strings only (PodNetwork, EgressIP, ...)."""
+    `advertisements`: `spec.advertisements` as written, strings only (PodNetwork, EgressIP, ...).
+    `malformed_selectors`: (field path, message) of each malformed selector, which selects nothing
+    (`malformed-selector`)."""
 
     name: str
     resource_version: str = field(default="", compare=False)  # equal views say the same, whatever the version
@@ -139,6 +141,7 @@ class RouteAdvertisement:
     target_vrf: str = ""
     node_selector: LabelSelector | None = field(default_factory=LabelSelector)
     advertisements: tuple[str, ...] = ()
+    malformed_selectors: tuple[tuple[str, str], ...] = ()
 
     @property
     def default_vrf(self) -> bool:

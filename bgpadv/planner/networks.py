@@ -97,8 +97,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from bgpadv.config import DEFAULT_MAX_ADDRESSES_PER_INTERFACE, Config, SecondaryNetworkConfig
-from bgpadv.core import reasons, selectors, views
-from bgpadv.core.addressing import special_range_reason
+from bgpadv.core import reasons, views
+from bgpadv.core.addressing import other_family_note, special_range
 from bgpadv.core.model import Attributes, ObjectRef, PlannedNetwork, Refusal, Route, RouteKind
 from bgpadv.core.prefix import Prefix
 from bgpadv.core.selectors import LabelSelector
@@ -226,12 +226,6 @@ def planned_networks(networks: Networks) -> dict[str, PlannedNetwork]:
         n.name: PlannedNetwork(n.name, tuple(s.network for s in n.subnets), n.network_id)
         for n in networks.advertised.values()
     }
-
-
-def selector_from_dict(raw: object) -> LabelSelector | None:
-    """A label selector of a RouteAdvertisements; None when malformed: a malformed selector selects nothing. An
-    absent one (null) is read as the empty selector, which matches everything."""
-    return selectors.parse_or_everything(raw)
 
 
 def _config_selects(labels: Mapping[str, str], config: Config) -> bool:
@@ -369,7 +363,18 @@ def _classify(state: ClusterState, config: Config, result: Networks) -> list[tup
         valid.append((view.age, network))
     if follow:
         _unimplemented(state, config, [ra for ra in state.route_advertisements.values() if ra.accepted], result)
+        _malformed_selectors(state, result)
     return valid
+
+
+def _malformed_selectors(state: ClusterState, result: Networks) -> None:
+    """One `malformed-selector` refusal per malformed selector of a RouteAdvertisements (it selects nothing)."""
+    for ra in state.route_advertisements.values():
+        if ra.ref is None:
+            continue
+        for at, line in ra.malformed_selectors:
+            message = f"RouteAdvertisements {ra.name}: {line}"
+            result.refusals.append(Refusal(ra.ref, at, reasons.MALFORMED_SELECTOR, message, ""))
 
 
 def _refuse_network(result: Networks, network: Network, value: str, reason: str, message: str) -> None:
@@ -387,12 +392,13 @@ def index_networks(state: ClusterState, config: Config, space: InfrastructureSpa
         space = infrastructure_space(state.nodes, config)
     held = _Space()
     losers: set[str] = set()
+    allowed = frozenset(config.networks.allow_special_ranges)
     for _age, network in sorted(valid, key=lambda v: v[0]):
-        bad = infrastructure_refusal(network, space)
+        bad = infrastructure_refusal(network, space, allowed)
         if bad is not None:
             subnet, reason, message = bad
             losers.add(network.name)
-            _refuse_network(result, network, str(subnet.network), reason, message)
+            _refuse_network(result, network, str(subnet.network), reason, message + whole_network(network, subnet))
             continue
         clash = next(((ours, h) for ours in network.subnets if (h := held.holder(ours)) is not None), None)
         if clash is None:
@@ -401,6 +407,7 @@ def index_networks(state: ClusterState, config: Config, space: InfrastructureSpa
         ours, (theirs, older) = clash
         losers.add(network.name)
         message = f"{ours.network} overlaps {theirs.network} of CUDN {older.name}, which is older and keeps it"
+        message += whole_network(network, ours)
         _refuse_network(result, network, str(ours.network), checks.NETWORK_OVERLAP, message)
     for _age, network in valid:
         if network.name not in losers:
@@ -408,15 +415,26 @@ def index_networks(state: ClusterState, config: Config, space: InfrastructureSpa
     return result
 
 
-def infrastructure_refusal(network: Network, space: InfrastructureSpace) -> tuple[SubnetRange, str, str] | None:
-    """(the offending subnet, reason code, message) when a subnet of the network overlaps a special range (a
-    configured allowed prefix may; a CUDN subnet never reaches here, the decoder refuses it) or meets node and
-    infrastructure space (`bgpadv.planner.space`); None when the network may be advertised."""
+def whole_network(network: Network, refused: SubnetRange) -> str:
+    """What a refusal of one subnet means for the network's other family (`other_family_note`)."""
+    return other_family_note(refused.version, [str(s.network) for s in network.subnets if s.version != refused.version])
+
+
+def infrastructure_refusal(
+    network: Network, space: InfrastructureSpace, allowed: frozenset[str] = frozenset()
+) -> tuple[SubnetRange, str, str] | None:
+    """(the offending subnet, reason code, message) when a subnet of the network overlaps a special range (one of
+    the `allowed` groups, `networks.allowSpecialRanges`, may; the decoder refuses CUDN subnets in the ranges that
+    never may) or meets node and infrastructure space (`bgpadv.planner.space`); None when the network may be
+    advertised."""
     for subnet in network.subnets:
-        what = special_range_reason(subnet.version, subnet.first, subnet.last)
-        if what is not None:
-            message = f"{subnet.network} overlaps {what}, never a VM network"
-            return subnet, checks.SPECIAL_PREFIX, message
+        entry = special_range(subnet.version, subnet.first, subnet.last, allowed)
+        if entry is not None:
+            what, group = entry.what, entry.group
+            never = (
+                f"not a VM network unless networks.allowSpecialRanges lists {group}" if group else "never a VM network"
+            )
+            return subnet, checks.SPECIAL_PREFIX, f"{subnet.network} overlaps {what}, {never}"
         found = space.conflict(subnet.version, subnet.first, subnet.last)
         if found is not None:
             reason, what = found

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from bgpadv.config import Config, ConfigError, PeerConfig, load, with_test_hold
+from bgpadv.config import Config, ConfigError, PeerConfig, load
 from bgpadv.core.runfiles import PID_FILE
 from bgpadv.runtime.lifecycle import CANDIDATE, EXABGP_CONF, LAST_GOOD
 from bgpadv.speaker.exabgp_config import render_exabgp_config, write_private
@@ -208,6 +208,10 @@ class Reloader:
     on the old neighbors. Reloading an unchanged file changes nothing (every session kept), so the repeats are
     harmless; `tests/lab/test_fabric.py` moves peers twice in quick succession."""
     clock: Callable[[], float] = time.monotonic
+    hold_seconds: float | None = None
+    """`safety.holdSeconds` replaced by this value, below the configuration's floor, for a program that embeds the
+    controller and must watch holds end in seconds (a test bench, `bgpadv_lab.short_hold`). The shipped commands
+    never set it, and nothing in the environment, the file or the command line does."""
     _resignals: list[float] = dataclasses.field(default_factory=list, init=False, repr=False)
 
     def load(self) -> Config | None:
@@ -224,7 +228,7 @@ class Reloader:
             staged = self.runtime_dir / CANDIDATE
             _write_private_bytes(staged, data)  # 0600: it may hold an inline md5Password
         try:
-            config = with_test_hold(load(staged or self.config_path))
+            config = self._held(load(staged or self.config_path))
         except (ConfigError, OSError) as e:
             log.error(
                 "configuration change refused, the running configuration stays: %s", e, extra={"path": self.config_path}
@@ -235,6 +239,12 @@ class Reloader:
             os.replace(staged, self.runtime_dir / LAST_GOOD)
         self.last_loaded = config
         return config
+
+    def _held(self, config: Config) -> Config:
+        if self.hold_seconds is None:
+            return config
+        safety = dataclasses.replace(config.safety, hold_seconds=self.hold_seconds)
+        return dataclasses.replace(config, safety=safety)
 
     def decide(self, running: Config) -> ReloadDecision:
         """Read the changed file and decide against the `running` configuration (see the module docstring). An
@@ -278,7 +288,7 @@ class Reloader:
             return config
         last = self.runtime_dir / LAST_GOOD
         try:
-            config = with_test_hold(load(last))
+            config = self._held(load(last))
         except (ConfigError, OSError):
             return None
         log.warning("the configuration file is invalid: running the last good configuration", extra={"from": str(last)})

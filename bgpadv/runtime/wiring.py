@@ -103,9 +103,9 @@ def session_info(config: Config) -> dict[str, dict[str, object]]:
     }
 
 
-def controller_main(config_path: str) -> int:
+def controller_main(config_path: str, *, hold_seconds: float | None = None) -> int:
     """`bgpadv controller --no-shim`: the controller. stdout is the command pipe to ExaBGP (through the shim), so
-    nothing else may write to it."""
+    nothing else may write to it. `hold_seconds`: see `Reloader.hold_seconds` (the shipped command passes none)."""
     # Here, not at the top: `bgpadv run` imports this module and must not load the Kubernetes client (the sources,
     # the Event writer and the controller loop through them), prometheus_client (metrics, the HTTP server) or
     # pyroute2 (the importer).
@@ -128,6 +128,7 @@ def controller_main(config_path: str) -> int:
         Path(runtime) if runtime else None,
         counted=metrics.config_reload,
         applied_at=metrics.config_applied,
+        hold_seconds=hold_seconds,
     )
     seen = fingerprint(config_path)  # before reading it: a change made while starting is seen by the watch
     config = reloader.start_config()  # the file, or the last good one while the file is invalid (bgpadv.runtime.reload)

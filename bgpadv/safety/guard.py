@@ -67,7 +67,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from bgpadv.config import Config, ExportFilter, PeerConfig
-from bgpadv.core.addressing import NEXT_HOP_RANGES, SPECIAL_RANGES
+from bgpadv.core.addressing import NEXT_HOP_RANGES, SPECIAL_RANGES, special_range_reason
 from bgpadv.core.model import Outcome, Plan, PlanContext, Refusal, Route, RouteDelta
 from bgpadv.core.prefix import Address, Prefix
 from bgpadv.core.space import EMPTY_SPACE, InfrastructureSpace
@@ -87,13 +87,6 @@ _WIDTH = {4: 32, 6: 128}
 # every range no announced prefix may overlap (rule 3) and no next hop may lie in (rule 6).
 
 _NEWEST = "\uffff"  # sorts after every timestamp: an origin without creationTimestamp is the youngest
-
-
-def _special(version: int, first: int, last: int) -> str | None:
-    for lo, hi, what in SPECIAL_RANGES[version]:
-        if first <= hi and lo <= last:
-            return what
-    return None
 
 
 def _hop_special(version: int, value: int) -> str | None:
@@ -177,6 +170,7 @@ class GuardContext:
     space: InfrastructureSpace = EMPTY_SPACE  # node and infrastructure space (rule 5b)
     shared: Mapping[tuple[int, int], str] = field(default_factory=dict)  # address two nodes report -> the oldest
     peer_addresses: tuple[tuple[int, int, str], ...] = ()  # (version, value, what) of the peers: never a next hop
+    allowed_special: frozenset[str] = frozenset()  # networks.allowSpecialRanges: special ranges that are VM networks
 
     @staticmethod
     def of(
@@ -216,6 +210,7 @@ class GuardContext:
             space=space,
             shared=shared,
             peer_addresses=tuple((r.version, r.value, r.what) for r in rows if r.role == "peer"),
+            allowed_special=frozenset(config.networks.allow_special_ranges),
         )
 
     def subnet_networks(self) -> list[Prefix]:
@@ -267,11 +262,14 @@ class _Evaluator:
         self.inner: dict[int, list[tuple[int, int]]] = {4: [], 6: []}
         for version, lo, hi in ctx.subnets:
             spaced = ctx.space.conflict(version, lo, hi)
-            self.subnets[version].append((lo, hi, _special(version, lo, hi) is None, spaced))
+            self.subnets[version].append((lo, hi, self._special(version, lo, hi) is None, spaced))
             if spaced is None:
                 self.inner[version].append((lo, hi))
         self.peers = {(v, value): what for v, value, what in ctx.peer_addresses}
         self.hops: dict[tuple[int, int, int], str | None] = {}
+
+    def _special(self, version: int, first: int, last: int) -> str | None:
+        return special_range_reason(version, first, last, self.ctx.allowed_special)
 
     def __call__(self, route: Route) -> _Verdict:
         version, first, length = route.prefix.key
@@ -290,7 +288,7 @@ class _Evaluator:
             return _refuse(route, checks.PREFIX_TOO_SHORT, message)
         inside = next((s for s in self.subnets[version] if s[0] <= first and last <= s[1]), None)
         if inside is None or not inside[2]:  # inside a subnet that overlaps no special range: cannot overlap one
-            what = _special(version, first, last)
+            what = self._special(version, first, last)
             if what is not None:
                 return _refuse(route, checks.SPECIAL_PREFIX, f"the prefix overlaps {what}")
         if inside is None:

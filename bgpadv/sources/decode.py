@@ -21,7 +21,14 @@ from types import MappingProxyType
 from typing import Any
 
 from bgpadv.core import reasons, resources, selectors
-from bgpadv.core.addressing import parse_address, parse_cidr, parse_vm_address, special_range_reason
+from bgpadv.core.addressing import (
+    OPT_IN_GROUPS,
+    other_family_note,
+    parse_address,
+    parse_cidr,
+    parse_vm_address,
+    special_range_reason,
+)
 from bgpadv.core.bounded import describe
 from bgpadv.core.model import ObjectRef
 from bgpadv.core.prefix import BITS, Address, Prefix
@@ -193,14 +200,20 @@ def _cidr_list(values: object, path: str, problems: _Problems, *, required: bool
     return out if ok else None
 
 
+_OPT_IN = frozenset(OPT_IN_GROUPS)
+"""Special ranges the configuration may allow as network space (`networks.allowSpecialRanges`): the planner, which
+reads the configuration, decides on those; the decoder refuses only the ranges that never are."""
+
+
 def _network_subnet_problem(subnet: Prefix) -> str | None:
     """Why a network subnet can never be announced, or None: a default route, a host-route-sized prefix, or a
-    range that overlaps addresses that are never unicast host addresses."""
+    range that overlaps addresses that are never unicast host addresses (ranges an operator may allow are left to
+    the planner)."""
     if subnet.length == 0:
         return "is a default route"
     if subnet.length == BITS[subnet.version]:
         return f"is a /{subnet.length}, the size of a VM host route"
-    what = special_range_reason(subnet.version, subnet.first, subnet.last)
+    what = special_range_reason(subnet.version, subnet.first, subnet.last, _OPT_IN)
     return f"overlaps {what}" if what is not None else None
 
 
@@ -235,7 +248,8 @@ def _layer2_subnets(
     for text, subnet, _ in entries:
         problem = _network_subnet_problem(subnet)
         if problem is not None:
-            problems.invalid(text, f"{path}.subnets: {text} {problem}")
+            others = other_family_note(subnet.version, [t for t, s, _ in entries if s.version != subnet.version])
+            problems.invalid(text, f"{path}.subnets: {text} {problem}{others}")
             ok = False
     return tuple(e[1] for e in entries), ok
 
@@ -511,7 +525,9 @@ def decode_network(obj: object, key: object = None) -> Network:
         return Network(**common, problems=tuple(problems.items), claim_problem=claim)
     secondary = topology == "Layer2" and role == "Secondary" and ipam_disabled
     raw_selector = spec.get("namespaceSelector")
-    selector = selectors.parse(raw_selector)[0] if isinstance(raw_selector, dict) else None
+    selector, bad = selectors.parse(raw_selector)
+    if bad:
+        return Network(**common, **_malformed_namespace_selector(name, bad))
     transport = network_spec.get("transport")
     return Network(
         **common,
@@ -521,6 +537,23 @@ def decode_network(obj: object, key: object = None) -> Network:
         transport=describe(transport) if transport is not None else None,
         evpn=_evpn(network_spec.get("evpn")),
     )
+
+
+def selector_problem(field: str, problems: list[tuple[str, str]]) -> tuple[str, str]:
+    """(the field path, one line) of a malformed selector's first problem, with the rule that applies to it."""
+    at, message = problems[0]
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"{field}{at}", f"{field}{at} {message}{more}: a malformed label selector selects nothing"
+
+
+def _malformed_namespace_selector(name: str, problems: list[tuple[str, str]]) -> dict[str, Any]:
+    """A CUDN whose `namespaceSelector` is malformed is refused whole: it selects no namespace, so no VM is on it."""
+    at, line = selector_problem("spec.namespaceSelector", problems)
+    message = f"{line}; the network is on no namespace and is not announced"
+    return {
+        "problems": (Problem(at, reasons.MALFORMED_SELECTOR, message),),
+        "claim_problem": (reasons.MALFORMED_SELECTOR, f"CUDN {name}: {message}"),
+    }
 
 
 def _evpn(raw: object) -> str:
@@ -555,15 +588,24 @@ def decode_route_advertisement(obj: object, key: object = None) -> RouteAdvertis
     meta = _map(raw.get("metadata"))
     spec = _map(raw.get("spec"))
     found: list[LabelSelector] = []
-    for entry in _list(spec.get("networkSelectors")):
+    malformed: list[tuple[str, str]] = []
+    for i, entry in enumerate(_list(spec.get("networkSelectors"))):
         if not isinstance(entry, dict) or entry.get("networkSelectionType") != "ClusterUserDefinedNetworks":
             continue
         inner = _map(entry.get("clusterUserDefinedNetworkSelector"))
-        if "networkSelector" not in inner:
+        if inner.get("networkSelector") is None:  # required by the CRD: absent or null selects no CUDN
             continue
-        selector = selectors.parse_or_everything(inner.get("networkSelector"))
+        selector, bad = selectors.parse(inner.get("networkSelector"))
         if selector is not None:
             found.append(selector)
+        else:
+            field = f"spec.networkSelectors[{i}].clusterUserDefinedNetworkSelector.networkSelector"
+            malformed.append(selector_problem(field, bad))
+    node_selector, bad = selectors.parse(spec.get("nodeSelector"))
+    if bad:
+        malformed.append(selector_problem("spec.nodeSelector", bad))
+    elif node_selector is None:  # absent or null: Go's zero value, the empty selector (every node)
+        node_selector = LabelSelector()
     name = _str(meta.get("name")) or _key_name(key)
     advertisements = tuple(describe(a) for a in _list(spec.get("advertisements")))
     vrf = spec.get("targetVRF")
@@ -575,8 +617,9 @@ def decode_route_advertisement(obj: object, key: object = None) -> RouteAdvertis
         network_selectors=tuple(found),
         ref=ObjectRef(RA_KIND, name, "", _str(meta.get("uid")), _str(meta.get("creationTimestamp"))),
         target_vrf=vrf if isinstance(vrf, str) else describe(vrf) if vrf is not None else "",
-        node_selector=selectors.parse_or_everything(spec.get("nodeSelector")),
+        node_selector=node_selector,
         advertisements=advertisements,
+        malformed_selectors=tuple(malformed),
     )
 
 
@@ -910,7 +953,8 @@ def _guest_reported(iface: Mapping) -> bool:
 
 def _plausible(a: VmAddress) -> bool:
     """A parsed address outside every special range (link-local, loopback, ...): one the planner may take."""
-    return a.address is not None and special_range_reason(a.address.version, a.address.value, a.address.value) is None
+    address = a.address
+    return address is not None and special_range_reason(address.version, address.value, address.value, _OPT_IN) is None
 
 
 def _interface(iface: Mapping, name: str) -> GuestInterface:

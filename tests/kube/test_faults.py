@@ -4,8 +4,8 @@ Scope: kube-apiserver stopped for a while and started again (every watch cut, th
 route and the watches resume; etcd compacted while the apiserver was down: a 410 and a relist or a resumed watch,
 nothing withdrawn; the IPAMClaim CRD deleted: the real API marks every claim deleting first and answers 404 only
 once they are gone, with ordinary watch events: bgpadv holds it as a mass deletion, and withdraws the claims'
-routes only when a LIST after the hold still agrees (the hold is `HOLD` seconds here, BGPADV_TEST_HOLD_SECONDS,
-below the configuration's 60 s minimum).
+routes only when a LIST after the hold still agrees (the hold is `HOLD` seconds here, below the configuration's 60 s
+minimum, through the lab's own entry point `bgpadv_lab.short_hold`).
 FRR's table is sampled all through each fault.
 """
 
@@ -74,7 +74,7 @@ def faults(kube):
         networks={"selector": {"matchLabels": dict(SELECTED)}},
     )
     who = AsServiceAccount(api, "bgpadv", "bgpadv")
-    with BgpadvInLab(lab, api=who, config=config, env={"BGPADV_TEST_HOLD_SECONDS": str(HOLD)}) as running:
+    with BgpadvInLab(lab, api=who, config=config, hold=HOLD) as running:
         wait_for_routes(running.frr, EXPECTED, "ipv4", timeout=60)
         yield running, api
 

@@ -1,8 +1,9 @@
 """Fail static against a real router: faults that used to withdraw every VM route leave the ToR untouched.
 
 Chain: fake Kubernetes API → `bgpadv run` (controller + ExaBGP) in worker-1 → FRR ToR. The hold is shortened to
-`HOLD` seconds for this module (BGPADV_TEST_HOLD_SECONDS; the configuration refuses less than 60 s), so the
-confirmation path can be watched too. Every assertion reads FRR's BGP table or the ToR kernel's FIB.
+`HOLD` seconds for this module (the lab's entry point `bgpadv_lab.short_hold`; the configuration refuses less than
+60 s and the shipped command has no way around it), so the confirmation path can be watched too. Every assertion
+reads FRR's BGP table or the ToR kernel's FIB.
 
 - a CRD uninstalled (404) or RBAC withdrawn (403) after the resource was listed: every route stays, in bgpd and in
   the FIB, sample after sample, and nothing moves when the resource is readable again;
@@ -16,13 +17,11 @@ The tests run in file order and each but the last leaves the cluster as it found
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 
 import pytest
 
-from bgpadv.config import TEST_HOLD_ENV
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.chain import BgpadvInLab, wait_for_routes
 from bgpadv_lab.frr import FrrRouter
@@ -87,17 +86,9 @@ def assert_every_route_held(samples: list[tuple[float, dict, dict]], seconds: fl
 def chain():
     if sys.platform != "linux":
         pytest.skip("needs Linux network namespaces")
-    before = os.environ.get(TEST_HOLD_ENV)
-    os.environ[TEST_HOLD_ENV] = str(HOLD)  # copied into bgpadv's environment when it starts
-    try:
-        with Lab("bgpfs") as lab, BgpadvInLab(lab, cluster()) as running:
-            wait_for_routes(running.frr, EVERY_ROUTE, timeout=60)
-            yield running
-    finally:
-        if before is None:
-            os.environ.pop(TEST_HOLD_ENV, None)
-        else:
-            os.environ[TEST_HOLD_ENV] = before
+    with Lab("bgpfs") as lab, BgpadvInLab(lab, cluster(), hold=HOLD) as running:
+        wait_for_routes(running.frr, EVERY_ROUTE, timeout=60)
+        yield running
 
 
 def test_a_crd_uninstalled_after_it_was_listed_withdraws_nothing(chain: BgpadvInLab) -> None:

@@ -21,16 +21,16 @@ import pytest
 from bgpadv.commands.explain import Explainer, parse_query
 from bgpadv.commands.outcome import instances
 from bgpadv.commands.render import render_plan
-from bgpadv.core import reasons, resources
+from bgpadv.core import reasons
 from bgpadv.core.model import Outcome
 from bgpadv.observe.events import event_reason
 from bgpadv.observe.metrics import Metrics
 from bgpadv.observe.metrics_observer import MetricsObserver
 from bgpadv.planner import plan
 from bgpadv.planner.incremental import IncrementalPlanner
-from bgpadv.sources.decode import decode
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
+from tests.unit.test_planner_incremental import _apply  # a watch event applied as the store applies it
 
 NET = "cluster_udn_vmnet-a"
 NODES = [k8s.node("worker-1", "10.0.0.11", "fd00::11"), k8s.node("worker-2", "10.0.0.12", "fd00::12")]
@@ -200,7 +200,9 @@ def test_the_risky_case_end_to_end_render_explain_event_and_metric():
     (claim_line,) = [m.says for m in y.objects if m.ref.kind == "IPAMClaim"]
     assert "VM vm-y, whose launcher pod references it (label or owner: vm-x)" in claim_line
     (pod_line,) = [m.says for m in y.objects if m.ref.kind == "Pod"]
-    assert pod_line.endswith("IPAMClaim vm-x.default, whose label or owner names VM vm-x: the reference wins, it is this VM's claim")
+    assert pod_line.endswith(
+        "IPAMClaim vm-x.default, whose label or owner names VM vm-x: the reference wins, it is this VM's claim"
+    )
 
     x = Explainer(state, cfg, found).explain(parse_query(f"{NS}/vm-x"))
     assert x.verdict == "refused"
@@ -218,19 +220,6 @@ def test_the_risky_case_end_to_end_render_explain_event_and_metric():
         "bgpadv_routes_rejected_total", {"reason": "claim-referenced-by-other-vm"}
     )
     assert counted == 1
-
-
-def _apply(state, delete: bool, obj: dict) -> tuple[str, object]:
-    """Apply one watch event to `state` as the store does; the (field, key) hint the controller passes."""
-    res = resources.resource_for(obj)
-    assert res is not None
-    target = getattr(state, res.field)
-    key = res.key(obj)
-    if delete:
-        target.pop(key, None)
-    else:
-        target[key] = decode(res, obj, key)
-    return res.field, key
 
 
 @pytest.mark.parametrize("hinted", [True, False], ids=["hinted", "unhinted"])

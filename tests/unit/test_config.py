@@ -92,7 +92,7 @@ def with_(**changes) -> dict:
         pytest.param(with_(networks={"subnet": True}), "networks.subnet: unknown field", id="networks-typo"),
         pytest.param(
             with_(networks={"selector": {"matchLabels": {"a": 1}}}),
-            "networks.selector.matchLabels: must map label keys to string values",
+            "networks.selector.matchLabels.a: must be a string label value, got int 1",
             id="selector-value-not-string",
         ),
         pytest.param(

@@ -417,14 +417,77 @@ def test_held_routes_and_held_resources_are_gauges_and_appear_in_status() -> Non
     assert "held (fail static)" not in render(observer.status())
 
 
-# -- the test-only override of safety.holdSeconds -------------------------------------------------------------------
-def test_the_hold_can_be_shortened_for_tests_only_through_the_environment() -> None:
-    from bgpadv.config import TEST_HOLD_ENV, ConfigError, parse, with_test_hold
+# -- no way around the hold floor in the shipped service ---------------------------------------------------------
+SHORT_HOLD_VARIABLES = ("BGPADV_TEST_HOLD_SECONDS", "BGPADV_HOLD_SECONDS", "BGPADV_SAFETY_HOLD_SECONDS")
+"""Environment variables a test bench might be tempted to read: the service reads none of them."""
 
-    config = parse({"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512}]})
-    assert with_test_hold(config, {}) is config
-    assert config.safety.hold_seconds == 120.0
-    assert with_test_hold(config, {TEST_HOLD_ENV: "2.5"}).safety.hold_seconds == 2.5
-    for bad in ("-1", "soon", "nan"):
-        with pytest.raises(ConfigError):
-            with_test_hold(config, {TEST_HOLD_ENV: bad})
+
+def test_the_shipped_controller_ignores_any_environment_variable_that_would_shorten_the_hold(
+    tmp_path, monkeypatch
+) -> None:
+    from bgpadv.core.runfiles import controller_argv
+    from bgpadv.runtime.reload import Reloader
+
+    path = tmp_path / "bgpadv.yaml"
+    path.write_text("localASN: 64513\npeers: [{address: 10.0.0.1, asn: 64512}]\n")
+    for name in SHORT_HOLD_VARIABLES:
+        monkeypatch.setenv(name, "2.5")
+    reloader = Reloader(str(path), controller_argv(path), tmp_path)
+    first = reloader.start_config()
+    assert first is not None and first.safety.hold_seconds == 120.0
+    path.write_text("localASN: 64513\npeers: [{address: 10.0.0.1, asn: 64512}]\nsafety: {holdSeconds: 60}\n")
+    again = reloader.load()  # a live reload reads the file, and only the file
+    assert again is not None and again.safety.hold_seconds == 60.0
+    path.write_text("localASN: 64513\npeers: [{address: 10.0.0.1, asn: 64512}]\nsafety: {holdSeconds: 2.5}\n")
+    assert reloader.load() is None  # below the floor: refused, whatever the environment says
+    assert controller_argv(path)[1:3] == ["-m", "bgpadv"]
+
+
+def test_no_module_of_the_service_reads_a_hold_from_the_environment() -> None:
+    """A source-level guard: no environment variable name of bgpadv's mentions the hold."""
+    import re
+    from pathlib import Path
+
+    import bgpadv
+
+    root = Path(bgpadv.__file__).parent
+    found = [
+        f"{p.relative_to(root)}: {m.group(0)}"
+        for p in root.rglob("*.py")
+        for m in re.finditer(r"BGPADV_[A-Z_]*HOLD[A-Z_]*", p.read_text())
+    ]
+    assert found == []
+
+
+def test_an_embedding_program_sets_a_short_hold_as_a_constructor_argument(tmp_path) -> None:
+    from bgpadv.runtime.reload import Reloader
+
+    path = tmp_path / "bgpadv.yaml"
+    path.write_text("localASN: 64513\npeers: [{address: 10.0.0.1, asn: 64512}]\n")
+    config = Reloader(str(path), hold_seconds=2.5).load()
+    assert config is not None and config.safety.hold_seconds == 2.5
+
+
+@pytest.mark.parametrize("bad", ["-1", "soon", "nan", "inf"])
+def test_the_lab_entry_point_refuses_a_hold_that_is_no_number_of_seconds(bad: str, capsys) -> None:
+    from bgpadv_lab.short_hold import main
+
+    assert main([bad, "check-config", "--schema"]) == 2
+    assert "must be a number of seconds" in capsys.readouterr().err
+
+
+def test_the_lab_entry_point_makes_every_child_run_it_again_with_the_same_hold(monkeypatch) -> None:
+    from bgpadv.core import runfiles
+    from bgpadv_lab.short_hold import main
+
+    monkeypatch.setattr(runfiles, "ENTRY_POINT", runfiles.ENTRY_POINT)
+    assert main(["3", "check-config", "--schema"]) == 0
+    assert runfiles.controller_argv("/etc/bgpadv.yaml", no_shim=True)[1:] == [
+        "-m",
+        "bgpadv_lab.short_hold",
+        "3",
+        "controller",
+        "--config",
+        "/etc/bgpadv.yaml",
+        "--no-shim",
+    ]

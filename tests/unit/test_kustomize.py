@@ -1,6 +1,6 @@
 """deploy/ as kustomize: every overlay rendered by a real kustomize, checked against Kubernetes' schemas and our rules.
 
-Rendering: `kubectl kustomize` (kustomize v5 inside kubectl; this workplace's machines ship it, see
+Rendering: `kubectl kustomize` (kustomize v5 inside kubectl >= 1.27, see
 scripts/install-system-deps.sh). Its absence is a failure, not a skip. Schemas: PyPI's `kubernetes-validate`, strict
 (unknown fields are errors), for the oldest and the newest Kubernetes the project supports. Custom resources
 (PodMonitor, PrometheusRule) have no schema there and are skipped by the validator; their content is asserted below

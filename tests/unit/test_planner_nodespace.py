@@ -127,7 +127,7 @@ CLASSES = [
     pytest.param(
         _bad_layer2("infra", ["203.0.113.0/24"]),
         k8s.config(),
-        reasons.INVALID_NETWORK_DEFINITION,  # documentation space: refused before node space is looked at
+        reasons.SPECIAL_PREFIX,  # documentation space (unless allowed): refused before node space is looked at
         "documentation",
         id="an-external-ip-in-documentation-space",
     ),
@@ -346,7 +346,10 @@ def test_the_speakers_own_node_address_is_that_nodes_next_hop(config):
 )
 def test_a_cudn_on_special_purpose_ipv6_space_is_refused(subnet):
     p = plan(k8s.state(_nodes(), _good(), _bad_layer2("infra", [subnet])), k8s.config())
-    assert ("ClusterUserDefinedNetwork", reasons.INVALID_NETWORK_DEFINITION) in _refused(p, "infra")
+    # documentation space may be allowed (networks.allowSpecialRanges): the planner refuses it, the decoder the rest
+    opt_in = subnet in ("2001:db8::/32", "3fff::/20")
+    reason = reasons.SPECIAL_PREFIX if opt_in else reasons.INVALID_NETWORK_DEFINITION
+    assert ("ClusterUserDefinedNetwork", reason) in _refused(p, "infra")
     assert not any(r.network == "infra" for r in p.routes)
 
 
