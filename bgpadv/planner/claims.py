@@ -102,13 +102,13 @@ class References:
         if self._by_vm is not None and not self._by_vm and not self.by_claim:
             return _NONE  # no pod references any claim: every claim keeps its label
         referencing = self.by_claim.get(claim.key)
-        if referencing is not None:
+        if referencing:  # an empty entry is no reference (the incremental planner notes what was empty before)
             return referencing, ()
         vm = claim.vm
         if vm is None:
             return _NONE
         mine = self.by_vm.get((claim.key[0], vm))
-        return _NONE if mine is None else ((), mine)
+        return ((), mine) if mine else _NONE
 
 
 def referencing_vm(pod: LauncherPod, vmis: Mapping[tuple[str, str], Vmi]) -> str | None:
