@@ -209,7 +209,11 @@ def read_claim(claim: Claim, resolve: NetworkResolver, out: Collector, reference
         malformed = claim.ips_malformed
         out.refuse(ref, malformed.value, malformed.reason, malformed.message, network.name)
         return
-    vm = _vm(claim, referenced, network.name, out)
+    vm = claim.vm
+    referencing, mine = referenced
+    # the common case (its own VM's pods reference it, or no pod does) needs no more than its label
+    if vm is None or mine or (referencing and (len(referencing) != 1 or referencing[0] != vm)):
+        vm = _vm(claim, referenced, network.name, out)
     if vm is not None:
         out.records.append(Record(claim.ips, network, ref, (ref.namespace, vm), claim.age, CLAIM, claim.ips_refused))
 

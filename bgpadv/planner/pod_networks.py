@@ -69,7 +69,14 @@ def claim_links_of(claim: Claim, referenced: Referenced = ((), ())) -> tuple[Cla
 def claim_links(claims: Iterable[Claim], references: References | None = None) -> set[ClaimLink]:
     """The links of these claims (`references`: `claims.claim_references` of the launcher pods; None: none)."""
     refs = references if references is not None else References()
-    return {link for c in claims for link in claim_links_of(c, refs.of(c))}
+    links: set[ClaimLink] = set()
+    for c in claims:
+        found = claim_links_of(c, refs.of(c))
+        if len(found) == 1:
+            links.add(found[0])
+        elif found:
+            links.update(found)
+    return links
 
 
 def claimed_here(namespace: str, name: str, primary: Mapping[str, Network], claimed: set[ClaimLink]) -> bool:
