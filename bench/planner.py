@@ -6,7 +6,9 @@ Also a Layer3 CUDN with a host subnet per node. Every claim is dual stack, so N 
 
     .venv/bin/python bench/planner.py [--claims N] [--runs R] [--single-stack] [--claimless F] [--no-pod-addresses]
 
-Every launcher pod carries OVN-K's `k8s.ovn.org/pod-networks` annotation (as OVN-K writes it for every pod);
+Every launcher pod carries OVN-K's `k8s.ovn.org/pod-networks` annotation (as OVN-K writes it for every pod) and,
+when its VM has a claim, the claim reference kubevirt/ipam-extensions sets (`ipam-claim-reference` of the
+`v1.multus-cni.io/default-network` selection: the planner ties each claim to the VM whose pods reference it);
 `--claimless F`: that fraction of the VMs has no IPAMClaim (their addresses come from the annotation);
 `--no-pod-addresses`: `networks.podNetworkAddresses: false` (the cost of reading the annotations, compared).
 
@@ -150,6 +152,10 @@ def build_objects(claims: int, dual_stack: bool = True, claimless: float = 0.0) 
         node = f"worker-{i % NODES}"
         networks = _pod_networks(ns, c, ips)
         without_claim = (i % 1000) < claimless * 1000
+        annotations = {"kubevirt.io/domain": vm, "k8s.ovn.org/pod-networks": networks}
+        if not without_claim:  # the claim reference kubevirt/ipam-extensions sets on the pod, read as OVN-K reads it
+            selection = [{"name": "default", "namespace": "ovn-kubernetes", "ipam-claim-reference": f"{vm}.default"}]
+            annotations["v1.multus-cni.io/default-network"] = json.dumps(selection)
         objects.append(
             {
                 "apiVersion": "k8s.cni.cncf.io/v1alpha1",
@@ -195,7 +201,7 @@ def build_objects(claims: int, dual_stack: bool = True, claimless: float = 0.0) 
                     "name": f"virt-launcher-{vm}-abcde",
                     "namespace": ns,
                     "labels": {"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": f"vmi-{i}"},
-                    "annotations": {"kubevirt.io/domain": vm, "k8s.ovn.org/pod-networks": networks},
+                    "annotations": annotations,
                 },
                 "spec": {"nodeName": node},
                 "status": {"phase": "Running"},
@@ -210,7 +216,7 @@ def build_objects(claims: int, dual_stack: bool = True, claimless: float = 0.0) 
                         "name": f"virt-launcher-{vm}-tgt01",
                         "namespace": ns,
                         "labels": {"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": f"vmi-{i}"},
-                        "annotations": {"kubevirt.io/domain": vm, "k8s.ovn.org/pod-networks": networks}
+                        "annotations": annotations
                         | (
                             {"kubevirt.io/migration-target-ready-timestamp": "2025-03-01T10:00:00Z"}
                             if i % 300 == 0

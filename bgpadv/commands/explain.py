@@ -43,6 +43,7 @@ from bgpadv.commands.outcome import (
     CLUSTER,
     Instance,
     claim_addresses,
+    claim_vm,
     silent_reason,
     unique_refusals,
     unrouted,
@@ -57,6 +58,7 @@ from bgpadv.core.printable import join_lines, write_json, write_line, write_text
 from bgpadv.core.printable import printable as _printable
 from bgpadv.core.state import ClusterState
 from bgpadv.core.views import Claim, LauncherPod, Network, Node, VmAddress, Vmi
+from bgpadv.planner.claims import Referenced, claim_references, claim_vms
 from bgpadv.planner.networks import CUDN_PREFIX, index_networks
 
 ANNOUNCED = "announced"
@@ -218,12 +220,20 @@ def _texts(addresses: Iterable[VmAddress]) -> str:
     return ", ".join(a.text for a in addresses)
 
 
-def describe_claim(claim: Claim) -> str:
+def describe_claim(claim: Claim, referenced: Referenced = ((), ())) -> str:
+    """One claim's line; `referenced`: what the running launcher pods say of it (`claims.References.of`)."""
     pending = "empty (allocation pending)"
     if claim.allocation_refused is not None:
         pending = f"empty (OVN-K refused: {claim.allocation_refused.value})"
     ips = _texts(claim.ips) or ("not a list" if claim.ips_malformed else pending)
     vm = claim.vm or (claim.vm_problem.message if claim.vm_problem else "none")
+    referencing, mine = referenced
+    if len(referencing) > 1:
+        vm = f"none: the launcher pods of VMs {', '.join(referencing)} all reference it (label or owner: {vm})"
+    elif referencing and referencing[0] != claim.vm:
+        vm = f"{referencing[0]}, whose launcher pod references it (label or owner: {vm})"
+    elif not referencing and mine:
+        vm = f"{vm} by label or owner, whose launcher pod references IPAMClaim {', '.join(mine)} instead"
     parts = [f"spec.network {claim.network_text or '-'}", f"status.ips {ips}", f"VM {vm}"]
     if claim.deleting:
         parts.append("being deleted")
@@ -303,6 +313,7 @@ class Explainer:
         self.announced = [Announced(r, i.name, i.peers_of(r)) for i in self.found for r in i.plan.routes]
         self.networks = index_networks(state, config)
         self.per_node = config.node_name is not None
+        self.references = claim_references(state.pods.values(), state.vmis)
 
     # network status as the planner's own index says it
     def network_status(self, name: str) -> str:
@@ -394,15 +405,17 @@ class Explainer:
 
     def _claim_reference(self, vmi: Vmi, name: str) -> str:
         """What the pod's claim reference (the claim OVN-K allocates its address from) means for the VM: the claim
-        bgpadv reads for it, or why bgpadv's reading and OVN-K's differ."""
+        bgpadv reads for it, and where the claim's own label or owner, or another VM's pod, disagrees."""
         claim = self.state.ipam_claims.get((vmi.key[0], name))
         said = f"OVN-K allocates its address from IPAMClaim {name}"
         if claim is None:
             return f"{said}, which does not exist"
-        if claim.vm == vmi.key[1]:
+        vms = self.references.of(claim)[0]
+        if len(vms) > 1:
+            return f"{said}, which the launcher pods of VMs {', '.join(vms)} all reference: announced for none"
+        if claim.vm is None or claim.vm == vmi.key[1] or vmi.key[1] not in vms:
             return said
-        owner = f"VM {claim.vm}" if claim.vm else "no VM (no kubevirt.io/vm label or VM ownerReference)"
-        return f"{said}, which names {owner}: bgpadv does not read it as this VM's claim"
+        return f"{said}, whose label or owner names VM {claim.vm}: the reference wins, it is this VM's claim"
 
     @staticmethod
     def _vm_nodes(vmi: Vmi) -> list[str | None]:
@@ -494,10 +507,11 @@ class Explainer:
         claims = self._claims_with(address)
         networks: set[str] = set()
         for claim in claims:
-            out.objects.append(Mention(claim.ref, describe_claim(claim)))
-            vmi = self.state.vmis.get((claim.key[0], claim.vm)) if claim.vm else None
-            if claim.vm:
-                self._mention_vm(vmi, (claim.key[0], claim.vm), out, address)
+            out.objects.append(Mention(claim.ref, describe_claim(claim, self.references.of(claim))))
+            vm = claim_vm(claim, self.references) or claim.vm
+            vmi = self.state.vmis.get((claim.key[0], vm)) if vm else None
+            if vm:
+                self._mention_vm(vmi, (claim.key[0], vm), out, address)
             net = self._claim_network(claim)
             if net:
                 networks.add(net)
@@ -560,24 +574,19 @@ class Explainer:
         assert query.vm is not None
         namespace, name = query.vm
         vmi = self.state.vmis.get((namespace, name))
-        claims = [c for c in self.state.ipam_claims.values() if c.key[0] == namespace and c.vm == name]
+        refs = self.references
+        claims = [
+            c
+            for c in self.state.ipam_claims.values()
+            if c.key[0] == namespace and (c.vm == name or name in claim_vms(c, refs.of(c)))
+        ]
         if vmi is None and not claims:
             out.verdict, out.summary = UNKNOWN, f"no VirtualMachineInstance or IPAMClaim names VM {namespace}/{name}"
             return
         verdicts: list[str] = []
         self._mention_vm(vmi, (namespace, name), out, None)
         for claim in sorted(claims, key=lambda c: c.key):
-            out.objects.append(Mention(claim.ref, describe_claim(claim)))
-            net = self._claim_network(claim)
-            if net:
-                self._mention_network(net, out)
-            object_refusals = [r for r in self.refusals if r.source == claim.ref and not _address_value(r.value)]
-            if object_refusals:
-                self._refused(object_refusals, out)
-                verdicts.append(REFUSED)
-                continue
-            for address in claim_addresses(claim):
-                verdicts.append(self._explain_address_of(address, claim.ref, claim, vmi, out))
+            verdicts += self._vm_claim(claim, name, vmi, out)
         if vmi is not None:  # the VM's own addresses: a guest's report, OVN-K's assignment on its launcher pod
             claimed = {a.key for c in claims for a in c.ips if a.address is not None}
             for item in self._reported(vmi=vmi):
@@ -612,6 +621,22 @@ class Explainer:
             )
         out.summary = _vm_summary(out, namespace, name)
 
+    def _vm_claim(self, claim: Claim, name: str, vmi: Vmi | None, out: Explanation) -> list[str]:
+        """The verdicts of one claim of VM `name` (by its label or owner, or by its launcher pod's reference)."""
+        out.objects.append(Mention(claim.ref, describe_claim(claim, self.references.of(claim))))
+        net = self._claim_network(claim)
+        if net:
+            self._mention_network(net, out)
+        object_refusals = [r for r in self.refusals if r.source == claim.ref and not _address_value(r.value)]
+        if claim_vm(claim, self.references) == name:  # this VM's by its pod's reference: the label's refusal, shown
+            kept = [r for r in object_refusals if r.reason in reasons.ADDRESSES_KEPT_REASONS]
+            self._refused(kept, out)
+            object_refusals = [r for r in object_refusals if r not in kept]
+        if object_refusals:
+            self._refused(object_refusals, out)
+            return [REFUSED]
+        return [self._explain_address_of(address, claim.ref, claim, vmi, out) for address in claim_addresses(claim)]
+
     # -- a network -------------------------------------------------------------------------------------------------
     def _network(self, query: Query, out: Explanation) -> None:
         name = query.network or ""
@@ -630,7 +655,7 @@ class Explainer:
                     )
                 )
         for claim in sorted(claims, key=lambda c: c.key):
-            out.objects.append(Mention(claim.ref, describe_claim(claim)))
+            out.objects.append(Mention(claim.ref, describe_claim(claim, self.references.of(claim))))
         own = [a for a in self.announced if a.route.network == name]
         subnets = [a for a in own if a.route.kind == "subnet"]
         out.routes.extend(own)  # the routes table says what was admitted, one line per route
@@ -675,7 +700,10 @@ def _same_prefix(value: str, prefix: Prefix) -> bool:
 
 
 def _speaks_of(refusal: Refusal, address: VmAddress) -> bool:
-    """A refusal of `address` (by its text, or its host route's prefix: the guard's), or of its whole object."""
+    """A refusal of `address` (by its text, or its host route's prefix: the guard's), or of its whole object (not one
+    that leaves the addresses announced, `reasons.ADDRESSES_KEPT_REASONS`)."""
+    if refusal.reason in reasons.ADDRESSES_KEPT_REASONS:
+        return False
     if refusal.value == address.text:
         return True
     try:

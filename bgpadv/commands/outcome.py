@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 
 from bgpadv.commands.reported import Reported, reported, vm_state, why_silent
 from bgpadv.config import Config
+from bgpadv.core import reasons
 from bgpadv.core.model import ObjectRef, Plan, Refusal, Route
 from bgpadv.core.prefix import Prefix
 from bgpadv.core.state import ClusterState
 from bgpadv.core.views import Claim, VmAddress, Vmi
 from bgpadv.planner import plan as make_plan
+from bgpadv.planner.claims import References, claim_references, claim_vms
 from bgpadv.planner.networks import CUDN_PREFIX, index_networks
 from bgpadv.runtime.peering import effective
 from bgpadv.safety.guard import Guard
@@ -109,6 +111,8 @@ def _covers(refusal: Refusal, address: VmAddress) -> bool:
     """True when `refusal` speaks of `address`: its value is the address as written, or a prefix (the guard's
     values) that is the address's host route; a refusal of the whole object has some other value (its network name,
     its metadata) and speaks of every address of the object."""
+    if refusal.reason in reasons.ADDRESSES_KEPT_REASONS:
+        return False  # a refusal of the label's tie only: the addresses are announced
     if refusal.value == address.text:
         return True
     try:
@@ -135,8 +139,15 @@ def silent_reason(state: ClusterState, config: Config, claim: Claim | None, vmi:
     return vm_state(vmi, node) or "not announced, and no rule says why (please report this)"
 
 
-def _vmi_of_claim(state: ClusterState, claim: Claim) -> Vmi | None:
-    return state.vmis.get((claim.key[0], claim.vm)) if claim.vm else None
+def claim_vm(claim: Claim, references: References) -> str | None:
+    """The one VM the planner announces the claim's addresses for (`claims.claim_vms`), or None."""
+    vms = claim_vms(claim, references.of(claim))
+    return vms[0] if len(vms) == 1 else None
+
+
+def _vmi_of_claim(state: ClusterState, claim: Claim, references: References) -> Vmi | None:
+    vm = claim_vm(claim, references)
+    return state.vmis.get((claim.key[0], vm)) if vm else None
 
 
 def claim_addresses(claim: Claim) -> tuple[VmAddress, ...]:
@@ -174,6 +185,7 @@ def unrouted(state: ClusterState, config: Config, found: Sequence[Instance]) -> 
         refused.setdefault(refusal.source, []).append(refusal)
     node = config.node_name
     out: list[Unrouted] = []
+    references = claim_references(state.pods.values(), state.vmis)
     for claim in state.ipam_claims.values():
         prefixes = routed.get(claim.ref, set())
         refusals = refused.get(claim.ref, [])
@@ -183,7 +195,7 @@ def unrouted(state: ClusterState, config: Config, found: Sequence[Instance]) -> 
                 continue
             if any(_covers(r, address) for r in refusals):
                 continue
-            why = silent_reason(state, config, claim, _vmi_of_claim(state, claim), node)
+            why = silent_reason(state, config, claim, _vmi_of_claim(state, claim, references), node)
             network = (claim.network or "").removeprefix(CUDN_PREFIX)
             out.append(Unrouted(claim.ref, address.text, why, network))
     out.extend(_unrouted_reported(state, config, found, refused, node))

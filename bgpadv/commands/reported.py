@@ -22,6 +22,7 @@ from bgpadv.config import Config
 from bgpadv.core.model import ObjectRef
 from bgpadv.core.state import ClusterState
 from bgpadv.core.views import GuestInterface, LauncherPod, VmAddress, Vmi
+from bgpadv.planner.claims import claim_references
 from bgpadv.planner.networks import Networks
 from bgpadv.planner.pod_networks import claim_links, claimed_here, primary_networks
 
@@ -183,6 +184,11 @@ def _pod_silence(state: ClusterState, config: Config, networks: Networks, item: 
     if item.nad.partition("/")[0] != vmi.key[0]:
         return f"the entry {item.nad} names another namespace than the VMI's: not its network"
     primary = primary_networks(networks)
-    if claimed_here(vmi.key[0], vmi.key[1], primary, claim_links(state.ipam_claims.values())):
+    if claimed_here(
+        vmi.key[0],
+        vmi.key[1],
+        primary,
+        claim_links(state.ipam_claims.values(), claim_references(state.pods.values(), state.vmis)),
+    ):
         return f"an IPAMClaim of the VM names CUDN {name}: the claim's addresses are announced, not the pod's"
     return "another launcher pod of the VMI (the one on its node) is read"

@@ -245,6 +245,31 @@ verbatim). The CUDN is refused whole with every claim on it: its routes are with
 its NetworkAttachmentDefinitions are being deleted (`NetworkAttachmentDefinitionDeleted`) is a network going away:
 withdrawn without a refusal, as a CUDN being deleted."""
 
+CLAIM_REFERENCED_BY_OTHER_VM = "claim-referenced-by-other-vm"
+"""The IPAMClaim's `kubevirt.io/vm` label (or its VirtualMachine ownerReference) names one VM, but the running
+launcher pod of another VM references the claim (the `ipam-claim-reference` of its `v1.multus-cni.io/default-network`
+selection, or the deprecated `k8s.ovn.org/primary-udn-ipamclaim` annotation). OVN-K allocates the claim's address to
+the pod that references it, so the address is announced for the referencing VM, via its node; the refusal (value: the
+VM the label names) is of the label's tie only, so that the disagreement is seen and fixed (a VM spec pointing at
+another VM's claim, or a claim relabelled)."""
+
+CLAIM_NOT_REFERENCED_BY_ITS_VM = "claim-not-referenced-by-its-vm"
+"""The IPAMClaim's `kubevirt.io/vm` label (or its VirtualMachine ownerReference) names a VM (value) whose running
+launcher pods reference other IPAMClaims only, and no running launcher pod references this one. OVN-K allocates the
+VM's address from the claim its pod references, so this claim's address is on no pod: a stale claim (the VM now
+uses another one), and a host route for it would point at a VM that does not have the address. Not announced."""
+
+CLAIM_REFERENCED_BY_SEVERAL_VMS = "claim-referenced-by-several-vms"
+"""The running launcher pods of two or more different VMs reference the same IPAMClaim (value: those VMs). OVN-K
+hands the claim's address to each pod that references it, so the address may be live on several VMs at once: it is
+announced for none of them (each VM's pod copy of it is not read either) until only one VM references the claim.
+The source and target pods of one VM during a live migration are one VM, not this."""
+
+ADDRESSES_KEPT_REASONS: frozenset[str] = frozenset({CLAIM_REFERENCED_BY_OTHER_VM})
+"""Refusals of one part of an object's reading (a claim's label tie) that leave its addresses announced: `render`
+and `explain` do not count them against the addresses; the Warning Event and `bgpadv_routes_rejected_total` still
+raise them."""
+
 OUT_OF_SCOPE_REASONS: frozenset[str] = frozenset(
     {NETWORK_NOT_SELECTED, NAMESPACED_UDN_NOT_ADVERTISABLE, FOREIGN_NETWORK}
 )
@@ -300,6 +325,9 @@ ALL_REASONS: tuple[str, ...] = (
     FOREIGN_NETWORK,
     ALLOCATION_REFUSED,
     NETWORK_NOT_CREATED,
+    CLAIM_REFERENCED_BY_OTHER_VM,
+    CLAIM_NOT_REFERENCED_BY_ITS_VM,
+    CLAIM_REFERENCED_BY_SEVERAL_VMS,
 )
 
 

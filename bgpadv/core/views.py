@@ -359,8 +359,10 @@ class LauncherPod:
         any pod can carry them (migration trust, rule 6 of `planner.vms`)."""
         if not vmi_uid:
             return False
-        stated = [u for u in (self.created_by, self.owner_uid) if u]
-        return bool(stated) and all(u == vmi_uid for u in stated)
+        created_by, owner_uid = self.created_by, self.owner_uid  # no list: once per launcher pod of the cluster
+        if not created_by and not owner_uid:
+            return False
+        return (not created_by or created_by == vmi_uid) and (not owner_uid or owner_uid == vmi_uid)
 
     def live_on(self, node: str) -> bool:
         """True when the pod runs on `node`, is not finished, and carries the migration-target-ready annotation."""

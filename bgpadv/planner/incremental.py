@@ -14,6 +14,10 @@ What is cached, and what invalidates it:
   validated candidates the cold planner derives from that object alone (`vms.read_claims`, `vms.read_vmi_interfaces`
   into a `vms.Collector`, then `Collector.take()`). Invalidated by a change of that object; every entry is dropped
   when the network index (`networks.index_networks`: CUDNs + RouteAdvertisements + Namespaces) changes in any way.
+  A claim's VM also depends on the launcher pods' claim references (`claims.claim_references`): the pods with a
+  claim reference are indexed by the claim they reference and by the VMI names they carry, and a claim is read
+  again when a change of such a pod, or of a VMI one of them names, changes the VMs that reference it or the claims
+  the VM its label names references (the claims are indexed by that VM).
 - Per address: every candidate holding it and the conflict outcome (winner, `duplicate-address` and
   `outranked-address` refusals, by `vms.resolve_conflict`). Recomputed when a candidate of that address comes or
   goes.
@@ -51,6 +55,7 @@ from __future__ import annotations
 
 import dataclasses
 from bisect import bisect_left, insort
+from collections import ChainMap
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -70,11 +75,20 @@ from bgpadv.core.prefix import Address
 from bgpadv.core.sorted_routes import SortedRoutes
 from bgpadv.core.space import EMPTY_SPACE, InfrastructureSpace
 from bgpadv.core.state import ClusterState
-from bgpadv.core.views import Claim, Vmi
+from bgpadv.core.views import Claim, LauncherPod, Vmi
 from bgpadv.planner import cyclic_gc_paused, plan_context
 from bgpadv.planner import plan as cold_plan
 from bgpadv.planner.candidates import Candidate, Collector
-from bgpadv.planner.claims import NetworkResolver, read_claim
+from bgpadv.planner.claims import (
+    NetworkResolver,
+    Referenced,
+    References,
+    add_reference,
+    read_claim,
+    referenced_claims,
+    referencing_vm,
+    referencing_vms,
+)
 from bgpadv.planner.conflicts import resolve_conflict
 from bgpadv.planner.guest_reports import namespace_networks, read_vmi_interfaces
 from bgpadv.planner.host_subnets import HostSubnets, Inputs
@@ -82,7 +96,7 @@ from bgpadv.planner.host_subnets import inputs as host_subnet_inputs
 from bgpadv.planner.networks import Networks, advertised_subnets, index_networks, subnet_routes
 from bgpadv.planner.nodes import NodeInfo, index_nodes, node_address_keys, node_refusals
 from bgpadv.planner.placement import LauncherPods, needs_pods, placements
-from bgpadv.planner.pod_networks import claim_link, primary_networks, read_vmi_pods, vmi_pods
+from bgpadv.planner.pod_networks import claim_links_of, primary_networks, read_vmi_pods, vmi_pods
 from bgpadv.planner.policy import Policies, host_attributes
 from bgpadv.planner.space import infrastructure_space, next_hop_exclusions
 from bgpadv.planner.vms import host_route
@@ -202,6 +216,72 @@ class _Refusals:
         return tuple(out)
 
 
+def _update(
+    table: dict[tuple[str, str], tuple[str, ...]],
+    key: tuple[str, str],
+    value: tuple[str, ...],
+    before: dict[tuple[str, str], tuple[str, ...]],
+) -> None:
+    """Set `table[key]` to `value` (an empty value: no entry); when that changes it, note its old value in `before`."""
+    old = table.get(key, ())
+    if value == old:
+        return
+    before[key] = old
+    if value:
+        table[key] = value
+    else:
+        del table[key]
+
+
+def _put(index: dict[Any, Any], at: Any, key: tuple[str, str], view: Any) -> None:
+    """Index the pod `view` (stored under `key`) at `at`: the one view itself (most places: a dict per place would
+    cost 232 B), or a dict by pod key when several pods are there."""
+    bucket = index.get(at)
+    if bucket is None and view.key == key:
+        index[at] = view
+    elif bucket is None:
+        index[at] = {key: view}
+    elif isinstance(bucket, dict):
+        bucket[key] = view
+    else:
+        index[at] = {bucket.key: bucket, key: view}
+
+
+def _drop(index: dict[Any, Any], at: Any, key: tuple[str, str]) -> None:
+    """Remove the pod stored under `key` from `at` (`_put`)."""
+    bucket = index.get(at)
+    if isinstance(bucket, dict):
+        bucket.pop(key, None)
+        if not bucket:
+            del index[at]
+    elif bucket is not None and bucket.key == key:
+        del index[at]
+
+
+def _bucket(index: dict[Any, Any], at: Any) -> Mapping[tuple[str, str], Any]:
+    """The pods indexed at `at` (`_put`), by pod key."""
+    bucket = index.get(at)
+    if bucket is None:
+        return {}
+    return bucket if isinstance(bucket, dict) else {bucket.key: bucket}
+
+
+def _replace(
+    table: dict[tuple[str, str], tuple[str, ...]],
+    fresh: dict[tuple[str, str], tuple[str, ...]],
+    before: dict[tuple[str, str], tuple[str, ...]],
+) -> None:
+    """Make `table` (kept: `References` holds it) equal to `fresh`; note the old value of each key that changed."""
+    for key, old in table.items():
+        if fresh.get(key) != old:
+            before[key] = old
+    for key in fresh:
+        if key not in table:
+            before[key] = ()
+    table.clear()
+    table.update(fresh)
+
+
 def _same_items(previous: list[tuple[object, object]] | None, current: Mapping[Any, Any]) -> bool:
     """True when `current` holds the same keys, in the same order, bound to the very same objects."""
     if previous is None or len(previous) != len(current):
@@ -297,6 +377,15 @@ class IncrementalPlanner:
         self._vmi_uid: dict[tuple[str, str], str] = {}
         # (ns, VM) -> the CUDN of each claim linking it (a multiset as a tuple: one entry almost always)
         self._claimed: dict[tuple[str, str], tuple[str, ...]] = {}
+        # claim references (`claims.claim_references`): (ns, claim) -> the VMs referencing it (non-empty only); the
+        # pods with a reference by the claim they reference and by each VMI name they carry; pod key -> view indexed
+        self._claim_refs: dict[tuple[str, str], tuple[str, ...]] = {}
+        self._vm_refs: dict[tuple[str, str], tuple[str, ...]] = {}  # (ns, VM) -> the claims its pods reference
+        self._references = References(self._claim_refs, self._vm_refs)
+        self._ref_pods: dict[tuple[str, str], Any] = {}  # a pod's view, or a dict by pod key (`_put`)
+        self._ref_named: dict[tuple[str, str], Any] = {}
+        self._ref_seen: dict[tuple[str, str], LauncherPod] = {}
+        self._labelled: dict[tuple[str, str], tuple[Any, ...]] = {}  # (ns, VM) -> the claims its label names
         self._refusals = _Refusals()
         for r in getattr(self, "_global", ()):
             self._refusals.add(r)
@@ -490,21 +579,27 @@ class IncrementalPlanner:
         reader: Callable[[Any, Any, Collector], None],
         dirty: set[int],
         replaced: dict[Any, Any] | None = None,
+        force: Iterable[Any] = (),
     ) -> None:
         """Re-read the objects of one kind (`field` of ClusterState) that changed since their cached entry: those
         hinted, or, without hints, every object whose view is not the cached one (and every cached one now gone).
         `reader(key, view, out)` reads one object into `out`. `replaced`: where to note the view each re-read key
-        had before (None: it had none)."""
+        had before (None: it had none). `force`: keys read again even when their view is the cached one (what else
+        their reading depends on changed)."""
         if hinted is None:
             keys: Iterable[Any] = [k for k, v in objects.items() if (e := cache.get(k)) is None or e.obj is not v]
             keys = [*keys, *(k for k in cache if k not in objects)]
         else:
             keys = hinted.get(field, ())
+        forced = set(force)
+        if forced:
+            listed = set(keys)
+            keys = [*keys, *(k for k in forced if k not in listed)]
         out = Collector()  # one for every object read: `take` empties it
         for key in keys:
             obj = objects.get(key, _MISSING)
             old = cache.get(key)
-            if old is not None and old.obj is obj:
+            if old is not None and old.obj is obj and key not in forced:
                 continue
             if replaced is not None:
                 replaced[key] = old.obj if old is not None else None
@@ -533,20 +628,24 @@ class IncrementalPlanner:
         resolver = NetworkResolver(networks)  # per network name, for every claim read
 
         def claim(_key: object, view: Claim, out: Collector) -> None:
-            read_claim(view, resolver, out)
+            read_claim(view, resolver, out, self._references.of(view))
 
         def vmi(key: tuple[str, str], view: Vmi, out: Collector) -> None:
             read_vmi_interfaces({key: view}, networks, out)
 
+        # the claims whose references changed, and the references as they were
+        forced, refs_before = self._refresh_claim_refs(state, hinted)
         # the claims re-read, as they were (their old claim links); a full build relinks every claim instead
-        claims_before: dict[tuple[str, str], Claim | None] | None = {} if hinted is not None else None
-        self._refresh(state.ipam_claims, self._claims, hinted, "ipam_claims", claim, dirty, claims_before)
+        claims_before: dict[tuple[str, str], Claim | None] = {}
+        self._refresh(state.ipam_claims, self._claims, hinted, "ipam_claims", claim, dirty, claims_before, forced)
+        self._label_claims(state, claims_before if hinted is not None else None)
         if namespace_networks(networks):
             self._refresh(state.vmis, self._vmi_records, hinted, "vmis", vmi, dirty)
         if self.config.networks.pod_network_addresses:
             primary = primary_networks(networks)
             if primary:
-                self._refresh_pod_networks(state, hinted, primary, dirty, claims_before)
+                before = claims_before if hinted is not None else None
+                self._refresh_pod_networks(state, hinted, primary, dirty, before, refs_before)
         # 2. conflicts of the addresses whose holders changed
         out_dirty = self._conflicts(dirty)
         # 3. placements of the VMIs the winners point at
@@ -584,53 +683,139 @@ class IncrementalPlanner:
             self._pod_seen[key] = pod
 
     def _index_pod_at(self, at: tuple[str, str], key: tuple[str, str], view: Any) -> None:
-        index = self._pod_index
-        bucket = index.get(at)
-        if bucket is None and view.key == key:
-            index[at] = view
-        elif bucket is None:
-            index[at] = {key: view}
-        elif isinstance(bucket, dict):
-            bucket[key] = view
-        else:
-            index[at] = {bucket.key: bucket, key: view}
+        _put(self._pod_index, at, key, view)
 
     def _unindex_pod(self, at: tuple[str, str], key: tuple[str, str]) -> None:
-        index = self._pod_index
-        bucket = index.get(at)
-        if isinstance(bucket, dict):
-            bucket.pop(key, None)
-            if not bucket:
-                del index[at]
-        elif bucket is not None and bucket.key == key:
-            del index[at]
+        _drop(self._pod_index, at, key)
 
     def _indexed_pods(self, at: tuple[str, str]) -> Mapping[tuple[str, str], Any]:
-        bucket = self._pod_index.get(at)
-        if bucket is None:
-            return {}
-        return bucket if isinstance(bucket, dict) else {bucket.key: bucket}
+        return _bucket(self._pod_index, at)
 
-    def _link_claim(self, before: Claim | None, claim: Claim | None, affected: set[tuple[str, str]]) -> None:
-        """A claim changed from `before` to `claim` (None: absent): move its VM's link (`_claimed`); the links are
-        read from the views themselves (the claims cache holds every claim's), so none is kept per claim."""
-        old = claim_link(before) if before is not None else None
-        new = claim_link(claim) if claim is not None else None
+    def _link_claim(
+        self, before: Claim | None, was: Referenced, claim: Claim | None, affected: set[tuple[str, str]]
+    ) -> None:
+        """A claim changed from `before` (what the pods said of it then: `was`) to `claim` (None: absent): move its VMs'
+        links (`_claimed`); the links are read from the views themselves (the claims cache holds every claim's) and
+        the claim references, so none is kept per claim."""
+        old = claim_links_of(before, was) if before is not None else ()
+        new = claim_links_of(claim, self._references.of(claim)) if claim is not None else ()
         if old == new:
             return
         claimed = self._claimed
-        if old is not None:
-            vm = old[:2]
+        for link in old:
+            vm = link[:2]
             nets = list(claimed[vm])
-            nets.remove(old[2])
+            nets.remove(link[2])
             if nets:
                 claimed[vm] = tuple(nets)
             else:
                 del claimed[vm]
-        if new is not None:
-            vm = new[:2]
-            claimed[vm] = (*claimed.get(vm, ()), new[2])
-        affected.update(link[:2] for link in (old, new) if link is not None)
+        for link in new:
+            vm = link[:2]
+            claimed[vm] = (*claimed.get(vm, ()), link[2])
+        affected.update(link[:2] for link in (*old, *new))
+
+    def _label_claims(self, state: ClusterState, before: Mapping[tuple[str, str], Claim | None] | None) -> None:
+        """Keep the claims indexed by the VM their label or ownerReference names (`_labelled`): those re-read
+        (`before`: as they were), or every claim anew (None)."""
+        labelled = self._labelled
+        if before is None:
+            labelled.clear()
+            for key, claim in state.ipam_claims.items():
+                if claim.vm is not None:
+                    at = (claim.key[0], claim.vm)
+                    labelled[at] = (*labelled.get(at, ()), key)
+            return
+        for key, old in before.items():
+            new = state.ipam_claims.get(key)
+            was = (old.key[0], old.vm) if old is not None and old.vm is not None else None
+            now = (new.key[0], new.vm) if new is not None and new.vm is not None else None
+            if was == now:
+                continue
+            if was is not None:
+                rest = tuple(k for k in labelled.get(was, ()) if k != key)
+                if rest:
+                    labelled[was] = rest
+                else:
+                    labelled.pop(was, None)
+            if now is not None:
+                labelled[now] = (*labelled.get(now, ()), key)
+
+    def _refresh_claim_refs(
+        self, state: ClusterState, hinted: dict[str, set[object]] | None
+    ) -> tuple[set[Any], References]:
+        """Follow the claim references of the launcher pods (`claims.claim_references`): the claims to read again
+        (what the pods say of them changed), and the references as they were. Without hints every pod is indexed
+        anew."""
+        vmis = state.vmis
+        claims_before: dict[tuple[str, str], tuple[str, ...]] = {}
+        vms_before: dict[tuple[str, str], tuple[str, ...]] = {}
+        if hinted is None:  # one pass, as `claims.claim_references` makes them, then what differs
+            self._ref_pods, self._ref_named, self._ref_seen = {}, {}, {}
+            by_claim: dict[tuple[str, str], tuple[str, ...]] = {}
+            by_vm: dict[tuple[str, str], tuple[str, ...]] = {}
+            for key, pod in state.pods.items():
+                ref = pod.claim_ref
+                if ref is None:
+                    continue
+                self._index_ref(key, pod, None, None)
+                vm = referencing_vm(pod, vmis)
+                if vm is not None:
+                    ns: str = pod.namespace  # type: ignore[assignment]  # set: a VM was found
+                    add_reference(by_claim, (ns, ref), vm)
+                    add_reference(by_vm, (ns, vm), ref)
+            _replace(self._claim_refs, by_claim, claims_before)
+            _replace(self._vm_refs, by_vm, vms_before)
+        else:
+            claim_keys: set[tuple[str, str]] = set()
+            vm_keys: set[tuple[str, str]] = set()
+            for hint in hinted.get("pods", ()):
+                pkey: Any = hint
+                self._index_ref(pkey, state.pods.get(pkey), claim_keys, vm_keys)
+            for hint in hinted.get("vmis", ()):
+                vkey: Any = hint
+                vm_keys.add(vkey)
+                for pod in _bucket(self._ref_named, vkey).values():
+                    claim_keys.add((pod.namespace, pod.claim_ref))
+            for ckey in claim_keys:
+                pods = _bucket(self._ref_pods, ckey)
+                vms = referencing_vms(pods.values(), vmis) if pods else ()
+                _update(self._claim_refs, ckey, vms, claims_before)
+            for vkey in vm_keys:
+                pods = _bucket(self._ref_named, vkey)
+                names = referenced_claims(vkey[1], pods.values(), vmis) if pods else ()
+                _update(self._vm_refs, vkey, names, vms_before)
+        forced: set[Any] = set(claims_before)
+        for vkey in vms_before:
+            forced.update(self._labelled.get(vkey, ()))
+        return forced, References(ChainMap(claims_before, self._claim_refs), ChainMap(vms_before, self._vm_refs))
+
+    def _index_ref(
+        self,
+        key: tuple[str, str],
+        pod: LauncherPod | None,
+        claim_keys: set[tuple[str, str]] | None,
+        vm_keys: set[tuple[str, str]] | None,
+    ) -> None:
+        """Move one pod's entries in the claim-reference indexes to its current view (None: gone); note the claims
+        and VMI names it referenced and references."""
+        old = self._ref_seen.pop(key, None)
+        for view in (old, pod):
+            if view is None or view.claim_ref is None or view.namespace is None:
+                continue
+            ns = view.namespace
+            at = (ns, view.claim_ref)
+            named = [(ns, n) for n in view.names]
+            for index, place in [(self._ref_pods, at), *((self._ref_named, n) for n in named)]:
+                if view is old:
+                    _drop(index, place, key)
+                else:
+                    _put(index, place, key, view)
+            if claim_keys is not None and vm_keys is not None:
+                claim_keys.add(at)
+                vm_keys.update(named)
+        if pod is not None and pod.claim_ref is not None and pod.namespace is not None:
+            self._ref_seen[key] = pod
 
     def _note_vmi(self, key: tuple[str, str], vmi: Any) -> None:
         old_uid = self._vmi_uid.pop(key, None)
@@ -647,9 +832,11 @@ class IncrementalPlanner:
         primary: Mapping[str, Any],
         dirty: set[int],
         claims_before: Mapping[tuple[str, str], Claim | None] | None,
+        refs_before: References,
     ) -> None:
         """Re-read the pod-assigned addresses of the VMIs whose view, launcher pods or claims changed
-        (`claims_before`: the claims re-read this call, as they were)."""
+        (`claims_before`: the claims re-read this call, as they were; `refs_before`: the claim references as they
+        were)."""
         affected: set[tuple[str, str]] | None
         if hinted is None:  # every index anew, in one pass each (what `_note_vmi` and `_link_claim` keep after)
             affected = None
@@ -660,9 +847,9 @@ class IncrementalPlanner:
                 self._index_pod(key, pod, None)
             claimed: dict[tuple[str, str], tuple[str, ...]] = {}
             self._claimed = claimed
+            refs = self._references
             for claim in state.ipam_claims.values():
-                link = claim_link(claim)
-                if link is not None:
+                for link in claim_links_of(claim, refs.of(claim)):
                     vm = link[:2]
                     claimed[vm] = (*claimed.get(vm, ()), link[2])
             keys: Iterable[tuple[str, str]] = [*state.vmis, *(k for k in self._pod_entries if k not in state.vmis)]
@@ -677,7 +864,8 @@ class IncrementalPlanner:
                 self._index_pod(pkey, state.pods.get(pkey), affected)
             assert claims_before is not None  # noted by `_refresh` whenever there are hints
             for ckey, before in claims_before.items():
-                self._link_claim(before, state.ipam_claims.get(ckey), affected)
+                was = refs_before.of(before) if before is not None else ((), ())
+                self._link_claim(before, was, state.ipam_claims.get(ckey), affected)
             if self._subnets_moved:  # a Layer3 address's node check reads them: every entry read is read again
                 affected.update(self._pod_entries)
             keys = affected

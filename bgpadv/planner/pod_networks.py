@@ -9,7 +9,8 @@ several (a live migration: OVN-K copies the source pod's annotation to the targe
 go-controller/pkg/kubevirt/pod.go `EnsurePodAnnotationForVM`, so both list the same addresses), the unfinished pod on
 the VMI's `status.nodeName` is read, else the first by pod key. An IPAMClaim of the VM wins: a pod has one primary
 network ("at a given time a pod can have only 1 network with role:primary", pod_annotation.go), so a VM that any
-claim (not being deleted, allocated or not) links to an advertised primary network (`claim_links`) is not read
+claim (not being deleted, allocated or not) links to an advertised primary network (`claim_links`: the VM whose
+running launcher pod references the claim, else the VM its label or ownerReference names; `claims`) is not read
 from its pods at all; an address is never held twice by one VM, and the claims' VMs cost nothing here.
 The record carries the VMI as its source and the VMI's age in conflicts, and goes through the claims' validation,
 duplicate, placement and next-hop rules (3-8), with its own trust rank: tenants may patch their pods' annotations, so
@@ -37,6 +38,7 @@ from bgpadv.core.bounded import describe
 from bgpadv.core.state import ClusterState
 from bgpadv.core.views import Claim, LauncherPod, VmAddress, Vmi
 from bgpadv.planner.candidates import POD_NETWORKS, Collector, Record
+from bgpadv.planner.claims import Referenced, References, claim_vms
 from bgpadv.planner.host_subnets import HostSubnets
 from bgpadv.planner.networks import CUDN_PREFIX, Network, Networks
 from bgpadv.planner.placement import LauncherPods
@@ -50,16 +52,31 @@ def primary_networks(networks: Networks) -> dict[str, Network]:
     return {n.name: n for n in networks.advertised.values() if not n.ipam_disabled}
 
 
-def claim_link(claim: Claim) -> ClaimLink | None:
-    """The (namespace, VM, CUDN) an IPAMClaim holds the address of, or None (not a CUDN's, no VM, being deleted)."""
+def claim_links_of(claim: Claim, referenced: Referenced = ((), ())) -> tuple[ClaimLink, ...]:
+    """The (namespace, VM, CUDN) an IPAMClaim holds the address of (none: not a CUDN's, no VM, being deleted); its VM
+    as `claims.claim_vms` says (`referenced`: what the running launcher pods say of it, `claims.References.of`)."""
     net = claim.network
-    if not claim.identified or claim.deleting or claim.vm is None or net is None or not net.startswith(CUDN_PREFIX):
-        return None
-    return claim.key[0], claim.vm, sys.intern(net[len(CUDN_PREFIX) :])  # one CUDN name string, not one per claim
+    if not claim.identified or claim.deleting or net is None or not net.startswith(CUDN_PREFIX):
+        return ()
+    vms = claim_vms(claim, referenced)
+    if not vms:
+        return ()
+    cudn = sys.intern(net[len(CUDN_PREFIX) :])  # one CUDN name string, not one per claim
+    namespace = claim.key[0]
+    return ((namespace, vms[0], cudn),) if len(vms) == 1 else tuple((namespace, vm, cudn) for vm in vms)
 
 
-def claim_links(claims: Iterable[Claim]) -> set[ClaimLink]:
-    return {link for c in claims if (link := claim_link(c)) is not None}
+def claim_links(claims: Iterable[Claim], references: References | None = None) -> set[ClaimLink]:
+    """The links of these claims (`references`: `claims.claim_references` of the launcher pods; None: none)."""
+    refs = references if references is not None else References()
+    links: set[ClaimLink] = set()
+    for c in claims:
+        found = claim_links_of(c, refs.of(c))
+        if len(found) == 1:
+            links.add(found[0])
+        elif found:
+            links.update(found)
+    return links
 
 
 def claimed_here(namespace: str, name: str, primary: Mapping[str, Network], claimed: set[ClaimLink]) -> bool:

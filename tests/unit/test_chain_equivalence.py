@@ -8,7 +8,8 @@ whole-set path as it was before the delta chain (the guard declines every delta,
 and deleted, migrated to the other node, a claim readdressed (perhaps to another VM's address), a LIST of every
 resource completed again (confirming held withdrawals past their deadline), the network deleted and created again,
 a node's address changed, a node cloned from another's image (reporting its address: the older keeps it), a
-claimless VM whose edited launcher pod annotation lists a claimed address (the claim outranks it), a burst of
+claimless VM whose edited launcher pod annotation lists a claimed address (the claim outranks it), a VM's
+launcher pod referencing another VM's claim (the claim then is the referencing VM's), a burst of
 deletions that the withdrawal hold takes for a mass deletion, the clock moved past `deletionSettleSeconds`, the
 mass-deletion window or the hold's deadline - every peer's desired set on the recording speaker is the same on both,
 and so are the counts of routes held.
@@ -109,6 +110,7 @@ class Cluster:
         self.network = True
         self.node_addresses = dict(NODES)
         self.squatting = False
+        self.borrowed: set[int] = set()  # VMs with a launcher pod (which references a claim)
         listed = [self.node(name) for name in NODES] + [self.cudn()]
         for i in VMS[:5]:
             self.vms[i] = "worker-1"
@@ -216,6 +218,18 @@ class Cluster:
         self.squatting = not self.squatting
         self.watch((kind, vmi), (kind, pod))
 
+    def borrow(self, i: int, j: int) -> None:
+        """VM i's launcher pod now references VM j's claim (`vm-j.default`, labelled for VM j; its own when i == j):
+        OVN-K gives the pod that claim's address, so the claim is VM i's, announced via VM i's node."""
+        if i not in self.vms:
+            return
+        pod = k8s.launcher_pod(
+            NS, f"vm-{i}", self.vms[i], claim=f"vm-{j}.default", claim_via=k8s.DEFAULT_NETWORK_ANNOTATION
+        )
+        kind = "MODIFIED" if i in self.borrowed else "ADDED"
+        self.borrowed.add(i)
+        self.watch((kind, self.versioned(pod)))
+
     def burst(self) -> None:
         """Every VM's claim deleted at once: a mass deletion once at least three of them go."""
         gone = sorted(self.vms)
@@ -244,6 +258,7 @@ change = st.one_of(
     st.tuples(st.just("move_node")),
     st.tuples(st.just("clone_node")),
     st.tuples(st.just("squat"), vm),
+    st.tuples(st.just("borrow"), vm, vm),
     st.tuples(st.just("burst")),
     st.tuples(st.just("tick"), st.sampled_from([SETTLE / 2, SETTLE, MASS_DELETION_WINDOW, HOLD])),
 )

@@ -216,7 +216,7 @@ namespaces = st.builds(
 )
 POD_IPS = (*ADDRESSES, "10.132.1.5/24", "10.132.2.5/24", "10.132.3.5/24", "fd10:132:0:2::5/64", "10.132.9.9/24")
 pods = st.builds(
-    lambda ns, vm, node, suffix, ready, phase, ips, nad, runs_for: k8s.launcher_pod(
+    lambda ns, vm, node, suffix, ready, phase, ips, nad, runs_for, claim, claim_via: k8s.launcher_pod(
         ns,
         vm,
         node,
@@ -226,6 +226,8 @@ pods = st.builds(
         ips=ips,
         nad=nad,
         runs_for=runs_for,
+        claim=claim,
+        claim_via=claim_via,
     ),
     st.sampled_from(NAMESPACES),
     st.sampled_from(VMS),
@@ -236,6 +238,9 @@ pods = st.builds(
     st.lists(st.sampled_from(POD_IPS), max_size=3),  # OVN-K's assignment (k8s.ovn.org/pod-networks)
     st.sampled_from(("net-a", "net-a", "l3", "net-b", "flat", None)),
     st.sampled_from((None, None, None, "vm-a")),  # another VMI's pod carrying this one's domain annotation
+    # the claim the pod references: its VM's, another VM's (the claim then is the referencing VM's), or none
+    st.sampled_from((None, "vm-a.default", "vm-b.default", "vm-c.default")),
+    st.sampled_from((k8s.CLAIM_ANNOTATION, k8s.DEFAULT_NETWORK_ANNOTATION)),
 )
 ras_vrf = st.builds(  # RouteAdvertisements (read with followRouteAdvertisements): VRF, node selector, advert. types
     lambda name, vrf, node_selector, kinds: k8s.route_advertisements(

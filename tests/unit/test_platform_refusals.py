@@ -216,10 +216,9 @@ def test_a_claim_referenced_under_another_name_is_the_vms_by_its_label_whichever
     }
 
 
-def test_a_referenced_claim_without_a_vm_link_is_refused_and_the_vm_keeps_ovnks_address_from_its_pod():
-    """A claim no label or ownerReference ties to a VM cannot be placed from the claim; OVN-K gave its address to
-    the pod that references it, so the VM's route comes from that pod's pod-networks, and the claim's refusal says
-    why it is not the source (seen, not silently missed)."""
+def test_a_referenced_claim_without_a_vm_link_is_the_referencing_vms():
+    """A claim no label or ownerReference ties to a VM: OVN-K gave its address to the pod that references it, so the
+    claim is that pod's VM's (not silently missed, and not refused for lacking a label)."""
     claim = k8s.ipam_claim(NS, "static-ip", None, NET, ["192.168.100.3/24"])
     pod = k8s.launcher_pod(
         NS,
@@ -233,10 +232,10 @@ def test_a_referenced_claim_without_a_vm_link_is_refused_and_the_vm_keeps_ovnks_
     vmi = k8s.vmi(NS, "vm-a", "worker-1")
     pod = k8s.owned_by(pod, vmi["metadata"]["uid"])
     p = plan(k8s.state(cluster(claim, vmi, pod)), k8s.config())
-    assert {(str(r.prefix), str(r.source)) for r in p.routes if str(r.kind) == "host"} == {
-        ("192.168.100.3/32", f"VirtualMachineInstance {NS}/vm-a")
+    assert {(str(r.prefix), str(r.source), r.node) for r in p.routes if str(r.kind) == "host"} == {
+        ("192.168.100.3/32", f"IPAMClaim {NS}/static-ip", "worker-1")
     }
-    assert refusals(p) == {(f"IPAMClaim {NS}/static-ip", NET, reasons.MALFORMED_OBJECT)}
+    assert p.rejected == ()
 
 
 def _pod_with(annotations: dict[str, str]) -> dict:
@@ -272,9 +271,9 @@ def test_the_pods_claim_reference_is_read_as_ovnk_reads_it(annotations, expected
     assert pod.claim_ref == expected
 
 
-def test_explain_says_when_the_claim_ovnk_uses_for_a_pod_is_not_the_vms_claim_for_bgpadv():
-    """A pod referencing a claim that names another VM (or none): OVN-K gives the pod that claim's address, bgpadv
-    reads the claim as the other VM's; `explain` of the VM says so on the pod's line instead of staying silent."""
+def test_explain_says_when_the_claim_a_pod_references_names_another_vm():
+    """A pod referencing a claim that names another VM: OVN-K gives the pod that claim's address, and bgpadv follows
+    the reference (the claim is this VM's); `explain` of the VM says so on the pod's line."""
     vmi = k8s.vmi(NS, "vm-a", "worker-1")
     pod = k8s.owned_by(
         k8s.launcher_pod(NS, "vm-a", "worker-1", claim="vm-b.default", claim_via=k8s.DEFAULT_NETWORK_ANNOTATION),
@@ -284,7 +283,8 @@ def test_explain_says_when_the_claim_ovnk_uses_for_a_pod_is_not_the_vms_claim_fo
     state, cfg = k8s.state(cluster(vmi, pod, other)), k8s.config()
     result = Explainer(state, cfg, instances(state, cfg)).explain(parse_query(f"{NS}/vm-a"))
     (says,) = [m.says for m in result.objects if m.ref.kind == "Pod"]
-    assert "OVN-K allocates its address from IPAMClaim vm-b.default, which names VM vm-b" in says
+    assert "OVN-K allocates its address from IPAMClaim vm-b.default, whose label or owner names VM vm-b" in says
+    assert "the reference wins, it is this VM's claim" in says
     mine = k8s.ipam_claim(NS, "vm-a.default", "vm-a", NET, ["192.168.100.8/24"])
     pod = k8s.owned_by(k8s.launcher_pod(NS, "vm-a", "worker-1", claim="vm-a.default"), vmi["metadata"]["uid"])
     state = k8s.state(cluster(vmi, pod, mine))
