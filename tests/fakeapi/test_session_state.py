@@ -90,11 +90,13 @@ def test_names_are_valid_object_names_and_never_shared(peer, name):
 
 
 def test_the_writer_creates_updates_rate_limits_and_deletes(observed):
-    m, _ = observed
+    m, wall = observed
     mono = Clock()
     with FakeApiServer() as api:
         api_client = client.ApiClient(client.Configuration(host=api.url))
-        writer = SessionStateWriter(api_client, IDENT, m.status, interval=30.0, clock=mono)
+        # the status's wall clock and the writer's are one, as in the service: the establishment time the writer
+        # derives (its now less the status's uptime) then stays put between passes, however slow the machine
+        writer = SessionStateWriter(api_client, IDENT, m.status, interval=30.0, clock=mono, wall_clock=wall)
         writer.sync()
         (obj,) = api.list(API_VERSION, KIND, "bgpadv")
         assert obj["status"]["state"] == "idle"
