@@ -10,7 +10,8 @@ against it unchanged:
 - WATCH (`watch=true`) with `resourceVersion`, `allowWatchBookmarks`, `timeoutSeconds`: a chunked response, one JSON
   event per line (ADDED, MODIFIED, DELETED, BOOKMARK, and ERROR carrying a 410 "Expired" Status when the
   resourceVersion is older than the history window). With a label or field selector, an object that stops matching
-  arrives as DELETED and one that starts matching as ADDED, as on a real apiserver;
+  arrives as DELETED (carrying the object as it last matched, at the resourceVersion of the change) and one that
+  starts matching as ADDED, as the real apiserver's watch cache sends them;
 - POST create (`generateName` too), PUT update (stale resourceVersion → 409), PATCH (merge patch, JSON patch;
   strategic merge is accepted for core kinds as a merge patch and refused with 415 for custom resources), DELETE
   (finalizers respected: the object gets a deletionTimestamp and goes away when its last finalizer is removed);
@@ -959,8 +960,10 @@ def _watch_view(c: _Change, ns: str | None, labels: Predicate | None, fields: Pr
         return [c.encoded()]
     if now:
         return [_event_line("ADDED", c.obj)]
-    if before:
-        return [_event_line("DELETED", c.obj)]
+    if before:  # as the watch cache sends it: the object as it last matched, at the version of the change
+        assert c.old is not None
+        version = c.obj["metadata"].get("resourceVersion")
+        return [_event_line("DELETED", {**c.old, "metadata": {**c.old["metadata"], "resourceVersion": version}})]
     return []
 
 

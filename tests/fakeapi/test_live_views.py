@@ -71,7 +71,9 @@ def test_live_render_is_the_offline_render_of_the_same_objects_and_only_lists(ap
     # the data-path warning of the IPAM-less secondary network (core/datapath.py) and the note that a live replica
     # would take IPv6 next-hop self from its node (render cannot know which node), as offline
     assert err == offline_err
-    assert [line.split(":")[1] for line in err.splitlines() if "family-not-carried" not in line] == [" network guestnet"]
+    assert [line.split(":")[1] for line in err.splitlines() if "family-not-carried" not in line] == [
+        " network guestnet"
+    ]
     assert {verb for verb, _plural in server.requests} == {"list"}
     assert {plural for _verb, plural in server.requests} == {
         "clusteruserdefinednetworks",
