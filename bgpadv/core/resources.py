@@ -101,6 +101,12 @@ def for_node(resource: Resource, node: str) -> tuple[Resource, ...]:
     return (resource,)
 
 
+def hands_over(resource: Resource) -> bool:
+    """`resource` is a per-node instance's watch of the VMIs migrating to its node: a VMI that leaves it (the
+    migration over) may arrive through the node's own watch a moment later, when the migration completed."""
+    return resource.moves and resource.label_selector.startswith(f"{MIGRATION_TARGET_LABEL}=")
+
+
 def watched_on(labels: Mapping[str, str], node: str) -> bool:
     """A VMI with these labels is seen by the per-node instance on `node` (`for_node`): it runs there, or migrates
     there."""

@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from bgpadv.config import Config
 from bgpadv.core.model import Cause, Plan, Route
-from bgpadv.core.resources import CUDN, NODE, ROUTE_ADVERTISEMENTS
+from bgpadv.core.resources import CUDN, NODE, ROUTE_ADVERTISEMENTS, hands_over
 from bgpadv.core.state import ClusterState
 from bgpadv.core.views import Node
 from bgpadv.observe.observers import NullObserver, Observer
@@ -380,7 +380,8 @@ class Controller:
             return
         key = event.object_key()
         if not synced and not event.from_list and key is not None and _moved(event):
-            self.failstatic.moved()
+            if hands_over(res):
+                self.failstatic.moved()
         elif not synced and not event.from_list and key is not None and _deletes(event):
             self.failstatic.deletion(
                 res,

@@ -15,9 +15,11 @@ API sets it; worker-2's from `nodeName` in its file: both sources are exercised.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -137,6 +139,18 @@ class Sampler(threading.Thread):
 TARGET_LABEL = "kubevirt.io/migrationTargetNodeName"
 
 
+@contextlib.contextmanager
+def sampling(frr: FrrRouter, prefix: str) -> Iterator[Sampler]:
+    """A `Sampler` of `prefix` running for the block."""
+    sampler = Sampler(frr, prefix)
+    sampler.start()
+    try:
+        yield sampler
+    finally:
+        sampler.halt.set()
+        sampler.join()
+
+
 def start_migration(api, name: str) -> dict:
     """virt-controller hands the migration of `name` worker-1 → worker-2 to the target: the target pod is scheduled
     on worker-2, and one write puts the migration state and the target label on the VMI (the label brings the VMI
@@ -174,9 +188,7 @@ def test_a_live_migration_hands_the_vm_address_from_source_to_target_without_a_g
     lab, api, *_ = nodes
     frr = lab.frr
     wait_paths(frr, MOVER, [W1])
-    sampler = Sampler(frr, MOVER)
-    sampler.start()
-    try:
+    with sampling(frr, MOVER) as sampler:
         time.sleep(0.3)
         target = start_migration(api, "vm-m")  # the target pod is scheduled on worker-2, not ready yet
         time.sleep(1.0)  # nothing may change at the ToR while the target is not live
@@ -189,9 +201,6 @@ def test_a_live_migration_hands_the_vm_address_from_source_to_target_without_a_g
         end_migration(api, "vm-m", state, completed=True)
         wait_paths(frr, MOVER, [W2])
         time.sleep(0.3)
-    finally:
-        sampler.halt.set()
-        sampler.join()
     hops = [h for _, h in sampler.samples]
     assert len(hops) > 40
     assert all(hops), "the ToR had no path for the migrating VM at some sample"
@@ -211,18 +220,13 @@ def test_a_migration_that_fails_after_target_ready_leaves_the_vm_on_its_source_w
     lab, api, *_ = nodes
     prefix = "192.168.100.40/32"
     wait_paths(lab.frr, prefix, [W1])
-    sampler = Sampler(lab.frr, prefix)
-    sampler.start()
-    try:
+    with sampling(lab.frr, prefix) as sampler:
         target_ready(api, start_migration(api, "vm-f"))
         wait_paths(lab.frr, prefix, [W1, W2])
         state = k8s.migration_state("worker-1", "worker-2", vmi="vm-f", target_ready=READY, completed=True, failed=True)
         end_migration(api, "vm-f", state, completed=False)
         wait_paths(lab.frr, prefix, [W1])
         time.sleep(0.5)
-    finally:
-        sampler.halt.set()
-        sampler.join()
     hops = [h for _, h in sampler.samples]
     assert all(W1 in h for h in hops), "the source's path was missing at some sample"
     assert hops[-1] == [W1]
@@ -234,9 +238,7 @@ def test_a_migration_cancelled_before_target_ready_never_reaches_the_target(node
     lab, api, *_ = nodes
     prefix = "192.168.100.50/32"
     wait_paths(lab.frr, prefix, [W1])
-    sampler = Sampler(lab.frr, prefix)
-    sampler.start()
-    try:
+    with sampling(lab.frr, prefix) as sampler:
         start_migration(api, "vm-c")
         time.sleep(0.5)
         state = k8s.migration_state(
@@ -244,9 +246,6 @@ def test_a_migration_cancelled_before_target_ready_never_reaches_the_target(node
         )
         end_migration(api, "vm-c", state, completed=False)
         time.sleep(1.5)
-    finally:
-        sampler.halt.set()
-        sampler.join()
     assert {tuple(h) for _, h in sampler.samples} == {(W1,)}
     assert (
         api.get("kubevirt.io/v1", "VirtualMachineInstance", "vm-c", NS)["metadata"]["labels"].get(TARGET_LABEL) is None
