@@ -33,6 +33,9 @@ def watched_resources(config: Config) -> tuple[resources.Resource, ...]:
     return tuple(scoped for r in wanted for scoped in (resources.for_node(r, node) if node else (r,)))
 
 
+Key = tuple[str, str] | str  # a store key: name, or (namespace, name)
+
+
 def _version_order(version: str) -> tuple[int, int]:
     """Order of resourceVersions: etcd revisions compare as numbers (the apiserver's are, though clients are asked
     to treat them as opaque); anything else sorts first."""
@@ -51,9 +54,7 @@ class Store:
         # a field that several watches fill (per-node VMIs: on the node, migrating to it): which watches hold each
         # object, and the view each last delivered (the store keeps the newest while any of them holds it)
         fields = [r.field for r in self._expected]
-        self._holders: dict[str, dict[object, dict[Resource, View]]] = {
-            f: {} for f in set(fields) if fields.count(f) > 1
-        }
+        self._holders: dict[str, dict[Key, dict[Resource, View]]] = {f: {} for f in set(fields) if fields.count(f) > 1}
 
     def apply(self, event: WatchEvent) -> bool:
         """Take one event; True when the store changed: an object added, replaced or removed, or a resource's
@@ -92,7 +93,9 @@ class Store:
         objects[stored_key(view, key) if old is None else key] = view
         return True
 
-    def _apply_shared(self, event: WatchEvent, key: object, objects: dict, holders: dict) -> bool:
+    def _apply_shared(
+        self, event: WatchEvent, key: Key, objects: dict, holders: dict[Key, dict[Resource, View]]
+    ) -> bool:
         """`apply` for a field several watches fill: an object seen through either is present; a DELETED from one
         (it stopped matching that watch's selector, or was deleted) while another still holds it changes nothing
         but that watch's share; the store keeps the newest view any holder delivered."""
@@ -116,12 +119,12 @@ class Store:
         return self._keep_newest(key, objects, held)
 
     @staticmethod
-    def _keep_newest(key: object, objects: dict, held: dict[Resource, View]) -> bool:
+    def _keep_newest(key: Key, objects: dict, held: dict[Resource, View]) -> bool:
         newest = max(held.values(), key=lambda v: _version_order(v.resource_version))
         old = objects.get(key)
         if old is newest or (old is not None and old.resource_version == newest.resource_version and old == newest):
             return False
-        objects[key] = newest
+        objects[stored_key(newest, key) if old is None else key] = newest
         return True
 
     @property
