@@ -12,6 +12,8 @@ virt-launcher pod each; default 20,000, `--count 100000` for the full scale) spr
   writes it (virt-controller: the target label and the migration state; the target's virt-handler: the completion,
   moving the node label and status.nodeName; then the target label removed): three VMI writes each, no pod writes
   (launcher pods are watched by spec.nodeName in both ways);
+- after an apiserver restart (every watch cut, the history compacted: 410 Gone): the LIST and WATCH requests it
+  makes and the bytes they bring, until it is quiet again;
 - peak RSS of every process it runs (the sum of the VmHWM of the `bgpadv run` supervisor, ExaBGP, the API shim and
   the controller, as bench/rss.py).
 
@@ -152,6 +154,12 @@ def run(count: int, nodes: int, migrations: int, scoped: bool, patch_dir: Path) 
             migrate_elsewhere(api, count, nodes, migrations)
             after = settled(api)
             churn = after - initial
+            # an apiserver restart: every stream cut, the history gone (410), so every resource relists
+            asked = Counter(api.requests)
+            api.compact()
+            api.drop_watches()
+            relist = settled(api, quiet=6.0) - after  # each relist waits up to 5 s first (the relist spread)
+            requests = sum(n for (verb, _), n in (Counter(api.requests) - asked).items() if verb in ("list", "watch"))
             pids = [chain.proc.pid, *chain.exabgp_pids(), *chain.shim_pids(), *chain.controller_pids()]
             peak = sum(memory(pid)[1] for pid in pids) / 1024
             controller = sum(memory(pid)[1] for pid in chain.controller_pids()) / 1024
@@ -166,13 +174,16 @@ def run(count: int, nodes: int, migrations: int, scoped: bool, patch_dir: Path) 
         "to_routes": to_routes,
         "initial": sum(initial.values()),
         "churn": sum(churn.values()),
+        "relist": sum(relist.values()),
+        "requests": requests,
         "peak": peak,
         "controller": controller,
     }
     print(
         f"{count} VMs over {nodes} nodes, {way}: {expected} routes at the ToR {to_routes:.1f} s after start; "
         f"initial {mib(result['initial'])} ({by_resource(initial)}); {migrations} migrations elsewhere "
-        f"{mib(result['churn'])} ({by_resource(churn)}); peak RSS {peak:.1f} MiB (controller {controller:.1f})",
+        f"{mib(result['churn'])} ({by_resource(churn)}); after an apiserver restart {requests} LIST/WATCH requests, "
+        f"{mib(result['relist'])} ({by_resource(relist)}); peak RSS {peak:.1f} MiB (controller {controller:.1f})",
         flush=True,
     )
     return result
@@ -194,11 +205,14 @@ def main() -> int:
             for scoped in ways:
                 results.append(run(args.count, nodes, args.migrations, scoped, Path(patch_dir)))
     print(f"per-node instance (worker-1), {args.count} VMs in the cluster, {args.migrations} migrations elsewhere")
-    print(f"{'nodes':>5} {'way':>8} {'routes':>6} {'start→ToR':>9} {'initial':>11} {'churn':>11} {'peak RSS':>9}")
+    print(
+        f"{'nodes':>5} {'way':>8} {'routes':>6} {'start→ToR':>9} {'initial':>11} {'churn':>11} {'relist':>11} "
+        f"{'requests':>8} {'peak RSS':>9}"
+    )
     for r in results:
         print(
             f"{r['nodes']:>5} {r['way']:>8} {r['routes']:>6} {r['to_routes']:>8.1f}s {mib(r['initial']):>11} "
-            f"{mib(r['churn']):>11} {r['peak']:>6.1f}MiB"
+            f"{mib(r['churn']):>11} {mib(r['relist']):>11} {r['requests']:>8} {r['peak']:>6.1f}MiB"
         )
         label = f"per-node {r['way']}, {args.count} VMs over {r['nodes']} nodes"
         figure(f"RSS of everything, {label}", r["peak"], "MiB", goal="≤ 200 MiB at 100k/50")
