@@ -71,6 +71,15 @@ sys.meta_path.insert(0, _Unscoped())
 '''
 
 
+RESTART_EVENT = {
+    "apiVersion": "v1",
+    "kind": "Event",
+    "metadata": {"name": "apiserver-restart", "namespace": "default"},
+    "reason": "Restarted",
+    "message": "bench: the apiserver restarts",
+}
+
+
 def mib(size: float) -> str:
     return f"{size / 2**20:.2f} MiB"
 
@@ -156,6 +165,7 @@ def run(count: int, nodes: int, migrations: int, scoped: bool, patch_dir: Path) 
             churn = after - initial
             # an apiserver restart: every stream cut, the history gone (410), so every resource relists
             asked = Counter(api.requests)
+            api.create(RESTART_EVENT)  # a write no watch of it sees: every watch is behind the compaction
             api.compact()
             api.drop_watches()
             relist = settled(api, quiet=6.0) - after  # each relist waits up to 5 s first (the relist spread)
