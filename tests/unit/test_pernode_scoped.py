@@ -24,7 +24,8 @@ from bgpadv.sources.reflector import WatchEvent
 from bgpadv.sources.store import Store
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
-from tests.doubles import RecordingObserver, RecordingSources, RecordingSpeaker
+from tests.doubles import ManualClock as Clock
+from tests.doubles import OnePeerSpeaker, RecordingObserver, RecordingSources
 
 NODE = "worker-1"
 PEER = "10.0.0.1"
@@ -117,20 +118,6 @@ def test_the_store_is_synced_once_both_scoped_watches_listed() -> None:
 # --- the controller: fail static per scoped watch ---------------------------------------------------------------------
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = time.monotonic()
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class Speaker(RecordingSpeaker):
-    def set_desired(self, desired, cause=None) -> None:
-        super().set_desired(desired, cause)
-        self.desired[-1] = sorted(str(r.prefix) for r in self.desired[-1][PEER])
-
-
 class Instance:
     """The controller of worker-1's instance, fed by hand; `vms`: the VMs running on worker-1 at its first LIST."""
 
@@ -139,7 +126,7 @@ class Instance:
         self.observer = RecordingObserver()
         self.c = Controller(
             CONFIG,
-            speaker=Speaker(),
+            speaker=OnePeerSpeaker(PEER),
             sources_factory=RecordingSources,
             observer=self.observer,
             settings=LoopSettings(coalesce_window=0.0, resync_interval=3600.0),
