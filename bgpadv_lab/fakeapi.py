@@ -10,7 +10,8 @@ against it unchanged:
 - WATCH (`watch=true`) with `resourceVersion`, `allowWatchBookmarks`, `timeoutSeconds`: a chunked response, one JSON
   event per line (ADDED, MODIFIED, DELETED, BOOKMARK, and ERROR carrying a 410 "Expired" Status when the
   resourceVersion is older than the history window). With a label or field selector, an object that stops matching
-  arrives as DELETED and one that starts matching as ADDED, as on a real apiserver;
+  arrives as DELETED (carrying the object as it last matched, at the resourceVersion of the change) and one that
+  starts matching as ADDED, as the real apiserver's watch cache sends them;
 - POST create (`generateName` too), PUT update (stale resourceVersion → 409), PATCH (merge patch, JSON patch;
   strategic merge is accepted for core kinds as a merge patch and refused with 415 for custom resources), DELETE
   (finalizers respected: the object gets a deletionTimestamp and goes away when its last finalizer is removed);
@@ -344,6 +345,9 @@ class FakeApiServer:
         self.bookmark_interval = bookmark_interval
         self.history_limit = history_limit
         self.requests: Counter[tuple[str, str]] = Counter()  # (verb, plural) -> count; verbs as in audit logs
+        # (verb, plural) -> bytes of response bodies sent for "list", "get" and "watch" (what clients read)
+        self.sent: Counter[tuple[str, str]] = Counter()
+        self._sent_lock = threading.Lock()
         self.request_log: list[tuple[str, str, int]] = []  # (method, path?query, status)
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
@@ -867,6 +871,11 @@ class FakeApiServer:
                     return f.status
         return None
 
+    def count_sent(self, what: tuple[str, str], size: int) -> None:
+        """Account `size` bytes of a response body to (verb, plural) in `sent`."""
+        with self._sent_lock:
+            self.sent[what] += size
+
     # -- watch ----------------------------------------------------------------------------------------------------
     def _require_installed(self, t: ApiType) -> None:
         if t.group and not self.is_installed(t.group):
@@ -959,8 +968,10 @@ def _watch_view(c: _Change, ns: str | None, labels: Predicate | None, fields: Pr
         return [c.encoded()]
     if now:
         return [_event_line("ADDED", c.obj)]
-    if before:
-        return [_event_line("DELETED", c.obj)]
+    if before:  # as the watch cache sends it: the object as it last matched, at the version of the change
+        assert c.old is not None
+        version = c.obj["metadata"].get("resourceVersion")
+        return [_event_line("DELETED", {**c.old, "metadata": {**c.old["metadata"], "resourceVersion": version}})]
     return []
 
 
@@ -1042,8 +1053,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._dispatch("DELETE")
 
     # -- plumbing -------------------------------------------------------------------------------------------------
-    def _send(self, code: int, body: dict | bytes, headers: dict[str, str] | None = None) -> None:
+    def _send(
+        self, code: int, body: dict | bytes, headers: dict[str, str] | None = None, sent: tuple[str, str] | None = None
+    ) -> None:
         data = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
+        if sent is not None:
+            self.api.count_sent(sent, len(data))
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -1123,12 +1138,12 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with api._lock:
             if verb == "list":
-                self._send(200, api._list(req, query))
+                self._send(200, api._list(req, query), sent=("list", req.type.plural))
             elif verb == "get":
                 obj = api._get(req.type, req.namespace, req.name or "")
                 if obj is None:
                     raise _not_found(req.type, req.name or "")
-                self._send(200, obj)
+                self._send(200, obj, sent=("get", req.type.plural))
             elif verb == "create":
                 if req.name or not isinstance(body, dict):
                     raise ApiError(
@@ -1160,6 +1175,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             for data in lines:
                 self._chunk(data)
+                api.count_sent(("watch", req.type.plural), len(data))
             self.wfile.write(b"0\r\n\r\n")
         except _Cut:
             self.close_connection = True

@@ -6,6 +6,7 @@ the real classes do, and that a double lacking a method is refused.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from bgpadv.config import PeerConfig
@@ -66,6 +67,30 @@ class RecordingSpeaker:
 
     def drain(self) -> None:
         self.drains += 1
+
+
+class OnePeerSpeaker(RecordingSpeaker):
+    """A `RecordingSpeaker` that keeps only the sorted prefixes desired for one `peer`, and each set's cause."""
+
+    def __init__(self, peer: str) -> None:
+        super().__init__()
+        self.peer = peer
+        self.causes: list = []
+
+    def set_desired(self, desired, cause=None) -> None:
+        super().set_desired(desired, cause)
+        self.desired[-1] = sorted(str(r.prefix) for r in self.desired[-1][self.peer])
+        self.causes.append(cause)
+
+
+class ManualClock:
+    """A monotonic clock the test moves by hand (`now`), starting at the real clock's reading."""
+
+    def __init__(self) -> None:
+        self.now = time.monotonic()
+
+    def __call__(self) -> float:
+        return self.now
 
 
 class RecordingSources:

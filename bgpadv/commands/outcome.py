@@ -19,6 +19,7 @@ from bgpadv.config import Config
 from bgpadv.core import reasons
 from bgpadv.core.model import ObjectRef, Plan, Refusal, Route
 from bgpadv.core.prefix import Prefix
+from bgpadv.core.resources import watched_on
 from bgpadv.core.state import ClusterState
 from bgpadv.core.views import Claim, VmAddress, Vmi
 from bgpadv.planner import plan as make_plan
@@ -59,10 +60,12 @@ class Unrouted:
 def guarded(state: ClusterState, config: Config, node: str | None = None) -> Instance:
     """The instance of `config` (per-node mode: on `node`, default `config.node_name`): its plan through the guard
     for the configured peers, as the controller applies it (`bgpadv.safety.guard`). An instance on a node sees the
-    launcher pods of its node only, as the service watches them."""
+    launcher pods and the VMIs of its node only (running there or migrating there), as the service watches them."""
     node = node or config.node_name
-    if node is not None:  # the instance on `node` lists its own node's launcher pods only (resources.for_node)
-        state = dataclasses.replace(state, pods={k: p for k, p in state.pods.items() if p.node == node})
+    if node is not None:  # the instance on `node` lists its own node's launcher pods and VMIs (resources.for_node)
+        pods = {k: p for k, p in state.pods.items() if p.node == node}
+        vmis = {k: v for k, v in state.vmis.items() if watched_on(v.labels, node)}
+        state = dataclasses.replace(state, pods=pods, vmis=vmis)
     plan = make_plan(state, config, node)
     guard = Guard(config if node is None else dataclasses.replace(config, node_name=node))
     result = guard.check(plan.routes, guard.context(plan))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,6 +19,7 @@ class Resource:
     field: str
     label_selector: str = ""  # what the watch asks for (server-side filter)
     field_selector: str = ""  # likewise (per-node mode: launcher pods of this node only, see `for_node`)
+    moves: bool = False  # objects leave this watch when they move to another node (per-node VMIs, `for_node`)
     optional: bool = True  # a CRD that may be absent (KubeVirt not installed): logged and retried, never fatal
     also_served: tuple[str, ...] = ()  # other versions upstream still serves in the same shape (read as `version`)
 
@@ -69,14 +71,46 @@ pkg/crd/ipamclaims/v1alpha1); VirtualMachineInstance kubevirt.io/v1 and v1alpha3
 manifest of a watched kind in any other apiVersion is refused with a warning (`unread_version`), never silently."""
 
 
-def for_node(resource: Resource, node: str) -> Resource:
-    """What a per-node instance on `node` watches of `resource`: launcher pods by `spec.nodeName` (the only kind a
-    real apiserver narrows by node: custom resources select on metadata.name/namespace only, and a VMI's
-    `kubevirt.io/nodeName` label names the target only after a migration completes, too late for the target to
-    announce at target-ready); every other resource whole."""
+NODE_NAME_LABEL = "kubevirt.io/nodeName"
+"""The node a VMI runs on, as a label: virt-controller sets it when it hands the VMI to its first node's handler
+(pkg/virt-controller/watch/vmi/lifecycle.go), the target's virt-handler moves it to the target node when a live
+migration completes, in the same write as `status.nodeName` (pkg/virt-handler/migration-target.go,
+`ackMigrationCompletion`). A failed or cancelled migration leaves it on the source."""
+MIGRATION_TARGET_LABEL = "kubevirt.io/migrationTargetNodeName"
+"""The target node of a live migration in progress: virt-controller sets it once the target pod is scheduled "so
+that virt-handler on the target node will receive the vmi" (pkg/virt-controller/watch/migration/migration.go); the
+target's virt-handler removes it when the migration is over (completed after moving `kubevirt.io/nodeName`, failed
+or cancelled alike: pkg/virt-handler/migration-target.go, `finalCleanup`), in a later write."""
+
+
+def for_node(resource: Resource, node: str) -> tuple[Resource, ...]:
+    """What a per-node instance on `node` watches of `resource`: launcher pods by `spec.nodeName`; VMIs twice, by
+    label: those on the node (`kubevirt.io/nodeName`) and those migrating to it (`kubevirt.io/migrationTargetNodeName`,
+    set before the target is ready, so the target can announce at target-ready). Both watches fill one view (the
+    store keeps an object while either holds it); a VMI that leaves a watch without a deletionTimestamp moved, it was
+    not deleted (`moves`: no mass deletion, `bgpadv.safety.failstatic`). Every other resource whole: custom
+    resources select on labels and metadata.name/namespace only, and nothing else names a node (IPAMClaims,
+    networks, nodes, namespaces)."""
     if resource is LAUNCHER_POD:
-        return replace(resource, field_selector=f"spec.nodeName={node}")
-    return resource
+        return (replace(resource, field_selector=f"spec.nodeName={node}"),)
+    if resource is VMI:
+        return (
+            replace(resource, label_selector=f"{NODE_NAME_LABEL}={node}", moves=True),
+            replace(resource, label_selector=f"{MIGRATION_TARGET_LABEL}={node}", moves=True),
+        )
+    return (resource,)
+
+
+def hands_over(resource: Resource) -> bool:
+    """`resource` is a per-node instance's watch of the VMIs migrating to its node: a VMI that leaves it (the
+    migration over) may arrive through the node's own watch a moment later, when the migration completed."""
+    return resource.moves and resource.label_selector.startswith(f"{MIGRATION_TARGET_LABEL}=")
+
+
+def watched_on(labels: Mapping[str, str], node: str) -> bool:
+    """A VMI with these labels is seen by the per-node instance on `node` (`for_node`): it runs there, or migrates
+    there."""
+    return labels.get(NODE_NAME_LABEL) == node or labels.get(MIGRATION_TARGET_LABEL) == node
 
 
 ALL: tuple[Resource, ...] = (CUDN, ROUTE_ADVERTISEMENTS, IPAM_CLAIM, VMI, LAUNCHER_POD, NODE, NAMESPACE)

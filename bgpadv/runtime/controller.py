@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from bgpadv.config import Config
 from bgpadv.core.model import Cause, Plan, Route
-from bgpadv.core.resources import CUDN, NODE, ROUTE_ADVERTISEMENTS
+from bgpadv.core.resources import CUDN, NODE, ROUTE_ADVERTISEMENTS, hands_over
 from bgpadv.core.state import ClusterState
 from bgpadv.core.views import Node
 from bgpadv.observe.observers import NullObserver, Observer
@@ -379,7 +379,10 @@ class Controller:
         if not self.store.apply(event):
             return
         key = event.object_key()
-        if not synced and not event.from_list and key is not None and _deletes(event):
+        if not synced and not event.from_list and key is not None and _moved(event):
+            if hands_over(res):
+                self.failstatic.moved()
+        elif not synced and not event.from_list and key is not None and _deletes(event):
             self.failstatic.deletion(
                 res,
                 key,
@@ -687,12 +690,22 @@ class Controller:
             gc.enable()
 
 
-def _deletes(event: WatchEvent) -> bool:
-    """The event deletes its object: DELETED, or the object carries a deletionTimestamp (being deleted)."""
-    if event.type == "DELETED":
-        return True
+def _deleting(event: WatchEvent) -> bool:
     meta = event.obj.get("metadata") if isinstance(event.obj, dict) else None
     return isinstance(meta, dict) and bool(meta.get("deletionTimestamp"))
+
+
+def _deletes(event: WatchEvent) -> bool:
+    """The event deletes its object: DELETED, or the object carries a deletionTimestamp (being deleted)."""
+    return event.type == "DELETED" or _deleting(event)
+
+
+def _moved(event: WatchEvent) -> bool:
+    """The object left a watch objects leave when they move (`Resource.moves`: per-node VMIs) without being deleted:
+    a DELETED without a deletionTimestamp, sent when it stopped matching the node's selector (a migration). KubeVirt's
+    finalizers give every deleted VMI a deletionTimestamp first, and so does a deleted CRD, so a real deletion is
+    still seen as one."""
+    return event.type == "DELETED" and event.resource.moves and not _deleting(event)
 
 
 def _require(part: object, seam: type, role: str) -> None:

@@ -50,6 +50,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("bgpadv.service")
 
+PER_NODE_RELIST_SPREAD = 5.0
+"""Seconds over which a per-node instance spreads a relist forced by 410 Gone (`ReflectorSettings.relist_spread`):
+a DaemonSet's instances lose their watches together when the apiserver restarts, and would otherwise LIST at once."""
+
 
 def run(
     config_path: str,
@@ -145,7 +149,10 @@ def controller_main(config_path: str, *, hold_seconds: float | None = None) -> i
     # and nothing is planned before every resource is listed and ExaBGP has told what it advertises.
     # (placement below narrows the peers only: what is watched is the file's)
     inbox: queue.SimpleQueue = queue.SimpleQueue()
-    settings = ReflectorSettings(hold_seconds=config.safety.hold_seconds)
+    # per-node mode: one instance per node lost its watches together when the apiserver restarted; spread their
+    # relists (cluster mode's one or two replicas list at once)
+    spread = PER_NODE_RELIST_SPREAD if config.node_name else 0.0
+    settings = ReflectorSettings(hold_seconds=config.safety.hold_seconds, relist_spread=spread)
     sources = Sources(api_client, watched_resources(config), inbox.put, settings, metrics)  # the others ignore sources
     sources.start()
     from bgpadv.observe.events import EventRecorder

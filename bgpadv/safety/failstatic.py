@@ -21,6 +21,13 @@ events already made included) are held and carried out only when a full LIST of 
 `safety.holdSeconds` later still does not have the routes: the same confirmation as for a relist. A deletion of one
 VM stays an ordinary event; so does the deletion of many VMs of a large cluster one by one.
 
+A per-node instance's VMI watches select by node label: a VMI that migrates leaves a watch as a DELETED without a
+deletionTimestamp. That is no deletion: it never counts towards a mass deletion (a node drained is not a CRD
+deleted), and a VMI that migrated away is withdrawn at once, as a VMI whose node changed. One that leaves the watch of
+VMIs migrating to the node (`moved`) lets its withdrawals settle like a deletion's, so that a migration completing
+here, which the node's own watch may deliver a moment later, is never withdrawn in between. A VMI really deleted
+carries a deletionTimestamp first (KubeVirt's finalizers), so deletions through a scoped watch are still counted.
+
 Every plan with deletion events lets its withdrawals settle first (`bgpadv.safety.hold`): they go out once deletion
 events paused for `safety.deletionSettleSeconds` (default 1 s; at most `MASS_DELETION_WINDOW` after the first). A
 mass deletion is recognised on its `MASS_DELETION_MIN`th object, so without that its first withdrawals would already
@@ -119,6 +126,12 @@ class FailStatic:
             )
             if self.on_mass_deletion is not None:
                 self.on_mass_deletion(resource, True)
+
+    def moved(self) -> None:
+        """A VMI left the watch of VMIs migrating to this node without being deleted (the migration is over): its
+        withdrawals settle like a deletion's, so that when the node's own watch delivers it a moment later (the
+        migration completed) it was never withdrawn; it never counts towards a mass deletion."""
+        self._deletions = True
 
     def mass_deletions(self) -> tuple[Resource, ...]:
         """The resources in a mass deletion now (ending those whose window passed without a deletion)."""

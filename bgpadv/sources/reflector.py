@@ -7,6 +7,8 @@ the newest resourceVersion it saw (bookmarks included):
   without a new LIST;
 - 410 Gone (an ERROR event or an HTTP 410) means the history is gone: it relists and diffs the fresh list against
   its cache, emitting the DELETED events it missed, and ADDED/MODIFIED for objects whose resourceVersion changed;
+  the relist first waits a random delay up to `relist_spread` (per-node mode), so many instances that lost their
+  history together do not list in lockstep;
 - 404 for a resource that was never readable (the CRD is not installed, e.g. KubeVirt absent) counts as
   synced-and-empty: SYNCED is emitted so the service never waits for an absent kind, and it retries with backoff until
   the CRD appears;
@@ -115,9 +117,19 @@ class ReflectorSettings:
     bookmarks: bool = True
     """Ask for BOOKMARK events, which advance the resourceVersion while nothing changes, so a resumed watch rarely
     falls out of the server's history window (and needs no relist)."""
+    relist_spread: float = 0.0
+    """A relist forced by 410 Gone first waits a random delay in [0, relist_spread) (`relist_delay`), so that
+    instances that lost their history together (an apiserver restart, N per-node instances) do not LIST in lockstep;
+    0 lists at once. A relist asked for (`relist()`) and the first LIST never wait."""
     hold_seconds: float = 120.0
     """A resource that answers 404/403 after it was readable keeps its objects until a LIST begun at least this long
     after the first refusal still refuses (`safety.holdSeconds`)."""
+
+
+def relist_delay(settings: ReflectorSettings, draw: Callable[[float, float], float] = random.uniform) -> float:
+    """How long a relist forced by 410 Gone waits first: uniform over [0, `relist_spread`) (full jitter: N
+    instances that lost their watches at the same instant spread their LISTs evenly over the window)."""
+    return draw(0.0, settings.relist_spread) if settings.relist_spread > 0 else 0.0
 
 
 class _Gone(Exception):
@@ -357,13 +369,11 @@ class Reflector:
                     self._sleep()  # a server that closes at once must not make us spin
             except _Gone as e:
                 log.info("%s: %s; relisting", plural, e)
-                self._observer.watch_restart(plural, "gone-410")
-                self._rv = None
+                self._gone()
             except ApiException as e:
                 if e.status == 410:
                     log.info("%s: 410 Gone (%s); relisting", plural, e.reason)
-                    self._observer.watch_restart(plural, "gone-410")
-                    self._rv = None
+                    self._gone()
                 elif e.status in (403, 404) and self._readable:
                     self._unreadable(e.status)
                 elif e.status == 404 and self.resource.optional:
@@ -376,6 +386,15 @@ class Reflector:
                 log.exception("%s: unexpected failure in the list/watch loop", plural)
                 self._error(f"{type(e).__name__}: {e}")
         log.debug("%s reflector stopped", plural)
+
+    def _gone(self) -> None:
+        """The watch's history is gone: relist, after `relist_delay` (cut short by stop() or relist())."""
+        self._observer.watch_restart(self.resource.plural, "gone-410")
+        self._rv = None
+        delay = relist_delay(self.settings)
+        if delay > 0 and not self._stop.is_set() and not self._relist_wanted.is_set():
+            self._wake.wait(delay)
+            self._wake.clear()
 
     def _sleep(self) -> None:
         s = self.settings

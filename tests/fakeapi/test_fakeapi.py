@@ -274,8 +274,9 @@ def test_a_pod_bound_to_the_node_after_the_watch_began_arrives_as_added(server: 
     )
     assert [(e["type"], e["object"]["spec"].get("nodeName")) for e in events] == [
         ("ADDED", "worker-2"),
-        ("DELETED", "worker-1"),
+        ("DELETED", "worker-2"),  # the watch cache sends the object as it last matched ...
     ]
+    assert events[1]["object"]["metadata"]["resourceVersion"] == str(server.resource_version)  # ... as of the move
 
 
 # -- WATCH --------------------------------------------------------------------------------------------------------

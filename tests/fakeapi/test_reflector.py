@@ -562,3 +562,31 @@ def test_unknown_and_undecodable_watch_lines_are_skipped_with_a_warning(caplog: 
     warnings = " ".join(r.getMessage() for r in caplog.records)
     assert "unknown type 'WEIRD'" in warnings
     assert "undecodable" in warnings
+
+
+def test_after_an_apiserver_restart_instances_spread_their_relists_over_relist_spread(server: FakeApiServer) -> None:
+    """Eight per-node instances lose their watches and their history at once (an apiserver restart: streams cut,
+    the watch cache starts at the current revision): each relists after its own random delay, none at once, all
+    within the window."""
+    server.load([objects.node("worker-1", "10.0.0.11")])
+    settings = ReflectorSettings(bookmarks=False, backoff_min=0.02, backoff_max=0.05, relist_spread=1.0)
+    fleet = [Harness(server, watched=(resources.NODE,), settings=settings) for _ in range(8)]
+    try:
+        for h in fleet:
+            h.sources.start()
+        for h in fleet:
+            h.wait(lambda h=h: h.sources.synced)
+        server.create(claim("vm-a", "192.168.100.10"))  # the revision moves on while they watch nodes
+        server.compact()
+        server.drop_watches()
+        restarted = time.monotonic()
+        for h in fleet:
+            h.wait(lambda h=h: sum(1 for e in h.events if e.type == "SYNCED") == 2, timeout=5.0)
+        relisted = sorted([e for e in h.events if e.type == "SYNCED"][-1].listed_at - restarted for h in fleet)
+        assert all("gone-410" in h.observer.reasons("nodes") for h in fleet)
+        assert relisted[0] >= 0.0 and relisted[-1] < 1.0 + 0.5  # the window, plus a reconnect's backoff
+        assert relisted[-1] - relisted[0] > 0.2, relisted  # not in lockstep (all within 0.2 s: p < 1e-4)
+    finally:
+        for h in fleet:
+            h.sources.stop()
+            h.api.close()

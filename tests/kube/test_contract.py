@@ -69,8 +69,8 @@ class Server:
         with self.reach():
             return fn(*args, **kwargs)
 
-    def list_page(self, limit: int, token: str | None = None) -> dict:
-        kwargs: dict[str, Any] = {"limit": limit, "_preload_content": False}
+    def list_page(self, limit: int, token: str | None = None, **extra: Any) -> dict:
+        kwargs: dict[str, Any] = {"limit": limit, "_preload_content": False, **extra}
         if token:
             kwargs["_continue"] = token
         response = self.call(self.custom.list_namespaced_custom_object, GROUP, VERSION, NS, PLURAL, **kwargs)
@@ -179,6 +179,32 @@ def test_a_watch_from_the_list_version_delivers_exactly_the_later_changes_in_ord
     assert events[-1]["object"]["metadata"].get("deletionTimestamp")
     versions = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
     assert versions == sorted(versions) and versions[0] > int(rv)
+
+
+def test_a_label_selected_watch_sees_an_object_leave_as_deleted_and_one_arrive_as_added(server: Server) -> None:
+    """What a per-node instance's scoped VMI watches rely on (a VMI's node label moves when it migrates): the LIST
+    holds only the matching objects; an object whose labels stop matching arrives as DELETED, carrying the object as
+    it last matched at the resourceVersion of the change that moved it; one that starts matching arrives as ADDED."""
+    server.write.apply(claims("sel", 3))
+    on = {"bgpadv.test/node": "worker-1"}
+    server.write.patch(*CLAIM, "sel-0.default", NS, {"metadata": {"labels": on}})
+    selector = "bgpadv.test/node=worker-1"
+    listed = server.list_page(500, label_selector=selector)
+    assert names(listed["items"]) == ["sel-0.default"]
+    rv = listed["metadata"]["resourceVersion"]
+    server.write.patch(*CLAIM, "sel-0.default", NS, {"metadata": {"labels": {"bgpadv.test/node": "worker-2"}}})
+    server.write.patch(*CLAIM, "sel-1.default", NS, {"metadata": {"labels": on}})
+    server.write.patch(*CLAIM, "sel-2.default", NS, {"metadata": {"labels": {"bgpadv.test/other": "yes"}}})
+    events = [e for e in server.watch(rv, timeout=3, label_selector=selector) if e["type"] != "BOOKMARK"]
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("DELETED", "sel-0.default"),
+        ("ADDED", "sel-1.default"),
+    ]
+    left, arrived = (e["object"]["metadata"] for e in events)
+    assert left["labels"]["bgpadv.test/node"] == "worker-1"  # the content that matched, not the moved object
+    moved = server.list_page(500, field_selector="metadata.name=sel-0.default")["items"][0]["metadata"]
+    assert left["resourceVersion"] == moved["resourceVersion"]  # ... at the version of the move
+    assert int(rv) < int(left["resourceVersion"]) < int(arrived["resourceVersion"])
 
 
 def test_a_deleting_object_goes_away_when_its_finalizers_are_removed(server: Server) -> None:

@@ -4,7 +4,10 @@ Scope: what the fabric sees when two per-node instances (worker-1 in w1, worker-
 watch one shared fake Kubernetes API and peer with the same ToR: the Layer2 subnet via both nodes (two paths, ECMP),
 each node's Layer3 host subnet and each VM's /32 via its own node only, and a live migration worker-1 → worker-2
 during which FRR's table, sampled every ~25 ms over the vty socket, never lacks a path for the VM's /32 and ends
-with worker-2 alone. Every assertion reads FRR's BGP table; none reads bgpadv's logs.
+with worker-2 alone; a migration that fails after target-ready, and one cancelled before it, end with worker-1
+alone and never lack its path. Each instance watches only its node's VMIs (by KubeVirt's node and migration-target
+labels, which the migrations here move as KubeVirt does) and launcher pods. Every assertion reads FRR's BGP
+table; none reads bgpadv's logs.
 
 worker-1's instance takes its node name (and per-node mode) from BGPADV_NODE_NAME alone, as the DaemonSet's downward
 API sets it; worker-2's from `nodeName` in its file: both sources are exercised.
@@ -12,9 +15,11 @@ API sets it; worker-2's from `nodeName` in its file: both sources are exercised.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -40,6 +45,8 @@ def cluster() -> list[dict]:
         *vm("vm-a", "192.168.100.10", "worker-1"),
         *vm("vm-b", "192.168.100.20", "worker-2"),
         *vm("vm-m", "192.168.100.30", "worker-1"),
+        *vm("vm-f", "192.168.100.40", "worker-1"),
+        *vm("vm-c", "192.168.100.50", "worker-1"),
     ]
 
 
@@ -129,39 +136,71 @@ class Sampler(threading.Thread):
         return next(t for t, h in self.samples if t >= since and h == hops) - since
 
 
+TARGET_LABEL = "kubevirt.io/migrationTargetNodeName"
+
+
+@contextlib.contextmanager
+def sampling(frr: FrrRouter, prefix: str) -> Iterator[Sampler]:
+    """A `Sampler` of `prefix` running for the block."""
+    sampler = Sampler(frr, prefix)
+    sampler.start()
+    try:
+        yield sampler
+    finally:
+        sampler.halt.set()
+        sampler.join()
+
+
+def start_migration(api, name: str) -> dict:
+    """virt-controller hands the migration of `name` worker-1 → worker-2 to the target: the target pod is scheduled
+    on worker-2, and one write puts the migration state and the target label on the VMI (the label brings the VMI
+    into worker-2's instance's view). Returns the target pod."""
+    vmi = api.get("kubevirt.io/v1", "VirtualMachineInstance", name, NS)
+    target = k8s.launcher_pod(NS, name, "worker-2", suffix="tgt01", migration_job=f"migration-{name}")
+    k8s.owned_by(target, vmi["metadata"]["uid"])  # the uid the API server gave the VMI: KubeVirt's own link
+    api.create(target)
+    state = k8s.migration_state("worker-1", "worker-2", vmi=name)
+    patch = {"metadata": {"labels": {TARGET_LABEL: "worker-2"}}, "status": {"migrationState": state}}
+    api.patch("kubevirt.io/v1", "VirtualMachineInstance", name, NS, patch)
+    return target
+
+
+def target_ready(api, target: dict) -> None:
+    """The target domain is live: virt-handler annotates the target pod (seen by worker-2's instance only)."""
+    annotation = {"kubevirt.io/migration-target-ready-timestamp": READY}
+    api.patch("v1", "Pod", target["metadata"]["name"], NS, {"metadata": {"annotations": annotation}})
+
+
+def end_migration(api, name: str, state: dict, *, completed: bool) -> None:
+    """The end of a migration as virt-handler writes it: the target's ack (migration state; when it completed, the
+    node label and status.nodeName move to the target in the same write), then, in a later write, the target label
+    removed (`finalCleanup`), then the launcher pod that is no longer needed deleted."""
+    patch: dict = {"status": {"migrationState": state}}
+    if completed:
+        patch = {"metadata": {"labels": {"kubevirt.io/nodeName": "worker-2"}}, "status": {**patch["status"]}}
+        patch["status"]["nodeName"] = "worker-2"
+    api.patch("kubevirt.io/v1", "VirtualMachineInstance", name, NS, patch)
+    api.patch("kubevirt.io/v1", "VirtualMachineInstance", name, NS, {"metadata": {"labels": {TARGET_LABEL: None}}})
+    api.delete("v1", "Pod", f"virt-launcher-{name}-{'src01' if completed else 'tgt01'}", NS)
+
+
 def test_a_live_migration_hands_the_vm_address_from_source_to_target_without_a_gap_at_the_tor(nodes):
     lab, api, *_ = nodes
     frr = lab.frr
     wait_paths(frr, MOVER, [W1])
-    sampler = Sampler(frr, MOVER)
-    sampler.start()
-    try:
+    with sampling(frr, MOVER) as sampler:
         time.sleep(0.3)
-        # KubeVirt starts the migration: the target pod is scheduled on worker-2, not ready yet
-        state = k8s.migration_state("worker-1", "worker-2", vmi="vm-m")
-        api.patch_status("kubevirt.io/v1", "VirtualMachineInstance", "vm-m", NS, {"status": {"migrationState": state}})
-        target = k8s.launcher_pod(NS, "vm-m", "worker-2", suffix="tgt01", migration_job="migration-1")
-        vmi = api.get("kubevirt.io/v1", "VirtualMachineInstance", "vm-m", NS)
-        k8s.owned_by(target, vmi["metadata"]["uid"])  # the uid the API server gave the VMI: KubeVirt's own link
-        api.create(target)
+        target = start_migration(api, "vm-m")  # the target pod is scheduled on worker-2, not ready yet
         time.sleep(1.0)  # nothing may change at the ToR while the target is not live
         assert paths(frr.vtysh_json("show bgp ipv4 unicast json"), MOVER)[1] == [W1]
-        # the target domain is live: virt-handler annotates the target pod (seen by worker-2's instance only)
         ready_at = time.monotonic()
-        annotation = {"kubevirt.io/migration-target-ready-timestamp": READY}
-        api.patch("v1", "Pod", target["metadata"]["name"], NS, {"metadata": {"annotations": annotation}})
+        target_ready(api, target)
         wait_paths(frr, MOVER, [W1, W2])
-        # the migration completes, then status.nodeName flips to the target
         done_at = time.monotonic()
         state = k8s.migration_state("worker-1", "worker-2", vmi="vm-m", target_ready=READY, completed=True)
-        api.patch_status("kubevirt.io/v1", "VirtualMachineInstance", "vm-m", NS, {"status": {"migrationState": state}})
-        api.patch_status("kubevirt.io/v1", "VirtualMachineInstance", "vm-m", NS, {"status": {"nodeName": "worker-2"}})
-        api.delete("v1", "Pod", "virt-launcher-vm-m-src01", NS)
+        end_migration(api, "vm-m", state, completed=True)
         wait_paths(frr, MOVER, [W2])
         time.sleep(0.3)
-    finally:
-        sampler.halt.set()
-        sampler.join()
     hops = [h for _, h in sampler.samples]
     assert len(hops) > 40
     assert all(hops), "the ToR had no path for the migrating VM at some sample"
@@ -172,4 +211,42 @@ def test_a_live_migration_hands_the_vm_address_from_source_to_target_without_a_g
     print(
         f"\nper-node hand-off: {len(hops)} samples; target-ready -> ECMP {target_ready_to_both * 1000:.0f} ms; "
         f"completion -> target only {completion_to_target_only * 1000:.0f} ms"
+    )
+
+
+def test_a_migration_that_fails_after_target_ready_leaves_the_vm_on_its_source_without_a_gap(nodes):
+    """The target announced from target-ready; the migration then fails: the VM stays on worker-1 (its node label
+    never moves), worker-2's instance loses it when the target label goes and withdraws it."""
+    lab, api, *_ = nodes
+    prefix = "192.168.100.40/32"
+    wait_paths(lab.frr, prefix, [W1])
+    with sampling(lab.frr, prefix) as sampler:
+        target_ready(api, start_migration(api, "vm-f"))
+        wait_paths(lab.frr, prefix, [W1, W2])
+        state = k8s.migration_state("worker-1", "worker-2", vmi="vm-f", target_ready=READY, completed=True, failed=True)
+        end_migration(api, "vm-f", state, completed=False)
+        wait_paths(lab.frr, prefix, [W1])
+        time.sleep(0.5)
+    hops = [h for _, h in sampler.samples]
+    assert all(W1 in h for h in hops), "the source's path was missing at some sample"
+    assert hops[-1] == [W1]
+
+
+def test_a_migration_cancelled_before_target_ready_never_reaches_the_target(nodes):
+    """The migration is cancelled (its VirtualMachineInstanceMigration deleted) while the target domain is not live:
+    the abort succeeds, the target label goes; the ToR only ever has worker-1's path."""
+    lab, api, *_ = nodes
+    prefix = "192.168.100.50/32"
+    wait_paths(lab.frr, prefix, [W1])
+    with sampling(lab.frr, prefix) as sampler:
+        start_migration(api, "vm-c")
+        time.sleep(0.5)
+        state = k8s.migration_state(
+            "worker-1", "worker-2", vmi="vm-c", failed=True, abort_requested=True, abort_status="Succeeded"
+        )
+        end_migration(api, "vm-c", state, completed=False)
+        time.sleep(1.5)
+    assert {tuple(h) for _, h in sampler.samples} == {(W1,)}
+    assert (
+        api.get("kubevirt.io/v1", "VirtualMachineInstance", "vm-c", NS)["metadata"]["labels"].get(TARGET_LABEL) is None
     )

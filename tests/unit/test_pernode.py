@@ -209,20 +209,23 @@ def test_an_unknown_or_contradictory_node_name_is_a_configuration_error(raw, env
 # --- what an instance watches -------------------------------------------------------------------------------------
 
 
-def test_a_per_node_instance_watches_launcher_pods_of_its_node_only_and_everything_else_whole():
-    watched = {r.plural: r for r in watched_resources(k8s.config(nodeName=W2))}
-    assert watched["pods"].field_selector == "spec.nodeName=worker-2"
-    assert watched["pods"].label_selector == "kubevirt.io=virt-launcher"
-    assert {p: r.field_selector for p, r in watched.items() if p != "pods"} == {
-        "clusteruserdefinednetworks": "",
-        "ipamclaims": "",
-        "virtualmachineinstances": "",
-        "nodes": "",
-        "namespaces": "",
-    }
+def test_a_per_node_instance_watches_its_nodes_launcher_pods_and_vmis_and_everything_else_whole():
+    watched = watched_resources(k8s.config(nodeName=W2))
+    selectors = sorted((r.plural, r.label_selector, r.field_selector) for r in watched)
+    assert selectors == [
+        ("clusteruserdefinednetworks", "", ""),
+        ("ipamclaims", "", ""),
+        ("namespaces", "", ""),
+        ("nodes", "", ""),
+        ("pods", "kubevirt.io=virt-launcher", "spec.nodeName=worker-2"),
+        ("virtualmachineinstances", "kubevirt.io/migrationTargetNodeName=worker-2", ""),
+        ("virtualmachineinstances", "kubevirt.io/nodeName=worker-2", ""),
+    ]
+    assert [r.moves for r in watched if r.plural == "virtualmachineinstances"] == [True, True]
 
 
 def test_a_cluster_instance_watches_every_launcher_pod():
     watched = {r.plural: r for r in watched_resources(k8s.config())}
     assert watched["pods"] is resources.LAUNCHER_POD
     assert watched["pods"].field_selector == ""
+    assert watched["virtualmachineinstances"] is resources.VMI

@@ -28,7 +28,8 @@ from bgpadv.safety.failstatic import MASS_DELETION_WINDOW
 from bgpadv.sources.reflector import WatchEvent
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
-from tests.doubles import RecordingObserver, RecordingSources, RecordingSpeaker
+from tests.doubles import ManualClock as Clock
+from tests.doubles import OnePeerSpeaker, RecordingObserver, RecordingSources
 
 H = 120.0
 RESYNC = 30.0  # shorter than the hold: the periodic resync comes first
@@ -57,27 +58,6 @@ def host(i: int) -> str:
     return f"192.168.100.{i}/32"
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = time.monotonic()
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class Speaker(RecordingSpeaker):
-    """Keeps only the sorted prefixes desired for the one peer, and each set's cause."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.causes: list = []
-
-    def set_desired(self, desired, cause=None) -> None:
-        super().set_desired(desired, cause)
-        self.desired[-1] = sorted(str(r.prefix) for r in self.desired[-1][PEER])
-        self.causes.append(cause)
-
-
 class Cluster:
     """A controller fed by hand: `watch` delivers ordinary events, `relist` a reflector's relist diff, `synced` a
     completed LIST; `step` runs one iteration of the loop over what was delivered (and the timers)."""
@@ -87,7 +67,7 @@ class Cluster:
         self.observer = RecordingObserver()
         self.c = Controller(
             CONFIG,
-            speaker=Speaker(),
+            speaker=OnePeerSpeaker(PEER),
             sources_factory=RecordingSources,
             observer=self.observer,
             settings=LoopSettings(coalesce_window=0.0, resync_interval=RESYNC),
