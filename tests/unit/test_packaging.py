@@ -205,6 +205,7 @@ def test_bench_reaches_the_object_builders_through_the_lab_package():
         "guard.py",
         "hostile.py",
         "kube_scale.py",
+        "pernode_scale.py",
         "restart.py",
         "rss.py",
     ]
