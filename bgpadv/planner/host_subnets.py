@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from bgpadv.core import reasons, views
 from bgpadv.core.prefix import Prefix
 from bgpadv.planner.networks import Network, host_subnet_check
-from bgpadv.planner.nodes import NodeInfo
+from bgpadv.planner.nodes import NodeInfo, oldest_first
 
 _Rows = tuple[list[tuple[int, int]], list[tuple[int, str, Prefix]]]
 """A network's held host subnets sorted by (version, first address), and (last address, node, prefix) of each."""
@@ -36,7 +36,7 @@ class HostSubnets:
     def __init__(self, nodes: Iterable[views.Node], networks: Iterable[Network]) -> None:
         self._networks = {n.name: n for n in networks if n.topology == "Layer3"}
         named = (n for n in nodes if n.name and n.host_subnets and n.host_subnets_problem is None)
-        self._nodes = sorted(named, key=_age) if self._networks else []
+        self._nodes = oldest_first(named) if self._networks else []
         self._rows: dict[str, _Rows] = {}
 
     def holder(self, network: str, version: int, value: int) -> tuple[Prefix, str] | None:
@@ -92,7 +92,3 @@ def inputs(nodes: Mapping[str, views.Node], networks: Iterable[Network]) -> Inpu
         (n.name, n.age, n.host_subnets) for n in nodes.values() if n.host_subnets and n.host_subnets_problem is None
     )
     return layer3, named
-
-
-def _age(node: views.Node) -> tuple[str, str]:
-    return node.age

@@ -107,7 +107,7 @@ from bgpadv.core.state import ClusterState
 from bgpadv.planner import checks
 from bgpadv.planner.checks import Address, SubnetRange
 from bgpadv.planner.fast import make_route
-from bgpadv.planner.nodes import NodeInfo
+from bgpadv.planner.nodes import NodeInfo, oldest_first
 from bgpadv.planner.policy import Policies
 from bgpadv.planner.space import infrastructure_space
 
@@ -575,7 +575,7 @@ def _layer3_routes(  # noqa: C901 (one hot loop, kept flat on purpose)
     held = holder.get
     subnet = RouteKind.SUBNET
     route = make_route
-    for node in sorted(nodes.values(), key=_node_age):
+    for node in oldest_first(nodes.values()):
         info = index.get(node.name)
         if info is None:
             continue
@@ -629,10 +629,6 @@ def _layer3_routes(  # noqa: C901 (one hot loop, kept flat on purpose)
                     refusals.append(Refusal(ref, entry.text, reason, message, name))
                     continue
                 routes.append(route(net, next_hop, name, subnet, ref, node_name, network_attrs))
-
-
-def _node_age(node: views.Node) -> tuple[str, str]:
-    return node.age
 
 
 def subnet_routes(

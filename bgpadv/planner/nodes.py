@@ -52,6 +52,7 @@ __all__ = [
     "node_address_keys",
     "node_addresses",
     "node_refusals",
+    "oldest_first",
     "special_address_reason",
     "special_range_reason",
     "taken_addresses",
@@ -158,7 +159,7 @@ def taken_addresses(nodes: Mapping[str, Node]) -> dict[str, dict[tuple[int, int]
     reporter: creationTimestamp, then name). One pass over every node's addresses, oldest node first."""
     first: dict[tuple[int, int], str] = {}
     out: dict[str, dict[tuple[int, int], str]] = {}
-    for node in sorted((n for n in nodes.values() if n.name), key=_age):
+    for node in oldest_first(n for n in nodes.values() if n.name):
         name = node.name
         for a in (*node.next_hop_candidates, *node.addresses):
             key = a.key
@@ -166,6 +167,12 @@ def taken_addresses(nodes: Mapping[str, Node]) -> dict[str, dict[tuple[int, int]
             if owner != name:
                 out.setdefault(name, {})[key] = owner
     return out
+
+
+def oldest_first(nodes: Iterable[Node]) -> list[Node]:
+    """`nodes` oldest first (creationTimestamp, then name; none: the youngest): the order in which the first to
+    report an address, or to name a host subnet, keeps it."""
+    return sorted(nodes, key=_age)
 
 
 def _age(node: Node) -> tuple[str, str]:
