@@ -1,6 +1,6 @@
 """Test doubles for the controller's seams (bgpadv.runtime.seams, bgpadv.observe.observers).
 
-Each implements its whole Protocol, so the controller accepts it; `tests/unit/test_seams.py` checks that they and
+Each implements its whole Protocol, so the controller accepts it; `tests/unit/runtime/test_seams.py` checks that they and
 the real classes do, and that a double lacking a method is refused.
 """
 

@@ -23,7 +23,7 @@ from bgpadv.core import reasons
 from bgpadv_lab import objects as k8s
 from tests import guide
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CONFIG = ROOT / "config" / "bgpadv.yaml"
 EXAMPLES = ROOT / "config" / "examples"
 NS = k8s.VM_NAMESPACE

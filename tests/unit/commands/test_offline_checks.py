@@ -21,7 +21,7 @@ import yaml
 
 from bgpadv.commands import checkconfig, explain, render
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "config" / "examples"
 NODES = ("worker-1", "worker-2", "worker-3")
 BASE = {"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512}]}

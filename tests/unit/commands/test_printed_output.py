@@ -40,7 +40,7 @@ HOSTILE = (
 )
 """Appended to names and values: each class of character a terminal would act on or hide."""
 NODE = "worker-1" + HOSTILE
-CUDN = "vmnet-a"  # a CUDN's name is its OVN-K network's: the hostile one is tested by test_printable.py
+CUDN = "vmnet-a"  # a CUDN's name is its OVN-K network's: the hostile one is tested by tests/unit/core/test_printable.py
 QUERIES = [
     pytest.param(f"192.168.100.10\r{FORGED}", id="address-and-carriage-return"),
     pytest.param(f"{NS}/vm-a\r192.168.100.10: announced", id="vm-forging-the-verdict"),

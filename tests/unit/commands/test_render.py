@@ -21,7 +21,7 @@ from bgpadv.core.model import ObjectRef, Plan, Refusal, Route, RouteKind
 from bgpadv.core.prefix import Address, Prefix
 from bgpadv_lab import objects as k8s
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CONFIG = ROOT / "config" / "bgpadv.yaml"
 EXAMPLES = ROOT / "config" / "examples"
 GOLDEN = Path(__file__).resolve().parent / "golden"

@@ -16,7 +16,7 @@ from netaddr import IPAddress
 from bgpadv.config import Config, ConfigError, load, parse
 from bgpadv.core.selectors import LabelSelector
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "bgpadv.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "config" / "bgpadv.yaml"
 MINIMAL = {"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512}]}
 
 
@@ -311,7 +311,7 @@ def test_check_config_accepts_the_example_configuration(capsys):
 
     from bgpadv.commands.cli import main
 
-    example = Path(__file__).resolve().parents[2] / "config" / "bgpadv.yaml"
+    example = Path(__file__).resolve().parents[3] / "config" / "bgpadv.yaml"
     assert main(["check-config", str(example)]) == 0
     assert "valid" in capsys.readouterr().out
 

@@ -13,7 +13,7 @@ import yaml
 from bgpadv.commands import checkconfig
 from bgpadv.config import ConfigError, parse
 
-from .test_kustomize import DEPLOY, container, render
+from tests.unit.project.test_kustomize import DEPLOY, container, render
 
 FROM_ENV = {"fromEnv": "BGPADV_NODE_IPS"}
 DUAL = {"BGPADV_NODE_IPS": "10.0.0.11,fd00::11"}

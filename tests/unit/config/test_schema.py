@@ -21,7 +21,7 @@ from bgpadv.config import ConfigError, json_schema, parse
 from bgpadv.core import yamlsafe
 from tests import guide
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "config" / "bgpadv.yaml"
 # deploy/base/bgpadv.yaml is a placeholder refused on purpose (its peer is no address): the install guide's config
 # (deploy/examples/bgpadv.yaml) is the deployable one, and the placeholder's one error is asserted below

@@ -12,7 +12,7 @@ import pytest
 
 from bgpadv.core import datapath
 
-CONCEPTS = Path(__file__).resolve().parents[2] / "docs" / "concepts.md"
+CONCEPTS = Path(__file__).resolve().parents[3] / "docs" / "concepts.md"
 
 
 def _rows() -> dict[str, tuple[str, str]]:

@@ -7,7 +7,7 @@ JSON keeps the name byte for byte); the import table of `render --learned`; `sta
 document (network, peer, reason and resource strings); the filter itself: every C0/C1 control, DEL, bidi control,
 line/paragraph separator, zero-width, tag, invisible filler and lone surrogate escaped by both filters, and as
 properties over any text: one visible line, read back losslessly, plain text unchanged, one printed line per line.
-Every command driven end to end with such input: test_printed_output.py.
+Every command driven end to end with such input: tests/unit/commands/test_printed_output.py.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import pytest
 
 from bgpadv.observe.logs import LogLevelError, parse_level, setup_logging
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize(

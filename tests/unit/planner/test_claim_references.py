@@ -30,7 +30,7 @@ from bgpadv.planner import plan
 from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
-from tests.unit.test_planner_incremental import _apply  # a watch event applied as the store applies it
+from tests.unit.planner.test_incremental import _apply  # a watch event applied as the store applies it
 
 NET = "cluster_udn_vmnet-a"
 NODES = [k8s.node("worker-1", "10.0.0.11", "fd00::11"), k8s.node("worker-2", "10.0.0.12", "fd00::12")]

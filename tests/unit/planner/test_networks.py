@@ -6,7 +6,7 @@ annotation `k8s.ovn.org/node-subnets` (string or list), and the `networks.subnet
 OVN-K's CRD (one table row per rule: the CUDN is refused whole, with every claim on it), Layer3 `hostSubnet` and
 its defaults, a host subnet named by two nodes (the older node keeps it), overlapping selected networks (the older
 network keeps the space).
-Host routes of VMs are in test_planner_vms.py; address checks in test_planner_checks.py.
+Host routes of VMs are in test_vms.py; address checks in test_checks.py.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ connected network, the default pod network, an OVN-K internal range (the default
 session's address or a session's connected subnet is refused whole with the class's reason code, with every claim on
 it; every other network's routes stay exactly as they were without it; `plan()` and the incremental planner agree;
 `bgpadv render` shows the refusal. Then next hops: a node whose own address another node also reports keeps another
-valid source as next hop (the rule itself: test_planner_node_duplicates.py), a node on the ToR's address is no next
+valid source as next hop (the rule itself: test_node_duplicates.py), a node on the ToR's address is no next
 hop, and a CUDN on NAT64 space is refused. Last, the property: for any generated cluster, adding one bad network
 leaves every other network's routes unchanged.
 """

@@ -4,7 +4,7 @@ Scope: the per-node view of a plan (`plan(..., node)`, `Config.node_name`): Laye
 the ToR), Layer3 host subnets and VM host routes on their own node only, the live-migration hand-off (the target
 announces from target-ready, the source until completion: both instances together never leave the ToR without a
 path), the node name's sources (`nodeName`, `BGPADV_NODE_NAME`) and what a per-node instance watches. The
-incremental planner's equality with plan() for a per-node configuration is in test_planner_incremental.py.
+incremental planner's equality with plan() for a per-node configuration is in test_incremental.py.
 """
 
 from __future__ import annotations

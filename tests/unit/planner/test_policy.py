@@ -1,5 +1,5 @@
 """Policies: attributes per network and per VM label, their precedence, the configuration's rules
-about them, and per-peer export filters. Planner forms' agreement is pinned in test_planner_incremental.py."""
+about them, and per-peer export filters. Planner forms' agreement is pinned in test_incremental.py."""
 
 from __future__ import annotations
 

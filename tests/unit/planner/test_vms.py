@@ -4,8 +4,8 @@ Scope: claim → VMI linking (label `kubevirt.io/vm`, ownerReference; never the 
 and stopped VMs, next hop (node InternalIP of the route's family, the node-primary-ifaddr fallback, `self`), live
 migration (target live by VMI timestamp or by the target pod's annotation; failed, aborted and completed
 migrations), per-node views, the hostRoutes switch, and claims on Layer3
-networks (no persistent IPs there). Node addresses as next hops are in test_planner_nodes.py; guest-reported
-addresses on IPAM-less secondary networks in test_planner_secondary.py.
+networks (no persistent IPs there). Node addresses as next hops are in test_nodes.py; guest-reported
+addresses on IPAM-less secondary networks in test_secondary.py.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from prometheus_client import generate_latest
 from bgpadv.observe.metrics import Metrics
 from bgpadv.planner import checks
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DEPLOY = ROOT / "deploy"
 TROUBLESHOOTING = (ROOT / "docs" / "troubleshooting.md").read_text()
 # the docs site's Troubleshooting page (mkdocs.yml site_url + the page), the default of the runbooks' base URL

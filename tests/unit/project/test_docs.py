@@ -24,7 +24,7 @@ from bgpadv.core import reasons
 from bgpadv.observe.metrics import Metrics
 from tests import guide
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MKDOCS = Path(sys.executable).with_name("mkdocs")
 
 

@@ -4,7 +4,7 @@ Rendering: `helm template` and `helm lint --strict` of Helm built from its Go mo
 scripts/build-helm.sh (the fixture runs the script, which reuses the binary in ${BGPADV_TOOLS_CACHE:-/var/cache/
 bgpadv/tools} or builds it: minutes the first time on a fresh machine; no Go toolchain is a failure, not a skip).
 Schemas: every object, custom resources aside, validated strict with PyPI's `kubernetes-validate` for the oldest and
-the newest Kubernetes the project supports, exactly as tests/unit/test_kustomize.py does.
+the newest Kubernetes the project supports, exactly as tests/unit/project/test_kustomize.py does.
 
 The rules: the default render is the kustomize default overlay in substance (same kinds, names, namespace, RBAC
 rules, pod spec, configuration) and so are per-node, openshift and monitoring against their overlays — except what
@@ -34,7 +34,7 @@ from bgpadv.commands import checkconfig
 
 from .test_kustomize import CUSTOM_RESOURCES, KUBERNETES_VERSIONS, readme_block, render
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CHART = ROOT / "deploy" / "helm" / "bgpadv"
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 SELECTOR = {"app.kubernetes.io/name": "bgpadv", "app.kubernetes.io/instance": "bgpadv"}

@@ -4,7 +4,7 @@ Rendering: `kubectl kustomize` (kustomize v5 inside kubectl >= 1.27, see
 scripts/install-system-deps.sh). Its absence is a failure, not a skip. Schemas: PyPI's `kubernetes-validate`, strict
 (unknown fields are errors), for the oldest and the newest Kubernetes the project supports. Custom resources
 (PodMonitor, PrometheusRule) have no schema there and are skipped by the validator; their content is asserted below
-and the rules are tested with promtool in test_deploy.py.
+and the rules are tested with promtool in tests/unit/project/test_deploy_monitoring.py.
 
 The rules: the namespace enforces the `privileged` Pod Security level (hostNetwork needs it); RBAC is exactly
 list/watch on what bgpadv reads plus create/patch on Events; the pod is hardened (non-root, no privilege escalation,
@@ -34,7 +34,7 @@ from bgpadv.commands import checkconfig
 from bgpadv.config import parse
 from tests import guide
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DEPLOY = ROOT / "deploy"
 OVERLAYS = ("default", "openshift", "per-node", "monitoring")
 KUBERNETES_VERSIONS = ("1.29.0", kubernetes_validate.latest_version())  # OpenShift 4.16's Kubernetes, and the newest

@@ -25,7 +25,7 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SOURCES = ["pyproject.toml", "README.md", "LICENSE", "bgpadv", "bgpadv_lab", "tests", "bench"]
 DIST_INFO = "bgpadv-0.1.0.dist-info"
 

@@ -320,7 +320,7 @@ def test_the_deployment_gives_bgpadv_longer_than_its_drain_and_a_graceful_restar
     from bgpadv.config import parse
 
     monkeypatch.setenv("BGPADV_NODE_IP", "10.0.0.11")  # metrics.listen: the pod sets it from status.hostIP
-    base = Path(__file__).resolve().parents[2] / "deploy" / "base"
+    base = Path(__file__).resolve().parents[3] / "deploy" / "base"
     # the install guide's configuration (the base ships a placeholder that is refused on purpose)
     config = parse(yaml.safe_load((base.parent / "examples" / "bgpadv.yaml").read_text()))
     deployment = yaml.safe_load((base / "deployment.yaml").read_text())

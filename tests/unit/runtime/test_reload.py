@@ -24,7 +24,7 @@ from bgpadv.runtime.reload import LAST_GOOD, ConfigFileChanged, ConfigFileWatch,
 from bgpadv.sources.reflector import WatchEvent
 from bgpadv.speaker.exabgp_config import render_exabgp_config
 from tests.doubles import RecordingObserver, RecordingSources, RecordingSpeaker
-from tests.unit.test_service import CUDN as SERVICE_CUDN
+from tests.unit.runtime.test_controller import CUDN as SERVICE_CUDN
 
 RAW = {
     "localASN": 64513,
@@ -206,7 +206,7 @@ def test_the_reload_signal_is_repeated_because_exabgp_may_drop_it(tmp_path, monk
 
 # -- the controller ---------------------------------------------------------------------------------------------------
 
-CUDN = SERVICE_CUDN  # the controller tests' realistic Layer2 network (tests/unit/test_service.py)
+CUDN = SERVICE_CUDN  # the controller tests' realistic Layer2 network (tests/unit/runtime/test_controller.py)
 
 
 def running_controller(tmp_path: Path, counted: list[str]) -> tuple[Controller, Path]:

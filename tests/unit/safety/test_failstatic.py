@@ -1,6 +1,6 @@
 """Fail static's bookkeeping (`bgpadv.safety.failstatic.FailStatic`), pure, on a fake clock: LIST tracking and the
-confirmation of held withdrawals. The hold's own decision is tested in tests/unit/test_hold.py, the controller
-carrying it out in tests/unit/test_service_fail_static.py.
+confirmation of held withdrawals. The hold's own decision is tested in tests/unit/safety/test_hold.py, the controller
+carrying it out in tests/unit/runtime/test_controller_fail_static.py.
 
 The rules under test:
 - a LIST's events (`from_list`) mark their resource as relisting until its SYNCED: no plan is made meanwhile, and
@@ -23,7 +23,7 @@ import pytest
 
 from bgpadv.core import resources
 from bgpadv.safety.failstatic import MASS_DELETION_MIN, FailStatic
-from tests.unit.test_hold import Clock, H, hosts, octets
+from tests.unit.safety.test_hold import Clock, H, hosts, octets
 
 WATCHED = (resources.CUDN, resources.IPAM_CLAIM, resources.VMI)
 PEER = "10.0.0.1"

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv.safety.guard import Guard, GuardContext
-from tests.unit.test_planner_incremental import CONFIGS, SETTINGS, _apply, _base, _empty, batches
+from tests.unit.planner.test_incremental import CONFIGS, SETTINGS, _apply, _base, _empty, batches
 
 
 def _facts(refusals) -> set[tuple[str, str, str]]:

@@ -20,7 +20,7 @@ from bgpadv.planner import plan
 from bgpadv.safety.guard import Guard, check_peer
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
-from tests.unit.test_planner_properties import addresses
+from tests.unit.planner.test_properties import addresses
 
 ADV = k8s.ADVERTISED
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,7 +1,7 @@
 """The claim → VM link (`sources.decode.claim_vm`, rule 2 of `planner.vms`): the one place it is read.
 
 The planner places a claim's addresses on the node of this VM, and the controller's handover metric follows the same
-VM (tests/unit/test_service.py); both call this function.
+VM (tests/unit/runtime/test_controller.py); both call this function.
 """
 
 from __future__ import annotations

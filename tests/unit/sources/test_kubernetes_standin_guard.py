@@ -20,7 +20,7 @@ import pytest
 
 from bgpadv.sources import IMPORTED, TESTED_KUBERNETES, client_refusal
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LOW, HIGH = (".".join(map(str, v)) for v in TESTED_KUBERNETES)
 TESTED = f"is not a tested release ({LOW} to {HIGH})"
 INIT = """# Kubernetes Python client, as its releases ship it (abridged)

@@ -15,7 +15,7 @@ import yaml
 from bgpadv.sources.manifests import load_manifests
 from bgpadv_lab import objects as k8s
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "config" / "examples"
 
 
 def write(tmp_path: Path, name: str, *docs: object) -> Path:

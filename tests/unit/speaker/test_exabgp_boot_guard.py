@@ -33,7 +33,7 @@ from bgpadv.speaker import exabgp_boot
 from bgpadv.speaker.exabgp_boot import CHANGES, TESTED_EXABGP, Patch, exabgp_patches, install, refusal_line
 from bgpadv.speaker.exabgp_config import BOOT, exabgp_package_dir
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from bgpadv.observe.metrics_observer import MetricsObserver
 from bgpadv.speaker.sent import ANNOUNCE, SendLog, utc
 from bgpadv.speaker.session import Speaker
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CONFIG = ROOT / "config" / "bgpadv.yaml"
 EXAMPLES = ROOT / "config" / "examples"
 
