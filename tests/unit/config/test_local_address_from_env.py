@@ -12,7 +12,6 @@ import yaml
 
 from bgpadv.commands import checkconfig
 from bgpadv.config import ConfigError, parse
-
 from tests.unit.project.test_kustomize import DEPLOY, container, render
 
 FROM_ENV = {"fromEnv": "BGPADV_NODE_IPS"}

@@ -13,6 +13,7 @@ from kubernetes import client as k8s
 from bgpadv.core.model import ObjectRef, Outcome, Plan, Refusal
 from bgpadv.observe.events import EventRecorder, TokenBucket, event_reason
 from bgpadv_lab.fakeapi import FakeApiServer
+from tests.doubles import ManualClock
 
 CLAIM_A = ObjectRef("IPAMClaim", "vm-a.default", "imported-vms", "0b6a4c1e-2f4d-4b8e-9c1a-7d2e3f4a5b6c")
 CLAIM_B = ObjectRef("IPAMClaim", "vm-b.default", "imported-vms", "8d3e1f2a-5b6c-4d7e-8f9a-0b1c2d3e4f5a")
@@ -25,14 +26,6 @@ SUBNET_CONFLICT = Refusal(
     CUDN_A, "10.0.0.0/8", "network-not-advertisable", "Localnet networks cannot be advertised", "vmnet-a"
 )
 NO_ADDRESS = Refusal(NODE_3, "", "no-node-address", "the node has no InternalIP of this family")
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.mono = 100.0
-
-    def __call__(self) -> float:
-        return self.mono
 
 
 @pytest.fixture
@@ -49,12 +42,7 @@ def api_client(api: FakeApiServer):
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def recorder(api_client, clock: Clock):
+def recorder(api_client, clock: ManualClock):
     rec = EventRecorder(api_client, host="bgpadv-7d9f8-x2k4q", interval=300.0, clock=clock).start()
     yield rec
     rec.stop()
@@ -124,14 +112,14 @@ def test_the_same_refusal_on_every_replan_makes_one_event(recorder: EventRecorde
 
 
 def test_a_persisting_refusal_bumps_the_count_once_per_interval(
-    recorder: EventRecorder, api: FakeApiServer, clock: Clock
+    recorder: EventRecorder, api: FakeApiServer, clock: ManualClock
 ) -> None:
     recorder.record([GATEWAY])
-    clock.mono += 299.0
+    clock.now += 299.0
     recorder.record([GATEWAY])
     assert recorder.flush()
     assert api.events()[0]["count"] == 1
-    clock.mono += 2.0  # past the interval
+    clock.now += 2.0  # past the interval
     recorder.record([GATEWAY])
     recorder.record([GATEWAY])
     assert recorder.flush()
@@ -141,16 +129,16 @@ def test_a_persisting_refusal_bumps_the_count_once_per_interval(
 
 
 def test_the_same_refusal_tuple_is_passed_over_until_a_reminder_is_due_and_still_gets_it(
-    recorder: EventRecorder, api: FakeApiServer, clock: Clock
+    recorder: EventRecorder, api: FakeApiServer, clock: ManualClock
 ) -> None:
     refusals = (GATEWAY, OUTSIDE)  # what a plan hands while no refusal came or went: the very same tuple
     recorder.record(refusals)
     for _ in range(50):
-        clock.mono += 1.0
+        clock.now += 1.0
         recorder.record(refusals)
     assert recorder.flush()
     assert [e["count"] for e in api.events()] == [1, 1]
-    clock.mono += 300.0
+    clock.now += 300.0
     recorder.record(refusals)
     assert recorder.flush()
     assert [e["count"] for e in api.events()] == [2, 2]
@@ -169,13 +157,13 @@ def test_a_refusal_that_goes_away_and_comes_back_gets_a_new_event(recorder: Even
 
 
 def test_an_event_the_apiserver_expired_is_created_again(
-    recorder: EventRecorder, api: FakeApiServer, clock: Clock
+    recorder: EventRecorder, api: FakeApiServer, clock: ManualClock
 ) -> None:
     recorder.record([OUTSIDE])
     assert recorder.flush()
     (first,) = api.events()
     api.delete("v1", "Event", first["metadata"]["name"], "imported-vms")  # the event TTL ran out
-    clock.mono += 301.0
+    clock.now += 301.0
     recorder.record([OUTSIDE])
     assert recorder.flush()
     (again,) = api.events()
@@ -192,7 +180,7 @@ def test_api_failures_are_counted_never_raised(recorder: EventRecorder, api: Fak
     assert recorder.counts["failed"] == 1
 
 
-def test_an_unreachable_apiserver_is_counted_never_raised(clock: Clock) -> None:
+def test_an_unreachable_apiserver_is_counted_never_raised(clock: ManualClock) -> None:
     conf = k8s.Configuration(host="http://127.0.0.1:9")
     conf.retries = 0
     with k8s.ApiClient(conf) as c:
@@ -227,14 +215,13 @@ def test_the_token_bucket_paces_api_calls(api_client, api: FakeApiServer) -> Non
     assert rec.counts["dropped"] == 2
 
 
-def test_token_bucket_refills_at_its_rate() -> None:
-    clock = Clock()
+def test_token_bucket_refills_at_its_rate(clock: ManualClock) -> None:
     bucket = TokenBucket(rate=2.0, burst=3, clock=clock)
     assert [bucket.take() for _ in range(3)] == [0.0, 0.0, 0.0]
     assert bucket.take() == pytest.approx(0.5)
-    clock.mono += 0.5
+    clock.now += 0.5
     assert bucket.take() == 0.0
-    clock.mono += 100.0
+    clock.now += 100.0
     assert [bucket.take() for _ in range(4)] == [0.0, 0.0, 0.0, pytest.approx(0.5)]
 
 

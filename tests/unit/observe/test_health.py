@@ -23,6 +23,7 @@ from bgpadv.observe.logs import setup_logging
 from bgpadv.observe.metrics import Metrics
 from bgpadv.observe.metrics_observer import MetricsObserver
 from bgpadv.observe.observers import RouteChange
+from tests.doubles import ManualClock
 
 PEER = "10.0.0.1"
 CLAIM = ObjectRef("IPAMClaim", "vm-a.default", "imported-vms", "0b6a4c1e-2f4d-4b8e-9c1a-7d2e3f4a5b6c")
@@ -33,21 +34,8 @@ VM_A = Route(
 SUBNET = Route(Prefix.parse("192.168.100.0/24"), None, "vmnet-a", RouteKind.SUBNET, CUDN)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.mono = 1000.0
-
-    def monotonic(self) -> float:
-        return self.mono
-
-
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def observer(clock: Clock) -> MetricsObserver:
+def observer(clock: ManualClock) -> MetricsObserver:
     return MetricsObserver(Metrics(), clock=clock.monotonic)
 
 
@@ -96,9 +84,9 @@ def test_metrics_endpoint_speaks_openmetrics_when_asked(server: HealthServer) ->
     assert body.rstrip().endswith("# EOF")
 
 
-def test_healthz_follows_the_main_loop_heartbeat(server: HealthServer, clock: Clock) -> None:
+def test_healthz_follows_the_main_loop_heartbeat(server: HealthServer, clock: ManualClock) -> None:
     assert get(server.url + "/healthz")[0] == 200
-    clock.mono += 11.0  # the loop is stuck
+    clock.now += 11.0  # the loop is stuck
     code, _, body = get(server.url + "/healthz")
     assert code == 503
     assert "main loop silent for 11.0s" in body

@@ -19,6 +19,7 @@ from bgpadv.observe.convergence import percentile
 from bgpadv.observe.metrics import Metrics
 from bgpadv.observe.metrics_observer import MetricsObserver
 from bgpadv.observe.observers import RouteChange
+from tests.doubles import ManualClock
 
 CUDN_A = ObjectRef("ClusterUserDefinedNetwork", "vmnet-a", uid="6f1c2a9e-0d6b-4d1e-9a52-1f7f0c2b8a01")
 CLAIM_A = ObjectRef("IPAMClaim", "vm-a.default", "imported-vms", "0b6a4c1e-2f4d-4b8e-9c1a-7d2e3f4a5b6c")
@@ -50,26 +51,8 @@ VM_A6 = host_route("fd10:100::cd", "worker-1")
 VM_B = host_route("192.168.100.206", "worker-2", CLAIM_B)
 
 
-class Clock:
-    """A settable clock pair: monotonic seconds and wall seconds 1.7e9 apart."""
-
-    def __init__(self) -> None:
-        self.mono = 1000.0
-
-    def monotonic(self) -> float:
-        return self.mono
-
-    def wall(self) -> float:
-        return self.mono + 1_700_000_000.0
-
-
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def observer(clock: Clock) -> MetricsObserver:
+def observer(clock: ManualClock) -> MetricsObserver:
     return MetricsObserver(Metrics(process_collectors=False), clock=clock.monotonic, wall_clock=clock.wall)
 
 
@@ -250,7 +233,7 @@ def test_an_error_ack_takes_no_acked_sample(observer: MetricsObserver) -> None:
     assert sample(observer, "bgpadv_exabgp_commands_total", result="error") == 1
 
 
-def test_pending_changes_are_forgotten_after_the_ttl_and_counted(observer: MetricsObserver, clock: Clock) -> None:
+def test_pending_changes_are_forgotten_after_the_ttl_and_counted(observer: MetricsObserver, clock: ManualClock) -> None:
     routes = [host_route(f"192.168.100.{i}", "worker-1") for i in range(10, 20)]
     observer.commands_written(1, [RouteChange(PEER, "announce", r) for r in routes], Cause(0.0, 0.001), at=0.002)
     assert observer.pending_counts() == {"acked": 10, "sent": 10}
@@ -264,7 +247,7 @@ def test_pending_changes_are_forgotten_after_the_ttl_and_counted(observer: Metri
     assert hist_count(observer, "bgpadv_convergence_seconds", stage="sent", op="announce", kind="host") == 0
 
 
-def test_pending_changes_are_capped_in_number(clock: Clock) -> None:
+def test_pending_changes_are_capped_in_number(clock: ManualClock) -> None:
     obs = MetricsObserver(
         Metrics(process_collectors=False), max_pending=100, clock=clock.monotonic, wall_clock=clock.wall
     )
@@ -373,8 +356,8 @@ def test_removed_peers_lose_their_label_sets(observer: MetricsObserver) -> None:
     assert PEER6 not in observer.status()["peers"]
 
 
-def test_synced_sets_last_sync_wall_time_and_peer_routes(observer: MetricsObserver, clock: Clock) -> None:
-    clock.mono = 2000.0
+def test_synced_sets_last_sync_wall_time_and_peer_routes(observer: MetricsObserver, clock: ManualClock) -> None:
+    clock.now = 2000.0
     observer.synced(PEER, 1234, at=1999.5)
     assert sample(observer, "bgpadv_last_sync_timestamp_seconds") == pytest.approx(1_700_001_999.5)
     assert sample(observer, "bgpadv_peer_routes_advertised", peer=PEER) == 1234
@@ -391,11 +374,11 @@ def test_synced_sets_last_sync_wall_time_and_peer_routes(observer: MetricsObserv
     ],
 )
 def test_object_lag_is_measured_from_the_objects_timestamp(
-    observer: MetricsObserver, clock: Clock, synced_first: bool, event_type: str, object_age: float, expected
+    observer: MetricsObserver, clock: ManualClock, synced_first: bool, event_type: str, object_age: float, expected
 ) -> None:
     if synced_first:
-        observer.initial_sync("virtualmachineinstances", at=clock.mono)
-    received = clock.mono - 0.5  # delivered half a second ago, queued since
+        observer.initial_sync("virtualmachineinstances", at=clock.now)
+    received = clock.now - 0.5  # delivered half a second ago, queued since
     observer.watch_event("virtualmachineinstances", event_type, received, clock.wall() - 0.5 - object_age)
     count = hist_count(observer, "bgpadv_object_lag_seconds", resource="virtualmachineinstances")
     if expected is None:
@@ -416,9 +399,9 @@ def test_watch_restarts_are_counted_by_resource_and_reason(observer: MetricsObse
 
 
 def test_migration_handover_runs_from_target_ready_to_the_announce_on_the_wire(
-    observer: MetricsObserver, clock: Clock
+    observer: MetricsObserver, clock: ManualClock
 ) -> None:
-    clock.mono = 500.0
+    clock.now = 500.0
     ready_wall = clock.wall() - 1.2  # the VMI says the target domain was ready 1.2 s ago
     observer.migration_handover_started("192.168.100.205/32", ready_wall)
     moved = host_route("192.168.100.205", "worker-2")
@@ -432,7 +415,7 @@ def test_migration_handover_runs_from_target_ready_to_the_announce_on_the_wire(
     assert hist_count(observer, "bgpadv_migration_handover_seconds") == 1
 
 
-def test_readiness_needs_a_plan_and_an_established_peer(clock: Clock) -> None:
+def test_readiness_needs_a_plan_and_an_established_peer(clock: ManualClock) -> None:
     obs = MetricsObserver(
         Metrics(process_collectors=False),
         expected_resources=["clusteruserdefinednetworks", "nodes"],
@@ -451,9 +434,9 @@ def test_readiness_needs_a_plan_and_an_established_peer(clock: Clock) -> None:
     assert obs.ready() == (False, "no BGP peer established")
 
 
-def test_status_reports_percentiles_of_recent_samples(observer: MetricsObserver, clock: Clock) -> None:
+def test_status_reports_percentiles_of_recent_samples(observer: MetricsObserver, clock: ManualClock) -> None:
     observer.peer_state(PEER, "up", 1.0)
-    clock.mono += 90
+    clock.now += 90
     for i in range(100):
         t0 = 100.0 + i
         route = host_route(f"192.168.100.{i + 2}", "worker-1")

@@ -18,6 +18,7 @@ from bgpadv.core import reasons
 from bgpadv.planner import checks, plan
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
+from tests.unit.planner.facts import refused
 
 NET = "cluster_udn_vmnet-a"
 ADV = k8s.ADVERTISED
@@ -31,10 +32,6 @@ VMNET_A = k8s.cudn_layer2(
     default_gateway_ips=["192.168.100.1", "fd10:100::1"],
 )
 VMNET_B = k8s.cudn_layer2("vmnet-b", ["192.168.200.0/24", "fd10:200::/64"], labels=ADV, namespaces=["tenant-b"])
-
-
-def refused(p) -> set[tuple[str, str, str]]:
-    return {(str(x.source), x.value, x.reason) for x in p.rejected}
 
 
 def announced(p) -> set[str]:

@@ -30,6 +30,7 @@ from bgpadv.planner import plan
 from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
+from tests.unit.planner.facts import planned_both_ways, refused
 from tests.unit.planner.test_incremental import _apply  # a watch event applied as the store applies it
 
 NET = "cluster_udn_vmnet-a"
@@ -62,21 +63,14 @@ def hosts(p) -> set[tuple[str, str, str | None]]:
     return {(str(r.prefix), str(r.source), r.node) for r in p.routes if str(r.kind) == "host"}
 
 
-def refusals(p) -> set[tuple[str, str, str]]:
-    return {(str(x.source), x.value, x.reason) for x in p.rejected}
-
-
 def planned(objects: list[dict], **config):
     """The full plan, checked equal to the incremental planner's first plan of the same state."""
-    state, cfg = k8s.state(objects), k8s.config(**config)
-    full = plan(state, cfg)
-    assert IncrementalPlanner(cfg).plan(state) == full
-    return full
+    return planned_both_ways(k8s.state(objects), k8s.config(**config))
 
 
 @pytest.mark.parametrize("via", VIA)
 @pytest.mark.parametrize(
-    ("objects", "routes", "refused"),
+    ("objects", "routes", "refusals"),
     [
         pytest.param(
             lambda via: [CLAIM_X, VMI_X, pod("vm-x", "worker-1", "vm-x.default", via)], ON_1, set(), id="own-claim"
@@ -151,10 +145,10 @@ def planned(objects: list[dict], **config):
         ),
     ],
 )
-def test_a_claim_is_the_vms_whose_running_launcher_pod_references_it(objects, routes, refused, via):
+def test_a_claim_is_the_vms_whose_running_launcher_pod_references_it(objects, routes, refusals, via):
     p = planned(cluster(*objects(via)))
     assert hosts(p) == routes
-    assert refusals(p) == refused
+    assert refused(p) == refusals
 
 
 def test_a_vm_whose_pod_references_a_claim_of_two_vms_is_not_read_from_its_pod_either():
@@ -165,13 +159,13 @@ def test_a_vm_whose_pod_references_a_claim_of_two_vms_is_not_read_from_its_pod_e
 
 
 @pytest.mark.parametrize(
-    ("node", "routes", "refused"),
+    ("node", "routes", "refusals"),
     [
         pytest.param("worker-1", set(), {(SOURCE_X, "vm-x", reasons.CLAIM_NOT_REFERENCED_BY_ITS_VM)}, id="x-node"),
         pytest.param("worker-2", ON_2, {(SOURCE_X, "vm-x", reasons.CLAIM_REFERENCED_BY_OTHER_VM)}, id="y-node"),
     ],
 )
-def test_per_node_each_instance_sees_its_own_pods_and_none_routes_the_claim_via_x(node, routes, refused):
+def test_per_node_each_instance_sees_its_own_pods_and_none_routes_the_claim_via_x(node, routes, refusals):
     """In per-node mode an instance watches its own node's launcher pods only. VM x (worker-1) now uses another
     claim; its old claim is referenced by VM y (worker-2): worker-1's instance sees x's pod reference the other claim
     and refuses the old one, worker-2's sees y's reference and announces it via worker-2."""
@@ -180,7 +174,7 @@ def test_per_node_each_instance_sees_its_own_pods_and_none_routes_the_claim_via_
     visible = [p for p in pods if p["spec"]["nodeName"] == node]
     p = planned(cluster(CLAIM_X, other, VMI_X, VMI_Y, *visible), nodeName=node)
     assert {r for r in hosts(p) if r[1] == SOURCE_X} == routes
-    assert {r for r in refusals(p) if r[0] == SOURCE_X} == refused
+    assert {r for r in refused(p) if r[0] == SOURCE_X} == refusals
 
 
 def test_the_risky_case_end_to_end_render_explain_event_and_metric():

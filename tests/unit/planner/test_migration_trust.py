@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import pytest
 
-from bgpadv.planner import plan
-from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
+from tests.unit.planner.facts import planned_both_ways
 
 ADV = k8s.ADVERTISED
 W1, W2, W3 = "worker-1", "worker-2", "worker-3"
@@ -29,10 +28,7 @@ REMOTE = "cluster-b-worker-7"  # a node of the other cluster
 
 def run(*objects, **config):
     state = k8s.state(NODES, VMNET, CLAIM, *objects)
-    cfg = k8s.config(**config)
-    cold = plan(state, cfg)
-    assert IncrementalPlanner(cfg).plan(state, None) == cold
-    return cold
+    return planned_both_ways(state, k8s.config(**config))
 
 
 def nodes_of(p) -> set[str | None]:

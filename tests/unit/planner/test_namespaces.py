@@ -20,6 +20,7 @@ from bgpadv.planner import plan
 from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
+from tests.unit.planner.facts import planned_both_ways, refused
 
 ADV = k8s.ADVERTISED
 NET = "cluster_udn_vmnet-a"
@@ -44,10 +45,6 @@ def vm(name: str, ip: str, *, ns: str = NS, node: str = "worker-1", created: str
 
 def hosts(p) -> set[tuple[str, str]]:
     return {(str(r.prefix), str(r.source)) for r in p.routes if r.kind.value == "host"}
-
-
-def refused(p) -> set[tuple[str, str, str]]:
-    return {(str(r.source), r.value, r.reason) for r in p.rejected}
 
 
 @pytest.mark.parametrize(
@@ -166,8 +163,7 @@ def test_guest_reports_count_only_from_selected_namespaces(vmi_ns, nad, announce
     namespaces = [k8s.namespace("static-vms", {"network.example.com/guests": "static"}), k8s.namespace("other")]
     state = k8s.state(NODES, namespaces, static_network(), guest(vmi_ns, nad))
     config = k8s.config(networks=SECONDARY)
-    p = plan(state, config)
-    assert IncrementalPlanner(config).plan(state, None) == p
+    p = planned_both_ways(state, config)
     if announced:
         assert hosts(p) == {("10.70.0.20/32", f"VirtualMachineInstance {vmi_ns}/db")}
         assert p.rejected == ()

@@ -15,6 +15,7 @@ import pytest
 
 from bgpadv.planner import plan
 from bgpadv_lab import objects as k8s
+from tests.unit.planner.facts import refused
 
 ADV = k8s.ADVERTISED
 NODES = [k8s.node("worker-1", "10.0.0.11", "fd00::11"), k8s.node("worker-2", "10.0.0.12", "fd00::12")]
@@ -23,10 +24,6 @@ NODES = [k8s.node("worker-1", "10.0.0.11", "fd00::11"), k8s.node("worker-2", "10
 def routes(p) -> set[tuple[str, str, str, str]]:
     """(prefix, next hop or "self", kind, network) of every route."""
     return {(str(r.prefix), str(r.next_hop) if r.next_hop else "self", str(r.kind), r.network) for r in p.routes}
-
-
-def refused(p) -> set[tuple[str, str, str]]:
-    return {(str(x.source), x.value, x.reason) for x in p.rejected}
 
 
 def vmnet_a(**kw):

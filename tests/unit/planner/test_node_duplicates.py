@@ -28,6 +28,7 @@ from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv.safety.guard import GuardContext, check_peer
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
+from tests.unit.planner.facts import refused
 
 OLD, NEW = "2024-01-01T00:00:00Z", "2025-06-01T00:00:00Z"
 VMNET_A = k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24", "fd10:100::/64"], labels=k8s.ADVERTISED)
@@ -39,10 +40,6 @@ def vm(name: str, ip: str, node: str) -> list[dict]:
 
 def hosts(p) -> set[tuple[str, str]]:
     return {(str(r.prefix), str(r.next_hop)) for r in p.routes if r.kind == "host"}
-
-
-def refused(p) -> set[tuple[str, str, str]]:
-    return {(str(x.source), x.value, x.reason) for x in p.rejected}
 
 
 def hostile(name: str, address: str, where: str, created: str = NEW) -> dict:

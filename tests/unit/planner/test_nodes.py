@@ -18,6 +18,7 @@ import pytest
 from bgpadv.planner import plan
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
+from tests.unit.planner.facts import refused
 
 ADV = k8s.ADVERTISED
 VMNET_A = k8s.cudn_layer2(
@@ -34,10 +35,6 @@ VMI = k8s.vmi(NS, "vm-a", "worker-1")
 def next_hops(p) -> set[tuple[str, str]]:
     """(host prefix, next hop) of every host route."""
     return {(str(r.prefix), str(r.next_hop)) for r in p.routes if str(r.kind) == "host"}
-
-
-def refused(p) -> set[tuple[str, str, str]]:
-    return {(str(x.source), x.value, x.reason) for x in p.rejected}
 
 
 def worker_1(ipv4: str | None, ipv6: str | None, ifaddr: dict[str, str] | None = None) -> dict:

@@ -28,6 +28,7 @@ from bgpadv.planner import plan
 from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
+from tests.unit.planner.facts import refused
 
 NET = "cluster_udn_vmnet-a"
 NODES = [k8s.node("worker-1", "10.0.0.11", "fd00::11"), k8s.node("worker-2", "10.0.0.12", "fd00::12")]
@@ -59,10 +60,6 @@ def cluster(*objects: dict) -> list[dict]:
     return [*NODES, VMNET_A, *objects]
 
 
-def refusals(p) -> set[tuple[str, str, str]]:
-    return {(str(x.source), x.value, x.reason) for x in p.rejected}
-
-
 @pytest.mark.parametrize(
     ("reason", "message"),
     [
@@ -76,7 +73,7 @@ def test_a_claim_ovnk_refused_is_refused_in_ovnks_words_and_never_routed(reason,
     objects = cluster(refused_claim(reason, message), k8s.vmi(NS, "vm-a", "worker-1"))
     p = plan(k8s.state(objects), k8s.config())
     assert [str(r.prefix) for r in p.routes if str(r.kind) == "host"] == []
-    assert refusals(p) == {(f"IPAMClaim {NS}/vm-a.default", reason, reasons.ALLOCATION_REFUSED)}
+    assert refused(p) == {(f"IPAMClaim {NS}/vm-a.default", reason, reasons.ALLOCATION_REFUSED)}
     (refusal,) = p.rejected
     assert refusal.message == f"OVN-K did not allocate the claim's addresses (IPsAllocated False, {reason}): {message}"
     assert refusal.network == "vmnet-a"
@@ -144,7 +141,7 @@ def test_render_explain_event_and_metric_carry_ovnks_reason_and_message():
 
 
 @pytest.mark.parametrize(
-    ("condition", "refused"),
+    ("condition", "value"),
     [
         pytest.param(
             {
@@ -178,18 +175,18 @@ def test_render_explain_event_and_metric_carry_ovnks_reason_and_message():
         ),
     ],
 )
-def test_a_cudn_ovnk_says_is_not_there_is_refused_with_its_claims(condition, refused):
+def test_a_cudn_ovnk_says_is_not_there_is_refused_with_its_claims(condition, value):
     cudn = k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24", "fd10:100::/64"], labels=k8s.ADVERTISED)
     kept = [c for c in cudn["status"]["conditions"] if c["type"] != condition["type"]]
     cudn["status"]["conditions"] = [*kept, {**condition, "lastTransitionTime": "2026-12-06T20:50:00Z"}]
     claim = k8s.ipam_claim(NS, "vm-a.default", "vm-a", NET, ["192.168.100.3/24"])
     p = plan(k8s.state(NODES, cudn, claim, k8s.vmi(NS, "vm-a", "worker-1")), k8s.config())
     assert p.routes == ()
-    if refused is None:
+    if value is None:
         assert p.rejected == ()
         return
-    assert refusals(p) == {
-        ("ClusterUserDefinedNetwork vmnet-a", refused, reasons.NETWORK_NOT_CREATED),
+    assert refused(p) == {
+        ("ClusterUserDefinedNetwork vmnet-a", value, reasons.NETWORK_NOT_CREATED),
         (f"IPAMClaim {NS}/vm-a.default", NET, reasons.NETWORK_NOT_CREATED),
     }
     assert all(condition["message"] in x.message for x in p.rejected)

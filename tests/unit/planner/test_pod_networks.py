@@ -14,10 +14,9 @@ import json
 
 import pytest
 
-from bgpadv.planner import plan
-from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
+from tests.unit.planner.facts import host_routes, planned_both_ways, refused
 
 ADV = k8s.ADVERTISED
 W1, W2 = "worker-1", "worker-2"
@@ -37,18 +36,7 @@ def pod(ips=DUAL, node=W1, *, vm="vm-a", nad="vmnet-a", **kw):
 
 def run(*objects, **config):
     state = k8s.state(NODES, *objects)
-    cfg = k8s.config(**config)
-    cold = plan(state, cfg)
-    assert IncrementalPlanner(cfg).plan(state, None) == cold  # both forms agree on every table row
-    return cold
-
-
-def hosts(p):
-    return {(str(r.prefix), str(r.next_hop), str(r.source)) for r in p.routes if r.kind.value == "host"}
-
-
-def refused(p):
-    return {(str(r.source), r.value, r.reason) for r in p.rejected}
+    return planned_both_ways(state, k8s.config(**config))
 
 
 # --- the source ---------------------------------------------------------------------------------------------------
@@ -56,13 +44,13 @@ def refused(p):
 
 def test_a_vm_without_a_claim_gets_its_host_routes_from_its_launcher_pod_at_its_node():
     p = run(L2, k8s.vmi(NS, "vm-a", W1), pod())
-    assert hosts(p) == {("192.168.100.10/32", "10.0.0.11", VMI), ("fd10:100::a/128", "fd00::11", VMI)}
+    assert host_routes(p) == {("192.168.100.10/32", "10.0.0.11", VMI), ("fd10:100::a/128", "fd00::11", VMI)}
     assert p.rejected == ()
 
 
 def test_a_layer3_vm_gets_the_address_ovnk_gave_it_from_its_nodes_host_subnet():
     p = run(L3, k8s.vmi(NS, "vm-a", W2), pod(["10.132.2.5/24", "fd10:132:0:2::5/64"], W2, nad="apps"))
-    assert hosts(p) == {("10.132.2.5/32", "10.0.0.12", VMI), ("fd10:132:0:2::5/128", "fd00::12", VMI)}
+    assert host_routes(p) == {("10.132.2.5/32", "10.0.0.12", VMI), ("fd10:132:0:2::5/128", "fd00::12", VMI)}
 
 
 def test_the_deprecated_single_ip_address_form_is_read_too():
@@ -70,7 +58,7 @@ def test_the_deprecated_single_ip_address_form_is_read_too():
                                     "gateway_ip": "192.168.100.1", "role": "primary"}}  # fmt: skip
     launcher = pod()
     launcher["metadata"]["annotations"]["k8s.ovn.org/pod-networks"] = json.dumps(annotation)
-    assert hosts(run(L2, k8s.vmi(NS, "vm-a", W1), launcher)) == {("192.168.100.10/32", "10.0.0.11", VMI)}
+    assert host_routes(run(L2, k8s.vmi(NS, "vm-a", W1), launcher)) == {("192.168.100.10/32", "10.0.0.11", VMI)}
 
 
 @pytest.mark.parametrize(
@@ -87,7 +75,7 @@ def test_the_deprecated_single_ip_address_form_is_read_too():
 )
 def test_no_route_and_no_refusal_where_there_is_no_such_assignment(objects, config):
     p = run(L2, *objects, **config)
-    assert hosts(p) == set()
+    assert host_routes(p) == set()
     assert p.rejected == ()
 
 
@@ -96,7 +84,7 @@ def test_a_nad_of_another_namespace_in_the_annotation_is_not_this_vms_network():
     annotation = json.loads(launcher["metadata"]["annotations"]["k8s.ovn.org/pod-networks"])
     annotation["other-ns/vmnet-a"] = annotation.pop(f"{NS}/vmnet-a")
     launcher["metadata"]["annotations"]["k8s.ovn.org/pod-networks"] = json.dumps(annotation)
-    assert hosts(run(L2, k8s.vmi(NS, "vm-a", W1), launcher)) == set()
+    assert host_routes(run(L2, k8s.vmi(NS, "vm-a", W1), launcher)) == set()
 
 
 def test_a_role_secondary_entry_is_not_the_primary_assignment():
@@ -104,7 +92,7 @@ def test_a_role_secondary_entry_is_not_the_primary_assignment():
     annotation = json.loads(launcher["metadata"]["annotations"]["k8s.ovn.org/pod-networks"])
     annotation[f"{NS}/vmnet-a"]["role"] = "secondary"
     launcher["metadata"]["annotations"]["k8s.ovn.org/pod-networks"] = json.dumps(annotation)
-    assert hosts(run(L2, k8s.vmi(NS, "vm-a", W1), launcher)) == set()
+    assert host_routes(run(L2, k8s.vmi(NS, "vm-a", W1), launcher)) == set()
 
 
 # --- claims win, the same validation and duplicate rules -----------------------------------------------------------
@@ -113,13 +101,13 @@ def test_a_role_secondary_entry_is_not_the_primary_assignment():
 def test_a_claim_of_the_vm_on_that_network_wins_over_the_pod_annotation():
     claim = k8s.ipam_claim(NS, "vm-a.default", "vm-a", "cluster_udn_vmnet-a", ["192.168.100.20/24"])
     p = run(L2, claim, k8s.vmi(NS, "vm-a", W1), pod())
-    assert hosts(p) == {("192.168.100.20/32", "10.0.0.11", f"IPAMClaim {NS}/vm-a.default")}
+    assert host_routes(p) == {("192.168.100.20/32", "10.0.0.11", f"IPAMClaim {NS}/vm-a.default")}
     assert p.rejected == ()
 
 
 def test_a_pending_claim_still_wins_nothing_is_announced_until_it_is_allocated():
     claim = k8s.ipam_claim(NS, "vm-a.default", "vm-a", "cluster_udn_vmnet-a", None)
-    assert hosts(run(L2, claim, k8s.vmi(NS, "vm-a", W1), pod())) == set()
+    assert host_routes(run(L2, claim, k8s.vmi(NS, "vm-a", W1), pod())) == set()
 
 
 @pytest.mark.parametrize(
@@ -134,14 +122,14 @@ def test_a_pending_claim_still_wins_nothing_is_announced_until_it_is_allocated()
 )
 def test_pod_addresses_go_through_the_claims_validation(ips, reason):
     p = run(L2, k8s.vmi(NS, "vm-a", W1), pod(ips))
-    assert hosts(p) == set()
+    assert host_routes(p) == set()
     assert {(src, why) for src, _value, why in refused(p)} == {(VMI, reason)}
 
 
 def test_a_claim_holding_the_address_outranks_the_pod_annotation():
     claim = k8s.ipam_claim(NS, "vm-b.default", "vm-b", "cluster_udn_vmnet-a", ["192.168.100.10/24"])
     p = run(L2, claim, k8s.vmi(NS, "vm-b", W2), k8s.vmi(NS, "vm-a", W1), pod(["192.168.100.10/24"]))
-    assert hosts(p) == {("192.168.100.10/32", "10.0.0.12", f"IPAMClaim {NS}/vm-b.default")}
+    assert host_routes(p) == {("192.168.100.10/32", "10.0.0.12", f"IPAMClaim {NS}/vm-b.default")}
     assert refused(p) == {(VMI, "192.168.100.10/24", "outranked-address")}
 
 
@@ -175,4 +163,7 @@ def test_during_a_live_migration_the_route_follows_the_claims_rules(vmi, target_
     target = pod(node=W2, suffix="tgt01", target_ready=ready, migration_job="job")  # OVN-K copied the annotation
     p = run(L2, vmi, source, target)
     v6 = node.replace("10.0.0.", "fd00::")
-    assert {(prefix, hop) for prefix, hop, _src in hosts(p)} == {("192.168.100.10/32", node), ("fd10:100::a/128", v6)}
+    assert {(prefix, hop) for prefix, hop, _src in host_routes(p)} == {
+        ("192.168.100.10/32", node),
+        ("fd10:100::a/128", v6),
+    }

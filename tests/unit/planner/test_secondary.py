@@ -17,6 +17,7 @@ from bgpadv.planner import plan
 from bgpadv.safety.guard import Guard
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import STATIC_VM_NAMESPACE as NS
+from tests.unit.planner.facts import refused
 
 ADV = k8s.ADVERTISED
 W1, W2 = "worker-1", "worker-2"
@@ -53,10 +54,6 @@ def run(*objects, networks=ALLOWED, **config):
 def hosts(p):
     return {(str(r.prefix), str(r.next_hop) if r.next_hop else "self", str(r.source)) for r in p.routes
             if r.kind.value == "host"}  # fmt: skip
-
-
-def refused(p):
-    return {(str(r.source), r.value, r.reason) for r in p.rejected}
 
 
 # --- which networks -----------------------------------------------------------------------------------------------

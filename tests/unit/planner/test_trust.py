@@ -29,6 +29,7 @@ from bgpadv.planner import plan
 from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
+from tests.unit.planner.facts import host_routes, planned_both_ways, refused
 
 ADV = k8s.ADVERTISED
 W1, W2, W3 = "worker-1", "worker-2", "worker-3"
@@ -77,18 +78,7 @@ def guest(name: str, ips: list[str], node: str, *, ns: str = NS, created: str = 
 
 def run(*objects, **config):
     state = k8s.state(nodes(), *objects)
-    cfg = k8s.config(**config)
-    cold = plan(state, cfg)
-    assert IncrementalPlanner(cfg).plan(state, None) == cold
-    return cold
-
-
-def hosts(p) -> set[tuple[str, str, str]]:
-    return {(str(r.prefix), str(r.next_hop), str(r.source)) for r in p.routes if r.kind.value == "host"}
-
-
-def refused(p) -> set[tuple[str, str, str]]:
-    return {(str(r.source), r.value, r.reason) for r in p.rejected}
+    return planned_both_ways(state, k8s.config(**config))
 
 
 # --- the example: an edited pod annotation against a claimed address --------------------------------------
@@ -98,7 +88,7 @@ def test_an_older_claimless_vm_whose_annotation_lists_a_claimed_address_takes_no
     victim = claimed("db", "192.168.100.10/24", W2)  # tenant A's VM, younger
     editor = claimless("squatter", ["192.168.100.10/24"], W1, ns=TENANT_B, created=OLD)
     p = run(L2, victim, editor)
-    assert hosts(p) == {("192.168.100.10/32", "10.0.0.12", f"IPAMClaim {NS}/db.default")}
+    assert host_routes(p) == {("192.168.100.10/32", "10.0.0.12", f"IPAMClaim {NS}/db.default")}
     (refusal,) = p.rejected
     assert (str(refusal.source), refusal.reason) == (f"VirtualMachineInstance {TENANT_B}/squatter", "outranked-address")
     assert f"IPAMClaim {NS}/db.default" in refusal.message
@@ -108,7 +98,7 @@ def test_an_older_claimless_vm_whose_annotation_lists_a_claimed_address_takes_no
 def test_a_stopped_claims_address_stays_reserved_against_an_edited_annotation():
     stopped = [k8s.ipam_claim(NS, "db.default", "db", "cluster_udn_vmnet-a", ["192.168.100.10/24"], created=NEW)]
     p = run(L2, stopped, claimless("squatter", ["192.168.100.10/24"], W1, ns=TENANT_B, created=OLD))
-    assert hosts(p) == set()
+    assert host_routes(p) == set()
     assert refused(p) == {(f"VirtualMachineInstance {TENANT_B}/squatter", "192.168.100.10/24", "outranked-address")}
 
 
@@ -167,7 +157,7 @@ def test_a_stopped_claims_address_stays_reserved_against_an_edited_annotation():
 )
 def test_the_more_trusted_source_keeps_the_address_then_the_oldest(objects, winner, loser, reason):
     p = run(L2, FLAT, objects, networks=SECONDARY)
-    ((_prefix, next_hop, source),) = hosts(p)
+    ((_prefix, next_hop, source),) = host_routes(p)
     assert (source, next_hop) == (winner, "10.0.0.12")
     assert {(s, why) for s, _value, why in refused(p)} == {(loser, reason)}
     assert winner in p.rejected[0].message
@@ -203,13 +193,13 @@ def test_a_layer3_pod_address_must_lie_in_its_nodes_host_subnet(ips, node, reaso
     p = run(L3, claimless("vm-a", ips, node, nad="apps"))
     vmi = f"VirtualMachineInstance {NS}/vm-a"
     if reason is None:
-        assert {(prefix, source) for prefix, _hop, source in hosts(p)} == {
+        assert {(prefix, source) for prefix, _hop, source in host_routes(p)} == {
             ("10.132.1.5/32", vmi),
             ("fd10:132:0:1::5/128", vmi),
         }
         assert p.rejected == ()
         return
-    assert hosts(p) == set()
+    assert host_routes(p) == set()
     assert refused(p) == {(vmi, ips[0], reason)}
     assert part in p.rejected[0].message
 
@@ -218,7 +208,7 @@ def test_an_edited_layer3_annotation_never_contests_the_real_owners_address():
     owner = claimless("web", ["10.132.2.5/24"], W2, nad="apps")
     editor = claimless("squatter", ["10.132.2.5/24"], W1, ns=TENANT_B, nad="apps", created=OLD)  # older, elsewhere
     p = run(L3, owner, editor)
-    assert hosts(p) == {("10.132.2.5/32", "10.0.0.12", f"VirtualMachineInstance {NS}/web")}
+    assert host_routes(p) == {("10.132.2.5/32", "10.0.0.12", f"VirtualMachineInstance {NS}/web")}
     assert refused(p) == {(f"VirtualMachineInstance {TENANT_B}/squatter", "10.132.2.5/24", "outside-node-subnet")}
 
 
@@ -227,9 +217,8 @@ def test_a_host_subnet_an_older_node_holds_is_not_the_younger_nodes():
     both = nodes()
     both[1] = k8s.node(W2, "10.0.0.12", node_subnets={"cluster_udn_apps": ["10.132.1.0/24"]}, created=NEW)
     state = k8s.state(both, L3, claimless("vm-a", ["10.132.1.5/24"], W2, nad="apps"))
-    p = plan(state, k8s.config())
-    assert IncrementalPlanner(k8s.config()).plan(state, None) == p
-    assert hosts(p) == set()
+    p = planned_both_ways(state, k8s.config())
+    assert host_routes(p) == set()
     assert (f"VirtualMachineInstance {NS}/vm-a", "10.132.1.5/24", "outside-node-subnet") in refused(p)
     assert ("Node worker-2", "10.132.1.0/24", "host-subnet-conflict") in refused(p)
 
@@ -250,7 +239,7 @@ def test_the_incremental_planner_follows_a_node_whose_host_subnet_arrives_later(
         assert got == plan(state, cfg)
     state.nodes[W3] = k8s.state(annotated).nodes[W3]
     got = incremental.plan(state, {("nodes", W3)})
-    assert ("10.132.3.5/32", "10.0.0.13", f"VirtualMachineInstance {NS}/vm-a") in hosts(got)
+    assert ("10.132.3.5/32", "10.0.0.13", f"VirtualMachineInstance {NS}/vm-a") in host_routes(got)
 
 
 # --- what operators see -------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import pytest
 from bgpadv.planner import plan
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
+from tests.unit.planner.facts import refused
 
 NET = "cluster_udn_vmnet-a"
 ADV = k8s.ADVERTISED
@@ -42,10 +43,6 @@ def host_routes(p) -> set[tuple[str, str, str | None, str]]:
         for r in p.routes
         if str(r.kind) == "host"
     }
-
-
-def refused(p) -> set[tuple[str, str, str]]:
-    return {(str(x.source), x.value, x.reason) for x in p.rejected}
 
 
 def run(*objects, **config) -> object:

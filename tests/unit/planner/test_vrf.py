@@ -22,6 +22,7 @@ from bgpadv.planner import plan
 from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
+from tests.unit.planner.facts import planned_both_ways, refused
 
 ADV = k8s.ADVERTISED
 NET = "cluster_udn_vmnet-a"
@@ -46,19 +47,8 @@ def vm(name: str = "vm-a", ip: str = "192.168.100.10", node: str = "worker-1") -
     return [k8s.ipam_claim(NS, f"{name}.vmnet-a", name, NET, [f"{ip}/24"]), k8s.vmi(NS, name, node)]
 
 
-def both(state, config):
-    """plan(), after checking the incremental planner gives the same."""
-    p = plan(state, config)
-    assert IncrementalPlanner(config).plan(state, None) == p
-    return p
-
-
 def routes(p) -> set[tuple[str, str]]:
     return {(str(r.prefix), r.kind.value) for r in p.routes}
-
-
-def refused(p) -> set[tuple[str, str, str]]:
-    return {(str(r.source), r.value, r.reason) for r in p.rejected}
 
 
 CUDN = "ClusterUserDefinedNetwork vmnet-a"
@@ -83,7 +73,7 @@ SERVED = {("192.168.100.0/24", "subnet"), ("192.168.100.10/32", "host")}
     ],
 )
 def test_vrf_bound_networks_are_refused_whole(cudn, ras, config, value):
-    p = both(k8s.state(NODES, cudn, ras, vm()), config)
+    p = planned_both_ways(k8s.state(NODES, cudn, ras, vm()), config)
     assert p.routes == ()
     assert refused(p) == {(CUDN, value, "vrf-not-served"), (CLAIM, NET, "vrf-not-served")}
     assert all(r.network == "vmnet-a" for r in p.rejected)
@@ -104,14 +94,14 @@ def test_the_evpn_refusal_names_its_vrfs():
     ],
 )
 def test_default_vrf_route_advertisements_serve_the_network(ras):
-    p = both(k8s.state(NODES, vmnet(), ras, vm()), FOLLOW)
+    p = planned_both_ways(k8s.state(NODES, vmnet(), ras, vm()), FOLLOW)
     assert routes(p) == SERVED
     assert p.rejected == ()
 
 
 def test_without_follow_the_ra_target_vrf_is_not_read():
     # followRouteAdvertisements off: bgpadv's own selector decides, RouteAdvertisements are not read at all
-    p = both(k8s.state(NODES, vmnet(), ra(target_vrf="auto"), vm()), k8s.config())
+    p = planned_both_ways(k8s.state(NODES, vmnet(), ra(target_vrf="auto"), vm()), k8s.config())
     assert routes(p) == SERVED
 
 
@@ -129,7 +119,7 @@ def test_without_follow_the_ra_target_vrf_is_not_read():
     ],
 )
 def test_a_vm_on_a_node_outside_the_node_selector_is_refused(node_selector, node, announced):
-    p = both(k8s.state(NODES, vmnet(), ra(node_selector=node_selector), vm(node=node)), FOLLOW)
+    p = planned_both_ways(k8s.state(NODES, vmnet(), ra(node_selector=node_selector), vm(node=node)), FOLLOW)
     hosts = {r for r in routes(p) if r[1] == "host"}
     if announced:
         assert hosts == {("192.168.100.10/32", "host")}
@@ -147,7 +137,7 @@ def test_layer3_host_subnets_of_unselected_nodes_are_refused():
         k8s.node("worker-2", "10.0.0.12", node_subnets={"cluster_udn_l3": "10.132.2.0/24"}),
     ]
     l3 = k8s.cudn_layer3("l3", [("10.132.0.0/16", 24)], labels=ADV)
-    p = both(k8s.state(nodes, l3, ra(node_selector={"matchLabels": {"bgp": "enabled"}})), FOLLOW)
+    p = planned_both_ways(k8s.state(nodes, l3, ra(node_selector={"matchLabels": {"bgp": "enabled"}})), FOLLOW)
     assert {(str(r.prefix), r.node) for r in p.routes} == {("10.132.1.0/24", "worker-1")}
     assert refused(p) == {("Node worker-2", "10.132.2.0/24", "node-not-selected")}
 
@@ -167,13 +157,13 @@ def test_relabelling_a_node_into_the_selector_announces_its_vm():
 
 
 def test_egress_ip_advertisements_are_refused_on_the_route_advertisements_visibly():
-    p = both(k8s.state(NODES, vmnet(), ra(advertisements=["PodNetwork", "EgressIP"]), vm()), FOLLOW)
+    p = planned_both_ways(k8s.state(NODES, vmnet(), ra(advertisements=["PodNetwork", "EgressIP"]), vm()), FOLLOW)
     assert routes(p) == SERVED  # the PodNetwork part is honoured
     assert refused(p) == {("RouteAdvertisements default-vrf", "EgressIP", "advertisement-not-implemented")}
 
 
 def test_an_egress_ip_only_ra_selects_nothing_and_says_why():
-    p = both(k8s.state(NODES, vmnet(), ra(advertisements=["EgressIP"]), vm()), FOLLOW)
+    p = planned_both_ways(k8s.state(NODES, vmnet(), ra(advertisements=["EgressIP"]), vm()), FOLLOW)
     assert p.routes == ()
     assert ("RouteAdvertisements default-vrf", "EgressIP", "advertisement-not-implemented") in refused(p)
     assert (CLAIM, NET, "network-not-selected") in refused(p)
@@ -181,7 +171,7 @@ def test_an_egress_ip_only_ra_selects_nothing_and_says_why():
 
 def test_an_egress_ip_ra_selecting_no_served_network_is_none_of_bgpadvs_business():
     other = k8s.route_advertisements("egress", {"matchLabels": {"team": "web"}}, advertisements=["EgressIP"])
-    p = both(k8s.state(NODES, vmnet(), ra(), other, vm()), FOLLOW)
+    p = planned_both_ways(k8s.state(NODES, vmnet(), ra(), other, vm()), FOLLOW)
     assert routes(p) == SERVED
     assert p.rejected == ()
 
@@ -201,7 +191,7 @@ def test_render_shows_the_vrf_refusal_on_the_cudn_and_its_claims():
 )
 def test_per_node_a_speaker_outside_the_node_selector_does_not_announce_the_layer2_subnet(speaker, announced):
     config = k8s.config(networks={"followRouteAdvertisements": True}, nodeName=speaker)
-    p = both(k8s.state(NODES, vmnet(), ra(node_selector={"matchLabels": {"bgp": "enabled"}})), config)
+    p = planned_both_ways(k8s.state(NODES, vmnet(), ra(node_selector={"matchLabels": {"bgp": "enabled"}})), config)
     if announced:
         assert routes(p) == {("192.168.100.0/24", "subnet")}
         assert p.rejected == ()

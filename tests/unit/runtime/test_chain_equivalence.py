@@ -35,7 +35,7 @@ from bgpadv.sources.reflector import WatchEvent
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import ADVERTISED
 from bgpadv_lab.objects import VM_NAMESPACE as NS
-from tests.doubles import RecordingObserver, RecordingSources, RecordingSpeaker
+from tests.doubles import ManualClock, RecordingObserver, RecordingSources, RecordingSpeaker
 
 NET = "cluster_udn_vmnet-a"
 SUBNET = "192.168.100.0/24"
@@ -53,15 +53,7 @@ NODES = {"worker-1": "10.0.0.11", "worker-2": "10.0.0.12"}
 VMS = range(10, 18)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = time.monotonic()
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def controller(clock: Clock) -> Controller:
+def controller(clock: ManualClock) -> Controller:
     return Controller(
         CONFIG,
         speaker=RecordingSpeaker(),
@@ -101,7 +93,7 @@ class Cluster:
     """What the cluster holds, and the events that change it, delivered to both controllers alike."""
 
     def __init__(self) -> None:
-        self.clock = Clock()
+        self.clock = ManualClock()
         self.delta = controller(self.clock)
         self.whole = whole_set_only(controller(self.clock))
         self.versions = count(200000)

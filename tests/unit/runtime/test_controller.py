@@ -22,7 +22,7 @@ from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv.runtime.controller import Controller, LoopSettings, desired_per_peer, watched_resources
 from bgpadv.safety.guard import Guard
 from bgpadv.sources.reflector import WatchEvent
-from tests.doubles import RecordingObserver, RecordingSources, RecordingSpeaker
+from tests.doubles import ManualClock, RecordingObserver, RecordingSources, RecordingSpeaker
 
 CONFIG = parse(
     {
@@ -54,14 +54,6 @@ CUDN = {
 }
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def event(res: resources.Resource, kind: str, obj: dict | None) -> WatchEvent:
     return WatchEvent(resource=res, type=kind, obj=obj, received_at=time.monotonic(), object_wall_time=None)
 
@@ -79,12 +71,7 @@ def prefixes(desired: dict) -> dict[str, list[str]]:
     return {peer: [str(r.prefix) for r in routes] for peer, routes in desired.items()}
 
 
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-def recording_loop(clock: Clock, settings: LoopSettings) -> Controller:
+def recording_loop(clock: ManualClock, settings: LoopSettings) -> Controller:
     """The real loop with recording doubles around it, on the test's clock."""
     return Controller(
         CONFIG,
@@ -97,7 +84,7 @@ def recording_loop(clock: Clock, settings: LoopSettings) -> Controller:
 
 
 @pytest.fixture
-def controller(clock: Clock) -> Controller:
+def controller(clock: ManualClock) -> Controller:
     return recording_loop(clock, LoopSettings(coalesce_window=0.0, resync_interval=300.0))
 
 
@@ -151,7 +138,7 @@ def test_a_burst_of_events_is_planned_once(controller):
     assert len(controller.speaker.desired) == 2
 
 
-def slow_loop(clock: Clock) -> Controller:
+def slow_loop(clock: ManualClock) -> Controller:
     """A loop whose coalescing window (0.5 s) is far longer than planning takes."""
     return recording_loop(clock, LoopSettings(coalesce_window=0.5, coalesce_limit=1.0, resync_interval=300.0))
 

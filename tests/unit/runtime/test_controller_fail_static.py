@@ -28,8 +28,7 @@ from bgpadv.safety.failstatic import MASS_DELETION_WINDOW
 from bgpadv.sources.reflector import WatchEvent
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
-from tests.doubles import ManualClock as Clock
-from tests.doubles import OnePeerSpeaker, RecordingObserver, RecordingSources
+from tests.doubles import ManualClock, OnePeerSpeaker, RecordingObserver, RecordingSources
 
 H = 120.0
 RESYNC = 30.0  # shorter than the hold: the periodic resync comes first
@@ -62,7 +61,7 @@ class Cluster:
     """A controller fed by hand: `watch` delivers ordinary events, `relist` a reflector's relist diff, `synced` a
     completed LIST; `step` runs one iteration of the loop over what was delivered (and the timers)."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: ManualClock) -> None:
         self.clock = clock
         self.observer = RecordingObserver()
         self.c = Controller(
@@ -124,12 +123,7 @@ ALL = sorted([SUBNET, host(10), host(11), host(12), host(13)])
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def cluster(clock: Clock) -> Cluster:
+def cluster(clock: ManualClock) -> Cluster:
     cluster = Cluster(clock)
     assert cluster.handed == ALL
     return cluster
@@ -161,7 +155,7 @@ def test_a_relist_withdrawing_at_most_half_is_applied(cluster: Cluster) -> None:
     assert cluster.observer.held[-1] == {PEER: 0}
 
 
-def test_ordinary_delete_events_are_applied_whatever_they_withdraw(cluster: Cluster, clock: Clock) -> None:
+def test_ordinary_delete_events_are_applied_whatever_they_withdraw(cluster: Cluster, clock: ManualClock) -> None:
     """Two VMs deleted together, and later two more: never a mass deletion (fewer than MASS_DELETION_MIN objects
     within the window), so each withdrawal goes out once settled, although the last two leave the peer one route."""
     cluster.watch("DELETED", claim(10), claim(11))
@@ -185,7 +179,7 @@ def deleting(i: int) -> dict:
 
 
 def test_one_vm_deleted_withdraws_once_the_deletions_paused_measured_from_its_event(
-    cluster: Cluster, clock: Clock
+    cluster: Cluster, clock: ManualClock
 ) -> None:
     cluster.watch("MODIFIED", deleting(10))
     assert cluster.handed == ALL
@@ -206,7 +200,7 @@ def test_one_vm_deleted_withdraws_once_the_deletions_paused_measured_from_its_ev
     assert len(cluster.c.speaker.desired) == plans, "settled once"
 
 
-def test_a_vm_back_while_its_withdrawal_settles_never_leaves_the_fabric(cluster: Cluster, clock: Clock) -> None:
+def test_a_vm_back_while_its_withdrawal_settles_never_leaves_the_fabric(cluster: Cluster, clock: ManualClock) -> None:
     cluster.watch("DELETED", claim(10))
     cluster.watch("ADDED", claim(10))
     clock.now += SETTLE
@@ -223,7 +217,7 @@ def test_a_vm_back_while_its_withdrawal_settles_never_leaves_the_fabric(cluster:
     ],
 )
 def test_a_crd_deleted_marks_every_claim_deleting_and_the_routes_are_held(
-    cluster: Cluster, clock: Clock, batches: list[list[int]]
+    cluster: Cluster, clock: ManualClock, batches: list[list[int]]
 ) -> None:
     """The IPAMClaim CRD deleted on a real apiserver: every claim gets a deletionTimestamp (ordinary MODIFIED
     events, in as many plans as the loop happens to make), then DELETED. From the third claim on it is a mass
@@ -243,7 +237,9 @@ def test_a_crd_deleted_marks_every_claim_deleting_and_the_routes_are_held(
     assert all(handed == ALL for handed in cluster.c.speaker.desired[start:]), "never withdrawn, never a flap"
 
 
-def test_a_mass_deletion_is_carried_out_when_a_list_after_the_hold_confirms_it(cluster: Cluster, clock: Clock) -> None:
+def test_a_mass_deletion_is_carried_out_when_a_list_after_the_hold_confirms_it(
+    cluster: Cluster, clock: ManualClock
+) -> None:
     held_at = clock.now
     cluster.watch("MODIFIED", *(deleting(i) for i in (10, 11, 12, 13)))
     assert cluster.handed == ALL
@@ -260,7 +256,7 @@ def test_a_mass_deletion_is_carried_out_when_a_list_after_the_hold_confirms_it(c
     assert ("ipamclaims", False) in cluster.observer.resources_held
 
 
-def test_claims_recreated_during_a_mass_deletion_end_the_hold(cluster: Cluster, clock: Clock) -> None:
+def test_claims_recreated_during_a_mass_deletion_end_the_hold(cluster: Cluster, clock: ManualClock) -> None:
     cluster.watch("MODIFIED", *(deleting(i) for i in (10, 11, 12, 13)))
     cluster.watch("DELETED", *(claim(i) for i in (10, 11, 12, 13)))
     cluster.watch("ADDED", *(claim(i) for i in (10, 11, 12, 13)))  # the CRD and the claims applied again
@@ -276,7 +272,7 @@ def test_announcements_in_a_held_relist_go_out_at_once(cluster: Cluster) -> None
 
 
 def test_held_routes_go_when_a_list_of_every_resource_begun_after_the_hold_still_agrees(
-    cluster: Cluster, clock: Clock
+    cluster: Cluster, clock: ManualClock
 ) -> None:
     held_at = clock.now
     cluster.relist(resources.IPAM_CLAIM, claims_gone(10, 11, 12, 13))
@@ -300,7 +296,7 @@ def test_held_routes_go_when_a_list_of_every_resource_begun_after_the_hold_still
     assert cluster.observer.held[-1] == {PEER: 0}
 
 
-def test_a_list_begun_before_the_deadline_confirms_nothing(cluster: Cluster, clock: Clock) -> None:
+def test_a_list_begun_before_the_deadline_confirms_nothing(cluster: Cluster, clock: ManualClock) -> None:
     held_at = clock.now
     cluster.relist(resources.IPAM_CLAIM, claims_gone(10, 11, 12, 13))
     clock.now = held_at + H + 5
@@ -309,7 +305,9 @@ def test_a_list_begun_before_the_deadline_confirms_nothing(cluster: Cluster, clo
     assert cluster.handed == ALL
 
 
-def test_objects_back_before_the_deadline_end_the_hold_without_a_withdrawal(cluster: Cluster, clock: Clock) -> None:
+def test_objects_back_before_the_deadline_end_the_hold_without_a_withdrawal(
+    cluster: Cluster, clock: ManualClock
+) -> None:
     cluster.relist(resources.IPAM_CLAIM, claims_gone(10, 11, 12, 13))
     cluster.relist(resources.IPAM_CLAIM, [("ADDED", claim(i)) for i in (10, 11, 12, 13)])
     assert cluster.handed == ALL

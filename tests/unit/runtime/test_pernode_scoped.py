@@ -24,8 +24,7 @@ from bgpadv.sources.reflector import WatchEvent
 from bgpadv.sources.store import Store
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
-from tests.doubles import ManualClock as Clock
-from tests.doubles import OnePeerSpeaker, RecordingObserver, RecordingSources
+from tests.doubles import ManualClock, OnePeerSpeaker, RecordingObserver, RecordingSources
 
 NODE = "worker-1"
 PEER = "10.0.0.1"
@@ -121,7 +120,7 @@ def test_the_store_is_synced_once_both_scoped_watches_listed() -> None:
 class Instance:
     """The controller of worker-1's instance, fed by hand; `vms`: the VMs running on worker-1 at its first LIST."""
 
-    def __init__(self, clock: Clock, vms: range) -> None:
+    def __init__(self, clock: ManualClock, vms: range) -> None:
         self.clock = clock
         self.observer = RecordingObserver()
         self.c = Controller(
@@ -167,18 +166,13 @@ FOUR = sorted([SUBNET, *(host(i) for i in range(10, 14))])
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def four(clock: Clock) -> Instance:
+def four(clock: ManualClock) -> Instance:
     instance = Instance(clock, range(10, 14))
     assert instance.handed == FOUR
     return instance
 
 
-def test_a_node_drained_is_not_a_mass_deletion_its_vms_are_withdrawn_at_once(four: Instance, clock: Clock):
+def test_a_node_drained_is_not_a_mass_deletion_its_vms_are_withdrawn_at_once(four: Instance, clock: ManualClock):
     """Every VM of the node migrates away within a second: each leaves the node's watch as a DELETED without a
     deletionTimestamp, as a VM whose node changed: withdrawn at once, nothing held."""
     four.watch(ON, "DELETED", *(vmi(i, 2) for i in range(10, 14)))
@@ -189,7 +183,7 @@ def test_a_node_drained_is_not_a_mass_deletion_its_vms_are_withdrawn_at_once(fou
     assert four.observer.held[-1] == {PEER: 0}
 
 
-def test_vms_deleted_through_a_scoped_watch_are_still_a_mass_deletion(four: Instance, clock: Clock):
+def test_vms_deleted_through_a_scoped_watch_are_still_a_mass_deletion(four: Instance, clock: ManualClock):
     """KubeVirt's finalizers: a deleted VMI (or every VMI of a deleted CRD) carries a deletionTimestamp first."""
     four.watch(ON, "MODIFIED", *(vmi(i, 2, deleting=True) for i in range(10, 14)))
     clock.now += SETTLE
@@ -198,7 +192,7 @@ def test_vms_deleted_through_a_scoped_watch_are_still_a_mass_deletion(four: Inst
     assert four.observer.held[-1] == {PEER: 4}
 
 
-def test_an_empty_scoped_list_of_a_node_without_vms_is_a_complete_view(clock: Clock):
+def test_an_empty_scoped_list_of_a_node_without_vms_is_a_complete_view(clock: ManualClock):
     empty = Instance(clock, range(0))
     assert empty.handed == [SUBNET]
     empty.c.queue.put(event(TO, "ADDED", vmi(10, 2, migrating_here=True)))  # the first VM to arrive: planned
@@ -224,7 +218,7 @@ def test_an_empty_relist_of_a_node_that_had_vms_is_held(four: Instance):
         pytest.param([(TO, "DELETED"), (ON, "ADDED")], id="target-label-removal-delivered-first"),
     ],
 )
-def test_a_migration_completing_here_never_withdraws_the_vm(clock: Clock, order) -> None:
+def test_a_migration_completing_here_never_withdraws_the_vm(clock: ManualClock, order) -> None:
     """vm-20 migrated to worker-1 and runs there: KubeVirt moves its node label (ON sees it arrive), then removes its
     target label (TO sees it leave). The two watches' events may reach the loop in either order."""
     instance = Instance(clock, range(0))
