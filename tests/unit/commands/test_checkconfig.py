@@ -77,48 +77,54 @@ def test_field_errors_are_reported_before_exabgp_is_asked(tmp_path, capsys, monk
     )
 
 
-BASE = parse({"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512}]})
-PEER = BASE.peers[0]
+RAW = {"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512}]}
+
+
+@pytest.fixture
+def base() -> Config:
+    """One peer, every default: the Config a test changes in code around parse."""
+    return parse(RAW)
 
 
 @pytest.mark.parametrize(
-    ("raw_peer", "built", "exabgp_says"),
+    ("raw_peer", "changed", "exabgp_says"),
     [
         pytest.param(
             {"localAddress": "fd00::11"},
-            replace(PEER, local_address=IPAddress("fd00::11")),
+            {"local_address": IPAddress("fd00::11")},
             "local-address and peer-address must be of the same family",
             id="local-address-family",
         ),
         pytest.param(
             {"families": ["ipv4 unicast", "ipv4 unicast"]},
-            replace(PEER, families=("ipv4 unicast", "ipv4 unicast")),
+            {"families": ("ipv4 unicast", "ipv4 unicast")},
             "duplicate afi/safi pair ipv4/unicast",
             id="repeated-family",
         ),
     ],
 )
-def test_parse_refuses_what_exabgp_refuses(raw_peer, built, exabgp_says, tmp_path):
+def test_parse_refuses_what_exabgp_refuses(raw_peer, changed, exabgp_says, base, tmp_path):
     """Each mistake ExaBGP refuses at start-up is already a field error: parse refuses the YAML, and ExaBGP refuses
     the same peer when a Config is built in code around parse."""
     with pytest.raises(ConfigError):
         parse({"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512, **raw_peer}]})
-    problems = checkconfig.exabgp_problems(replace(BASE, peers=(built,)), tmp_path / "bgpadv.yaml")
+    built = replace(base.peers[0], **changed)
+    problems = checkconfig.exabgp_problems(replace(base, peers=(built,)), tmp_path / "bgpadv.yaml")
     assert len(problems) == 1 and exabgp_says in problems[0], problems
 
 
-def test_an_md5_password_with_a_trailing_newline_breaks_exabgp_so_parse_refuses_it(tmp_path):
+def test_an_md5_password_with_a_trailing_newline_breaks_exabgp_so_parse_refuses_it(base, tmp_path):
     with pytest.raises(ConfigError):
         parse({"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512, "md5Password": "abc\n"}]})
     with pytest.raises(ValueError, match="MD5"):  # the renderer refuses it too (fullmatch)
-        render_exabgp_config(replace(BASE, peers=(replace(PEER, md5_password="abc\n"),)), [sys.executable])
+        render_exabgp_config(replace(base, peers=(replace(base.peers[0], md5_password="abc\n"),)), [sys.executable])
     # and ExaBGP cannot read it written verbatim
-    text = render_exabgp_config(BASE, [sys.executable]).replace(
+    text = render_exabgp_config(base, [sys.executable]).replace(
         "    manual-eor true;", '    md5-password "abc\n";\n    manual-eor true;'
     )
     conf = tmp_path / "exabgp.conf"
     conf.write_text(text)
-    env = {**os.environ, **exabgp_environment(BASE, tmp_path)}
+    env = {**os.environ, **exabgp_environment(base, tmp_path)}
     result = subprocess.run(exabgp_argv(conf, validate=True), env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
 

@@ -178,7 +178,11 @@ def test_per_node_mode_matches_its_own_node_and_cluster_mode_the_node_the_replic
 
 # -- next-hop self for the other family --------------------------------------------------------------------------------
 
-NODE = decode(resources.NODE, k8s.node("worker-1", "10.0.0.11", "fd00::11", labels={RACK: "a"}), "worker-1")
+
+@pytest.fixture
+def worker_1():
+    """worker-1 of rack a, dual-stack, as the controller decodes it."""
+    return decode(resources.NODE, k8s.node("worker-1", "10.0.0.11", "fd00::11", labels={RACK: "a"}), "worker-1")
 
 
 def addresses(*texts: str):
@@ -186,31 +190,31 @@ def addresses(*texts: str):
 
 
 @pytest.mark.parametrize(
-    ("on_interface", "node", "expected"),
+    ("on_interface", "known", "expected"),
     [
-        pytest.param(addresses("fe80::1", "2a02:4780:1::11"), NODE, "2a02:4780:1::11", id="interface-global-first"),
-        pytest.param(addresses("fe80::1"), NODE, "fd00::11", id="link-local-only-then-the-internal-ip"),
-        pytest.param(addresses(), NODE, "fd00::11", id="no-interface-address-then-the-internal-ip"),
-        pytest.param(addresses("fe80::1"), None, None, id="nothing-global-nothing-derived"),
+        pytest.param(addresses("fe80::1", "2a02:4780:1::11"), True, "2a02:4780:1::11", id="interface-global-first"),
+        pytest.param(addresses("fe80::1"), True, "fd00::11", id="link-local-only-then-the-internal-ip"),
+        pytest.param(addresses(), True, "fd00::11", id="no-interface-address-then-the-internal-ip"),
+        pytest.param(addresses("fe80::1"), False, None, id="nothing-global-nothing-derived"),
     ],
 )
-def test_an_ipv6_self_over_an_ipv4_session_is_the_nodes_global_ipv6_address(on_interface, node, expected):
-    config = peering.effective(parse(peer(), environ={}), node, on_interface)
+def test_an_ipv6_self_over_an_ipv4_session_is_the_nodes_global_ipv6_address(on_interface, known, expected, worker_1):
+    config = peering.effective(parse(peer(), environ={}), worker_1 if known else None, on_interface)
     assert config.peers[0].self_addresses == ((IPAddress(expected),) if expected else ())
 
 
-def test_a_configured_next_hop_self_wins_and_the_sessions_own_family_needs_nothing():
+def test_a_configured_next_hop_self_wins_and_the_sessions_own_family_needs_nothing(worker_1):
     config = parse({**peer(), "nextHopSelf": {"ipv6": "fd00::99"}}, environ={})
-    assert peering.effective(config, NODE, addresses("2a02:4780::11")).peers[0].self_addresses == ()
+    assert peering.effective(config, worker_1, addresses("2a02:4780::11")).peers[0].self_addresses == ()
     v6 = parse(peer(address="fd00::1", families=["ipv6 unicast"]), environ={})
-    assert peering.effective(v6, NODE, addresses("192.0.2.11")).peers[0].self_addresses == ()
+    assert peering.effective(v6, worker_1, addresses("192.0.2.11")).peers[0].self_addresses == ()
 
 
-def test_an_unreadable_interface_falls_back_to_the_internal_ip():
+def test_an_unreadable_interface_falls_back_to_the_internal_ip(worker_1):
     def broken(_peer, _version):
         raise OSError("netlink says no")
 
-    assert peering.effective(parse(peer(), environ={}), NODE, broken).peers[0].self_addresses == (
+    assert peering.effective(parse(peer(), environ={}), worker_1, broken).peers[0].self_addresses == (
         IPAddress("fd00::11"),
     )
 
@@ -223,11 +227,11 @@ STATE = k8s.state(
 )
 
 
-def test_the_guard_lets_the_ipv6_subnet_onto_the_ipv4_session_once_the_node_address_is_derived():
+def test_the_guard_lets_the_ipv6_subnet_onto_the_ipv4_session_once_the_node_address_is_derived(worker_1):
     bare = parse(peer(), environ={})
     refused = Guard(bare).check(plan(STATE, bare).routes, GuardContext.from_state(STATE, bare))
     assert [(r.value, r.reason) for r in refused.rejected] == [("fd10:100::/64", checks.FAMILY_NOT_CARRIED)]
-    derived = peering.effective(bare, NODE, addresses())
+    derived = peering.effective(bare, worker_1, addresses())
     guarded = Guard(derived).check(plan(STATE, derived).routes, GuardContext.from_state(STATE, derived))
     assert guarded.rejected == ()
     assert sorted(str(r.prefix) for r in guarded.per_peer["10.0.0.1"]) == ["192.168.100.0/24", "fd10:100::/64"]
@@ -244,8 +248,8 @@ def ready_speaker(config) -> tuple[Speaker, list[str]]:
     return speaker, lines
 
 
-def test_the_speaker_sends_the_derived_address_as_the_ipv6_next_hop_on_the_ipv4_session():
-    config = peering.effective(parse(peer(), environ={}), NODE, addresses())
+def test_the_speaker_sends_the_derived_address_as_the_ipv6_next_hop_on_the_ipv4_session(worker_1):
+    config = peering.effective(parse(peer(), environ={}), worker_1, addresses())
     routes = Guard(config).check(plan(STATE, config).routes, GuardContext.from_state(STATE, config)).per_peer
     speaker, lines = ready_speaker(config)
     speaker.set_desired(routes)

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from netaddr import IPNetwork
 
 from bgpadv.commands import render
-from bgpadv.config import AcceptRule, ImportNetwork, parse
+from bgpadv.config import AcceptRule, Config, ImportNetwork, parse
 from bgpadv.core import reasons
 from bgpadv.core.prefix import Address, Prefix
 from bgpadv.importer.guard import context_of, interfaces_of_annotations
@@ -63,8 +63,6 @@ RAW = {
     ],
     "nextHopSelf": {"ipv4": W1, "ipv6": "fd00::11"},
 }
-CONFIG = parse(RAW, {})
-CONTEXT = context_of(CONFIG, SELECTED_SUBNETS, NODES, INTERFACES)
 EVERYTHING = ImportNetwork(
     "vmnet-a", accept=(AcceptRule(IPNetwork("0.0.0.0/0"), 32), AcceptRule(IPNetwork("::/0"), 128))
 )
@@ -79,8 +77,19 @@ def a(text: str) -> Address:
     return Address.parse(text)
 
 
-def desired(learned: dict, network: ImportNetwork = EVERYTHING, context=CONTEXT):
-    return desired_routes(learned, network, VMNET_A, 1000, context)
+def config() -> Config:
+    """RAW parsed, afresh for each caller."""
+    return parse(RAW, {})
+
+
+def node_context(interfaces=INTERFACES, nodes=NODES):
+    """What the import's guard knows of the node: its interfaces' addresses, every node address, the selected
+    subnets, the configuration's peers."""
+    return context_of(config(), SELECTED_SUBNETS, nodes, interfaces)
+
+
+def desired(learned: dict, network: ImportNetwork = EVERYTHING, context=None):
+    return desired_routes(learned, network, VMNET_A, 1000, context or node_context())
 
 
 # --- destinations -----------------------------------------------------------------------------------------------
@@ -208,12 +217,12 @@ def test_a_third_party_next_hop_on_the_shared_subnet_is_installed():
 
 
 def test_a_node_claiming_the_tors_address_cannot_cut_the_egress():
-    hostile = context_of(CONFIG, SELECTED_SUBNETS, [*NODES, a(TOR1)], INTERFACES)
+    hostile = node_context(nodes=[*NODES, a(TOR1)])
     assert desired({TOR1: {DEFAULT4: a(TOR1)}}, context=hostile).routes == {DEFAULT4: frozenset({a(TOR1)})}
 
 
 def test_without_the_nodes_interfaces_only_a_configured_peers_address_is_on_the_link():
-    unknown = context_of(CONFIG, SELECTED_SUBNETS, NODES, None)
+    unknown = node_context(None)
     out = desired({TOR1: {DEFAULT4: a("10.0.0.3")}, TOR2: {DEFAULT4: a(TOR1)}}, context=unknown)
     assert out.routes == {DEFAULT4: frozenset({a(TOR1)})}
     assert out.refused == {reasons.IMPORT_NEXT_HOP_OFF_LINK: 1}
@@ -239,7 +248,6 @@ TWO_LINKS = [
     (a("172.16.0.11"), 24, ETH1),
     (a("fd99::11"), 64, ETH1),
 ]
-PER_FAMILY = context_of(CONFIG, SELECTED_SUBNETS, NODES, TWO_LINKS)
 
 
 @pytest.mark.parametrize(
@@ -273,7 +281,7 @@ PER_FAMILY = context_of(CONFIG, SELECTED_SUBNETS, NODES, TWO_LINKS)
 def test_a_next_hop_is_on_the_link_when_a_subnet_of_its_family_on_the_sessions_interface_holds_it(
     peer, prefix, hop, reason
 ):
-    out = desired({peer: {p(prefix): a(hop)}}, context=PER_FAMILY)
+    out = desired({peer: {p(prefix): a(hop)}}, context=node_context(TWO_LINKS))
     if reason is None:
         assert (out.routes, out.refused) == ({p(prefix): frozenset({a(hop)})}, {})
     else:
@@ -281,7 +289,7 @@ def test_a_next_hop_is_on_the_link_when_a_subnet_of_its_family_on_the_sessions_i
 
 
 def test_an_off_link_ipv6_next_hop_over_an_ipv4_session_names_the_links_ipv6_subnets():
-    (refusal,) = desired({TOR1: {DEFAULT6: a("fd99::1")}}, context=PER_FAMILY).refusals
+    (refusal,) = desired({TOR1: {DEFAULT6: a("fd99::1")}}, context=node_context(TWO_LINKS)).refusals
     assert refusal.message == "the next hop fd99::1 is not on the IPv6 subnets of the link to 10.0.0.1: fd00::/64"
 
 
@@ -306,7 +314,7 @@ def test_an_off_link_ipv6_next_hop_over_an_ipv4_session_names_the_links_ipv6_sub
 def test_without_an_ipv6_subnet_known_on_the_link_only_a_configured_peers_address_is_on_it(
     interfaces, accepted, message
 ):
-    context = context_of(CONFIG, SELECTED_SUBNETS, NODES, interfaces)
+    context = node_context(interfaces)
     out = desired({TOR1: {DEFAULT6: a("fd00::2")}, TOR2: {DEFAULT6: a(TOR6)}}, context=context)
     assert out.routes == {DEFAULT6: frozenset(a(x) for x in accepted)}
     (refusal,) = out.refusals

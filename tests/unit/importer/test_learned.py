@@ -22,7 +22,7 @@ from bgpadv.speaker import protocol
 TOR = "10.0.0.1"
 GLOBAL, LINK_LOCAL = "fd00::1", "fe80::e04e:11ff:fe3d:f223"
 DEFAULT6 = Prefix.parse("::/0")
-CONFIG = parse({"localASN": 64513, "peers": [{"address": TOR, "asn": 64512, "localAddress": "10.0.0.11"}]}, {})
+RAW = {"localASN": 64513, "peers": [{"address": TOR, "asn": 64512, "localAddress": "10.0.0.11"}]}
 
 
 def a(text: str) -> Address:
@@ -43,7 +43,7 @@ def echo(*hops: str) -> protocol.UpdateEvent:
 
 
 def learned_from(*updates: protocol.UpdateEvent) -> Address | None:
-    routes = LearnedRoutes(CONFIG.peers, 0.0)
+    routes = LearnedRoutes(parse(RAW, {}).peers, 0.0)
     for update in updates:
         routes.update(update.peer, update.announced, update.withdrawn, update.eor, 1.0)
     return routes.routes[TOR][DEFAULT6]
@@ -67,7 +67,7 @@ def test_the_global_next_hop_of_an_rfc2545_pair_is_the_paths_whatever_the_order(
     "order", [(GLOBAL, LINK_LOCAL), (LINK_LOCAL, GLOBAL)], ids=["global-first", "link-local-first"]
 )
 def test_the_adj_rib_in_dump_listing_both_next_hops_keeps_the_global_one(order):
-    routes = LearnedRoutes(CONFIG.peers, 0.0)
+    routes = LearnedRoutes(parse(RAW, {}).peers, 0.0)
     routes.begin_dump({TOR: "up"})
     for hop in order:
         routes.dump_route(TOR, DEFAULT6, a(hop))

@@ -25,7 +25,7 @@ from itertools import count
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bgpadv.config import parse
+from bgpadv.config import Config, parse
 from bgpadv.core import resources
 from bgpadv.core.model import Route
 from bgpadv.runtime.controller import Controller, LoopSettings, watched_resources
@@ -39,23 +39,28 @@ from tests.doubles import ManualClock, RecordingObserver, RecordingSources, Reco
 
 NET = "cluster_udn_vmnet-a"
 SUBNET = "192.168.100.0/24"
-CONFIG = parse(
-    {
-        "localASN": 64513,
-        "peers": [{"address": "10.0.0.1", "asn": 64512}, {"address": "10.0.0.2", "asn": 64512}],
-        "networks": {"selector": {"matchLabels": {"bgpadv.io/advertise": "true"}}},
-        "safety": {"maxWithdrawFraction": 0.5, "holdSeconds": 120.0},
-    }
-)
-SETTLE = CONFIG.safety.deletion_settle_seconds
-HOLD = CONFIG.safety.hold_seconds
+RAW = {
+    "localASN": 64513,
+    "peers": [{"address": "10.0.0.1", "asn": 64512}, {"address": "10.0.0.2", "asn": 64512}],
+    "networks": {"selector": {"matchLabels": {"bgpadv.io/advertise": "true"}}},
+    "safety": {"maxWithdrawFraction": 0.5, "holdSeconds": 120.0},
+}
+
+
+def config() -> Config:
+    """RAW parsed, afresh for each caller."""
+    return parse(RAW)
+
+
+SETTLE = config().safety.deletion_settle_seconds
+HOLD = RAW["safety"]["holdSeconds"]
 NODES = {"worker-1": "10.0.0.11", "worker-2": "10.0.0.12"}
 VMS = range(10, 18)
 
 
 def controller(clock: ManualClock) -> Controller:
     return Controller(
-        CONFIG,
+        config(),
         speaker=RecordingSpeaker(),
         sources_factory=RecordingSources,
         observer=RecordingObserver(),
@@ -110,7 +115,7 @@ class Cluster:
         for c in (self.delta, self.whole):
             for obj in listed:
                 c.queue.put(self.event("ADDED", obj, from_list=True))
-            for res in watched_resources(CONFIG):
+            for res in watched_resources(config()):
                 c.queue.put(WatchEvent(res, "SYNCED", None, self.clock.now, None, listed_at=self.clock.now))
         self.step()
 
@@ -180,7 +185,7 @@ class Cluster:
         """Every resource's LIST completes again (nothing changed meanwhile): a plan without a known delta, and the
         confirmation of held withdrawals once their deadline passed."""
         for c in (self.delta, self.whole):
-            for res in watched_resources(CONFIG):
+            for res in watched_resources(config()):
                 c.queue.put(WatchEvent(res, "SYNCED", None, self.clock.now, None, listed_at=self.clock.now))
         self.step()
 

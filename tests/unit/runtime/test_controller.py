@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from bgpadv.config import parse
+from bgpadv.config import Config, parse
 from bgpadv.core import resources
 from bgpadv.core.model import Plan
 from bgpadv.planner import checks
@@ -24,13 +24,17 @@ from bgpadv.safety.guard import Guard
 from bgpadv.sources.reflector import WatchEvent
 from tests.doubles import ManualClock, RecordingObserver, RecordingSources, RecordingSpeaker
 
-CONFIG = parse(
-    {
-        "localASN": 64513,
-        "peers": [{"address": "10.0.0.1", "asn": 64512}, {"address": "fd00::1", "asn": 64512}],
-        "networks": {"selector": {"matchLabels": {"bgpadv.io/advertise": "true"}}},
-    }
-)
+RAW = {
+    "localASN": 64513,
+    "peers": [{"address": "10.0.0.1", "asn": 64512}, {"address": "fd00::1", "asn": 64512}],
+    "networks": {"selector": {"matchLabels": {"bgpadv.io/advertise": "true"}}},
+}
+
+
+def config() -> Config:
+    """RAW parsed, afresh for each caller."""
+    return parse(RAW)
+
 
 CUDN = {
     "apiVersion": "k8s.ovn.org/v1",
@@ -59,7 +63,7 @@ def event(res: resources.Resource, kind: str, obj: dict | None) -> WatchEvent:
 
 
 def synced_all(c: Controller) -> None:
-    for res in watched_resources(CONFIG):
+    for res in watched_resources(config()):
         c.queue.put(event(res, "SYNCED", None))
 
 
@@ -74,7 +78,7 @@ def prefixes(desired: dict) -> dict[str, list[str]]:
 def recording_loop(clock: ManualClock, settings: LoopSettings) -> Controller:
     """The real loop with recording doubles around it, on the test's clock."""
     return Controller(
-        CONFIG,
+        config(),
         speaker=RecordingSpeaker(),
         sources_factory=RecordingSources,
         observer=RecordingObserver(),
@@ -89,7 +93,7 @@ def controller(clock: ManualClock) -> Controller:
 
 
 def test_route_advertisements_are_watched_only_when_followed():
-    assert resources.ROUTE_ADVERTISEMENTS not in watched_resources(CONFIG)
+    assert resources.ROUTE_ADVERTISEMENTS not in watched_resources(config())
     follow = parse({**_raw(), "networks": {"followRouteAdvertisements": True}})
     assert resources.ROUTE_ADVERTISEMENTS in watched_resources(follow)
 
@@ -239,8 +243,8 @@ def test_every_peer_gets_the_plan_through_the_guard():
     good, outside = _host("192.168.100.10/32", "worker-1"), _host("192.168.200.10/32", "worker-1")
     from bgpadv.planner import plan as cold_plan
 
-    plan = Plan.build([good, outside], [], cold_plan(state, CONFIG).context)  # the planner's context of `state`
-    guarded = desired_per_peer(Guard(CONFIG), plan, state)
+    plan = Plan.build([good, outside], [], cold_plan(state, config()).context)  # the planner's context of `state`
+    guarded = desired_per_peer(Guard(config()), plan, state)
     assert guarded.per_peer == {"10.0.0.1": (good,), "fd00::1": (good,)}
     assert [(r.value, r.reason) for r in guarded.rejected] == [("192.168.200.10/32", checks.OUTSIDE_SELECTED_NETWORKS)]
 
@@ -261,16 +265,20 @@ def test_whatever_the_planner_returns_the_speaker_gets_only_guarded_routes_and_o
     from bgpadv.planner import plan as cold_plan
 
     def buggy_plan(self, state, changed):  # its routes and refusals are wrong; its context is the planner's own
-        return Plan.build([default, good], [planner_refusal], cold_plan(state, CONFIG).context)
+        return Plan.build([default, good], [planner_refusal], cold_plan(state, config()).context)
 
     monkeypatch.setattr(IncrementalPlanner, "plan", buggy_plan)
     recorder = RecordingObserver()
     c = Controller(
-        CONFIG, speaker=RecordingSpeaker(), sources_factory=RecordingSources, observer=recorder, settings=LoopSettings()
+        config(),
+        speaker=RecordingSpeaker(),
+        sources_factory=RecordingSources,
+        observer=recorder,
+        settings=LoopSettings(),
     )
     for obj in (k8s.node("worker-1", "10.0.0.11"), cudn):
         c.queue.put(event(resources.resource_for(obj), "ADDED", obj))
-    for res in watched_resources(CONFIG):
+    for res in watched_resources(config()):
         c.queue.put(event(res, "SYNCED", None))
     c.step()
     assert c.speaker.desired == [{"10.0.0.1": (good,), "fd00::1": (good,)}]
@@ -289,11 +297,15 @@ def test_a_self_route_a_session_cannot_express_is_refused_for_that_peer_only():
 
     recorder = RecordingObserver()
     c = Controller(
-        CONFIG, speaker=RecordingSpeaker(), sources_factory=RecordingSources, observer=recorder, settings=LoopSettings()
+        config(),
+        speaker=RecordingSpeaker(),
+        sources_factory=RecordingSources,
+        observer=recorder,
+        settings=LoopSettings(),
     )
     cudn = k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24", "fd10:100::/64"], labels={"bgpadv.io/advertise": "true"})
     c.queue.put(event(resources.CUDN, "ADDED", cudn))
-    for res in watched_resources(CONFIG):
+    for res in watched_resources(config()):
         c.queue.put(event(res, "SYNCED", None))
     c.step()
     (desired,) = c.speaker.desired
@@ -336,7 +348,11 @@ def test_a_host_route_moved_by_a_ready_migration_starts_a_handover_measurement(v
 
     recorder = RecordingObserver()
     c = Controller(
-        CONFIG, speaker=RecordingSpeaker(), sources_factory=RecordingSources, observer=recorder, settings=LoopSettings()
+        config(),
+        speaker=RecordingSpeaker(),
+        sources_factory=RecordingSources,
+        observer=recorder,
+        settings=LoopSettings(),
     )
     cudn = k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24"], labels={"bgpadv.io/advertise": "true"})
     claim = k8s.ipam_claim(
@@ -352,7 +368,7 @@ def test_a_host_route_moved_by_a_ready_migration_starts_a_handover_measurement(v
     for obj in [*objs, k8s.vmi("imported-vms", "vm-a", "worker-1")]:
         res = resources.resource_for(obj)
         c.queue.put(event(res, "ADDED", obj))
-    for res in watched_resources(CONFIG):
+    for res in watched_resources(config()):
         c.queue.put(event(res, "SYNCED", None))
     c.step()
     ready = k8s.migration_state("worker-1", "worker-2", target_ready="2026-11-30T12:00:00Z", vmi="vm-a")

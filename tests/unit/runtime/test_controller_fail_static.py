@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from bgpadv.config import parse
+from bgpadv.config import Config, parse
 from bgpadv.core import resources
 from bgpadv.runtime.controller import Controller, LoopSettings, watched_resources
 from bgpadv.safety.failstatic import MASS_DELETION_WINDOW
@@ -34,14 +34,19 @@ H = 120.0
 RESYNC = 30.0  # shorter than the hold: the periodic resync comes first
 NET = "cluster_udn_vmnet-a"
 PEER = "10.0.0.1"
-CONFIG = parse(
-    {
-        "localASN": 64513,
-        "peers": [{"address": PEER, "asn": 64512}],
-        "networks": {"selector": {"matchLabels": {"bgpadv.io/advertise": "true"}}},
-        "safety": {"maxWithdrawFraction": 0.5, "holdSeconds": H},
-    }
-)
+RAW = {
+    "localASN": 64513,
+    "peers": [{"address": PEER, "asn": 64512}],
+    "networks": {"selector": {"matchLabels": {"bgpadv.io/advertise": "true"}}},
+    "safety": {"maxWithdrawFraction": 0.5, "holdSeconds": H},
+}
+
+
+def config() -> Config:
+    """RAW parsed, afresh for each caller."""
+    return parse(RAW)
+
+
 SUBNET = "192.168.100.0/24"
 
 
@@ -65,7 +70,7 @@ class Cluster:
         self.clock = clock
         self.observer = RecordingObserver()
         self.c = Controller(
-            CONFIG,
+            config(),
             speaker=OnePeerSpeaker(PEER),
             sources_factory=RecordingSources,
             observer=self.observer,
@@ -93,7 +98,7 @@ class Cluster:
         self.c.queue.put(WatchEvent(res, "SYNCED", None, self.clock.now, None, listed_at=at))
 
     def synced_all(self, listed_at: float | None = None) -> None:
-        for res in watched_resources(CONFIG):
+        for res in watched_resources(config()):
             self.synced(res, listed_at)
 
     def watch(self, kind: str, *objs: dict) -> None:
@@ -118,7 +123,7 @@ class Cluster:
 
 
 ADVERTISED = {"bgpadv.io/advertise": "true"}
-SETTLE = CONFIG.safety.deletion_settle_seconds
+SETTLE = config().safety.deletion_settle_seconds
 ALL = sorted([SUBNET, host(10), host(11), host(12), host(13)])
 
 
@@ -286,11 +291,11 @@ def test_held_routes_go_when_a_list_of_every_resource_begun_after_the_hold_still
     assert cluster.relists == 1  # once
     assert cluster.handed == ALL
 
-    for res in watched_resources(CONFIG)[:-1]:  # all but one resource listed again: not yet
+    for res in watched_resources(config())[:-1]:  # all but one resource listed again: not yet
         cluster.synced(res, listed_at=held_at + H)
     cluster.step()
     assert cluster.handed == ALL
-    cluster.synced(watched_resources(CONFIG)[-1], listed_at=held_at + H)
+    cluster.synced(watched_resources(config())[-1], listed_at=held_at + H)
     cluster.step()
     assert cluster.handed == [SUBNET]
     assert cluster.observer.held[-1] == {PEER: 0}

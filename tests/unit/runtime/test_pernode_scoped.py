@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from bgpadv.config import parse
+from bgpadv.config import Config, parse
 from bgpadv.core import resources
 from bgpadv.runtime.controller import Controller, LoopSettings, watched_resources
 from bgpadv.sources.reflector import WatchEvent
@@ -30,19 +30,24 @@ NODE = "worker-1"
 PEER = "10.0.0.1"
 NET = "cluster_udn_vmnet-a"
 SUBNET = "192.168.100.0/24"
-CONFIG = parse(
-    {
-        "localASN": 64513,
-        "nodeName": NODE,
-        "peers": [{"address": PEER, "asn": 64512}],
-        "networks": {"selector": {"matchLabels": {"bgpadv.io/advertise": "true"}}},
-        "safety": {"maxWithdrawFraction": 0.5, "holdSeconds": 120},
-    }
-)
-WATCHED = watched_resources(CONFIG)
+RAW = {
+    "localASN": 64513,
+    "nodeName": NODE,
+    "peers": [{"address": PEER, "asn": 64512}],
+    "networks": {"selector": {"matchLabels": {"bgpadv.io/advertise": "true"}}},
+    "safety": {"maxWithdrawFraction": 0.5, "holdSeconds": 120},
+}
+
+
+def config() -> Config:
+    """RAW parsed, afresh for each caller."""
+    return parse(RAW)
+
+
+WATCHED = watched_resources(config())
 (ON,) = (r for r in WATCHED if r.label_selector == f"kubevirt.io/nodeName={NODE}")
 (TO,) = (r for r in WATCHED if r.label_selector == f"kubevirt.io/migrationTargetNodeName={NODE}")
-SETTLE = CONFIG.safety.deletion_settle_seconds
+SETTLE = config().safety.deletion_settle_seconds
 
 
 def vmi(i: int, version: int = 1, *, migrating_here: bool = False, deleting: bool = False) -> dict:
@@ -124,7 +129,7 @@ class Instance:
         self.clock = clock
         self.observer = RecordingObserver()
         self.c = Controller(
-            CONFIG,
+            config(),
             speaker=OnePeerSpeaker(PEER),
             sources_factory=RecordingSources,
             observer=self.observer,

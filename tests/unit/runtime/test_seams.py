@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from bgpadv.config import parse
+from bgpadv.config import Config, parse
 from bgpadv.observe.events import EventRecorder
 from bgpadv.observe.metrics import Metrics
 from bgpadv.observe.metrics_observer import MetricsObserver
@@ -28,11 +28,16 @@ from bgpadv.sources.reflector import Sources
 from bgpadv.speaker.session import Speaker
 from tests.doubles import RecordingObserver, RecordingSources, RecordingSpeaker
 
-CONFIG = parse({"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512}]})
+RAW = {"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512}]}
+
+
+def config() -> Config:
+    """RAW parsed, afresh for each caller."""
+    return parse(RAW)
 
 
 def test_the_real_speaker_and_the_recording_double_implement_the_speaker_seam():
-    assert isinstance(Speaker.from_config(CONFIG, lambda line: None), ControllerSpeaker)
+    assert isinstance(Speaker.from_config(config(), lambda line: None), ControllerSpeaker)
     assert isinstance(RecordingSpeaker(), ControllerSpeaker)
 
 
@@ -76,7 +81,7 @@ class SpeakerWithoutClosed:
 
 def test_a_speaker_double_lacking_what_the_real_speaker_has_is_refused():
     with pytest.raises(TypeError, match=r"the speaker SpeakerWithoutClosed does not implement .*'closed'"):
-        Controller(CONFIG, speaker=SpeakerWithoutClosed(), sources_factory=RecordingSources)
+        Controller(config(), speaker=SpeakerWithoutClosed(), sources_factory=RecordingSources)
 
 
 class SourcesWithoutRelist:
@@ -92,7 +97,7 @@ class SourcesWithoutRelist:
 
 def test_sources_that_cannot_relist_are_refused():
     with pytest.raises(TypeError, match=r"the sources SourcesWithoutRelist does not implement .*'relist'"):
-        Controller(CONFIG, speaker=RecordingSpeaker(), sources_factory=SourcesWithoutRelist)
+        Controller(config(), speaker=RecordingSpeaker(), sources_factory=SourcesWithoutRelist)
 
 
 class OnlyPlanned:
@@ -102,7 +107,7 @@ class OnlyPlanned:
 
 def test_an_observer_implementing_one_seam_only_is_refused_by_the_controller_and_the_fanout():
     with pytest.raises(TypeError, match="does not implement Observer"):
-        Controller(CONFIG, speaker=RecordingSpeaker(), sources_factory=RecordingSources, observer=OnlyPlanned())
+        Controller(config(), speaker=RecordingSpeaker(), sources_factory=RecordingSources, observer=OnlyPlanned())
     with pytest.raises(TypeError, match=r"OnlyPlanned does not implement bgpadv\.observe\.observers\.Observer"):
         Fanout(NullObserver(), OnlyPlanned())
 

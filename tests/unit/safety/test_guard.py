@@ -38,15 +38,25 @@ OBJECTS = [
     k8s.cudn_layer3("l3", [("10.132.0.0/16", 24)], labels=ADV),
     k8s.cudn_layer2("not-selected", ["192.168.200.0/24"]),
 ]
-STATE = k8s.state(OBJECTS)
-PLAN = plan(STATE, CONFIG)
-# The guard's own view, as if the planner had let vmnet-b through: the planner refuses a network that covers a BGP
-# peer (covers-infrastructure), and the guard must hold the line whatever the planner did.
-CTX = GuardContext.of(
-    [*(s for s in GuardContext.from_state(STATE, CONFIG).subnet_networks()), Prefix.parse("172.16.0.0/16")],
-    PLAN.context.node_addresses,
-    CONFIG,
-)
+
+
+@pytest.fixture
+def cluster_plan() -> Plan:
+    """The planner's plan of OBJECTS."""
+    return plan(k8s.state(OBJECTS), CONFIG)
+
+
+@pytest.fixture
+def ctx(cluster_plan: Plan) -> GuardContext:
+    """The guard's own view, as if the planner had let vmnet-b through: the planner refuses a network that covers a
+    BGP peer (covers-infrastructure), and the guard must hold the line whatever the planner did."""
+    return GuardContext.of(
+        [*GuardContext.from_state(k8s.state(OBJECTS), CONFIG).subnet_networks(), Prefix.parse("172.16.0.0/16")],
+        cluster_plan.context.node_addresses,
+        CONFIG,
+    )
+
+
 CLAIM = ObjectRef("IPAMClaim", "vm-a.default", NS, "uid-a", "2025-03-01T09:00:00Z")
 
 
@@ -140,8 +150,8 @@ ONE_ROUTE = [
 
 
 @pytest.mark.parametrize(("candidate", "peer", "reason"), ONE_ROUTE)
-def test_one_route_is_accepted_or_refused_with_the_rules_reason(candidate: Route, peer: str, reason: str | None):
-    accepted, refused = check_peer([candidate], CTX, peer)
+def test_one_route_is_accepted_or_refused_with_the_rules_reason(candidate: Route, peer: str, reason: str | None, ctx):
+    accepted, refused = check_peer([candidate], ctx, peer)
     if reason is None:
         assert accepted == (candidate,) and refused == ()
     else:
@@ -159,14 +169,14 @@ def test_every_guard_reason_is_a_published_reason_code():
 
 def test_a_configured_next_hop_self_makes_an_ipv6_self_route_expressible_on_an_ipv4_session():
     config = k8s.config(nextHopSelf={"ipv6": "fd00::11"})
-    ctx = GuardContext.from_state(STATE, config)
+    ctx = GuardContext.from_state(k8s.state(OBJECTS), config)
     subnet6 = route("fd10:100::/64", None)
     assert check_peer([subnet6], ctx, "10.0.0.1") == ((subnet6,), ())
 
 
 def test_the_minimum_prefix_length_is_configurable():
     config = k8s.config(safety={"minPrefixLength": {"ipv4": 28}})
-    ctx = GuardContext.from_state(STATE, config)
+    ctx = GuardContext.from_state(k8s.state(OBJECTS), config)
     subnet = route("192.168.100.0/24", None)
     _, refused = check_peer([subnet], ctx, "10.0.0.1")
     assert [r.reason for r in refused] == [checks.PREFIX_TOO_SHORT]
@@ -187,33 +197,33 @@ NO_AGE = ObjectRef("IPAMClaim", "vm-aaa.default", NS, "uid-x")
         pytest.param(NO_AGE, OLDER, id="no-timestamp-is-youngest"),
     ],
 )
-def test_duplicate_prefix_the_oldest_origin_keeps_it_whatever_the_order(first: ObjectRef, second: ObjectRef):
+def test_duplicate_prefix_the_oldest_origin_keeps_it_whatever_the_order(first: ObjectRef, second: ObjectRef, ctx):
     a = route("192.168.100.10/32", W1, first)
     b = route("192.168.100.10/32", Address.parse("10.0.0.12"), second)
-    accepted, refused = check_peer([a, b], CTX, "10.0.0.1")
+    accepted, refused = check_peer([a, b], ctx, "10.0.0.1")
     winner = a if second is NO_AGE or (first is OLDER) else b
     loser = b if winner is a else a
     assert accepted == (winner,)
     assert [(r.source, r.reason) for r in refused] == [(loser.source, checks.DUPLICATE_PREFIX)]
 
 
-def test_duplicate_prefix_ties_in_age_go_to_namespace_then_name():
+def test_duplicate_prefix_ties_in_age_go_to_namespace_then_name(ctx):
     a = route("192.168.100.10/32", W1, ObjectRef("IPAMClaim", "vm-b.default", NS, "", "2025-01-01T00:00:00Z"))
     b = route("192.168.100.10/32", W1, ObjectRef("IPAMClaim", "vm-a.default", NS, "", "2025-01-01T00:00:00Z"))
-    assert check_peer([a, b], CTX, "10.0.0.1")[0] == (b,)
+    assert check_peer([a, b], ctx, "10.0.0.1")[0] == (b,)
 
 
-def test_a_non_canonical_prefix_is_the_same_prefix_for_duplicates():
+def test_a_non_canonical_prefix_is_the_same_prefix_for_duplicates(ctx):
     canonical = route("192.168.100.0/24", None, OLDER)
     sloppy = route("192.168.100.7/24", None, YOUNGER)  # host bits set: the same /24 on the wire
     between = route("192.168.100.3/32", W1, CLAIM)
-    accepted, refused = check_peer([canonical, between, sloppy], CTX, "10.0.0.1")
+    accepted, refused = check_peer([canonical, between, sloppy], ctx, "10.0.0.1")
     assert accepted == (canonical, between)
     assert [(r.source, r.reason) for r in refused] == [(YOUNGER, checks.DUPLICATE_PREFIX)]
 
 
 def _limited(n: int) -> GuardContext:
-    return GuardContext.from_state(STATE, k8s.config(safety={"maxRoutes": n}))
+    return GuardContext.from_state(k8s.state(OBJECTS), k8s.config(safety={"maxRoutes": n}))
 
 
 def test_max_routes_refuses_the_newest_routes():
@@ -266,11 +276,11 @@ def test_duplicates_are_settled_before_max_routes_counts():
 # --- the Guard: every peer, cache, observation ----------------------------------------------------------------------
 
 
-def test_a_peer_without_a_family_another_peer_carries_just_does_not_get_it():
+def test_a_peer_without_a_family_another_peer_carries_just_does_not_get_it(ctx):
     """One session per family is a design, not a fault: no refusal, each peer gets its family."""
     v6 = route("fd10:100::10/128", W1_6)
     v4 = route("192.168.100.10/32")
-    guarded = Guard(CONFIG).check([v4, v6], CTX)
+    guarded = Guard(CONFIG).check([v4, v6], ctx)
     assert guarded.per_peer == {
         "10.0.0.1": (v4, v6),
         "10.0.0.2": (v4,),
@@ -281,10 +291,10 @@ def test_a_peer_without_a_family_another_peer_carries_just_does_not_get_it():
     assert guarded.rejected == ()
 
 
-def test_a_route_refused_for_several_peers_is_reported_once_naming_the_first():
+def test_a_route_refused_for_several_peers_is_reported_once_naming_the_first(ctx):
     """The IPv6 `self` subnet cannot be expressed on either IPv4 session that carries IPv6: one refusal."""
     subnet6 = route("fd10:100::/64", None)
-    guarded = Guard(CONFIG).check([subnet6], CTX)
+    guarded = Guard(CONFIG).check([subnet6], ctx)
     assert [(r.value, r.reason) for r in guarded.rejected] == [("fd10:100::/64", checks.FAMILY_NOT_CARRIED)]
     assert "10.0.0.1" in guarded.rejected[0].message
     assert guarded.per_peer["fd00::1"] == guarded.per_peer["fd00::2"] == (subnet6,)
@@ -293,7 +303,7 @@ def test_a_route_refused_for_several_peers_is_reported_once_naming_the_first():
 
 def test_a_family_no_peer_carries_is_refused():
     config = k8s.config(peers=[{"address": "10.0.0.1", "asn": 64512, "families": ["ipv4 unicast"]}])
-    ctx = GuardContext.from_state(STATE, config)
+    ctx = GuardContext.from_state(k8s.state(OBJECTS), config)
     v6 = route("fd10:100::10/128", W1_6)
     guarded = Guard(config).check([v6], ctx)
     assert guarded.per_peer == {"10.0.0.1": ()}
@@ -302,31 +312,31 @@ def test_a_family_no_peer_carries_is_refused():
     ]
 
 
-def test_unchanged_route_objects_are_not_evaluated_again_and_a_new_context_drops_the_verdicts():
+def test_unchanged_route_objects_are_not_evaluated_again_and_a_new_context_drops_the_verdicts(ctx, cluster_plan):
     guard = Guard(CONFIG)
     routes = [route(f"192.168.100.{i}/32") for i in range(10, 20)]
-    guard.check(routes, guard.context(PLAN))
+    guard.check(routes, guard.context(cluster_plan))
     assert guard.evaluated == 10
     changed = [*routes[:9], route("192.168.100.30/32")]
-    guard.check(changed, guard.context(PLAN))
+    guard.check(changed, guard.context(cluster_plan))
     assert guard.evaluated == 11
     moved = k8s.state(OBJECTS, k8s.node("worker-4", "10.0.0.14"))
-    ctx = guard.context(plan(moved, CONFIG))
-    assert ctx != CTX
-    guard.check(changed, ctx)
+    moved_ctx = guard.context(plan(moved, CONFIG))
+    assert moved_ctx != ctx
+    guard.check(changed, moved_ctx)
     assert guard.evaluated == 21
 
 
-def test_the_context_is_rebuilt_only_when_a_network_or_node_object_changes():
+def test_the_context_is_rebuilt_only_when_a_network_or_node_object_changes(cluster_plan):
     guard = Guard(CONFIG)
-    assert guard.context(PLAN) is guard.context(PLAN)
+    assert guard.context(cluster_plan) is guard.context(cluster_plan)
 
 
 def test_observers_see_the_routes_some_peer_gets_and_the_guard_refusals_after_the_planners():
     good = route("192.168.100.10/32")
     bad = route("0.0.0.0/0", None)
     plan = Plan.build([bad, good], [])
-    ctx = GuardContext.from_state(STATE, k8s.config())  # one peer, 10.0.0.1
+    ctx = GuardContext.from_state(k8s.state(OBJECTS), k8s.config())  # one peer, 10.0.0.1
     guarded = Guard().check(plan.routes, ctx)
     observed = guarded.observed(plan)
     assert observed.routes == (good,)

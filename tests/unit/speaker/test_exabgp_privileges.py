@@ -18,7 +18,7 @@ import pytest
 from bgpadv.config import parse
 from bgpadv.speaker.exabgp_config import daemon_user, exabgp_environment
 
-CONFIG = parse({"localASN": 64513, "peers": [{"address": "192.0.2.1", "asn": 64512}]})
+RAW = {"localASN": 64513, "peers": [{"address": "192.0.2.1", "asn": 64512}]}
 UNKNOWN_UID = 1000720000  # OpenShift's kind of UID: no passwd entry
 
 
@@ -37,7 +37,7 @@ def test_a_uid_without_a_passwd_entry_gets_an_account_exabgp_can_look_up() -> No
 
 
 def test_the_environment_names_the_current_account_and_never_drops(tmp_path: Path) -> None:
-    env = exabgp_environment(CONFIG, tmp_path)
+    env = exabgp_environment(parse(RAW), tmp_path)
     assert env["exabgp.daemon.user"] == pwd.getpwuid(os.getuid()).pw_name
     assert env["exabgp.daemon.drop"] == "false"
     assert env["exabgp.daemon.pid"] == str(tmp_path / "exabgp.pid")
