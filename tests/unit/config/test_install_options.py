@@ -26,7 +26,7 @@ import pytest
 
 from bgpadv import __version__
 from bgpadv.commands import checkconfig
-from bgpadv.commands.cli import _parser, main
+from bgpadv.commands.cli import _parser, main  # the parser main() runs: its actions are what `--help` prints
 from bgpadv.config import ConfigError, parse
 from bgpadv.runtime import wiring
 from bgpadv.speaker.exabgp_config import exabgp_argv, exabgp_environment, render_exabgp_config, write_private
@@ -313,6 +313,7 @@ def test_check_config_warns_that_no_ovnk_release_routes_an_ipamless_secondary_ne
 
 
 def _parsers(parser: argparse.ArgumentParser, name: str = "bgpadv"):
+    # argparse has no public way to walk a parser's actions and subcommands; `--help` prints them, unparseably
     yield name, parser
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):

@@ -333,7 +333,7 @@ def test_event_messages_are_bounded_whatever_the_refusal_carries():
     recorder = EventRecorder(client.ApiClient(), host="test")
     ref = ObjectRef("IPAMClaim", "vm-a.default", NS, "uid-1")
     recorder.record([Refusal(ref, "v" * 1_000_000, checks.MALFORMED_OBJECT, "m" * 1_000_000, "n" * 1_000_000)])
-    call = recorder._queue.get_nowait()
+    call = recorder._queue.get_nowait()  # the Event as queued: its bound holds before any apiserver sees it
     message = call.body["message"]
     assert len(message) <= MAX_MESSAGE
     assert message.startswith("not announcing " + "v" * 300 + "…: mmm")
@@ -362,6 +362,7 @@ def test_a_watch_line_nested_too_deep_is_skipped_with_a_warning_and_a_count(dept
     line = json.dumps(deep).replace('"@"', "[" * depth + "]" * depth).encode()
     good = {"type": "ADDED", "object": k8s.ipam_claim(NS, "vm-a.default", "vm-a", "cluster_udn_vmnet-a", [])}
     with caplog.at_level("WARNING", logger="bgpadv.sources"):
+        # one watch line at a time: the reflector's public surface is a thread against a live apiserver
         reflector._handle(line, 1.0)
         reflector._handle(json.dumps(good).encode(), 2.0)
     assert observer.skipped == [("ipamclaims", "too-deep")]
@@ -393,6 +394,7 @@ def test_a_listed_object_nested_too_deep_is_left_out_and_the_rest_of_the_page_is
         + json.dumps(good[0]).encode() + b", " + deep + b", " + json.dumps(good[1]).encode()
         + b"]}"
     )  # fmt: skip
+    # one LIST page at a time: the reflector's public surface is a thread against a live apiserver
     reflector._call = lambda **kwargs: _Page(page)
     with caplog.at_level("WARNING", logger="bgpadv.sources"):
         reflector._list()
@@ -487,5 +489,6 @@ def test_no_text_makes_the_loader_raise_and_every_document_is_numbered_once(text
 )
 def test_a_page_split_without_decoding_equals_the_decoded_page(items, metadata, ensure_ascii):
     data = json.dumps({"kind": "List", "items": items, "metadata": metadata}, ensure_ascii=ensure_ascii).encode()
+    # loads_list_page splits only pages json.loads cannot decode: the splitter alone, on pages it can
     page, decoded = yamlsafe._split_page(data)
     assert (page, decoded) == ({"kind": "List", "metadata": metadata}, items)

@@ -90,6 +90,7 @@ def test_a_write_after_a_snapshot_copies_one_chunk_and_shares_the_rest() -> None
     held.set(key(moved), moved)
     second = held.snapshot()
 
+    # which chunks two snapshots share is memory layout: no public reading shows it
     shared = [a is b for a, b in zip(first._chunks, second._chunks, strict=True)]
     assert shared.count(False) == 1
 

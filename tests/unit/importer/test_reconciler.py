@@ -184,11 +184,12 @@ def test_a_failed_install_is_counted_and_retried():
     imp = started(kernel)
     kernel.fail = "install"
     imp.handle(update(DEFAULT), 1.0)
-    assert imp.metrics.netlink_errors.labels(operation="install")._value.get() == 1  # type: ignore[union-attr]
+    assert imp.metrics.registry.get_sample_value("bgpadv_netlink_errors_total", {"operation": "install"}) == 1  # type: ignore[union-attr]
     kernel.fail = None
     imp.tick(1.5)
     assert kernel.tables[1001] == {DEFAULT: VIA_TOR}
-    assert imp.metrics.routes_imported.labels(network="vmnet-a", family="ipv4")._value.get() == 1  # type: ignore[union-attr]
+    imported = {"network": "vmnet-a", "family": "ipv4"}
+    assert imp.metrics.registry.get_sample_value("bgpadv_routes_imported", imported) == 1  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("accept", [None, [{"prefix": "0.0.0.0/0", "maxLength": 32}]])
@@ -199,6 +200,8 @@ def test_own_subnet_routes_never_reach_the_table(accept):
     imp.handle(update(DEFAULT, Prefix.parse("192.168.100.0/24"), Prefix.parse("192.168.100.10/32")), 1.0)
     assert kernel.tables[1001] == {DEFAULT: VIA_TOR}
     assert AcceptRule(IPNetwork(str(DEFAULT))) in cfg.import_routes.networks[0].accept or accept is not None
-    refused = imp.metrics.import_refused  # type: ignore[union-attr]
     reason = "policy" if accept is None else "own-subnet"
-    assert refused.labels(network="vmnet-a", reason=reason)._value.get() == 2
+    refused = imp.metrics.registry.get_sample_value(  # type: ignore[union-attr]
+        "bgpadv_import_refused", {"network": "vmnet-a", "reason": reason}
+    )
+    assert refused == 2

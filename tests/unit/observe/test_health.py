@@ -194,6 +194,7 @@ def test_the_route_gauges_index_holds_one_label_tuple_per_label_set_and_forgets_
     observer.commands_written(1, [RouteChange(PEER, "announce", r) for r in vms], None, at=10.0)
     observer.command_acked(1, True, at=10.1)
     model = observer.model
+    # the index's sharing and emptiness are memory, which no public reading shows (the counts are checked too)
     labels = {id(v) for v in model._held[PEER].values()}
     assert len(model._held[PEER]) == 10 and len(labels) == 1
     assert model.status({}, {})["peers"][PEER]["routes_sent"] == 10

@@ -503,7 +503,7 @@ def test_a_value_observed_for_many_route_changes_at_once_counts_as_that_many_obs
     in one step, and the histogram must read exactly as if each had been observed alone."""
     from prometheus_client import CollectorRegistry, Histogram
 
-    from bgpadv.observe.convergence import _observe_n
+    from bgpadv.observe.convergence import _observe_n  # the batched step, compared with one observe() per change
 
     def samples(h: Histogram) -> dict:
         return {

@@ -613,7 +613,7 @@ def test_a_claim_and_a_guest_report_of_the_same_name_and_age_are_no_tie():
 
 def test_a_failed_plan_drops_the_caches():
     c = _lab(_claim("vm-a", "10.100.0.10/24"), _running("vm-a"))
-    c.planner._holders = None  # corrupt: the next plan raises
+    c.planner._holders = None  # corrupt a cache (no public way to): the next plan raises, the one after recovers
     try:
         c.step(_claim("vm-a", "10.100.0.11/24"))
     except TypeError:

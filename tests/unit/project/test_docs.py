@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 from prometheus_client import CollectorRegistry
+from prometheus_client.metrics import MetricWrapperBase
 
 from bgpadv.core import reasons
 from bgpadv.observe.metrics import Metrics
@@ -91,12 +92,14 @@ def test_the_generated_pages_are_what_the_code_says() -> None:
 def test_every_metric_is_documented_with_its_type_and_labels() -> None:
     page = guide.page("metrics.md")
     metrics = Metrics(CollectorRegistry(), process_collectors=False)
-    collectors = [c for c in vars(metrics).values() if hasattr(c, "_name")]
+    collectors = [c for c in vars(metrics).values() if isinstance(c, MetricWrapperBase)]
     assert len(collectors) >= 29
     for collector in collectors:
-        name = collector._name + ("_total" if collector._type == "counter" else "")
+        (family,) = collector.describe()
+        name = family.name + ("_total" if family.type == "counter" else "")
+        # prometheus_client has no public reading of a metric's label names before it has a child
         labels = ", ".join(f"`{label}`" for label in collector._labelnames)
-        assert f"| `{name}` | {collector._type} | {labels} |" in page, name
+        assert f"| `{name}` | {family.type} | {labels} |" in page, name
 
 
 def test_every_reason_code_is_in_the_guide() -> None:

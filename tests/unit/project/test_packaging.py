@@ -222,7 +222,7 @@ def test_the_demo_seeds_its_api_with_the_example_objects_as_written():
     """`make demo` seeds the fake API with raw objects (not the decoded views the planner reads)."""
     from bgpadv_lab import demo
 
-    objects = demo._objects(demo.EXAMPLES)
+    objects = demo._objects(demo.EXAMPLES)  # the lab's seeding step alone: the demo itself runs a fake API
     assert objects and all(isinstance(o, dict) for o in objects)
     claim = next(o for o in objects if o["kind"] == "IPAMClaim" and o["metadata"]["name"] == f"{demo.VM_NAME}.default")
     assert claim["metadata"]["namespace"] == demo.VM_NAMESPACE and claim["status"]["ips"]

@@ -4,7 +4,7 @@ order, without a tuple per object (the start-up peak at 100,000 objects per reso
 from __future__ import annotations
 
 from bgpadv.core.views import Namespace
-from bgpadv.sources.reflector import _Listing
+from bgpadv.sources.reflector import _Listing  # its memory per object is under test, which no public reading shows
 
 
 def _page(listing: _Listing, names: list[str], at: float) -> None:

@@ -437,6 +437,7 @@ PREFIXES = [
 
 @pytest.mark.parametrize("text", PREFIXES)
 def test_prefix_keys_and_rendering_agree_with_netaddr(text):
+    # the key <-> prefix conversion and the protocol's prefix text themselves, on every prefix shape
     from bgpadv.speaker import protocol
     from bgpadv.speaker.session import _network
 
