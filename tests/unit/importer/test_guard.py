@@ -676,22 +676,3 @@ def test_a_refused_path_becomes_a_warning_event_on_the_cudn():
     assert event["message"] == (
         f"not importing 0.0.0.0/0 via {W2} from {TOR2}: the next hop {W2} is a cluster node's address (network vmnet-a)"
     )
-
-
-def test_every_import_reason_is_kebab_case_unique_and_documented():
-    import ast
-    import itertools
-    from pathlib import Path
-
-    body = ast.parse(Path(reasons.__file__).read_text()).body
-    documented = {
-        getattr(reasons, stmt.targets[0].id)
-        for stmt, nxt in itertools.pairwise(body)
-        if isinstance(stmt, ast.Assign)
-        and isinstance(stmt.targets[0], ast.Name)
-        and isinstance(nxt, ast.Expr)
-        and isinstance(nxt.value, ast.Constant)
-    }
-    assert set(reasons.IMPORT_REASONS) <= documented
-    assert len(set(reasons.IMPORT_REASONS)) == len(reasons.IMPORT_REASONS)
-    assert all(code == code.lower() and "_" not in code and " " not in code for code in reasons.IMPORT_REASONS)

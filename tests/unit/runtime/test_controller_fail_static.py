@@ -23,12 +23,13 @@ import pytest
 
 from bgpadv.config import Config, parse
 from bgpadv.core import resources
-from bgpadv.runtime.controller import Controller, LoopSettings, watched_resources
+from bgpadv.runtime.controller import watched_resources
 from bgpadv.safety.failstatic import MASS_DELETION_WINDOW
 from bgpadv.sources.reflector import WatchEvent
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
-from tests.doubles import ManualClock, OnePeerSpeaker, RecordingObserver, RecordingSources
+from tests.doubles import ManualClock
+from tests.unit.runtime.fed import FedController
 
 H = 120.0
 RESYNC = 30.0  # shorter than the hold: the periodic resync comes first
@@ -62,21 +63,12 @@ def host(i: int) -> str:
     return f"192.168.100.{i}/32"
 
 
-class Cluster:
-    """A controller fed by hand: `watch` delivers ordinary events, `relist` a reflector's relist diff, `synced` a
+class Cluster(FedController):
+    """worker-1's VMs 10 to 13 listed: `watch` delivers ordinary events, `relist` a reflector's relist diff, `synced` a
     completed LIST; `step` runs one iteration of the loop over what was delivered (and the timers)."""
 
     def __init__(self, clock: ManualClock) -> None:
-        self.clock = clock
-        self.observer = RecordingObserver()
-        self.c = Controller(
-            config(),
-            speaker=OnePeerSpeaker(PEER),
-            sources_factory=RecordingSources,
-            observer=self.observer,
-            settings=LoopSettings(coalesce_window=0.0, resync_interval=RESYNC),
-            clock=clock,  # the timers' and the withdrawal hold's
-        )
+        super().__init__(config(), clock, PEER, RESYNC)
         objs = [k8s.node("worker-1", "10.0.0.11"), k8s.cudn_layer2("vmnet-a", [SUBNET], labels=ADVERTISED)]
         objs += [o for i in range(10, 14) for o in (claim(i), vmi(i))]
         for obj in objs:
@@ -84,18 +76,11 @@ class Cluster:
         self.synced_all()
         self.step()
 
-    def step(self) -> None:
-        assert self.c.step()
-
     @staticmethod
     def event(kind: str, obj: dict, *, from_list: bool = False) -> WatchEvent:
         res = resources.resource_for(obj)
         assert res is not None
         return WatchEvent(res, kind, obj, time.monotonic(), None, from_list)
-
-    def synced(self, res: resources.Resource, listed_at: float | None = None) -> None:
-        at = self.clock.now if listed_at is None else listed_at
-        self.c.queue.put(WatchEvent(res, "SYNCED", None, self.clock.now, None, listed_at=at))
 
     def synced_all(self, listed_at: float | None = None) -> None:
         for res in watched_resources(config()):
@@ -112,10 +97,6 @@ class Cluster:
         if complete:
             self.synced(res)
         self.step()
-
-    @property
-    def handed(self) -> list[str]:
-        return self.c.speaker.desired[-1]
 
     @property
     def relists(self) -> int:

@@ -19,12 +19,13 @@ import pytest
 
 from bgpadv.config import Config, parse
 from bgpadv.core import resources
-from bgpadv.runtime.controller import Controller, LoopSettings, watched_resources
+from bgpadv.runtime.controller import watched_resources
 from bgpadv.sources.reflector import WatchEvent
 from bgpadv.sources.store import Store
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
-from tests.doubles import ManualClock, OnePeerSpeaker, RecordingObserver, RecordingSources
+from tests.doubles import ManualClock
+from tests.unit.runtime.fed import FedController
 
 NODE = "worker-1"
 PEER = "10.0.0.1"
@@ -122,20 +123,11 @@ def test_the_store_is_synced_once_both_scoped_watches_listed() -> None:
 # --- the controller: fail static per scoped watch ---------------------------------------------------------------------
 
 
-class Instance:
+class Instance(FedController):
     """The controller of worker-1's instance, fed by hand; `vms`: the VMs running on worker-1 at its first LIST."""
 
     def __init__(self, clock: ManualClock, vms: range) -> None:
-        self.clock = clock
-        self.observer = RecordingObserver()
-        self.c = Controller(
-            config(),
-            speaker=OnePeerSpeaker(PEER),
-            sources_factory=RecordingSources,
-            observer=self.observer,
-            settings=LoopSettings(coalesce_window=0.0, resync_interval=3600.0),
-            clock=clock,
-        )
+        super().__init__(config(), clock, PEER, resync_interval=3600.0)
         objs = [k8s.node(NODE, "10.0.0.11"), k8s.cudn_layer2("vmnet-a", [SUBNET], labels=k8s.ADVERTISED)]
         for obj in [*objs, *(claim(i) for i in vms)]:
             res = resources.resource_for(obj)
@@ -147,24 +139,10 @@ class Instance:
             self.synced(res)
         self.step()
 
-    def synced(self, res: resources.Resource) -> None:
-        self.c.queue.put(WatchEvent(res, "SYNCED", None, self.clock.now, None, listed_at=self.clock.now))
-
-    def step(self) -> None:
-        assert self.c.step()
-
     def watch(self, res: resources.Resource, kind: str, *objs: dict) -> None:
         for obj in objs:
             self.c.queue.put(event(res, kind, obj))
         self.step()
-
-    @property
-    def handed(self) -> list[str]:
-        return self.c.speaker.desired[-1]
-
-    @property
-    def history(self) -> list[list[str]]:
-        return self.c.speaker.desired
 
 
 FOUR = sorted([SUBNET, *(host(i) for i in range(10, 14))])
