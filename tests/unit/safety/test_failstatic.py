@@ -23,13 +23,14 @@ import pytest
 
 from bgpadv.core import resources
 from bgpadv.safety.failstatic import MASS_DELETION_MIN, FailStatic
-from tests.unit.safety.test_hold import Clock, H, hosts, octets
+from tests.doubles import ManualClock
+from tests.unit.safety.withdrawals import H, hosts, octets
 
 WATCHED = (resources.CUDN, resources.IPAM_CLAIM, resources.VMI)
 PEER = "10.0.0.1"
 
 
-def failstatic(clock: Clock) -> FailStatic:
+def failstatic(clock: ManualClock) -> FailStatic:
     return FailStatic(WATCHED, 0.5, H, clock)
 
 
@@ -41,7 +42,7 @@ def from_list(fs: FailStatic, res: resources.Resource) -> None:
     fs.list_event(res, synced=False, from_list=True, listed_at=None, received_at=0.0)
 
 
-def holding(clock: Clock) -> FailStatic:
+def holding(clock: ManualClock) -> FailStatic:
     """Every resource listed at the clock's time, four routes handed, then a relist that withdraws them all: held."""
     fs = failstatic(clock)
     for res in WATCHED:
@@ -54,8 +55,8 @@ def holding(clock: Clock) -> FailStatic:
     return fs
 
 
-def test_a_list_half_delivered_blocks_planning_until_its_synced():
-    fs = failstatic(Clock())
+def test_a_list_half_delivered_blocks_planning_until_its_synced(clock):
+    fs = failstatic(clock)
     assert not fs.relisting
     from_list(fs, resources.VMI)
     assert fs.relisting
@@ -65,8 +66,8 @@ def test_a_list_half_delivered_blocks_planning_until_its_synced():
     assert not fs.relisting
 
 
-def test_list_events_make_the_next_plan_bulk_and_only_the_next():
-    fs = failstatic(Clock())
+def test_list_events_make_the_next_plan_bulk_and_only_the_next(clock):
+    fs = failstatic(clock)
     fs.withhold({PEER: hosts(10, 11, 12, 13)}, full=True)
     fs.withhold({PEER: hosts(10, 11, 12, 13)}, full=False)
     from_list(fs, resources.IPAM_CLAIM)
@@ -86,23 +87,21 @@ def test_list_events_make_the_next_plan_bulk_and_only_the_next():
         ),
     ],
 )
-def test_listed_since_is_the_oldest_start_of_the_latest_list_of_every_resource(lists, since):
-    fs = failstatic(Clock())
+def test_listed_since_is_the_oldest_start_of_the_latest_list_of_every_resource(lists, since, clock):
+    fs = failstatic(clock)
     for res, at in lists.items():
         listed(fs, res, at, received_at=4.0)
     assert fs.listed_since() == since
 
 
-def test_nothing_is_asked_while_nothing_is_held_or_before_the_deadline():
-    clock = Clock()
+def test_nothing_is_asked_while_nothing_is_held_or_before_the_deadline(clock):
     assert failstatic(clock).confirmation() is None
     fs = holding(clock)
     clock.now += H - 1
     assert fs.confirmation() is None
 
 
-def test_past_the_deadline_a_confirming_list_is_asked_once_then_again_after_hold_seconds():
-    clock = Clock()
+def test_past_the_deadline_a_confirming_list_is_asked_once_then_again_after_hold_seconds(clock):
     fs = holding(clock)
     clock.now += H
     assert fs.confirmation() == "relist"
@@ -120,8 +119,7 @@ def test_past_the_deadline_a_confirming_list_is_asked_once_then_again_after_hold
         pytest.param(H - 1, "relist", id="begun-before-the-deadline"),
     ],
 )
-def test_a_list_of_every_resource_begun_after_the_deadline_asks_for_a_full_replan(begun_after_hold, wanted):
-    clock = Clock()
+def test_a_list_of_every_resource_begun_after_the_deadline_asks_for_a_full_replan(begun_after_hold, wanted, clock):
     held_at = clock.now
     fs = holding(clock)
     clock.now += H + 5
@@ -138,22 +136,21 @@ def test_a_list_of_every_resource_begun_after_the_deadline_asks_for_a_full_repla
         pytest.param(0.5, 2 * H, {}, id="new-hold-seconds-new-hold"),
     ],
 )
-def test_new_limits_replace_the_hold(fraction, hold_seconds, kept):
-    fs = holding(Clock())
+def test_new_limits_replace_the_hold(fraction, hold_seconds, kept, clock):
+    fs = holding(clock)
     fs.reconfigure(fraction, hold_seconds)
     assert (fs.hold.max_fraction, fs.hold.hold_seconds) == (fraction, hold_seconds)
     assert fs.held_counts() == kept
 
 
-def test_a_new_settle_time_keeps_the_hold_and_what_it_holds():
-    fs = holding(Clock())
+def test_a_new_settle_time_keeps_the_hold_and_what_it_holds(clock):
+    fs = holding(clock)
     fs.reconfigure(0.5, H, 3.0)
     assert fs.hold.settle_seconds == 3.0
     assert fs.held_counts() == {PEER: 4}
 
 
-def test_a_plan_with_deletion_events_settles_and_settled_carries_it_out_later():
-    clock = Clock()
+def test_a_plan_with_deletion_events_settles_and_settled_carries_it_out_later(clock):
     fs = failstatic(clock)
     fs.withhold({PEER: hosts(10, 11, 12, 13)}, full=True)
     fs.deletion(resources.IPAM_CLAIM, ("ns", "vm-13"), removed=False, objects=4, received_at=clock.now)
@@ -171,8 +168,7 @@ def test_a_plan_with_deletion_events_settles_and_settled_carries_it_out_later():
     assert fs.withhold({PEER: ()}, full=False).held == {PEER: 3}, "the relist's plan is still bulk"
 
 
-def test_the_ipamclaim_crd_deleted_one_claim_a_plan_withdraws_nothing_and_holds_every_claim():
-    clock = Clock()
+def test_the_ipamclaim_crd_deleted_one_claim_a_plan_withdraws_nothing_and_holds_every_claim(clock):
     fs = failstatic(clock)
     for res in WATCHED:
         listed(fs, res, clock.now)

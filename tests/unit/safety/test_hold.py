@@ -21,45 +21,15 @@ import logging
 
 import pytest
 
-from bgpadv.core.model import ObjectRef, Route, RouteKind
-from bgpadv.core.prefix import Address, Prefix
+from bgpadv.core.model import Route
 from bgpadv.safety.hold import MASS_DELETION, WithdrawalHold
-
-H = 120.0
-W1, W2 = "10.0.0.11", "10.0.0.12"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.doubles import ManualClock
+from tests.unit.safety.withdrawals import W2, H, host, hosts, octets
 
 
-def host(last_octet: int, next_hop: str = W1) -> Route:
-    ref = ObjectRef("IPAMClaim", f"vm-{last_octet}.default", "imported-vms")
-    return Route(
-        Prefix.parse(f"192.168.100.{last_octet}/32"),
-        Address.parse(next_hop),
-        "vmnet-a",
-        RouteKind.HOST,
-        ref,
-        "worker-1",
-    )
-
-
-def hosts(*octets: int) -> tuple[Route, ...]:
-    return tuple(host(o) for o in octets)
-
-
-def octets(routes) -> list[int]:
-    return sorted(int(str(r.prefix.network_address).rsplit(".", 1)[1]) for r in routes)
-
-
-def hold_with(handed: tuple[Route, ...], *, fraction: float = 0.5, clock: Clock | None = None) -> WithdrawalHold:
+def hold_with(handed: tuple[Route, ...], *, fraction: float = 0.5, clock: ManualClock | None = None) -> WithdrawalHold:
     """A hold whose peer "tor" was last handed `handed` (by an ordinary plan)."""
-    hold = WithdrawalHold(fraction, H, clock or Clock())
+    hold = WithdrawalHold(fraction, H, clock or ManualClock(1000.0))
     hold.apply({"tor": handed}, bulk=False)
     return hold
 
@@ -99,8 +69,8 @@ def test_held_routes_are_handed_unchanged_and_announcements_and_next_hop_changes
     assert decision.peers["tor"].planned_withdrawals == 3
 
 
-def test_the_first_plan_is_never_held() -> None:
-    hold = WithdrawalHold(0.5, H, Clock())
+def test_the_first_plan_is_never_held(clock) -> None:
+    hold = WithdrawalHold(0.5, H, clock)
     decision = hold.apply({"tor": ()}, bulk=True)
     assert decision.desired == {"tor": ()}
     assert decision.held == {"tor": 0}
@@ -108,8 +78,7 @@ def test_the_first_plan_is_never_held() -> None:
 
 
 # -- over time ------------------------------------------------------------------------------------------------------
-def test_held_routes_are_withdrawn_only_by_a_list_begun_hold_seconds_later_that_still_agrees() -> None:
-    clock = Clock()
+def test_held_routes_are_withdrawn_only_by_a_list_begun_hold_seconds_later_that_still_agrees(clock) -> None:
     hold = hold_with(hosts(1, 2, 3, 4), clock=clock)
     held_at = clock.now
     hold.apply({"tor": hosts(1)}, bulk=True)
@@ -133,8 +102,7 @@ def test_held_routes_are_withdrawn_only_by_a_list_begun_hold_seconds_later_that_
     assert hold.deadline() is None and not hold.active
 
 
-def test_a_late_list_does_not_confirm_through_an_ordinary_plan() -> None:
-    clock = Clock()
+def test_a_late_list_does_not_confirm_through_an_ordinary_plan(clock) -> None:
     hold = hold_with(hosts(1, 2, 3, 4), clock=clock)
     hold.apply({"tor": hosts(1)}, bulk=True)
     clock.now += 10 * H
@@ -142,8 +110,7 @@ def test_a_late_list_does_not_confirm_through_an_ordinary_plan() -> None:
     assert octets(decision.desired["tor"]) == [1, 2, 3, 4]
 
 
-def test_a_confirming_list_that_shows_the_routes_again_ends_the_hold_without_a_withdrawal() -> None:
-    clock = Clock()
+def test_a_confirming_list_that_shows_the_routes_again_ends_the_hold_without_a_withdrawal(clock) -> None:
     hold = hold_with(hosts(1, 2, 3, 4), clock=clock)
     hold.apply({"tor": ()}, bulk=True)
     clock.now += H
@@ -172,8 +139,7 @@ def test_a_held_route_desired_again_by_an_ordinary_plan_is_no_longer_held() -> N
     assert back in decision.desired["tor"] and host(3) not in decision.desired["tor"]
 
 
-def test_held_routes_wait_for_their_confirmation_even_when_a_later_bulk_plan_is_under_the_threshold() -> None:
-    clock = Clock()
+def test_held_routes_wait_for_their_confirmation_even_when_a_later_bulk_plan_is_under_the_threshold(clock) -> None:
     hold = hold_with(hosts(1, 2, 3, 4), clock=clock)
     hold.apply({"tor": hosts(1)}, bulk=True)  # 2, 3, 4 held
     hold.apply({"tor": hosts(1, *range(10, 20))}, bulk=False)  # ten new VMs: 14 handed, 3 of them held
@@ -183,8 +149,7 @@ def test_held_routes_wait_for_their_confirmation_even_when_a_later_bulk_plan_is_
     assert decision.held == {"tor": 3}
 
 
-def test_withdrawals_that_join_a_hold_are_confirmed_on_their_own_deadline() -> None:
-    clock = Clock()
+def test_withdrawals_that_join_a_hold_are_confirmed_on_their_own_deadline(clock) -> None:
     hold = hold_with(hosts(1, 2, 3, 4), clock=clock)
     first = clock.now
     hold.apply({"tor": hosts(1)}, bulk=True)  # 2, 3, 4 held at `first`
@@ -204,8 +169,8 @@ def test_withdrawals_that_join_a_hold_are_confirmed_on_their_own_deadline() -> N
     assert not hold.active
 
 
-def test_peers_are_decided_independently() -> None:
-    hold = WithdrawalHold(0.5, H, Clock())
+def test_peers_are_decided_independently(clock) -> None:
+    hold = WithdrawalHold(0.5, H, clock)
     hold.apply({"small": hosts(1, 2), "large": hosts(1, 2, *range(10, 20))}, bulk=False)
     decision = hold.apply({"small": (), "large": hosts(*range(10, 20))}, bulk=True)
     assert decision.held == {"small": 2, "large": 0}
@@ -213,8 +178,8 @@ def test_peers_are_decided_independently() -> None:
     assert octets(decision.desired["large"]) == list(range(10, 20))
 
 
-def test_a_removed_peers_held_routes_are_dropped_not_held_until_a_confirmation() -> None:
-    hold = WithdrawalHold(0.5, H, Clock())
+def test_a_removed_peers_held_routes_are_dropped_not_held_until_a_confirmation(clock) -> None:
+    hold = WithdrawalHold(0.5, H, clock)
     hold.apply({"leaving": hosts(1, 2, 3), "staying": hosts(1, 2, 3)}, bulk=False)
     assert hold.apply({"leaving": (), "staying": hosts(1, 2, 3)}, bulk=True).held == {"leaving": 3, "staying": 0}
     assert hold.active
@@ -225,8 +190,9 @@ def test_a_removed_peers_held_routes_are_dropped_not_held_until_a_confirmation()
     assert hold.set_peers({"staying"}) == []
 
 
-def test_a_hold_and_a_confirmation_are_logged_as_warnings_with_their_cause(caplog: pytest.LogCaptureFixture) -> None:
-    clock = Clock()
+def test_a_hold_and_a_confirmation_are_logged_as_warnings_with_their_cause(
+    caplog: pytest.LogCaptureFixture, clock
+) -> None:
     hold = hold_with(hosts(1, 2, 3, 4), clock=clock)
     with caplog.at_level(logging.WARNING, logger="bgpadv.hold"):
         hold.apply({"tor": ()}, bulk=True, origin="relist")
@@ -262,14 +228,13 @@ S = 1.0  # settle_seconds
 MASS = f"{MASS_DELETION} of ipamclaims"
 
 
-def settling_hold(handed: tuple[Route, ...], clock: Clock, *, settle: float = S) -> WithdrawalHold:
+def settling_hold(handed: tuple[Route, ...], clock: ManualClock, *, settle: float = S) -> WithdrawalHold:
     hold = WithdrawalHold(0.5, H, clock, settle_seconds=settle)
     hold.apply({"tor": handed}, bulk=False)
     return hold
 
 
-def test_a_deletion_withdraws_only_once_the_deletions_paused_for_the_settle_time() -> None:
-    clock = Clock()
+def test_a_deletion_withdraws_only_once_the_deletions_paused_for_the_settle_time(clock) -> None:
     hold = settling_hold(hosts(1, 2, 3, 4), clock)
     stopped = hold.apply({"tor": hosts(1, 2, 3)}, bulk=False, deletions=True)  # VM 4 stopped
     assert octets(stopped.desired["tor"]) == [1, 2, 3, 4]
@@ -296,9 +261,8 @@ def test_a_deletion_withdraws_only_once_the_deletions_paused_for_the_settle_time
     ],
 )
 def test_settling_withdrawals_go_out_together_when_the_deletions_pause(
-    rule: str, deletions_at: list[float], released_at: float
+    rule: str, deletions_at: list[float], released_at: float, clock
 ) -> None:
-    clock = Clock()
     start = clock.now
     hold = settling_hold(hosts(*range(1, 41)), clock)
     for i, at in enumerate(deletions_at):
@@ -312,15 +276,14 @@ def test_settling_withdrawals_go_out_together_when_the_deletions_pause(
     assert octets(decision.desired["tor"]) == list(range(len(deletions_at) + 1, 41)), rule
 
 
-def test_a_settle_time_of_zero_withdraws_at_once() -> None:
-    hold = settling_hold(hosts(1, 2, 3, 4), Clock(), settle=0.0)
+def test_a_settle_time_of_zero_withdraws_at_once(clock) -> None:
+    hold = settling_hold(hosts(1, 2, 3, 4), clock, settle=0.0)
     decision = hold.apply({"tor": hosts(1, 2, 3)}, bulk=False, deletions=True)
     assert octets(decision.desired["tor"]) == [1, 2, 3]
     assert hold.settle_deadline() is None
 
 
-def test_announcements_and_next_hop_changes_never_settle() -> None:
-    clock = Clock()
+def test_announcements_and_next_hop_changes_never_settle(clock) -> None:
     hold = settling_hold(hosts(1, 2, 3, 4), clock)
     hold.apply({"tor": hosts(1, 2, 3)}, bulk=False, deletions=True)  # VM 4 stopped: settling
     moved, new = host(1, W2), host(9)
@@ -330,8 +293,7 @@ def test_announcements_and_next_hop_changes_never_settle() -> None:
     assert octets(decision.desired["tor"]) == [1, 2, 3, 4, 9]
 
 
-def test_a_route_desired_again_while_it_settles_is_the_plans_at_once_and_no_longer_settles() -> None:
-    clock = Clock()
+def test_a_route_desired_again_while_it_settles_is_the_plans_at_once_and_no_longer_settles(clock) -> None:
     hold = settling_hold(hosts(1, 2, 3, 4), clock)
     hold.apply({"tor": hosts(1, 2, 3)}, bulk=False, deletions=True)
     again = host(4, W2)  # its address taken at once by a VM on another node
@@ -347,10 +309,9 @@ def test_a_route_desired_again_while_it_settles_is_the_plans_at_once_and_no_long
         pytest.param([[1, 2], [3]], id="two-then-one"),
     ],
 )
-def test_a_mass_deletion_holds_what_still_settles_and_nothing_is_withdrawn_meanwhile(batches) -> None:
+def test_a_mass_deletion_holds_what_still_settles_and_nothing_is_withdrawn_meanwhile(batches, clock) -> None:
     """The CRD deleted: the first plans are ordinary deletions (the rule trips on the third claim); their
     withdrawals still settle when it trips, so they are held with the rest: the speaker never lost a route."""
-    clock = Clock()
     hold = settling_hold(hosts(1, 2, 3, 4), clock)
     remaining = {1, 2, 3, 4}
     handed = []
@@ -369,9 +330,8 @@ def test_a_mass_deletion_holds_what_still_settles_and_nothing_is_withdrawn_meanw
     assert not hold.settle_due() and hold.deadline() is not None
 
 
-def test_withdrawals_settled_before_a_slow_mass_deletion_count_towards_it_and_stay_withdrawn() -> None:
+def test_withdrawals_settled_before_a_slow_mass_deletion_count_towards_it_and_stay_withdrawn(clock) -> None:
     """A burst slower than the settle time: what went out stays out (no flap); it still counts in the fraction."""
-    clock = Clock()
     hold = settling_hold(hosts(1, 2, 3, 4), clock)
     hold.apply({"tor": hosts(2, 3, 4)}, bulk=False, deletions=True)
     clock.now += S
@@ -383,8 +343,7 @@ def test_withdrawals_settled_before_a_slow_mass_deletion_count_towards_it_and_st
     assert decision.peers["tor"].planned_withdrawals == 3
 
 
-def test_a_bulk_plan_under_the_fraction_lets_deletions_settle_and_carries_out_the_rest() -> None:
-    clock = Clock()
+def test_a_bulk_plan_under_the_fraction_lets_deletions_settle_and_carries_out_the_rest(clock) -> None:
     hold = settling_hold(hosts(*range(1, 11)), clock)
     hold.apply({"tor": hosts(*range(2, 11))}, bulk=False, deletions=True)  # VM 1 stopped: settling
     resync = hold.apply({"tor": hosts(*range(3, 11))}, bulk=True, origin="full replan")  # 2 gone behind the watch

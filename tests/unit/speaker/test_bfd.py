@@ -17,8 +17,8 @@ from bgpadv.importer.reconciler import Importer
 from bgpadv.observe.metrics import Metrics
 from bgpadv.speaker import bfd
 from bgpadv.speaker.protocol import PeerState
-from tests.unit.importer.test_reconciler import DEFAULT, FABRIC, TOR, VIA_TOR, FakeKernel, config, update
-from tests.unit.importer.test_reconciler import started as started_importer
+from tests.unit.importer.kernel import DEFAULT, FABRIC, TOR, VIA_TOR, FakeKernel, config, update
+from tests.unit.importer.kernel import started as started_importer
 
 
 def peers(*entries: dict) -> dict:
