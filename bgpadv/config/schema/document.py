@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Literal, Self
 
-from netaddr import IPAddress
 from pydantic import (
     AfterValidator,
     Field,
@@ -41,6 +40,7 @@ from bgpadv.config.schema.process import ExaBGPConfig, KubernetesConfig, Metrics
 from bgpadv.config.schema.safety import SafetyConfig
 from bgpadv.core.bounded import brief
 from bgpadv.core.model import Attributes
+from bgpadv.core.prefix import Address
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +62,7 @@ class NextHopSelf(_Section):
         ),
     ] = None
 
-    def held(self) -> tuple[IPAddress, ...]:
+    def held(self) -> tuple[Address, ...]:
         return tuple(a for a in (self.ipv4, self.ipv6) if a is not None)
 
 
@@ -131,7 +131,7 @@ class Config(_Section):
         ),
     ] = None  # per-node mode: this instance's node (None: cluster mode, the whole cluster)
     next_hop_self: Annotated[
-        tuple[IPAddress, ...],
+        tuple[Address, ...],
         _read_as(NextHopSelf, NextHopSelf.held),
         Field(
             alias="nextHopSelf",
@@ -234,7 +234,7 @@ class Config(_Section):
             refuse(self, problems)
         return self
 
-    def self_address(self, version: int) -> IPAddress | None:
+    def self_address(self, version: int) -> Address | None:
         """The explicit address `next-hop self` means for IP version 4 or 6, if configured."""
         return next((a for a in self.next_hop_self if a.version == version), None)
 

@@ -2,6 +2,11 @@
 field path), what validation may read beyond the document (`Surroundings`), the value types shared by several
 sections (integers in bounds, addresses, prefixes, communities, selectors, listen addresses) and `_Section`, the base
 of every section.
+
+Addresses and prefixes are held as `bgpadv.core.prefix` values, the one form every layer uses up to the wire. A prefix
+is read with netaddr, the only use of it in bgpadv: it accepts the forms a configuration has always accepted (a
+netmask, `10.0.0.0/255.255.0.0`, and spaces around the length among them), which `Prefix.parse`, strict as a
+route must be, refuses; the value is converted once, here.
 """
 
 import re
@@ -9,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, NoReturn, Protocol, cast
 
-from netaddr import AddrFormatError, IPAddress, IPNetwork
+from netaddr import AddrFormatError, IPNetwork
 from pydantic import (
     AfterValidator,
     ConfigDict,
@@ -31,6 +36,7 @@ from bgpadv.core import selectors
 from bgpadv.core.addressing import special_address_reason
 from bgpadv.core.bounded import brief
 from bgpadv.core.model import normalize_community
+from bgpadv.core.prefix import Address, Prefix
 from bgpadv.core.selectors import LabelSelector
 
 Loc = tuple[str | int, ...]
@@ -55,7 +61,7 @@ class Surroundings(Protocol):
     """What validation may read beyond the document (`bgpadv.config.load` provides it as the validation context)."""
 
     environ: Mapping[str, str]
-    peers: frozenset[IPAddress] | None  # the configured peers, once validated (importRoutes' accept[].peers)
+    peers: frozenset[Address] | None  # the configured peers, once validated (importRoutes' accept[].peers)
 
     def secret(self, path: str) -> str:
         """The MD5 password in the file at `path`; raises ValueError (the problem) when it cannot be read or is
@@ -114,21 +120,19 @@ PLACEHOLDER = "REPLACE-WITH-"
 wheel's example): refused with a message that says so, so nothing starts on a configuration nobody wrote."""
 
 
-def _address(value: Any) -> IPAddress:
+def _address(value: Any) -> Address:
     if isinstance(value, str) and value.startswith(PLACEHOLDER):
         raise problem(
             f"is the shipped placeholder {brief(value)}: write your own configuration with your ToR's address "
             "(bgpadv example-config prints a documented one)"
         )
     try:
-        if not isinstance(value, str) or "/" in value:
-            raise AddrFormatError(value)
-        return IPAddress(value)
-    except (AddrFormatError, ValueError, TypeError):
+        return Address.parse(value)
+    except ValueError:
         raise problem(f"must be an IPv4 or IPv6 address, got {brief(value)}") from None
 
 
-def _unicast(address: IPAddress) -> IPAddress:
+def _unicast(address: Address) -> Address:
     """A BGP endpoint: not unspecified, multicast, limited broadcast, IPv4-mapped or IPv4-compatible IPv6."""
     if address.value == 0:
         raise problem(f"must not be the unspecified address {address}")
@@ -144,17 +148,17 @@ def _unicast(address: IPAddress) -> IPAddress:
     return address
 
 
-def _next_hop(address: IPAddress) -> IPAddress:
+def _next_hop(address: Address) -> Address:
     """A next hop: outside every range the special-purpose table refuses for next hops (its `next_hop` column, the
     rule node addresses are held to; `networks.allowSpecialRanges` does not change it)."""
-    what = special_address_reason(address.version, int(address))
+    what = special_address_reason(address.version, address.value)
     if what is not None:
         raise problem(f"{address} lies in {what}, never a next hop")
     return address
 
 
-def _version(version: int) -> Callable[[IPAddress], IPAddress]:
-    def check(address: IPAddress) -> IPAddress:
+def _version(version: int) -> Callable[[Address], Address]:
+    def check(address: Address) -> Address:
         if address.version != version:
             raise problem(f"must be an IPv{version} address")
         return address
@@ -162,7 +166,7 @@ def _version(version: int) -> Callable[[IPAddress], IPAddress]:
     return check
 
 
-def _router_id(address: IPAddress) -> IPAddress:
+def _router_id(address: Address) -> Address:
     if address.version != 4:
         raise problem("must be an IPv4 address")
     if address.value == 0:
@@ -196,19 +200,24 @@ Asn = Annotated[int, Between(1, 4294967295), AfterValidator(_asn)]
 
 
 _ADDRESS_JSON = {"type": "string", "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}]}
-Address = Annotated[
-    IPAddress, PlainValidator(_address), PlainSerializer(_text, return_type=str), WithJsonSchema(_ADDRESS_JSON)
+AnyAddress = Annotated[
+    Address, PlainValidator(_address), PlainSerializer(_text, return_type=str), WithJsonSchema(_ADDRESS_JSON)
 ]
-"""An IPv4 or IPv6 address, as text without a prefix length (a netaddr `IPAddress`)."""
-Unicast = Annotated[Address, AfterValidator(_unicast)]
-RouterID = Annotated[Address, AfterValidator(_router_id)]
-Unicast4 = Annotated[Address, AfterValidator(_version(4)), AfterValidator(_unicast)]
-Unicast6 = Annotated[Address, AfterValidator(_version(6)), AfterValidator(_unicast)]
+"""An IPv4 or IPv6 address, as text without a prefix length (held as a `bgpadv.core.prefix.Address`)."""
+Unicast = Annotated[AnyAddress, AfterValidator(_unicast)]
+RouterID = Annotated[AnyAddress, AfterValidator(_router_id)]
+Unicast4 = Annotated[AnyAddress, AfterValidator(_version(4)), AfterValidator(_unicast)]
+Unicast6 = Annotated[AnyAddress, AfterValidator(_version(6)), AfterValidator(_unicast)]
 NextHop4 = Annotated[Unicast4, AfterValidator(_next_hop)]
 NextHop6 = Annotated[Unicast6, AfterValidator(_next_hop)]
 
 
-def _prefix(value: Any) -> IPNetwork:
+def _held(net: IPNetwork) -> Prefix:
+    """A prefix netaddr read, its host bits checked zero, as the `Prefix` the rest of bgpadv holds."""
+    return Prefix(net.version, net.first, net.prefixlen)
+
+
+def _prefix(value: Any) -> Prefix:
     """importRoutes' prefixes: a CIDR (a bare address is its /32 or /128) with no host bits."""
     try:
         net = IPNetwork(value) if isinstance(value, str) else None
@@ -216,10 +225,10 @@ def _prefix(value: Any) -> IPNetwork:
         net = None
     if net is None or net.ip != net.network:
         raise problem(f"must be a CIDR with no host bits, got {brief(value)}")
-    return net
+    return _held(net)
 
 
-def _cidr(value: Any) -> IPNetwork:
+def _cidr(value: Any) -> Prefix:
     """networks.secondary's allowed prefixes: ADDRESS/LENGTH with no host bits, never a default route."""
     try:
         if not isinstance(value, str) or "/" not in value:
@@ -231,14 +240,14 @@ def _cidr(value: Any) -> IPNetwork:
         raise problem(f"has host bits set (write {net.cidr})")
     if net.prefixlen == 0:
         raise problem("must not be a default route")
-    return net
+    return _held(net)
 
 
 _CIDR_JSON = {"type": "string", "pattern": r"^[0-9A-Fa-f:.]+(/[0-9]{1,3})?$"}
-Prefix = Annotated[
-    IPNetwork, PlainValidator(_prefix), PlainSerializer(_text, return_type=str), WithJsonSchema(_CIDR_JSON)
+RoutePrefix = Annotated[
+    Prefix, PlainValidator(_prefix), PlainSerializer(_text, return_type=str), WithJsonSchema(_CIDR_JSON)
 ]
-Cidr = Annotated[IPNetwork, PlainValidator(_cidr), PlainSerializer(_text, return_type=str), WithJsonSchema(_CIDR_JSON)]
+Cidr = Annotated[Prefix, PlainValidator(_cidr), PlainSerializer(_text, return_type=str), WithJsonSchema(_CIDR_JSON)]
 
 
 def _community(large: bool) -> Callable[[Any], str]:

@@ -3,7 +3,6 @@
 from dataclasses import dataclass, field
 from typing import Annotated, Self
 
-from netaddr import IPNetwork
 from pydantic import (
     AfterValidator,
     Field,
@@ -15,10 +14,10 @@ from pydantic import (
 )
 
 from bgpadv.config.schema.fields import (
-    Address,
+    AnyAddress,
     Between,
     Loc,
-    Prefix,
+    RoutePrefix,
     Span,
     _Section,
     _unique,
@@ -27,8 +26,9 @@ from bgpadv.config.schema.fields import (
     surroundings,
 )
 from bgpadv.core.bounded import brief
+from bgpadv.core.prefix import Prefix
 
-ACCEPT_DEFAULT_ROUTE = (IPNetwork("0.0.0.0/0"), IPNetwork("::/0"))
+ACCEPT_DEFAULT_ROUTE = (Prefix.parse("0.0.0.0/0"), Prefix.parse("::/0"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,22 +36,22 @@ class AcceptRule(_Section):
     """Import a learned prefix inside `prefix` whose length is at most `max_length` (None: exactly `prefix`), from
     the peers in `peers` (empty: every configured peer)."""
 
-    prefix: Annotated[Prefix, Field(description="The range a learned prefix must lie in.")]
+    prefix: Annotated[RoutePrefix, Field(description="The range a learned prefix must lie in.")]
     max_length: Annotated[
         Annotated[int, Between(0, 128)] | None,
         Field(alias="maxLength", description="The longest prefix length accepted; omitted: exactly prefix."),
     ] = None
     peers: Annotated[
-        tuple[Address, ...], Field(description="Learned from these configured peers only; omitted: every peer.")
+        tuple[AnyAddress, ...], Field(description="Learned from these configured peers only; omitted: every peer.")
     ] = ()
 
     @model_validator(mode="after")
     def _rules(self, info: ValidationInfo) -> Self:
         problems: list[tuple[Loc, str]] = []
         width = 32 if self.prefix.version == 4 else 128
-        if self.max_length is not None and not self.prefix.prefixlen <= self.max_length <= width:
+        if self.max_length is not None and not self.prefix.length <= self.max_length <= width:
             problems.append(
-                (("maxLength",), f"must be between {self.prefix.prefixlen} and {width}, got {self.max_length}")
+                (("maxLength",), f"must be between {self.prefix.length} and {width}, got {self.max_length}")
             )
         known = surroundings(info).peers
         if known is not None:
@@ -89,7 +89,7 @@ class ImportNetwork(_Section):
     ] = None
     external: Annotated[StrictBool, Field(description="Not a CUDN: an operator's own VRF (needs table).")] = False
     exclude: Annotated[
-        tuple[Prefix, ...], Field(description="Subnets never imported (an external network's own subnets).")
+        tuple[RoutePrefix, ...], Field(description="Subnets never imported (an external network's own subnets).")
     ] = ()
     accept: Annotated[
         tuple[AcceptRule, ...],

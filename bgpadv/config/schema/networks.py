@@ -4,7 +4,6 @@ networks) and `ovnKubernetes` (the internal ranges no selected network may overl
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from netaddr import IPNetwork
 from pydantic import (
     AfterValidator,
     Field,
@@ -15,6 +14,7 @@ from pydantic import (
 
 from bgpadv.config.schema.fields import Between, Cidr, Selector, _Section, _unique, problem
 from bgpadv.core.bounded import brief
+from bgpadv.core.prefix import Prefix
 
 SpecialRangeGroup = Literal["documentation", "benchmarking"]
 """`networks.allowSpecialRanges` entries: `bgpadv.core.addressing.OPT_IN_GROUPS`."""
@@ -105,9 +105,9 @@ class NetworksConfig(_Section):
 # with UDNs (`--v4-masquerade-subnet=169.254.0.0/17`, `--v6-masquerade-subnet=fd69::/112` in OVN-K's daemonset and
 # Helm values, and `defaultV4MasqueradeSubnet`/`defaultV6MasqueradeSubnet` of the cluster-network-operator; the
 # /29 and /125 of config.go's own defaults leave no room for UDN masquerade addresses and lie inside these).
-OVN_JOIN_SUBNETS = (IPNetwork("100.64.0.0/16"), IPNetwork("fd98::/64"))
-OVN_TRANSIT_SUBNETS = (IPNetwork("100.88.0.0/16"), IPNetwork("fd97::/64"))
-OVN_MASQUERADE_SUBNETS = (IPNetwork("169.254.0.0/17"), IPNetwork("fd69::/112"))
+OVN_JOIN_SUBNETS = (Prefix.parse("100.64.0.0/16"), Prefix.parse("fd98::/64"))
+OVN_TRANSIT_SUBNETS = (Prefix.parse("100.88.0.0/16"), Prefix.parse("fd97::/64"))
+OVN_MASQUERADE_SUBNETS = (Prefix.parse("169.254.0.0/17"), Prefix.parse("fd69::/112"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +141,7 @@ class OvnKubernetesConfig(_Section):
         ),
     ] = field(default_factory=lambda: OVN_MASQUERADE_SUBNETS)
 
-    def internal(self) -> tuple[tuple[IPNetwork, str], ...]:
+    def internal(self) -> tuple[tuple[Prefix, str], ...]:
         """Every internal range with what it is, for refusals."""
         return (
             *((n, "OVN-K's join subnet") for n in self.join_subnets),

@@ -7,7 +7,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Self
 
-from netaddr import AddrFormatError, IPAddress
 from pydantic import (
     Field,
     PlainValidator,
@@ -42,6 +41,7 @@ from bgpadv.config.schema.fields import (
 )
 from bgpadv.config.schema.policy import ExportFilter
 from bgpadv.core.bounded import brief
+from bgpadv.core.prefix import Address
 
 # --- localAddress from the pod's environment (one shared ConfigMap, a session source per node) --------------------
 
@@ -79,8 +79,8 @@ def _local_address_from_env(spec: Mapping[str, Any], peer_address: Any, environ:
     if set(spec) != {LOCAL_ADDRESS_FROM_ENV} or not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
         raise problem(f"must be an address or {{{LOCAL_ADDRESS_FROM_ENV}: VARIABLE}}, got {brief(dict(spec))}")
     try:
-        version = IPAddress(peer_address).version if isinstance(peer_address, str) else None
-    except (AddrFormatError, ValueError):
+        version = Address.parse(peer_address).version if isinstance(peer_address, str) else None
+    except ValueError:
         version = None
     if version is None:
         return None
@@ -91,11 +91,11 @@ def _local_address_from_env(spec: Mapping[str, Any], peer_address: Any, environ:
             "the shipped pods set BGPADV_NODE_IPS so)",
             at=f".{LOCAL_ADDRESS_FROM_ENV}",
         )
-    addresses: list[IPAddress] = []
+    addresses: list[Address] = []
     for text in value.split(","):
         try:
-            addresses.append(IPAddress(text.strip(), flags=0))
-        except (AddrFormatError, ValueError):
+            addresses.append(Address.parse(text.strip()))
+        except ValueError:
             raise problem(
                 f"{name}={brief(value)}: {brief(text.strip())} is not an IP address", at=f".{LOCAL_ADDRESS_FROM_ENV}"
             ) from None
@@ -217,7 +217,7 @@ class PeerConfig(_Section):
             description="A prefix list of the routes this peer gets (allow/deny, ge/le); omitted: every route.",
         ),
     ] = None
-    self_addresses: Annotated[tuple[IPAddress, ...], PlainValidator(_not_in_file), SkipJsonSchema()] = ()
+    self_addresses: Annotated[tuple[Address, ...], PlainValidator(_not_in_file), SkipJsonSchema()] = ()
     """What `next-hop self` stands for on this session per family where `nextHopSelf` says nothing and the session
     cannot resolve it: derived at controller start (`bgpadv.runtime.peering`), never written in the file."""
 
@@ -342,11 +342,11 @@ class PeerConfig(_Section):
         return []
 
 
-def _is_link_local6(address: IPAddress) -> bool:
+def _is_link_local6(address: Address) -> bool:
     return bool(address.version == 6 and address.is_link_local())
 
 
-def _session_problems(address: IPAddress, local: IPAddress | None) -> list[tuple[Loc, str]]:
+def _session_problems(address: Address, local: Address | None) -> list[tuple[Loc, str]]:
     """A session bgpadv cannot hold (single-hop eBGP, no interface binding): to itself, from a loopback address to a
     remote peer, or over an IPv6 link-local address (which needs the interface it is reached on)."""
     problems: list[tuple[Loc, str]] = []

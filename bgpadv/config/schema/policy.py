@@ -5,7 +5,6 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Annotated, Literal, Self
 
-from netaddr import IPNetwork
 from pydantic import (
     Field,
     StrictStr,
@@ -13,7 +12,7 @@ from pydantic import (
 )
 
 from bgpadv.config import communities as well_known
-from bgpadv.config.schema.fields import Between, Community, LargeCommunity, Loc, Prefix, Selector, _Section, refuse
+from bgpadv.config.schema.fields import Between, Community, LargeCommunity, Loc, RoutePrefix, Selector, _Section, refuse
 from bgpadv.core.model import Attributes
 from bgpadv.core.selectors import LabelSelector
 
@@ -164,17 +163,13 @@ class Policy(_Section):
         return self
 
 
-def _filter_width(prefix: IPNetwork) -> int:
-    return 32 if prefix.version == 4 else 128
-
-
 @dataclass(frozen=True, slots=True)
 class PrefixRule(_Section):
     """One entry of a prefix list (`peers[].exportFilter.rules[]`), as FRR's `ip prefix-list`: without `ge`/`le` the
     prefix itself only; with them, the prefixes inside `prefix` whose length is within [ge (default: prefix's
     length), le (default: 32 or 128)]."""
 
-    prefix: Annotated[Prefix, Field(description="The range (a CIDR with no host bits).")]
+    prefix: Annotated[RoutePrefix, Field(description="The range (a CIDR with no host bits).")]
     action: Annotated[FilterAction, Field(description="allow or deny what matches.")] = "allow"
     ge: Annotated[Annotated[int, Between(0, 128)] | None, Field(description="The shortest length matched.")] = None
     le: Annotated[Annotated[int, Between(0, 128)] | None, Field(description="The longest length matched.")] = None
@@ -183,13 +178,13 @@ class PrefixRule(_Section):
     def lengths(self) -> tuple[int, int]:
         """(shortest, longest) prefix length matched."""
         if self.ge is None and self.le is None:
-            return self.prefix.prefixlen, self.prefix.prefixlen
-        lo = self.ge if self.ge is not None else self.prefix.prefixlen
-        return lo, self.le if self.le is not None else _filter_width(self.prefix)
+            return self.prefix.length, self.prefix.length
+        lo = self.ge if self.ge is not None else self.prefix.length
+        return lo, self.le if self.le is not None else self.prefix.bits
 
     @model_validator(mode="after")
     def _rules(self) -> Self:
-        width, length = _filter_width(self.prefix), self.prefix.prefixlen
+        width, length = self.prefix.bits, self.prefix.length
         problems: list[tuple[Loc, str]] = []
         for key, value in (("ge", self.ge), ("le", self.le)):
             if value is not None and not length <= value <= width:

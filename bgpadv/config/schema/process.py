@@ -5,7 +5,6 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Annotated, Literal, Self
 
-from netaddr import AddrFormatError, IPAddress
 from pydantic import (
     Field,
     PlainValidator,
@@ -18,6 +17,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from bgpadv.config.schema.fields import _LISTEN_ENV, Between, Listen, Span, _not_in_file, _Section, refuse, surroundings
 from bgpadv.core.bounded import brief
+from bgpadv.core.prefix import Address
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +64,8 @@ class MetricsConfig(_Section):
                 [(("listen",), f"the environment variable {name} is not set (the pod sets it from status.hostIP)")],
             )
         try:
-            host = IPAddress(value)
-        except (AddrFormatError, ValueError):
+            host = Address.parse(value)
+        except ValueError:
             refuse(
                 self, [(("listen",), f"the environment variable {name} must hold an IP address, got {brief(value)}")]
             )
