@@ -81,8 +81,13 @@ class Address:
         return Prefix.host(self.version, self.value)
 
     def _within(self, ranges: dict[int, tuple[int, int]]) -> bool:
-        value, length = ranges.get(self.version, (-1, 0))
-        return self.value >> (BITS[self.version] - length) == value >> (BITS[self.version] - length)
+        """In the range (network value, length) `ranges` gives for this address's version; False when none."""
+        span = ranges.get(self.version)
+        if span is None:
+            return False
+        value, length = span
+        shift = BITS[self.version] - length
+        return self.value >> shift == value >> shift
 
     def is_loopback(self) -> bool:
         """In 127.0.0.0/8, or ::1."""
