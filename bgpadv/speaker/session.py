@@ -125,13 +125,10 @@ class Speaker:
         self._chunk = chunk_prefixes
         self._local_asn = local_asn
         # what `next-hop self` stands for, per IP version (config nextHopSelf); absent: ExaBGP's own `self`
-        # (config's netaddr addresses become `Address` values here: the speaker renders one address type)
-        self._self = {a.version: Address(a.version, a.value) for a in self_addresses}
+        self._self = {a.version: a for a in self_addresses}
         # per peer: the configured addresses, then what was derived for the session where nothing is configured
         # (PeerConfig.self_addresses: the node's global address of that family, bgpadv.runtime.peering)
-        self._self_of = {
-            p.name: {**{a.version: Address(a.version, a.value) for a in p.self_addresses}, **self._self} for p in peers
-        }
+        self._self_of = {p.name: {**{a.version: a for a in p.self_addresses}, **self._self} for p in peers}
         # iBGP peers get no AS-path prepend: our own AS in the path makes the peer drop the route (loop detection)
         self._ibgp = {p.name for p in peers if local_asn is not None and p.ibgp(local_asn)}
         self._no_prepend: dict[tuple[bool, Attributes], Attributes] = {}
@@ -347,9 +344,7 @@ class Speaker:
                     self._desired[name] = {}
         self._peers = new
         self.sent.set_peers(new)
-        self._self_of = {
-            p.name: {**{a.version: Address(a.version, a.value) for a in p.self_addresses}, **self._self} for p in peers
-        }
+        self._self_of = {p.name: {**{a.version: a for a in p.self_addresses}, **self._self} for p in peers}
         self._ibgp = {p.name for p in peers if self._local_asn is not None and p.ibgp(self._local_asn)}
         log.info("peer set changed", extra={"peers": list(new), "removed": removed})
 

@@ -17,7 +17,6 @@ import time
 
 import pytest
 import yaml
-from netaddr import IPAddress
 
 from bgpadv.config import ConfigError, parse
 from bgpadv.core import resources
@@ -196,7 +195,7 @@ def addresses(*texts: str):
 )
 def test_an_ipv6_self_over_an_ipv4_session_is_the_nodes_global_ipv6_address(on_interface, node, expected):
     config = peering.effective(parse(peer(), environ={}), node, on_interface)
-    assert config.peers[0].self_addresses == ((IPAddress(expected),) if expected else ())
+    assert config.peers[0].self_addresses == ((Address.parse(expected),) if expected else ())
 
 
 def test_a_configured_next_hop_self_wins_and_the_sessions_own_family_needs_nothing():
@@ -211,7 +210,7 @@ def test_an_unreadable_interface_falls_back_to_the_internal_ip():
         raise OSError("netlink says no")
 
     assert peering.effective(parse(peer(), environ={}), NODE, broken).peers[0].self_addresses == (
-        IPAddress("fd00::11"),
+        Address.parse("fd00::11"),
     )
 
 

@@ -24,7 +24,6 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from netaddr import IPNetwork
 
 from bgpadv.commands import render
 from bgpadv.config import AcceptRule, ImportNetwork, parse
@@ -66,7 +65,7 @@ RAW = {
 CONFIG = parse(RAW, {})
 CONTEXT = context_of(CONFIG, SELECTED_SUBNETS, NODES, INTERFACES)
 EVERYTHING = ImportNetwork(
-    "vmnet-a", accept=(AcceptRule(IPNetwork("0.0.0.0/0"), 32), AcceptRule(IPNetwork("::/0"), 128))
+    "vmnet-a", accept=(AcceptRule(Prefix.parse("0.0.0.0/0"), 32), AcceptRule(Prefix.parse("::/0"), 128))
 )
 DEFAULT_ONLY = ImportNetwork("vmnet-a")
 

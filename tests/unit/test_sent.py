@@ -15,7 +15,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from netaddr import IPAddress
 
 from bgpadv.commands import explain
 from bgpadv.config import PeerConfig
@@ -31,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "config" / "bgpadv.yaml"
 EXAMPLES = ROOT / "config" / "examples"
 
-TOR_A = PeerConfig(address=IPAddress("10.0.0.1"), asn=64512)  # a peer is named by its address
-TOR_B = PeerConfig(address=IPAddress("10.0.0.2"), asn=64512)
+TOR_A = PeerConfig(address=Address.parse("10.0.0.1"), asn=64512)  # a peer is named by its address
+TOR_B = PeerConfig(address=Address.parse("10.0.0.2"), asn=64512)
 W1 = Address.parse("192.0.2.11")
 CLAIM = ObjectRef("IPAMClaim", "vm-a.default", "imported-vms", "0b6a4c1e-2f4d-4b8e-9c1a-7d2e3f4a5b6c")
 WALL_AT_MONO_0 = 1_796_212_800.0  # 2026-12-02T12:00:00Z is wall clock at monotonic 0 in these tests

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import json
 
-from netaddr import IPAddress
-
 from bgpadv.config import PeerConfig
 from bgpadv.core.prefix import Address, Prefix
 from bgpadv.speaker import protocol
 from bgpadv.speaker.protocol import NeighborList, PeerState, RibInDone, RibRoute, UpdateEvent
 from bgpadv.speaker.session import Speaker
 
-PEER = PeerConfig(address=IPAddress("10.0.0.1"), asn=64512)
+PEER = PeerConfig(address=Address.parse("10.0.0.1"), asn=64512)
 
 
 def received(announce: dict | None = None, eor: dict | None = None) -> str:
