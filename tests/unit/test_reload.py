@@ -216,7 +216,7 @@ def running_controller(tmp_path: Path, counted: list[str]) -> tuple[Controller, 
     c = Controller(
         parse(RAW),
         speaker=speaker,
-        sources_factory=RecordingSources,
+        sources=RecordingSources(),
         observer=RecordingObserver(),
         settings=LoopSettings(coalesce_window=0.0),
         reloader=Reloader(str(path), counted=counted.append),  # no runtime directory: not under `bgpadv run`

@@ -23,7 +23,7 @@ from bgpadv.core.model import Cause, ObjectRef, Route, RouteKind
 from bgpadv.core.prefix import Address, Prefix
 from bgpadv.observe.health import MAX_SENT_QUERY, HealthServer
 from bgpadv.observe.metrics import Metrics
-from bgpadv.observe.metrics_observer import MetricsObserver
+from bgpadv.observe.metrics_observer import MetricsObserver, StatusParts
 from bgpadv.speaker.sent import ANNOUNCE, SendLog, utc
 from bgpadv.speaker.session import Speaker
 
@@ -134,8 +134,7 @@ def sending_server():
     clocks = Clocks()
     log = SendLog(["tor-a", "tor-b"], wall=clocks.wall, monotonic=clocks.monotonic)
     log.acked("tor-a", "announce", [vm_route().prefix.key], Cause(99.0, 99.5), at=100.0)
-    observer = MetricsObserver(Metrics())
-    observer.sent_status = log.report
+    observer = MetricsObserver(Metrics(), status_parts=StatusParts(sent=log.report))
     with HealthServer(("127.0.0.1", 0), observer) as server:
         yield server
 
