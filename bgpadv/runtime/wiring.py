@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bgpadv.config import Config, load_or_report
 from bgpadv.core.printable import write_line
@@ -43,8 +43,6 @@ from bgpadv.speaker.exabgp_config import (
 from bgpadv.speaker.session import Speaker
 
 if TYPE_CHECKING:
-    from kubernetes.client import ApiClient
-
     from bgpadv.importer.reconciler import Importer
     from bgpadv.observe.events import EventRecorder
     from bgpadv.observe.metrics_observer import MetricsObserver
@@ -53,6 +51,10 @@ if TYPE_CHECKING:
     from bgpadv.speaker.bfd import BfdControl
 
 log = logging.getLogger("bgpadv.service")
+
+ApiClient = Any
+"""The Kubernetes client's `ApiClient` (`bgpadv.sources.client.make_api_client`): only the sources and the Event
+writer import the client."""
 
 PER_NODE_RELIST_SPREAD = 5.0
 """Seconds over which a per-node instance spreads a relist forced by 410 Gone (`ReflectorSettings.relist_spread`):
