@@ -15,6 +15,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +47,9 @@ if TYPE_CHECKING:
     from bgpadv.importer.reconciler import Importer
     from bgpadv.observe.events import EventRecorder
     from bgpadv.observe.metrics_observer import MetricsObserver
+    from bgpadv.runtime.controller import Controller
     from bgpadv.runtime.handover import EarlyController
+    from bgpadv.sources.reflector import Sources
     from bgpadv.sources.sessionstate import SessionStateWriter
     from bgpadv.speaker.bfd import BfdControl
 
@@ -135,8 +138,6 @@ def controller_main(
     # while it runs.
     from bgpadv.observe.metrics_observer import LateStatusParts, MetricsObserver
     from bgpadv.sources.client import make_api_client
-    from bgpadv.sources.reflector import ReflectorSettings, Sources
-    from bgpadv.sources.store import watched_resources
 
     commands = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # a stray print() must never reach ExaBGP as a command
@@ -163,19 +164,9 @@ def controller_main(
     except Exception as e:  # no kubeconfig, no in-cluster environment: a configuration problem, said plainly
         log.error("cannot configure the Kubernetes client: %s", e)
         return 2
-    # The first LIST starts now, on the reflectors' threads, while the rest of the process starts (the node's
-    # addresses through netlink, the peers' placement, the health server, BFD): its events wait in the loop's queue,
-    # and nothing is planned before every resource is listed and ExaBGP has told what it advertises.
-    # (placement below narrows the peers only: what is watched is the file's)
     inbox: queue.SimpleQueue = queue.SimpleQueue()  # the controller's queue, filled before the controller exists
-    # per-node mode: one instance per node lost its watches together when the apiserver restarted; spread their
-    # relists (cluster mode's one or two replicas list at once)
-    spread = PER_NODE_RELIST_SPREAD if config.node_name else 0.0
-    settings = ReflectorSettings(hold_seconds=config.safety.hold_seconds, relist_spread=spread)
-    sources = Sources(api_client, watched_resources(config), inbox.put, settings, metrics)
-    sources.start()
+    sources = _start_sources(config, api_client, metrics, inbox)
     from bgpadv.observe.events import EventRecorder
-    from bgpadv.observe.health import HealthServer
     from bgpadv.observe.metrics_observer import StatusParts
     from bgpadv.runtime.controller import Controller
     from bgpadv.runtime.peering import effective, kernel_interface_addresses, placement_status
@@ -199,12 +190,15 @@ def controller_main(
     background: list[EventRecorder | SessionStateWriter] = [EventRecorder(api_client, metrics=metrics.metrics)]
     background += _session_state_writer(config, api_client, metrics)
     observer = Fanout(metrics, *background)  # threads started and stopped with the loop (`background`)
-    importer = _importer(config, api_client, metrics, background)
+    egress = _egress_import(config, api_client, metrics)
+    if egress is not None:
+        background.append(egress.refusal_events)
 
     def write(line: str) -> None:
         commands.write(line + "\n")
         commands.flush()
 
+    importer = egress.importer if egress is not None else None
     speaker = Speaker.from_config(
         config, write, observer, on_received=importer.handle if importer is not None else None
     )
@@ -233,16 +227,50 @@ def controller_main(
             sessions=lambda: session_info(controller.config),
         )
     )
-    watch = ConfigFileWatch(config_path, controller.queue.put, seen=seen).start()
+    return _serve(controller, metrics, ConfigFileWatch(config_path, controller.queue.put, seen=seen), background, bfd)
+
+
+def _start_sources(
+    config: Config, api_client: ApiClient, metrics: MetricsObserver, inbox: queue.SimpleQueue
+) -> Sources:
+    """Start the sources, emitting into `inbox` (the controller's queue). The first LIST starts now, on the
+    reflectors' threads, while the rest of the process starts (the node's addresses through netlink, the peers'
+    placement, the health server, BFD): its events wait in the queue, and nothing is planned before every resource
+    is listed and ExaBGP has told what it advertises. What is watched is the file's configuration (the placement
+    narrows the peers only)."""
+    from bgpadv.sources.reflector import ReflectorSettings, Sources
+    from bgpadv.sources.store import watched_resources
+
+    # per-node mode: one instance per node lost its watches together when the apiserver restarted; spread their
+    # relists (cluster mode's one or two replicas list at once)
+    spread = PER_NODE_RELIST_SPREAD if config.node_name else 0.0
+    settings = ReflectorSettings(hold_seconds=config.safety.hold_seconds, relist_spread=spread)
+    sources = Sources(api_client, watched_resources(config), inbox.put, settings, metrics)
+    sources.start()
+    return sources
+
+
+def _serve(
+    controller: Controller,
+    metrics: MetricsObserver,
+    watch: ConfigFileWatch,
+    background: Sequence[EventRecorder | SessionStateWriter],
+    bfd: BfdControl | None,
+) -> int:
+    """Run the controller's loop with what runs beside it (the BFD client, the configuration file's `watch`, the
+    drain signal, the health server, the `background` threads), all stopped when the loop ends."""
+    from bgpadv.observe.health import HealthServer
+
+    if bfd is not None:
+        bfd.start()  # its state changes go to the loop's queue
+    watch.start()
     # the API shim forwards the supervisor's drain request as SIGUSR1 (ignored until here); a request made before
     # the handler existed is in the environment or the runtime directory's drain file (bgpadv.runtime.lifecycle)
     signal.signal(signal.SIGUSR1, lambda _signum, _frame: controller.request_drain())
     if drain_requested():
         controller.request_drain()
-    health = HealthServer(config.metrics.host_port, metrics)
+    health = HealthServer(controller.config.metrics.host_port, metrics)
     health.start()
-    if bfd is not None:
-        bfd.start()
     for part in background:
         part.start()
     controller.feed_exabgp(sys.stdin)
@@ -296,15 +324,16 @@ def _session_state_writer(config: Config, api_client: ApiClient, metrics: Metric
     return [writer]
 
 
-def _importer(
-    config: Config,
-    api_client: ApiClient,
-    metrics: MetricsObserver,
-    background: list[EventRecorder | SessionStateWriter],
-) -> Importer | None:
-    """The egress import when `importRoutes` is enabled (None otherwise). Its guard's refusals get Events on the
-    CUDN, as the plan's do, through their own recorder (each holds the complete current set of its refusals), added
-    to `background`."""
+@dataclass(frozen=True, slots=True)
+class _EgressImport:
+    importer: Importer
+    refusal_events: EventRecorder
+    """The import guard's refusals get Events on the CUDN, as the plan's do, through their own recorder (each holds
+    the complete current set of its refusals): started and stopped with the loop."""
+
+
+def _egress_import(config: Config, api_client: ApiClient, metrics: MetricsObserver) -> _EgressImport | None:
+    """The egress import when `importRoutes` is enabled (None otherwise), with its refusals' Event writer."""
     if not config.import_routes.enabled:
         return None
     from bgpadv.importer.capability import raise_net_admin
@@ -313,9 +342,9 @@ def _importer(
     from bgpadv.observe.events import EventRecorder
 
     raise_net_admin(log)  # the netlink writes need it (reads do not: without it the import still reports)
-    import_events = EventRecorder(api_client, metrics=metrics.metrics, verb="not importing")
-    background.append(import_events)
-    return Importer(config, Netlink(), metrics.metrics, time.monotonic(), on_refusals=import_events.record)
+    events = EventRecorder(api_client, metrics=metrics.metrics, verb="not importing")
+    importer = Importer(config, Netlink(), metrics.metrics, time.monotonic(), on_refusals=events.record)
+    return _EgressImport(importer, events)
 
 
 def _bfd_client(

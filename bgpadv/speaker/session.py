@@ -116,6 +116,7 @@ class Speaker:
         max_line_bytes: int = protocol.MAX_LINE_BYTES,
         self_addresses: Sequence[Address] = (),
         on_received: Callable[[object, float], None] | None = None,
+        sent: SendLog | None = None,
     ) -> None:
         if max_inflight < 1 or chunk_prefixes < 1:
             raise ValueError("max_inflight and chunk_prefixes must be at least 1")
@@ -162,8 +163,9 @@ class Speaker:
         # the import hook (bgpadv.importer): it gets every received UPDATE, peer state, the start-up neighbor list
         # and ExaBGP's adj-rib-in (`show adj-rib in json`, then RibInDone)
         self.on_received = on_received
-        # each prefix's last acknowledged send per peer, for `explain --status-url` (bgpadv.speaker.sent)
-        self.sent = SendLog(self._peers)
+        # each prefix's last acknowledged send per peer, for `explain --status-url` (bgpadv.speaker.sent); `sent`: one
+        # on other clocks (a test's)
+        self.sent = sent if sent is not None else SendLog(self._peers)
 
     @classmethod
     def from_config(

@@ -499,3 +499,32 @@ def test_the_lab_entry_point_makes_every_child_run_it_again_with_the_same_hold(m
         "/etc/bgpadv.yaml",
         "--no-shim",
     ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "module", "function"),
+    [
+        pytest.param(["controller", "--config", "/etc/bgpadv.yaml"], "bgpadv.runtime.shim", "shim_main", id="shim"),
+        pytest.param(
+            ["controller", "--config", "/etc/bgpadv.yaml", "--no-shim"],
+            "bgpadv.runtime.wiring",
+            "controller_main",
+            id="controller",
+        ),
+    ],
+)
+def test_the_command_line_hands_an_embedding_programs_entry_point_to_the_process_that_starts_children(
+    argv: list[str], module: str, function: str, monkeypatch
+) -> None:
+    import gc
+    import importlib
+
+    from bgpadv.commands import cli
+
+    entry = ("-m", "bgpadv_lab.short_hold", "3")
+    given: list[object] = []
+    monkeypatch.setattr(importlib.import_module(module), function, lambda path, **kw: given.append(kw["entry_point"]))
+    monkeypatch.setattr(gc, "disable", lambda: None)  # `controller --no-shim` turns the collector off until its plan
+    cli.main(argv, entry_point=entry)
+    cli.main(argv)
+    assert given == [entry, ("-m", "bgpadv")]

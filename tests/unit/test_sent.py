@@ -57,8 +57,8 @@ class Clocks:
 
 def ready_speaker(clocks: Clocks, peers=(TOR_A, TOR_B)) -> tuple[Speaker, list[str]]:
     written: list[str] = []
-    speaker = Speaker(list(peers), written.append, local_asn=64513)
-    speaker.sent = SendLog([p.name for p in peers], wall=clocks.wall, monotonic=clocks.monotonic)
+    sent = SendLog([p.name for p in peers], wall=clocks.wall, monotonic=clocks.monotonic)
+    speaker = Speaker(list(peers), written.append, local_asn=64513, sent=sent)
     speaker.start()
     speaker.handle_line(json.dumps([{"state": "up", "peer": {"address": str(p.address)}} for p in peers]), at=1.0)
     speaker.handle_line("done", at=1.0)  # show neighbor
