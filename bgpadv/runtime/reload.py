@@ -245,9 +245,9 @@ class Reloader:
     def decide(self, running: Config, narrow: Callable[[Config], Config] = lambda config: config) -> ReloadDecision:
         """Read the changed file and decide against the `running` configuration (see the module docstring). An
         ExaBGP change is carried out here (its configuration rewritten and reloaded) before the restart is asked;
-        a live change or a peer move is the caller's to apply, then `applied_live()`. `narrow`: a
-        configuration as this instance runs it (`bgpadv.runtime.peering.effective`: the peers its node serves); the
-        changed file is narrowed before it is compared with the running (narrowed) configuration."""
+        a live change or a peer move is the caller's to apply, then `applied_live()`. `narrow` turns a
+        configuration into what this instance runs of it (`bgpadv.runtime.peering.effective`: the peers its node
+        serves): the changed file is narrowed before it is compared with the running (narrowed) configuration."""
         new = self.load()
         if new is None:
             return KEEP

@@ -312,8 +312,8 @@ def missing_capabilities(output: Sequence[str]) -> list[str] | None:
 
 
 class _Output:
-    """A bfdd's output, copied to the supervisor's stderr by a daemon thread; its last lines kept for the exit's
-    diagnosis."""
+    """A bfdd's output (`stream`; None: nothing to copy), copied to the supervisor's stderr by a daemon thread; its
+    last lines kept for the exit's diagnosis."""
 
     def __init__(self, stream: IO[bytes] | None) -> None:
         self.lines: deque[str] = deque(maxlen=50)
