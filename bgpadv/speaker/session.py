@@ -115,6 +115,8 @@ class Speaker:
         local_asn: int | None = None,
         max_line_bytes: int = protocol.MAX_LINE_BYTES,
         self_addresses: Sequence[Address] = (),
+        on_received: Callable[[object, float], None] | None = None,
+        sent: SendLog | None = None,
     ) -> None:
         if max_inflight < 1 or chunk_prefixes < 1:
             raise ValueError("max_inflight and chunk_prefixes must be at least 1")
@@ -155,11 +157,12 @@ class Speaker:
         self.closed = False  # ExaBGP said it is shutting down
         self.draining = False  # drain(): every route carries GRACEFUL_SHUTDOWN
         self._gshut: dict[Attributes, Attributes] = {}  # attributes -> the same with 65535:0 (shared objects)
-        # the import hook (bgpadv.importer): set before start(), it gets every received UPDATE, peer state, the
-        # start-up neighbor list and ExaBGP's adj-rib-in (`show adj-rib in json`, then RibInDone)
-        self.on_received: Callable[[object, float], None] | None = None
-        # each prefix's last acknowledged send per peer, for `explain --status-url` (bgpadv.speaker.sent)
-        self.sent = SendLog(self._peers)
+        # the import hook (bgpadv.importer): it gets every received UPDATE, peer state, the start-up neighbor list
+        # and ExaBGP's adj-rib-in (`show adj-rib in json`, then RibInDone)
+        self.on_received = on_received
+        # each prefix's last acknowledged send per peer, for `explain --status-url` (bgpadv.speaker.sent); `sent`: one
+        # on other clocks (a test's)
+        self.sent = sent if sent is not None else SendLog(self._peers)
 
     @classmethod
     def from_config(
@@ -167,8 +170,11 @@ class Speaker:
         config: Config,
         write: Callable[[str], None],
         observer: SpeakerObserver = NullObserver(),  # noqa: B008 - stateless default
+        *,
+        on_received: Callable[[object, float], None] | None = None,
     ) -> Speaker:
-        """The speaker bgpadv's configuration asks for: its peers, flow control, local AS and `self` addresses."""
+        """The speaker bgpadv's configuration asks for: its peers, flow control, local AS and `self` addresses;
+        `on_received`: the import hook (what ExaBGP receives, for the egress import)."""
         return cls(
             config.peers,
             write,
@@ -177,6 +183,7 @@ class Speaker:
             chunk_prefixes=config.exabgp.chunk_prefixes,
             local_asn=config.local_asn,
             self_addresses=config.next_hop_self,
+            on_received=on_received,
         )
 
     # ------------------------------------------------------------------ public API

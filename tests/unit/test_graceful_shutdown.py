@@ -120,7 +120,7 @@ def test_a_drain_request_reaches_the_speaker_through_the_loop():
 
     config = parse({"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512}]})
     speaker = RecordingSpeaker()
-    controller = Controller(config, speaker=speaker, sources_factory=RecordingSources)
+    controller = Controller(config, speaker=speaker, sources=RecordingSources())
     controller.request_drain()
     assert controller.step()
     assert speaker.drains == 1

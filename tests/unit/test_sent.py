@@ -22,7 +22,7 @@ from bgpadv.core.model import Cause, ObjectRef, Route, RouteKind
 from bgpadv.core.prefix import Address, Prefix
 from bgpadv.observe.health import MAX_SENT_QUERY, HealthServer
 from bgpadv.observe.metrics import Metrics
-from bgpadv.observe.metrics_observer import MetricsObserver
+from bgpadv.observe.metrics_observer import MetricsObserver, StatusParts
 from bgpadv.speaker.sent import ANNOUNCE, SendLog, utc
 from bgpadv.speaker.session import Speaker
 
@@ -56,8 +56,8 @@ class Clocks:
 
 def ready_speaker(clocks: Clocks, peers=(TOR_A, TOR_B)) -> tuple[Speaker, list[str]]:
     written: list[str] = []
-    speaker = Speaker(list(peers), written.append, local_asn=64513)
-    speaker.sent = SendLog([p.name for p in peers], wall=clocks.wall, monotonic=clocks.monotonic)
+    sent = SendLog([p.name for p in peers], wall=clocks.wall, monotonic=clocks.monotonic)
+    speaker = Speaker(list(peers), written.append, local_asn=64513, sent=sent)
     speaker.start()
     speaker.handle_line(json.dumps([{"state": "up", "peer": {"address": str(p.address)}} for p in peers]), at=1.0)
     speaker.handle_line("done", at=1.0)  # show neighbor
@@ -133,8 +133,7 @@ def sending_server():
     clocks = Clocks()
     log = SendLog(["tor-a", "tor-b"], wall=clocks.wall, monotonic=clocks.monotonic)
     log.acked("tor-a", "announce", [vm_route().prefix.key], Cause(99.0, 99.5), at=100.0)
-    observer = MetricsObserver(Metrics())
-    observer.sent_status = log.report
+    observer = MetricsObserver(Metrics(), status_parts=StatusParts(sent=log.report))
     with HealthServer(("127.0.0.1", 0), observer) as server:
         yield server
 
