@@ -310,7 +310,7 @@ def off_subnet_warnings(state: ClusterState, cfg: bgpadv_config.Config, instance
     node's routes to every peer). Peers on no node's subnet (several hops away) are not judged."""
     out = []
     for peer in cfg.peers:
-        address = Address(peer.address.version, int(peer.address))
+        address = peer.address
         subnet = next(
             (p for n in state.nodes.values() for p in n.connected if p.version == address.version and address in p),
             None,

@@ -16,11 +16,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from netaddr import IPAddress
 
 from bgpadv.commands import checkconfig
 from bgpadv.commands.cli import main
 from bgpadv.config import Config, ConfigError, load, parse
+from bgpadv.core.prefix import Address
 from bgpadv.runtime import wiring
 from bgpadv.speaker.exabgp_config import exabgp_argv, exabgp_environment, render_exabgp_config
 
@@ -91,7 +91,7 @@ def base() -> Config:
     [
         pytest.param(
             {"localAddress": "fd00::11"},
-            {"local_address": IPAddress("fd00::11")},
+            {"local_address": Address.parse("fd00::11")},
             "local-address and peer-address must be of the same family",
             id="local-address-family",
         ),

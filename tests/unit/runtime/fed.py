@@ -22,7 +22,7 @@ class FedController:
         self.c = Controller(
             config,
             speaker=OnePeerSpeaker(peer),
-            sources_factory=RecordingSources,
+            sources=RecordingSources(),
             observer=self.observer,
             settings=LoopSettings(coalesce_window=0.0, resync_interval=resync_interval),
             clock=clock,  # the timers' and the withdrawal hold's

@@ -62,7 +62,7 @@ def controller(clock: ManualClock) -> Controller:
     return Controller(
         config(),
         speaker=RecordingSpeaker(),
-        sources_factory=RecordingSources,
+        sources=RecordingSources(),
         observer=RecordingObserver(),
         settings=LoopSettings(coalesce_window=0.0, resync_interval=1e9),  # no periodic full replan in the way
         clock=clock,
