@@ -18,12 +18,17 @@ from bgpadv.core.views import Node
 from bgpadv.runtime.peer_moves import MOVE_WITHDRAW_SECONDS, PeerMoves
 from bgpadv.sources.decode import decode
 from bgpadv_lab import objects as k8s
+from tests.doubles import ManualClock
 
 RACK = "topology.bgpadv.io/rack"
 TOR_A = {"address": "10.0.0.1", "asn": 64512, "nodeSelector": {"matchLabels": {RACK: "a"}}}
 TOR_B = {"address": "10.0.0.2", "asn": 64512, "nodeSelector": {"matchLabels": {RACK: "b"}}}
 SPINE = {"address": "192.0.2.1", "asn": 64600, "ebgpMultihop": 3}
-CONFIGURED = parse({"localASN": 64513, "nodeName": "worker-1", "peers": [TOR_A, TOR_B, SPINE]}, environ={})
+
+
+def configured() -> Config:
+    """worker-1's instance, two ToRs by rack and a spine everywhere; parsed afresh for each caller."""
+    return parse({"localASN": 64513, "nodeName": "worker-1", "peers": [TOR_A, TOR_B, SPINE]}, environ={})
 
 
 def worker(rack: str, version: str = "1") -> Node:
@@ -38,18 +43,13 @@ def on_labels(configured: Config, node: Node | None) -> Config:
     return configured.serving(node.labels if node is not None else None)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def moves_on_rack_a(clock: Clock | None = None) -> PeerMoves:
+def moves_on_rack_a(clock: ManualClock | None = None) -> PeerMoves:
     node = worker("a")
     return PeerMoves(
-        on_labels(CONFIGURED, node), node=node, placement=on_labels, clock=clock if clock is not None else Clock()
+        on_labels(configured(), node),
+        node=node,
+        placement=on_labels,
+        clock=clock if clock is not None else ManualClock(1000.0),
     )
 
 
@@ -67,22 +67,22 @@ def names(config: Config) -> list[str]:
 )
 def test_a_relabelled_node_moves_only_when_its_labels_select_other_peers(rack: str, moves_to: list[str] | None):
     moves = moves_on_rack_a()
-    new = moves.node_changed(CONFIGURED, worker(rack, "2"))
+    new = moves.node_changed(configured(), worker(rack, "2"))
     assert (names(new) if new is not None else None) == moves_to
 
 
 def test_the_same_node_object_again_changes_nothing():
     moves = moves_on_rack_a()
     node = moves.node
-    assert node is not None and moves.node_changed(CONFIGURED, node) is None
+    assert node is not None and moves.node_changed(configured(), node) is None
 
 
 def test_a_move_started_is_not_started_again_on_the_next_node_event():
     moves = moves_on_rack_a()
-    new = moves.node_changed(CONFIGURED, worker("b", "2"))
+    new = moves.node_changed(configured(), worker("b", "2"))
     assert new is not None
-    moves.begin(on_labels(CONFIGURED, worker("a")), new, CONFIGURED, from_file=False, withdraw=True)
-    assert moves.node_changed(CONFIGURED, worker("b", "3")) is None
+    moves.begin(on_labels(configured(), worker("a")), new, configured(), from_file=False, withdraw=True)
+    assert moves.node_changed(configured(), worker("b", "3")) is None
 
 
 @pytest.mark.parametrize(
@@ -95,17 +95,16 @@ def test_a_move_started_is_not_started_again_on_the_next_node_event():
 )
 def test_a_move_waits_for_withdrawals_only_when_routes_are_out_and_a_peer_leaves(withdraw, rack, waits):
     moves = moves_on_rack_a()
-    running = on_labels(CONFIGURED, worker("a"))
-    move = moves.begin(running, on_labels(CONFIGURED, worker(rack)), CONFIGURED, from_file=False, withdraw=withdraw)
+    running = on_labels(configured(), worker("a"))
+    move = moves.begin(running, on_labels(configured(), worker(rack)), configured(), from_file=False, withdraw=withdraw)
     assert move.leaving == (frozenset({"10.0.0.1"}) if rack == "b" else frozenset())
     assert (moves.moving is move) is waits
 
 
-def test_a_waiting_move_is_due_once_exabgp_holds_nothing_for_the_leaving_peers():
-    clock = Clock()
+def test_a_waiting_move_is_due_once_exabgp_holds_nothing_for_the_leaving_peers(clock):
     moves = moves_on_rack_a(clock)
-    running = on_labels(CONFIGURED, worker("a"))
-    move = moves.begin(running, on_labels(CONFIGURED, worker("b")), CONFIGURED, from_file=True, withdraw=True)
+    running = on_labels(configured(), worker("a"))
+    move = moves.begin(running, on_labels(configured(), worker("b")), configured(), from_file=True, withdraw=True)
     held = {"10.0.0.1": {(4, 1, 32)}}
     assert moves.due(lambda peer: held.get(peer, ())) is None
     held.clear()  # ExaBGP acknowledged the withdrawals
@@ -113,11 +112,10 @@ def test_a_waiting_move_is_due_once_exabgp_holds_nothing_for_the_leaving_peers()
     assert moves.moving is None and moves.due(lambda peer: ()) is None
 
 
-def test_a_waiting_move_is_due_after_the_timeout_even_while_withdrawals_are_unacknowledged():
-    clock = Clock()
+def test_a_waiting_move_is_due_after_the_timeout_even_while_withdrawals_are_unacknowledged(clock):
     moves = moves_on_rack_a(clock)
-    running = on_labels(CONFIGURED, worker("a"))
-    move = moves.begin(running, on_labels(CONFIGURED, worker("b")), CONFIGURED, from_file=False, withdraw=True)
+    running = on_labels(configured(), worker("a"))
+    move = moves.begin(running, on_labels(configured(), worker("b")), configured(), from_file=False, withdraw=True)
     clock.now += MOVE_WITHDRAW_SECONDS - 0.1
     assert moves.due(lambda peer: {(4, 1, 32)}) is None
     clock.now += 0.1
@@ -128,14 +126,15 @@ def test_the_leaving_peers_are_handed_nothing_while_the_move_waits():
     moves = moves_on_rack_a()
     desired = {"10.0.0.1": ("r1", "r2"), "192.0.2.1": ("r1", "r2")}
     assert moves.without_leaving(desired) is desired  # no move: as it is
-    running = on_labels(CONFIGURED, worker("a"))
-    moves.begin(running, on_labels(CONFIGURED, worker("b")), CONFIGURED, from_file=False, withdraw=True)
+    running = on_labels(configured(), worker("a"))
+    moves.begin(running, on_labels(configured(), worker("b")), configured(), from_file=False, withdraw=True)
     assert moves.without_leaving(desired) == {"10.0.0.1": (), "192.0.2.1": ("r1", "r2")}
     assert moves.leaving("10.0.0.1") and not moves.leaving("192.0.2.1")
 
 
-def test_a_changed_file_is_narrowed_to_this_nodes_placement_or_kept_whole_without_one():
+def test_a_changed_file_is_narrowed_to_this_nodes_placement_or_kept_whole_without_one(clock):
     moves = moves_on_rack_a()
-    assert names(moves.narrow(CONFIGURED)) == ["10.0.0.1", "192.0.2.1"]
-    unplaced = PeerMoves(CONFIGURED, node=None, placement=None, clock=Clock())
-    assert unplaced.narrow(CONFIGURED) is CONFIGURED
+    assert names(moves.narrow(configured())) == ["10.0.0.1", "192.0.2.1"]
+    unplaced = PeerMoves(configured(), node=None, placement=None, clock=clock)
+    whole = configured()
+    assert unplaced.narrow(whole) is whole
