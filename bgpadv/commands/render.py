@@ -51,7 +51,7 @@ from bgpadv.core.reasons import IMPORT_MALFORMED as MALFORMED
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import plan as make_plan
 from bgpadv.runtime.peering import serving_nodes
-from bgpadv.sources.decode import state_from_objects
+from bgpadv.sources.decode.dispatch import state_from_objects
 
 if TYPE_CHECKING:  # the importer loads only where routes are imported
     from bgpadv.importer.guard import Interface
