@@ -220,20 +220,22 @@ def test_an_unreadable_interface_falls_back_to_the_internal_ip(worker_1):
     )
 
 
-STATE = k8s.state(
-    [
-        k8s.node("worker-1", "10.0.0.11", "fd00::11"),
-        k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24", "fd10:100::/64"], labels=k8s.ADVERTISED),
-    ]
-)
+def cluster():
+    """worker-1, dual-stack, and the dual-stack network vmnet-a."""
+    return k8s.state(
+        [
+            k8s.node("worker-1", "10.0.0.11", "fd00::11"),
+            k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24", "fd10:100::/64"], labels=k8s.ADVERTISED),
+        ]
+    )
 
 
 def test_the_guard_lets_the_ipv6_subnet_onto_the_ipv4_session_once_the_node_address_is_derived(worker_1):
     bare = parse(peer(), environ={})
-    refused = Guard(bare).check(plan(STATE, bare).routes, GuardContext.from_state(STATE, bare))
+    refused = Guard(bare).check(plan(cluster(), bare).routes, GuardContext.from_state(cluster(), bare))
     assert [(r.value, r.reason) for r in refused.rejected] == [("fd10:100::/64", checks.FAMILY_NOT_CARRIED)]
     derived = peering.effective(bare, worker_1, addresses())
-    guarded = Guard(derived).check(plan(STATE, derived).routes, GuardContext.from_state(STATE, derived))
+    guarded = Guard(derived).check(plan(cluster(), derived).routes, GuardContext.from_state(cluster(), derived))
     assert guarded.rejected == ()
     assert sorted(str(r.prefix) for r in guarded.per_peer["10.0.0.1"]) == ["192.168.100.0/24", "fd10:100::/64"]
 
@@ -251,7 +253,7 @@ def ready_speaker(config) -> tuple[Speaker, list[str]]:
 
 def test_the_speaker_sends_the_derived_address_as_the_ipv6_next_hop_on_the_ipv4_session(worker_1):
     config = peering.effective(parse(peer(), environ={}), worker_1, addresses())
-    routes = Guard(config).check(plan(STATE, config).routes, GuardContext.from_state(STATE, config)).per_peer
+    routes = Guard(config).check(plan(cluster(), config).routes, GuardContext.from_state(cluster(), config)).per_peer
     speaker, lines = ready_speaker(config)
     speaker.set_desired(routes)
     [v6] = [line for line in lines if "fd10:100::/64" in line]
@@ -269,7 +271,7 @@ def test_an_ibgp_session_gets_local_preference_and_no_as_path_prepend():
         "nextHopSelf": {"ipv6": "fd00::11"},
     }
     config = parse(raw, environ={})
-    routes = Guard(config).check(plan(STATE, config).routes, GuardContext.from_state(STATE, config)).per_peer
+    routes = Guard(config).check(plan(cluster(), config).routes, GuardContext.from_state(cluster(), config)).per_peer
     speaker, lines = ready_speaker(config)
     speaker.set_desired(routes)
     ibgp = [line for line in lines if line.startswith("neighbor 10.0.0.1 ") and "192.168.100.0/24" in line]

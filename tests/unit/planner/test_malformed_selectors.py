@@ -23,7 +23,7 @@ from bgpadv_lab.objects import VM_NAMESPACE as NS
 ADV = k8s.ADVERTISED
 NET = "cluster_udn_vmnet-a"
 NODES = [k8s.node("worker-1", "10.0.0.11", "fd00::11"), k8s.node("worker-2", "10.0.0.12", "fd00::12")]
-FOLLOW = k8s.config(networks={"followRouteAdvertisements": True})
+FOLLOW = {"networks": {"followRouteAdvertisements": True}}  # the configuration that follows RouteAdvertisements
 
 HOSTILE = [
     pytest.param({"matchLabels": ""}, id="matchLabels-empty-string"),
@@ -79,7 +79,7 @@ def test_the_empty_namespace_selector_still_selects_every_namespace():
 @pytest.mark.parametrize("selector", HOSTILE)
 def test_a_malformed_network_selector_of_a_route_advertisements_selects_no_cudn(selector):
     ra = k8s.route_advertisements("ra-hostile", selector)
-    p = plan(k8s.state(NODES, network({}), ra, claim()), FOLLOW)
+    p = plan(k8s.state(NODES, network({}), ra, claim()), k8s.config(**FOLLOW))
     assert announced(p) == set()
     assert ("RouteAdvertisements ra-hostile", reasons.MALFORMED_SELECTOR) in refused(p)
     assert (f"IPAMClaim {NS}/vm-a.vmnet-a", reasons.NETWORK_NOT_SELECTED) in refused(p)
@@ -90,7 +90,7 @@ def test_a_malformed_network_selector_of_a_route_advertisements_selects_no_cudn(
 @pytest.mark.parametrize("selector", HOSTILE)
 def test_a_malformed_node_selector_of_a_route_advertisements_selects_no_node(selector):
     ra = k8s.route_advertisements("ra-hostile", {"matchLabels": dict(ADV)}, node_selector=selector)
-    p = plan(k8s.state(NODES, network({}), ra, claim()), FOLLOW)
+    p = plan(k8s.state(NODES, network({}), ra, claim()), k8s.config(**FOLLOW))
     assert "192.168.100.10/32" not in announced(p)
     assert ("RouteAdvertisements ra-hostile", reasons.MALFORMED_SELECTOR) in refused(p)
     assert (f"IPAMClaim {NS}/vm-a.vmnet-a", reasons.NODE_NOT_SELECTED) in refused(p)
@@ -99,7 +99,7 @@ def test_a_malformed_node_selector_of_a_route_advertisements_selects_no_node(sel
 def test_a_valid_route_advertisements_beside_a_malformed_one_still_advertises():
     good = k8s.route_advertisements("ra-good", {"matchLabels": dict(ADV)})
     hostile = k8s.route_advertisements("ra-hostile", {"matchLabels": ""})
-    p = plan(k8s.state(NODES, network({}), good, hostile, claim()), FOLLOW)
+    p = plan(k8s.state(NODES, network({}), good, hostile, claim()), k8s.config(**FOLLOW))
     assert "192.168.100.10/32" in announced(p)
     assert refused(p) == {("RouteAdvertisements ra-hostile", reasons.MALFORMED_SELECTOR)}
 

@@ -279,12 +279,12 @@ def test_an_address_two_nodes_report_spares_a_node_with_another_valid_source():
 
 
 @pytest.mark.parametrize(
-    ("address", "config", "part"),
+    ("address", "settings", "part"),
     [
-        pytest.param("10.0.0.1", k8s.config(), "BGP peer 10.0.0.1", id="the-tors-address"),
+        pytest.param("10.0.0.1", {}, "BGP peer 10.0.0.1", id="the-tors-address"),
         pytest.param(
             "10.0.0.5",
-            k8s.config(
+            dict(
                 mode="per-node",
                 nodeName="worker-2",
                 peers=[{"address": "10.0.0.1", "asn": 64512, "localAddress": "10.0.0.5"}],
@@ -294,37 +294,35 @@ def test_an_address_two_nodes_report_spares_a_node_with_another_valid_source():
         ),
         pytest.param(
             "10.0.0.7",
-            k8s.config(mode="per-node", nodeName="worker-2", nextHopSelf={"ipv4": "10.0.0.7"}),
+            dict(mode="per-node", nodeName="worker-2", nextHopSelf={"ipv4": "10.0.0.7"}),
             "nextHopSelf",
             id="per-node-another-nodes-next-hop-self",
         ),
-        pytest.param("198.18.0.11", k8s.config(), "benchmarking", id="benchmarking"),
+        pytest.param("198.18.0.11", {}, "benchmarking", id="benchmarking"),
     ],
 )
-def test_a_node_on_a_peer_another_speakers_or_a_special_address_is_no_next_hop(address, config, part):
+def test_a_node_on_a_peer_another_speakers_or_a_special_address_is_no_next_hop(address, settings, part):
     node = k8s.node("worker-1", address, primary_ifaddr=False)
-    p = plan(k8s.state(node, _good()[0], _vm("vm-a", "192.168.100.10/24", "worker-1")), config)
+    p = plan(k8s.state(node, _good()[0], _vm("vm-a", "192.168.100.10/24", "worker-1")), k8s.config(**settings))
     assert not [r for r in p.routes if r.kind == "host"]
     (refusal,) = p.rejected
     assert refusal.reason == reasons.INVALID_NODE_ADDRESS and part in refusal.message
 
 
 @pytest.mark.parametrize(
-    "config",
+    "settings",
     [
+        pytest.param(dict(peers=[{"address": "10.0.0.1", "asn": 64512, "localAddress": "10.0.0.11"}]), id="local"),
+        pytest.param(dict(nextHopSelf={"ipv4": "10.0.0.11"}), id="next-hop-self"),
         pytest.param(
-            k8s.config(peers=[{"address": "10.0.0.1", "asn": 64512, "localAddress": "10.0.0.11"}]), id="local"
-        ),
-        pytest.param(k8s.config(nextHopSelf={"ipv4": "10.0.0.11"}), id="next-hop-self"),
-        pytest.param(
-            k8s.config(mode="per-node", nodeName="worker-1", nextHopSelf={"ipv4": "10.0.0.11"}), id="per-node-own-node"
+            dict(mode="per-node", nodeName="worker-1", nextHopSelf={"ipv4": "10.0.0.11"}), id="per-node-own-node"
         ),
     ],
 )
-def test_the_speakers_own_node_address_is_that_nodes_next_hop(config):
+def test_the_speakers_own_node_address_is_that_nodes_next_hop(settings):
     """bgpadv on worker-1 peers from worker-1's address: VMs on worker-1 keep it as next hop."""
     nodes = [k8s.node("worker-1", "10.0.0.11"), k8s.node("worker-2", "10.0.0.12")]
-    p = plan(k8s.state(nodes, _good()[0], _vm("vm-a", "192.168.100.10/24", "worker-1")), config)
+    p = plan(k8s.state(nodes, _good()[0], _vm("vm-a", "192.168.100.10/24", "worker-1")), k8s.config(**settings))
     assert [(str(r.prefix), str(r.next_hop)) for r in p.routes if r.kind == "host"] == [
         ("192.168.100.10/32", "10.0.0.11")
     ]

@@ -22,7 +22,6 @@ from bgpadv.sources.decode.dispatch import decode
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
 
-CONFIG = k8s.config()
 EDGE = Prefix.parse("172.20.0.96/28")
 
 
@@ -42,7 +41,7 @@ def _cluster(*extra: dict):
 
 
 def test_the_plan_carries_networks_next_hops_and_every_node_address():
-    ctx = plan(_cluster(), CONFIG).context
+    ctx = plan(_cluster(), k8s.config()).context
     assert ctx.networks["vmnet-a"].subnets == (Prefix.parse("192.168.100.0/24"),)
     assert ctx.networks["vmnet-a"].network_id == 7
     assert ctx.next_hops["worker-1"][4] == Address.parse("10.0.0.11")
@@ -58,7 +57,7 @@ def test_a_network_over_a_nodes_external_ip_is_refused_by_the_planner_and_the_gu
         k8s.ipam_claim(NS, "vm-x.default", "vm-x", "cluster_udn_edge", ["172.20.0.100/28"]),
         k8s.vmi(NS, "vm-x", "worker-2"),
     )
-    p = plan(state, CONFIG)
+    p = plan(state, k8s.config())
     assert {(r.source.name, r.reason) for r in p.rejected} == {
         ("edge", checks.OVERLAPS_NODE_NETWORK),
         ("vm-x.default", checks.OVERLAPS_NODE_NETWORK),
@@ -70,7 +69,7 @@ def test_a_network_over_a_nodes_external_ip_is_refused_by_the_planner_and_the_gu
     good = next(r for r in p.routes if r.prefix == Prefix.parse("192.168.100.10/32"))
     subnet = dataclasses.replace(p.routes[0], prefix=EDGE, network="edge")
     vm = dataclasses.replace(good, prefix=Prefix.parse("172.20.0.100/32"), network="edge")
-    guard = Guard(CONFIG)
+    guard = Guard(k8s.config())
     guarded = guard.check([subnet, vm, good], guard.context(Plan(p.routes, p.rejected, buggy)))
     assert [(r.value, r.reason) for r in guarded.rejected] == [
         ("172.20.0.96/28", checks.OVERLAPS_NODE_NETWORK),
@@ -81,12 +80,12 @@ def test_a_network_over_a_nodes_external_ip_is_refused_by_the_planner_and_the_gu
 
 def test_the_incremental_planner_names_the_routes_that_moved_and_keeps_unmoved_mappings():
     state = _cluster()
-    planner = IncrementalPlanner(CONFIG)
+    planner = IncrementalPlanner(k8s.config())
     first = planner.plan(state, None)
     ms = k8s.migration_state("worker-1", "worker-2", target_ready="2025-03-01T10:00:05Z", vmi="vm-a")
     state.vmis[(NS, "vm-a")] = decode(resources.VMI, k8s.vmi(NS, "vm-a", "worker-1", migration_state=ms))
     second = planner.plan(state, {("vmis", (NS, "vm-a"))})
-    assert second == plan(state, CONFIG)  # context is no part of equality
+    assert second == plan(state, k8s.config())  # context is no part of equality
     assert second.context.networks is first.context.networks
     assert second.context.node_addresses is first.context.node_addresses
     (handover,) = second.context.handovers

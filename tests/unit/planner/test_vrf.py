@@ -30,7 +30,7 @@ NODES = [
     k8s.node("worker-1", "10.0.0.11", "fd00::11", labels={"bgp": "enabled"}),
     k8s.node("worker-2", "10.0.0.12", "fd00::12"),
 ]
-FOLLOW = k8s.config(networks={"followRouteAdvertisements": True})
+FOLLOW = {"networks": {"followRouteAdvertisements": True}}  # the configuration that follows RouteAdvertisements
 MAC_VRF = {"vtep": "evpn-vtep", "macVRF": {"vni": 100, "routeTarget": "65000:100"}}
 BOTH_VRFS = {"vtep": "evpn-vtep", "macVRF": {"vni": 10100}, "ipVRF": {"vni": 20100}}
 
@@ -57,9 +57,9 @@ SERVED = {("192.168.100.0/24", "subnet"), ("192.168.100.10/32", "host")}
 
 
 @pytest.mark.parametrize(
-    ("cudn", "ras", "config", "value"),
+    ("cudn", "ras", "settings", "value"),
     [
-        pytest.param(vmnet(evpn=MAC_VRF), [], k8s.config(), "EVPN", id="evpn-macvrf-selector-only"),
+        pytest.param(vmnet(evpn=MAC_VRF), [], {}, "EVPN", id="evpn-macvrf-selector-only"),
         pytest.param(vmnet(evpn=BOTH_VRFS), [ra()], FOLLOW, "EVPN", id="evpn-macvrf-ipvrf-with-default-ra"),
         pytest.param(vmnet(), [ra(target_vrf="auto")], FOLLOW, "auto", id="ra-target-vrf-auto"),
         pytest.param(vmnet(), [ra(target_vrf="tenant-blue")], FOLLOW, "tenant-blue", id="ra-target-vrf-named"),
@@ -72,8 +72,8 @@ SERVED = {("192.168.100.0/24", "subnet"), ("192.168.100.10/32", "host")}
         ),
     ],
 )
-def test_vrf_bound_networks_are_refused_whole(cudn, ras, config, value):
-    p = planned_both_ways(k8s.state(NODES, cudn, ras, vm()), config)
+def test_vrf_bound_networks_are_refused_whole(cudn, ras, settings, value):
+    p = planned_both_ways(k8s.state(NODES, cudn, ras, vm()), k8s.config(**settings))
     assert p.routes == ()
     assert refused(p) == {(CUDN, value, "vrf-not-served"), (CLAIM, NET, "vrf-not-served")}
     assert all(r.network == "vmnet-a" for r in p.rejected)
@@ -94,7 +94,7 @@ def test_the_evpn_refusal_names_its_vrfs():
     ],
 )
 def test_default_vrf_route_advertisements_serve_the_network(ras):
-    p = planned_both_ways(k8s.state(NODES, vmnet(), ras, vm()), FOLLOW)
+    p = planned_both_ways(k8s.state(NODES, vmnet(), ras, vm()), k8s.config(**FOLLOW))
     assert routes(p) == SERVED
     assert p.rejected == ()
 
@@ -119,7 +119,9 @@ def test_without_follow_the_ra_target_vrf_is_not_read():
     ],
 )
 def test_a_vm_on_a_node_outside_the_node_selector_is_refused(node_selector, node, announced):
-    p = planned_both_ways(k8s.state(NODES, vmnet(), ra(node_selector=node_selector), vm(node=node)), FOLLOW)
+    p = planned_both_ways(
+        k8s.state(NODES, vmnet(), ra(node_selector=node_selector), vm(node=node)), k8s.config(**FOLLOW)
+    )
     hosts = {r for r in routes(p) if r[1] == "host"}
     if announced:
         assert hosts == {("192.168.100.10/32", "host")}
@@ -137,19 +139,21 @@ def test_layer3_host_subnets_of_unselected_nodes_are_refused():
         k8s.node("worker-2", "10.0.0.12", node_subnets={"cluster_udn_l3": "10.132.2.0/24"}),
     ]
     l3 = k8s.cudn_layer3("l3", [("10.132.0.0/16", 24)], labels=ADV)
-    p = planned_both_ways(k8s.state(nodes, l3, ra(node_selector={"matchLabels": {"bgp": "enabled"}})), FOLLOW)
+    p = planned_both_ways(
+        k8s.state(nodes, l3, ra(node_selector={"matchLabels": {"bgp": "enabled"}})), k8s.config(**FOLLOW)
+    )
     assert {(str(r.prefix), r.node) for r in p.routes} == {("10.132.1.0/24", "worker-1")}
     assert refused(p) == {("Node worker-2", "10.132.2.0/24", "node-not-selected")}
 
 
 def test_relabelling_a_node_into_the_selector_announces_its_vm():
     state = k8s.state(NODES, vmnet(), ra(node_selector={"matchLabels": {"bgp": "enabled"}}), vm(node="worker-2"))
-    inc = IncrementalPlanner(FOLLOW)
-    assert inc.plan(state, None) == plan(state, FOLLOW)
+    inc = IncrementalPlanner(k8s.config(**FOLLOW))
+    assert inc.plan(state, None) == plan(state, k8s.config(**FOLLOW))
     relabelled = k8s.state(k8s.node("worker-2", "10.0.0.12", "fd00::12", labels={"bgp": "enabled"})).nodes
     state.nodes["worker-2"] = relabelled["worker-2"]
     p = inc.plan(state, {("nodes", "worker-2")})
-    assert p == plan(state, FOLLOW)
+    assert p == plan(state, k8s.config(**FOLLOW))
     assert ("192.168.100.10/32", "host") in routes(p)
 
 
@@ -157,13 +161,15 @@ def test_relabelling_a_node_into_the_selector_announces_its_vm():
 
 
 def test_egress_ip_advertisements_are_refused_on_the_route_advertisements_visibly():
-    p = planned_both_ways(k8s.state(NODES, vmnet(), ra(advertisements=["PodNetwork", "EgressIP"]), vm()), FOLLOW)
+    p = planned_both_ways(
+        k8s.state(NODES, vmnet(), ra(advertisements=["PodNetwork", "EgressIP"]), vm()), k8s.config(**FOLLOW)
+    )
     assert routes(p) == SERVED  # the PodNetwork part is honoured
     assert refused(p) == {("RouteAdvertisements default-vrf", "EgressIP", "advertisement-not-implemented")}
 
 
 def test_an_egress_ip_only_ra_selects_nothing_and_says_why():
-    p = planned_both_ways(k8s.state(NODES, vmnet(), ra(advertisements=["EgressIP"]), vm()), FOLLOW)
+    p = planned_both_ways(k8s.state(NODES, vmnet(), ra(advertisements=["EgressIP"]), vm()), k8s.config(**FOLLOW))
     assert p.routes == ()
     assert ("RouteAdvertisements default-vrf", "EgressIP", "advertisement-not-implemented") in refused(p)
     assert (CLAIM, NET, "network-not-selected") in refused(p)
@@ -171,7 +177,7 @@ def test_an_egress_ip_only_ra_selects_nothing_and_says_why():
 
 def test_an_egress_ip_ra_selecting_no_served_network_is_none_of_bgpadvs_business():
     other = k8s.route_advertisements("egress", {"matchLabels": {"team": "web"}}, advertisements=["EgressIP"])
-    p = planned_both_ways(k8s.state(NODES, vmnet(), ra(), other, vm()), FOLLOW)
+    p = planned_both_ways(k8s.state(NODES, vmnet(), ra(), other, vm()), k8s.config(**FOLLOW))
     assert routes(p) == SERVED
     assert p.rejected == ()
 

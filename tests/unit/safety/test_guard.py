@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from bgpadv.config import Config
 from bgpadv.core.model import ObjectRef, Plan, Route, RouteKind
 from bgpadv.core.prefix import Address, Prefix
 from bgpadv.planner import checks, plan
@@ -20,15 +21,20 @@ from bgpadv_lab.objects import VM_NAMESPACE as NS
 
 ADV = k8s.ADVERTISED
 W1, W1_6 = Address.parse("10.0.0.11"), Address.parse("fd00::11")
-CONFIG = k8s.config(
-    peers=[
-        {"address": "10.0.0.1", "asn": 64512},  # IPv4 session, both families
-        {"address": "10.0.0.2", "asn": 64512, "families": ["ipv4 unicast"]},
-        {"address": "fd00::1", "asn": 64512, "families": ["ipv6 unicast"]},
-        {"address": "fd00::2", "asn": 64512},  # IPv6 session, both families
-        {"address": "172.16.0.1", "asn": 64512},  # a ToR inside vmnet-b (a wrong network, not a wrong peer)
-    ]
-)
+PEERS = [
+    {"address": "10.0.0.1", "asn": 64512},  # IPv4 session, both families
+    {"address": "10.0.0.2", "asn": 64512, "families": ["ipv4 unicast"]},
+    {"address": "fd00::1", "asn": 64512, "families": ["ipv6 unicast"]},
+    {"address": "fd00::2", "asn": 64512},  # IPv6 session, both families
+    {"address": "172.16.0.1", "asn": 64512},  # a ToR inside vmnet-b (a wrong network, not a wrong peer)
+]
+
+
+def config() -> Config:
+    """Five peers of both families, one inside vmnet-b; parsed afresh for each caller."""
+    return k8s.config(peers=PEERS)
+
+
 OBJECTS = [
     k8s.node("worker-1", "10.0.0.11", "fd00::11"),
     k8s.node("worker-2", "10.0.0.12"),
@@ -43,7 +49,7 @@ OBJECTS = [
 @pytest.fixture
 def cluster_plan() -> Plan:
     """The planner's plan of OBJECTS."""
-    return plan(k8s.state(OBJECTS), CONFIG)
+    return plan(k8s.state(OBJECTS), config())
 
 
 @pytest.fixture
@@ -51,9 +57,9 @@ def ctx(cluster_plan: Plan) -> GuardContext:
     """The guard's own view, as if the planner had let vmnet-b through: the planner refuses a network that covers a
     BGP peer (covers-infrastructure), and the guard must hold the line whatever the planner did."""
     return GuardContext.of(
-        [*GuardContext.from_state(k8s.state(OBJECTS), CONFIG).subnet_networks(), Prefix.parse("172.16.0.0/16")],
+        [*GuardContext.from_state(k8s.state(OBJECTS), config()).subnet_networks(), Prefix.parse("172.16.0.0/16")],
         cluster_plan.context.node_addresses,
-        CONFIG,
+        config(),
     )
 
 
@@ -280,7 +286,7 @@ def test_a_peer_without_a_family_another_peer_carries_just_does_not_get_it(ctx):
     """One session per family is a design, not a fault: no refusal, each peer gets its family."""
     v6 = route("fd10:100::10/128", W1_6)
     v4 = route("192.168.100.10/32")
-    guarded = Guard(CONFIG).check([v4, v6], ctx)
+    guarded = Guard(config()).check([v4, v6], ctx)
     assert guarded.per_peer == {
         "10.0.0.1": (v4, v6),
         "10.0.0.2": (v4,),
@@ -294,7 +300,7 @@ def test_a_peer_without_a_family_another_peer_carries_just_does_not_get_it(ctx):
 def test_a_route_refused_for_several_peers_is_reported_once_naming_the_first(ctx):
     """The IPv6 `self` subnet cannot be expressed on either IPv4 session that carries IPv6: one refusal."""
     subnet6 = route("fd10:100::/64", None)
-    guarded = Guard(CONFIG).check([subnet6], ctx)
+    guarded = Guard(config()).check([subnet6], ctx)
     assert [(r.value, r.reason) for r in guarded.rejected] == [("fd10:100::/64", checks.FAMILY_NOT_CARRIED)]
     assert "10.0.0.1" in guarded.rejected[0].message
     assert guarded.per_peer["fd00::1"] == guarded.per_peer["fd00::2"] == (subnet6,)
@@ -313,7 +319,7 @@ def test_a_family_no_peer_carries_is_refused():
 
 
 def test_unchanged_route_objects_are_not_evaluated_again_and_a_new_context_drops_the_verdicts(ctx, cluster_plan):
-    guard = Guard(CONFIG)
+    guard = Guard(config())
     routes = [route(f"192.168.100.{i}/32") for i in range(10, 20)]
     guard.check(routes, guard.context(cluster_plan))
     assert guard.evaluated == 10
@@ -321,14 +327,14 @@ def test_unchanged_route_objects_are_not_evaluated_again_and_a_new_context_drops
     guard.check(changed, guard.context(cluster_plan))
     assert guard.evaluated == 11
     moved = k8s.state(OBJECTS, k8s.node("worker-4", "10.0.0.14"))
-    moved_ctx = guard.context(plan(moved, CONFIG))
+    moved_ctx = guard.context(plan(moved, config()))
     assert moved_ctx != ctx
     guard.check(changed, moved_ctx)
     assert guard.evaluated == 21
 
 
 def test_the_context_is_rebuilt_only_when_a_network_or_node_object_changes(cluster_plan):
-    guard = Guard(CONFIG)
+    guard = Guard(config())
     assert guard.context(cluster_plan) is guard.context(cluster_plan)
 
 
