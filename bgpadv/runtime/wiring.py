@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from bgpadv.runtime.handover import EarlyController
     from bgpadv.speaker.bfd import BfdControl
 
-log = logging.getLogger("bgpadv.service")
+log = logging.getLogger(__name__)
 
 PER_NODE_RELIST_SPREAD = 5.0
 """Seconds over which a per-node instance spreads a relist forced by 410 Gone (`ReflectorSettings.relist_spread`):
