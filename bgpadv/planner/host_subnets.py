@@ -21,7 +21,7 @@ claimless VMs on them pays nothing), from the node views taken when the index wa
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from bgpadv.core import reasons, views
 from bgpadv.core.model import Refusal
@@ -108,7 +108,7 @@ def holders(
     refusals: list[Refusal],
     *,
     node_selection: bool = True,
-) -> Iterator[Holding]:
+) -> list[Holding]:
     """Every host subnet the Layer3 networks `layer3` give a node, as held: in node order (`nodes`, oldest first;
     `info_of` gives each node's index entry, None: skipped), the first node to name a subnet that passes the
     network's rules holds it; the refusals of the entries held by none go into `refusals`, in the same order: a
@@ -125,6 +125,8 @@ def holders(
     rules = [(network, host_subnet_check(network), _placement_spans(network)) for network in layer3]
     holder: dict[tuple[int, int, int], NodeInfo] = {}
     held = holder.get
+    out: list[Holding] = []
+    hold = out.append
     for node in nodes:
         info = info_of(node)
         if info is None:
@@ -141,36 +143,31 @@ def holders(
             if not entries:
                 continue
             selected = not node_selection or network.node_selectors is None or network.selects_node(info.labels)
+            fast = spans if selected else None
             for entry in entries:
                 net = entry.prefix
-                if net is None or not selected or spans is None:
+                fits = False
+                if fast is not None and net is not None:  # the fast path (`_placement_spans`)
+                    first, length = net.value, net.length
+                    for lo, hi, cidr_length, required in fast[net.version]:
+                        if lo <= first <= hi and length >= cidr_length:
+                            fits = required is None or required == length
+                            break
+                if not fits:  # `check` decides, and words the refusal
                     refusal = check(info, entry) if selected or net is None else _not_selected(info, entry, network)
                     if refusal is not None:
                         refusals.append(refusal)
                         continue
-                    assert net is not None  # check() refuses an entry that does not parse
-                elif not _fits(spans[net.version], net):
-                    refusal = check(info, entry)
-                    assert refusal is not None  # the fast path accepts only what check() accepts
-                    refusals.append(refusal)
-                    continue
+                assert net is not None  # check() refuses an entry that does not parse
                 key = net.key
                 older = held(key)
                 if older is None:
                     holder[key] = info
-                    yield info, network, net, entry
+                    hold((info, network, net, entry))
                 elif older is not info:  # the same node naming it twice: once is enough
                     message = f"host subnet {net} is also named by node {older.name}, which is older and keeps it"
                     refusals.append(Refusal(info.ref, entry.text, checks.HOST_SUBNET_CONFLICT, message, network.name))
-
-
-def _fits(spans: tuple[tuple[int, int, int, int | None], ...], net: Prefix) -> bool:
-    """The fast path of the placement rules (`_placement_spans`): True when `net` passes them all."""
-    first, length = net.value, net.length
-    for lo, hi, cidr_length, required in spans:
-        if lo <= first <= hi and length >= cidr_length:
-            return required is None or required == length
-    return False
+    return out
 
 
 def _not_selected(info: NodeInfo, entry: views.HostSubnet, network: Network) -> Refusal:

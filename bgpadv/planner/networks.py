@@ -412,19 +412,22 @@ def _layer3_routes(
     subnet = RouteKind.SUBNET
     route = make_route
     node: NodeInfo | None = None
-    hop4 = hop6 = None
+    ref, node_name, hop4, hop6 = None, "", None, None
+    last: Network | None = None
+    name, network_attrs = "", None
     ordered = oldest_first(nodes.values())
     for info, network, net, entry in holders(ordered, lambda node: index.get(node.name), layer3, refusals):
-        if info is not node:  # a node's host subnets come one after the other: its next hops read once
-            node, hop4, hop6 = info, info.address(4), info.address(6)
+        if info is not node:  # a node's host subnets come one after the other: read once per node and network
+            node, ref, node_name, hop4, hop6 = info, info.ref, info.name, info.address(4), info.address(6)
+        if network is not last:
+            last, name, network_attrs = network, network.name, attrs[network.name]
         version = net.version
         next_hop = hop4 if version == 4 else hop6
-        name = network.name
         if next_hop is None:
             reason, message = info.no_address(version)
             refusals.append(Refusal(info.ref, entry.text, reason, message, name))
             continue
-        routes.append(route(net, next_hop, name, subnet, info.ref, info.name, attrs[name]))
+        routes.append(route(net, next_hop, name, subnet, ref, node_name, network_attrs))
 
 
 def subnet_routes(
