@@ -228,7 +228,7 @@ def test_a_removed_peers_held_routes_are_dropped_not_held_until_a_confirmation()
 def test_a_hold_and_a_confirmation_are_logged_as_warnings_with_their_cause(caplog: pytest.LogCaptureFixture) -> None:
     clock = Clock()
     hold = hold_with(hosts(1, 2, 3, 4), clock=clock)
-    with caplog.at_level(logging.WARNING, logger="bgpadv.hold"):
+    with caplog.at_level(logging.WARNING, logger="bgpadv.safety.hold"):
         hold.apply({"tor": ()}, bulk=True, origin="relist")
         clock.now += H
         hold.apply({"tor": ()}, bulk=True, listed_since=clock.now)

@@ -16,7 +16,7 @@ from bgpadv.config import Config, parse
 from bgpadv.core import resources
 from bgpadv.core.views import Node
 from bgpadv.runtime.peer_moves import MOVE_WITHDRAW_SECONDS, PeerMoves
-from bgpadv.sources.decode import decode
+from bgpadv.sources.decode.dispatch import decode
 from bgpadv_lab import objects as k8s
 
 RACK = "topology.bgpadv.io/rack"
