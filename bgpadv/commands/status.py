@@ -1,6 +1,7 @@
 """`bgpadv status`: what a running instance reports on its /status endpoint, printed for people.
 
-The document is read and checked by `bgpadv.commands.statusdoc` (a document of another shape: one line, exit 2).
+The document is read by `bgpadv.commands.statusclient` and checked against `bgpadv.commands.statusdoc` (a
+document of another shape: one line, exit 2).
 Every string of it (network and peer names, reasons, resources: the cluster's or the remote instance's) is printed
 through `bgpadv.core.printable` in the tables and lines, so no value can forge a line or steer the terminal;
 `--json` prints the document exactly (pure ASCII)."""
@@ -11,7 +12,8 @@ import sys
 from datetime import UTC, datetime
 from typing import IO, Any
 
-from bgpadv.commands.statusdoc import EXIT_BAD_DOCUMENT, PEER, BadDocument, fetch
+from bgpadv.commands import statusclient
+from bgpadv.commands.statusdoc import PEER, BadDocument
 from bgpadv.core.printable import join_lines, printable, write_json, write_line, write_text
 
 DEFAULT_URL = "http://127.0.0.1:9179"
@@ -21,14 +23,12 @@ def main(url: str = DEFAULT_URL, *, as_json: bool = False, out: IO[str] | None =
     """Print the status of the instance at `url`; 0 if it answered (ready or not), 1 if it could not be reached,
     2 if its answer is not a /status document of the expected shape (`bgpadv.commands.statusdoc`)."""
     out = out if out is not None else sys.stdout
-    where = f"{url.rstrip('/')}/status"
     try:
-        status = fetch(url)
-    except BadDocument as exc:
-        write_line(sys.stderr, f"bgpadv status: {printable(where)} is not a bgpadv /status document: {exc}")
-        return EXIT_BAD_DOCUMENT
-    except (OSError, ValueError) as exc:  # URLError and HTTPError are OSErrors
-        write_line(sys.stderr, f"bgpadv status: cannot read {printable(where)}: {printable(exc)}")
+        status = statusclient.status(url)
+    except statusclient.NotTheDocument as exc:
+        return statusclient.refuse("bgpadv status", exc)
+    except statusclient.Unreachable as exc:
+        write_line(sys.stderr, f"bgpadv status: cannot read {printable(exc.where)}: {printable(exc)}")
         return 1
     if as_json:
         write_json(out, status, sort_keys=True)

@@ -1,7 +1,7 @@
-"""The one client of a running instance's `/status` and `/sent`: what `bgpadv status` and `explain --status-url`
-read, checked at the edge.
+"""The shape of what a running instance serves on `/status` and `/sent`, as `bgpadv status` and `explain --status-url`
+read it (through `bgpadv.commands.statusclient`, which fetches it): checked at the edge.
 
-An answer is read once, bounded (`MAX_BODY` bytes), parsed as strict JSON (no `NaN` or `Infinity`) and checked
+An answer is bounded (`MAX_BODY` bytes), parsed as strict JSON (no `NaN` or `Infinity`) and checked
 against the shape the instance writes (`bgpadv.observe.readiness`, `metrics_observer`, `importer.reconciler`): every
 key the commands read has its type, every string is at most `MAX_TEXT` characters, every count is a whole number
 from 0 to 2^53, every time a finite Unix time before the year 10000, every duration finite and not negative. Keys the
@@ -13,8 +13,6 @@ so and exits 2 (`EXIT_BAD_DOCUMENT`), never with a traceback and never printing 
 from __future__ import annotations
 
 import json
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -244,23 +242,3 @@ def decode(body: bytes, shape: Check = STATUS) -> dict[str, Any]:
         raise BadDocument(f"not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
     checked: dict[str, Any] = shape(doc, "")
     return checked
-
-
-def _get(url: str, timeout: float) -> bytes:
-    with urllib.request.urlopen(url, timeout=timeout) as resp:
-        body: bytes = resp.read(MAX_BODY + 1)
-        return body
-
-
-def fetch(url: str, timeout: float = 5.0) -> dict[str, Any]:
-    """The /status document of the instance at `url` (the metrics listener's base URL), checked (`STATUS`).
-    OSError (URLError included) when it cannot be read, BadDocument when the answer is not the document."""
-    return decode(_get(url.rstrip("/") + "/status", timeout), STATUS)
-
-
-def fetch_sent(url: str, prefixes: Sequence[str], timeout: float = 5.0) -> dict[str, Any]:
-    """`/sent` of the instance at `url`: prefix -> peer -> its last acknowledged send (`bgpadv.speaker.sent`).
-    An instance older than the endpoint answers 404: HTTPError, an OSError."""
-    query = urllib.parse.urlencode([("prefix", p) for p in prefixes])
-    found: dict[str, Any] = decode(_get(url.rstrip("/") + "/sent?" + query, timeout), SENT).get("prefixes") or {}
-    return found
