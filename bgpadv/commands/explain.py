@@ -65,10 +65,6 @@ def main(
     Per-node mode (`mode: per-node`, or `per_node` for a configuration the DaemonSet runs as it is) judges every
     node's instance, or only `node`'s; in cluster mode `node` is the node a replica runs on (its addresses stand for
     next-hop self, as the live replica takes them)."""
-    from bgpadv import config as bgpadv_config
-    from bgpadv.commands.inputs import InputError, read_cluster
-    from bgpadv.commands.outcome import instances
-
     if output not in OUTPUTS:
         write_line(sys.stderr, f"bgpadv explain: --output must be table or json, got {printable(output)}")
         return EXIT_USAGE
@@ -80,24 +76,10 @@ def main(
     except ValueError as e:
         write_line(sys.stderr, f"bgpadv explain: {printable(e)}")
         return EXIT_USAGE
-    judged = bgpadv_config.Judged(per_node=per_node, node=node, unread=[])  # no password is needed to judge
-    cfg = bgpadv_config.load_or_report(config_path, listener=False, judged=judged)  # no listener: no node address
-    if cfg is None:
+    explainer = _explainer(config_path, manifests, kubeconfig, context, per_node, node)
+    if explainer is None:
         return EXIT_USAGE
-    try:
-        state, warnings = read_cluster(cfg, manifests, kubeconfig, context)
-    except InputError as e:
-        write_line(sys.stderr, f"bgpadv explain: {printable(e)}")
-        return EXIT_USAGE
-    for warning in [*judged.notes, *warnings]:
-        write_line(sys.stderr, f"warning: {printable(warning)}")
-    if node is not None and node not in state.nodes:
-        write_line(sys.stderr, f"bgpadv explain: --node {printable(node)}: the cluster has no such Node")
-        return EXIT_USAGE
-    found = instances(state, cfg)
-    if node is not None and cfg.node_name is not None:
-        found = tuple(i for i in found if i.name == node)
-    explanation = Explainer(state, cfg, found).explain(query)
+    explanation = explainer.explain(query)
     try:
         explanation.instances = [
             live_instance(url, explanation.networks(), explanation.prefixes()) for url in status_urls
@@ -109,6 +91,40 @@ def main(
     else:
         write_text(sys.stdout, render_table(explanation))
     return explanation.exit_code
+
+
+def _explainer(
+    config_path: str,
+    manifests: Sequence[str],
+    kubeconfig: str | None,
+    context: str | None,
+    per_node: bool,
+    node: str | None,
+) -> Explainer | None:
+    """The configuration and the cluster read, and the instances judged (every one, or `node`'s); None when one
+    cannot be (what is wrong is on stderr)."""
+    from bgpadv import config as bgpadv_config
+    from bgpadv.commands.inputs import InputError, read_cluster
+    from bgpadv.commands.outcome import instances
+
+    judged = bgpadv_config.Judged(per_node=per_node, node=node, unread=[])  # no password is needed to judge
+    cfg = bgpadv_config.load_or_report(config_path, listener=False, judged=judged)  # no listener: no node address
+    if cfg is None:
+        return None
+    try:
+        state, warnings = read_cluster(cfg, manifests, kubeconfig, context)
+    except InputError as e:
+        write_line(sys.stderr, f"bgpadv explain: {printable(e)}")
+        return None
+    for warning in [*judged.notes, *warnings]:
+        write_line(sys.stderr, f"warning: {printable(warning)}")
+    if node is not None and node not in state.nodes:
+        write_line(sys.stderr, f"bgpadv explain: --node {printable(node)}: the cluster has no such Node")
+        return None
+    found = instances(state, cfg)
+    if node is not None and cfg.node_name is not None:
+        found = tuple(i for i in found if i.name == node)
+    return Explainer(state, cfg, found)
 
 
 def instance_report(

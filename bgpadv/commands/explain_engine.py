@@ -357,13 +357,10 @@ class Explainer:
             verdicts.append(self._explain_address_of(item.address, item.source, None, item.vmi, out, item))
         return verdicts
 
-    def _address(self, query: Query, out: Explanation) -> None:
-        address = query.address
-        assert address is not None and query.prefix is not None
-        verdicts: list[str] = []
-        claims = self._claims_with(address)
-        networks: set[str] = set()
-        for claim in claims:
+    def _address_claims(self, address: Address, out: Explanation, networks: set[str]) -> list[str]:
+        """The verdicts of `address` as the claims listing it state it, with their VMs; `networks` gains theirs."""
+        verdicts = []
+        for claim in self._claims_with(address):
             out.objects.append(Mention(claim.ref, describe_claim(claim, self.references.of(claim))))
             vm = claim_vm(claim, self.references) or claim.vm
             vmi = self.state.vmis.get((claim.key[0], vm)) if vm else None
@@ -374,10 +371,10 @@ class Explainer:
                 networks.add(net)
             vm_address = next(x for x in claim.ips if x.address == address)
             verdicts.append(self._explain_address_of(vm_address, claim.ref, claim, vmi, out))
-        verdicts += self._address_reported(address, out, networks)
-        for name, view in sorted(self.state.cudns.items()):
-            if any(address in s for s in view.subnets) or name in networks:
-                self._mention_network(name, out)
+        return verdicts
+
+    def _address_nodes(self, address: Address, out: Explanation) -> None:
+        """The nodes `address` is an address of or lies in a host subnet of, with their refusals of it."""
         for _name, node in sorted(self.state.nodes.items()):
             subnets = [s for subs in node.host_subnets.values() for s in subs if s.prefix and address in s.prefix]
             if address in node.addresses or subnets:
@@ -385,6 +382,17 @@ class Explainer:
                 # the node's own refusals of the address (an older node reported it first)
                 text = str(address)
                 self._refused([r for r in self.refusals if r.source == node.ref and text in r.value.split(", ")], out)
+
+    def _address(self, query: Query, out: Explanation) -> None:
+        address = query.address
+        assert address is not None and query.prefix is not None
+        networks: set[str] = set()
+        verdicts = self._address_claims(address, out, networks)
+        verdicts += self._address_reported(address, out, networks)
+        for name, view in sorted(self.state.cudns.items()):
+            if any(address in s for s in view.subnets) or name in networks:
+                self._mention_network(name, out)
+        self._address_nodes(address, out)
         # the guard's refusals of the host route itself (a prefix, whatever object it came from)
         for r in self.refusals:
             if r.value.strip() == str(query.prefix) and not any(
@@ -444,27 +452,8 @@ class Explainer:
         self._mention_vm(vmi, (namespace, name), out, None)
         for claim in sorted(claims, key=lambda c: c.key):
             verdicts += self._vm_claim(claim, name, vmi, out)
-        if vmi is not None:  # the VM's own addresses: a guest's report, OVN-K's assignment on its launcher pod
-            claimed = {a.key for c in claims for a in c.ips if a.address is not None}
-            for item in self._reported(vmi=vmi):
-                if item.address.address is not None and item.address.key in claimed:
-                    continue  # the claim's
-                net = item.network()
-                if net and not any((m.ref.kind, m.ref.name) == ("ClusterUserDefinedNetwork", net) for m in out.objects):
-                    self._mention_network(net, out)
-                verdict = self._explain_address_of(item.address, vmi.ref, None, vmi, out, item)
-                if verdict != NOT_ANNOUNCED or not never_read(self.state, item):
-                    verdicts.append(verdict)  # a report never read is listed, not the VM's verdict
-            listed = {(v.source, v.value, v.reason) for v in out.rules}
-            for r in self.refusals:  # the VMI's refusals of no one address (a namespace, a list), not listed yet
-                if r.source == vmi.ref and (r.source, r.value, r.reason) not in listed:
-                    self._refused([r], out)
-                    verdicts.append(REFUSED)
-            own = [a for a in self.announced if a.route.source == vmi.ref and a not in out.routes]
-            if own:
-                self._admitted(own, out)
-                out.routes.extend(own)
-                verdicts.append(ANNOUNCED)
+        if vmi is not None:
+            verdicts += self._vm_own(vmi, claims, out)
         out.verdict = _worst(verdicts) if verdicts else NOT_ANNOUNCED
         if not verdicts:
             out.rules.append(
@@ -477,6 +466,32 @@ class Explainer:
                 )
             )
         out.summary = _vm_summary(out, namespace, name)
+
+    def _vm_own(self, vmi: Vmi, claims: Sequence[Claim], out: Explanation) -> list[str]:
+        """The verdicts of the VM's own addresses (a guest's report, OVN-K's assignment on its launcher pod), of the
+        VMI's refusals of no one address, and of its routes not listed yet."""
+        verdicts = []
+        claimed = {a.key for c in claims for a in c.ips if a.address is not None}
+        for item in self._reported(vmi=vmi):
+            if item.address.address is not None and item.address.key in claimed:
+                continue  # the claim's
+            net = item.network()
+            if net and not any((m.ref.kind, m.ref.name) == ("ClusterUserDefinedNetwork", net) for m in out.objects):
+                self._mention_network(net, out)
+            verdict = self._explain_address_of(item.address, vmi.ref, None, vmi, out, item)
+            if verdict != NOT_ANNOUNCED or not never_read(self.state, item):
+                verdicts.append(verdict)  # a report never read is listed, not the VM's verdict
+        listed = {(v.source, v.value, v.reason) for v in out.rules}
+        for r in self.refusals:  # the VMI's refusals of no one address (a namespace, a list), not listed yet
+            if r.source == vmi.ref and (r.source, r.value, r.reason) not in listed:
+                self._refused([r], out)
+                verdicts.append(REFUSED)
+        own = [a for a in self.announced if a.route.source == vmi.ref and a not in out.routes]
+        if own:
+            self._admitted(own, out)
+            out.routes.extend(own)
+            verdicts.append(ANNOUNCED)
+        return verdicts
 
     def _vm_claim(self, claim: Claim, name: str, vmi: Vmi | None, out: Explanation) -> list[str]:
         """The verdicts of one claim of VM `name` (by its label or owner, or by its launcher pod's reference)."""

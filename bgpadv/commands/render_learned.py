@@ -84,18 +84,24 @@ def load_learned(path: str, peers: set[str] | None = None) -> tuple[dict[str, di
         if not isinstance(routes, dict):
             problem(f"peer {peer}: must map prefixes to next hops, got {brief(routes)}")
             continue
-        table = out.setdefault(str(peer), {})
-        for prefix_key, next_hop in routes.items():
-            prefix = _parsed(lambda t: Prefix.parse(t, strict=False), prefix_key)
-            if prefix is None:
-                problem(f"peer {peer}: prefix {brief(prefix_key)}: not an IP prefix")
-                continue
-            hop = None if next_hop is None else _parsed(Address.parse, next_hop)
-            if next_hop is not None and hop is None:
-                problem(f"peer {peer}: {prefix}: next hop {brief(next_hop)}: not an IP address")
-                continue
-            table[prefix] = hop
+        out.setdefault(str(peer), {}).update(_learned_routes(peer, routes, problem))
     return out, problems
+
+
+def _learned_routes(peer: Address, routes: dict, problem: Callable[[str], None]) -> dict[Prefix, Address | None]:
+    """One peer's prefix → next hop entries that can be read; `problem` is told of each that cannot."""
+    table: dict[Prefix, Address | None] = {}
+    for prefix_key, next_hop in routes.items():
+        prefix = _parsed(lambda t: Prefix.parse(t, strict=False), prefix_key)
+        if prefix is None:
+            problem(f"peer {peer}: prefix {brief(prefix_key)}: not an IP prefix")
+            continue
+        hop = None if next_hop is None else _parsed(Address.parse, next_hop)
+        if next_hop is not None and hop is None:
+            problem(f"peer {peer}: {prefix}: next hop {brief(next_hop)}: not an IP address")
+            continue
+        table[prefix] = hop
+    return table
 
 
 def _parsed(parse: Callable[[str], T], value: object) -> T | None:
