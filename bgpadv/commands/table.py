@@ -20,10 +20,12 @@ INDENT = "  "
 
 @dataclass(frozen=True, slots=True)
 class Column(Generic[T]):
-    """One column: its header, and the cell an item gives (any object: made printable text by the table)."""
+    """One column: its header, the cell an item gives (any object: made printable text by the table), and whether
+    its cells align right (counts) rather than left."""
 
     header: str
     cell: Callable[[T], object]
+    right: bool = False
 
 
 def headers(columns: Sequence[Column[T]]) -> tuple[str, ...]:
@@ -45,8 +47,11 @@ def widths(header: Sequence[str], found: Sequence[Sequence[str]]) -> list[int]:
     return [max([len(h), *(len(r[i]) for r in found)]) for i, h in enumerate(header)]
 
 
-def line(row: Sequence[str], sizes: Sequence[int], indent: str = INDENT) -> str:
-    return (indent + "  ".join(c.ljust(w) for c, w in zip(row, sizes, strict=True))).rstrip()
+def line(row: Sequence[str], sizes: Sequence[int], indent: str = INDENT, right: Sequence[bool] = ()) -> str:
+    """One line of cells padded to `sizes`, left-aligned unless `right` says so for that column."""
+    flags = right or [False] * len(sizes)
+    padded = (c.rjust(w) if r else c.ljust(w) for c, w, r in zip(row, sizes, flags, strict=True))
+    return (indent + "  ".join(padded)).rstrip()
 
 
 def aligned(header: Sequence[str], found: Sequence[Sequence[object]]) -> list[str]:
