@@ -71,7 +71,7 @@ def vm(i: int, node: str) -> tuple[dict, dict]:
 class Sources:
     """Delivers nothing by itself: the bench puts events on the controller's queue."""
 
-    def __init__(self, emit) -> None:
+    def __init__(self) -> None:
         self.synced = True
 
     def start(self) -> None:
@@ -132,7 +132,7 @@ def build(n: int, window: float, pods: bool = False) -> tuple[Controller, FakeEx
     c = Controller(
         config,
         speaker=speaker,
-        sources_factory=Sources,
+        sources=Sources(),
         settings=LoopSettings(coalesce_window=window, resync_interval=1e9),
     )
     speaker.start()

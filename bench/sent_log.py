@@ -17,7 +17,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from netaddr import IPAddress
 
 from bgpadv.config import PeerConfig
 from bgpadv.core.model import Cause, ObjectRef, Route, RouteKind
@@ -25,7 +24,7 @@ from bgpadv.core.prefix import Address, Prefix
 from bgpadv.speaker.sent import SendLog
 from bgpadv.speaker.session import Speaker
 
-PEERS = [PeerConfig(address=IPAddress("10.0.0.1"), asn=64512), PeerConfig(address=IPAddress("10.0.0.2"), asn=64512)]
+PEERS = [PeerConfig(address=Address.parse(a), asn=64512) for a in ("10.0.0.1", "10.0.0.2")]
 CLAIM = ObjectRef("IPAMClaim", "vm.default", "ns", "0b6a4c1e-2f4d-4b8e-9c1a-7d2e3f4a5b6c")
 
 

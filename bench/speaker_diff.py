@@ -29,7 +29,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from netaddr import IPAddress
 
 from bgpadv.config import PeerConfig
 from bgpadv.core.model import ObjectRef, Route, RouteKind
@@ -105,10 +104,10 @@ def main() -> None:
     args = parser.parse_args()
     n = args.routes
     if args.v6:
-        peer = PeerConfig(address=IPAddress("fd00::1"), asn=64512, families=("ipv6 unicast",))
+        peer = PeerConfig(address=Address.parse("fd00::1"), asn=64512, families=("ipv6 unicast",))
         hop, other_hop = "fd00::11", "fd00::12"
     else:
-        peer = PeerConfig(address=IPAddress("10.0.0.1"), asn=64512)
+        peer = PeerConfig(address=Address.parse("10.0.0.1"), asn=64512)
         hop, other_hop = "10.0.0.11", "10.0.0.12"
 
     results: dict[str, list[tuple[float, float]]] = {}

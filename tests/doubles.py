@@ -7,7 +7,7 @@ the real classes do, and that a double lacking a method is refused.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from bgpadv.config import PeerConfig
 from bgpadv.core.model import Cause, Outcome, Route
@@ -96,8 +96,7 @@ class ManualClock:
 class RecordingSources:
     """Sources that deliver nothing by themselves: the test puts events on the controller's queue. Counts relists."""
 
-    def __init__(self, emit: Callable[..., None]) -> None:
-        self.emit = emit
+    def __init__(self) -> None:
         self.synced = True
         self.started = False
         self.relists = 0

@@ -38,11 +38,10 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
-from netaddr import AddrFormatError, IPAddress
-
 from bgpadv.config import Config, Judged, communities, json_schema, load_or_report
 from bgpadv.config.schema import DOCUMENTATION_ASNS
 from bgpadv.core import datapath
+from bgpadv.core.prefix import Address
 from bgpadv.core.printable import printable, write_json, write_line
 from bgpadv.core.runfiles import controller_argv
 from bgpadv.speaker.exabgp_config import (
@@ -91,8 +90,8 @@ def warnings(config: Config) -> list[str]:
     out: list[str] = []
     host, port = config.metrics.host_port
     try:
-        address: IPAddress | None = IPAddress(host)
-    except (AddrFormatError, ValueError):
+        address: Address | None = Address.parse(host)
+    except ValueError:
         address = None
     if host == "localhost" or (address is not None and address.is_loopback()):
         out.append(

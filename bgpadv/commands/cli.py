@@ -169,8 +169,15 @@ def _instance_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, entry_point: Sequence[str] | None = None) -> int:
+    """bgpadv's command line. `entry_point`: the interpreter arguments that run bgpadv's commands in the children
+    `run` and `controller` start (default `python -m bgpadv`, `bgpadv.core.runfiles.ENTRY_POINT`), for a program
+    that embeds bgpadv and runs its own entry point in every process."""
     args = _parser().parse_args(argv)
+    if entry_point is None:
+        from bgpadv.core.runfiles import ENTRY_POINT
+
+        entry_point = ENTRY_POINT
     if args.command in PRINTING:
         _never_unencodable()
     if args.command == "check-config":
@@ -210,18 +217,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             node=args.node,
         )
     if args.command == "run":
-        return _run(args.config, args.runtime_dir)
+        return _run(args.config, args.runtime_dir, entry_point)
     if args.command == "controller":
         if not args.no_shim:
             from bgpadv.runtime.shim import shim_main
 
-            return shim_main(args.config)
+            return shim_main(args.config, entry_point=entry_point)
         import gc
 
         gc.disable()  # until the first plan: see bgpadv.runtime.controller.LoopSettings.startup_gc_pause
         from bgpadv.runtime.wiring import controller_main
 
-        return controller_main(args.config)
+        return controller_main(args.config, entry_point=entry_point)
     if args.command == "status":
         from bgpadv.commands import status
 
@@ -235,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     raise AssertionError(args.command)
 
 
-def _run(config_path: str, runtime_dir: str | None) -> int:
+def _run(config_path: str, runtime_dir: str | None, entry_point: Sequence[str]) -> int:
     """`bgpadv run`: the first controller starts before anything else (`bgpadv.runtime.handover`): its imports and its
     first LIST overlap the configuration check, ExaBGP's start and the session's; then ExaBGP under the supervisor."""
     from bgpadv.core.runfiles import controller_argv
@@ -244,11 +251,12 @@ def _run(config_path: str, runtime_dir: str | None) -> int:
 
     rdir, owned = runtime_directory(runtime_dir)
     reset_runtime_dir(rdir)  # before the controller: it reads the drain file and writes bfdd.wanted
-    argv = controller_argv(config_path, no_shim=True)  # the path as ExaBGP's process line gives it to the shim
+    # the path as ExaBGP's process line gives it to the shim
+    argv = controller_argv(config_path, no_shim=True, entry_point=entry_point)
     early = EarlyController.start(argv, os.environ, rdir) if Path(config_path).is_file() else None
     from bgpadv.runtime.wiring import run
 
-    return run(config_path, rdir, owned=owned, early=early)
+    return run(config_path, rdir, owned=owned, early=early, entry_point=entry_point)
 
 
 def _check_config(path: str, *, offline: bool = False) -> int:

@@ -43,7 +43,6 @@ from bgpadv.commands.route_text import attributes_text, next_hop_text, route_fie
 from bgpadv.commands.table import Column, headers, line, rows, widths
 from bgpadv.core import datapath
 from bgpadv.core.model import Plan, Refusal, Route
-from bgpadv.core.prefix import Address
 from bgpadv.core.printable import join_lines, printable, write_line, write_text
 from bgpadv.core.reasons import FAMILY_NOT_CARRIED
 from bgpadv.core.state import ClusterState
@@ -267,7 +266,7 @@ def off_subnet_warnings(state: ClusterState, cfg: bgpadv_config.Config, instance
     node's routes to every peer). Peers on no node's subnet (several hops away) are not judged."""
     out = []
     for peer in cfg.peers:
-        address = Address(peer.address.version, int(peer.address))
+        address = peer.address
         subnet = next(
             (p for n in state.nodes.values() for p in n.connected if p.version == address.version and address in p),
             None,

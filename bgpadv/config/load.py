@@ -18,12 +18,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from netaddr import IPAddress
 from pydantic import TypeAdapter, ValidationError
 
 from bgpadv.config.schema import LISTEN_ENV, MD5_PASSWORD, MD5_RULE, NODE_NAME_ENV, POD_NODE_NAME_ENV, Config
 from bgpadv.core import yamlsafe
 from bgpadv.core.bounded import brief
+from bgpadv.core.prefix import Address
 from bgpadv.core.printable import write_line
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -42,7 +42,7 @@ class _Surroundings:
 
     def __init__(self, environ: Mapping[str, str], unread: list[str] | None = None):
         self.environ = environ
-        self.peers: frozenset[IPAddress] | None = None
+        self.peers: frozenset[Address] | None = None
         self.unread = unread  # offline (`check-config --offline`): secret files that cannot be read are listed here
 
     def secret(self, path: str) -> str:

@@ -8,8 +8,8 @@ string from the cluster never travels further than the decoder.
 
 The parsers are strict, as a route must be: `Prefix.parse` refuses host bits set (`strict=False` masks them), and both
 refuse anything that is not an IPv4 dotted quad or an IPv6 address in text form (no leading zeros in IPv4 parts, no
-zone index, no integers). `ValueError` says why. Nothing here needs netaddr: it stays at the edges that use its
-sets.
+zone index, no integers). `ValueError` says why. Nothing here needs netaddr: only the configuration reads prefixes
+with it, and holds these values.
 """
 
 from __future__ import annotations
@@ -79,6 +79,31 @@ class Address:
     def prefix(self) -> Prefix:
         """The host prefix of this address (/32 or /128)."""
         return Prefix.host(self.version, self.value)
+
+    def _within(self, ranges: dict[int, tuple[int, int]]) -> bool:
+        """In the range (network value, length) `ranges` gives for this address's version; False when none."""
+        span = ranges.get(self.version)
+        if span is None:
+            return False
+        value, length = span
+        shift = BITS[self.version] - length
+        return self.value >> shift == value >> shift
+
+    def is_loopback(self) -> bool:
+        """In 127.0.0.0/8, or ::1."""
+        return self._within({4: (0x7F000000, 8), 6: (1, 128)})
+
+    def is_link_local(self) -> bool:
+        """In 169.254.0.0/16 or fe80::/10."""
+        return self._within({4: (0xA9FE0000, 16), 6: (0xFE80 << 112, 10)})
+
+    def is_multicast(self) -> bool:
+        """In 224.0.0.0/4 or ff00::/8."""
+        return self._within({4: (0xE0000000, 4), 6: (0xFF << 120, 8)})
+
+    def is_ipv4_mapped(self) -> bool:
+        """An IPv4-mapped IPv6 address, ::ffff:0:0/96 (RFC 4291 section 2.5.5.2)."""
+        return self._within({6: (0xFFFF << 32, 96)})
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Address) and self.key == other.key

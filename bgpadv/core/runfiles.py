@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Final
 
 BFDD_DIR = "bfdd"  # bfdd's own directory (its socket, configuration and pid file)
 BFDD_FAILED = "bfdd.failed"  # the supervisor gave up on bfdd (the reason, one line)
@@ -36,16 +38,21 @@ def controller_interpreter(executable: str | None = None) -> str:
     return str(candidate) if os.access(candidate, os.X_OK) else current
 
 
-ENTRY_POINT: tuple[str, ...] = ("-m", "bgpadv")
+ENTRY_POINT: Final[tuple[str, ...]] = ("-m", "bgpadv")
 """The interpreter arguments that run bgpadv's commands in a child process (the controller, the API shim): `python
 -m bgpadv`. A program that embeds bgpadv and runs its own entry point in every process (`bgpadv_lab.short_hold`)
-replaces it before it starts anything; the shipped commands never change it."""
+passes its own as `entry_point` to the commands that start children (`bgpadv.commands.cli.main`,
+`bgpadv.runtime.wiring.controller_main`), which hand it on to `controller_argv`; the shipped commands use this
+one."""
 
 
-def controller_argv(config_path: str | os.PathLike[str], *, no_shim: bool = False) -> list[str]:
+def controller_argv(
+    config_path: str | os.PathLike[str], *, no_shim: bool = False, entry_point: Sequence[str] = ENTRY_POINT
+) -> list[str]:
     """`bgpadv controller`: the API shim, the command line ExaBGP runs (and respawns) as its API process; with
     `no_shim`, the controller itself, as the shim or `bgpadv run` starts it (under `controller_interpreter`: the
-    route import's netlink writes happen there, and only there)."""
+    route import's netlink writes happen there, and only there). `entry_point`: the interpreter arguments that run
+    bgpadv's commands (`ENTRY_POINT`)."""
     interpreter = controller_interpreter() if no_shim else sys.executable
-    argv = [interpreter, *ENTRY_POINT, "controller", "--config", config_path_as_given(config_path)]
+    argv = [interpreter, *entry_point, "controller", "--config", config_path_as_given(config_path)]
     return [*argv, "--no-shim"] if no_shim else argv

@@ -112,11 +112,6 @@ class ImportContext:
 EMPTY = ImportContext()
 
 
-def _address(a: object) -> Address:
-    """A netaddr address of the configuration as an `Address`."""
-    return Address(a.version, a.value)  # type: ignore[attr-defined]
-
-
 def context_of(
     config: Config,
     selected_subnets: Iterable[Prefix] = (),
@@ -129,8 +124,8 @@ def context_of(
     node's own interface addresses (`Interface`: address, prefix length, link; None: unknown). `local_interfaces`
     False: the interfaces give only the connected subnets, their addresses are not this speaker's (`render` in
     cluster mode reads every node's)."""
-    own = {_address(p.local_address) for p in config.peers if p.local_address is not None}
-    own |= {_address(a) for a in config.next_hop_self}
+    own = {p.local_address for p in config.peers if p.local_address is not None}
+    own |= set(config.next_hop_self)
     connected: tuple[Prefix, ...] | None = None
     links: dict[object, dict[Prefix, None]] = {}
     if interfaces is not None:
@@ -145,8 +140,8 @@ def context_of(
         selected_subnets=tuple(selected_subnets),
         node_addresses=frozenset(node_addresses),
         own_addresses=frozenset(own),
-        peers=frozenset(_address(p.address) for p in config.peers),
-        ebgp_single_hop=frozenset(_address(p.address) for p in config.peers if p.asn != config.local_asn),
+        peers=frozenset(p.address for p in config.peers),
+        ebgp_single_hop=frozenset(p.address for p in config.peers if p.asn != config.local_asn),
         connected=connected,
         links=tuple(tuple(subnets) for subnets in links.values()),
     )

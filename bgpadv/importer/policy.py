@@ -69,7 +69,7 @@ class Desired:
 
 @dataclass(frozen=True, slots=True)
 class _Rule:
-    """An `AcceptRule` in the importer's types (the configuration's are netaddr values, converted once)."""
+    """An `AcceptRule` compiled once: its listed peers as `Address.key`s."""
 
     prefix: Prefix
     max_length: int | None
@@ -77,12 +77,7 @@ class _Rule:
 
     @staticmethod
     def of(rule: AcceptRule) -> _Rule:
-        p = rule.prefix  # the configuration refuses host bits: `first` is the prefix's value
-        return _Rule(
-            Prefix(p.version, p.first, p.prefixlen),
-            rule.max_length,
-            frozenset((a.version, a.value) for a in rule.peers),
-        )
+        return _Rule(rule.prefix, rule.max_length, frozenset(a.key for a in rule.peers))
 
     def accepts(self, peer: Address, prefix: Prefix) -> bool:
         if self.peers and peer.key not in self.peers:
@@ -105,7 +100,7 @@ def desired_routes(
     next hop. `own_subnets`: the network's subnets (a CUDN's), plus `network.exclude`. `context`: what the guard
     reads (`bgpadv.importer.guard.context_of`; the empty one checks only special ranges)."""
     out = Desired()
-    subnets = [*own_subnets, *(Prefix(p.version, p.first, p.prefixlen) for p in network.exclude)]
+    subnets = [*own_subnets, *network.exclude]
     rules = [_Rule.of(rule) for rule in network.accept]
     paths: dict[Prefix, set[Address]] = {}
 

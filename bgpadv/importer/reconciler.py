@@ -54,7 +54,15 @@ class NetworkStatus:
 
 
 class Importer:
-    def __init__(self, config: Config, netlink: Netlink, metrics: object | None, now: float) -> None:
+    def __init__(
+        self,
+        config: Config,
+        netlink: Netlink,
+        metrics: object | None,
+        now: float,
+        *,
+        on_refusals: Callable[[list[Refusal]], None] | None = None,
+    ) -> None:
         self.config = config
         self.settings = config.import_routes
         self.netlink = netlink
@@ -73,7 +81,7 @@ class Importer:
         self._interfaces: list[Interface] | None = None
         self._context = context_of(config)
         self._events: tuple[Refusal, ...] = ()
-        self.on_refusals: Callable[[list[Refusal]], None] | None = None  # Events for the guard's refusals
+        self.on_refusals = on_refusals  # Events for the guard's refusals
         self._bfd_failed: set[str] = set()  # peers whose BFD session went down: their routes are not installed
 
     # -- inputs ----------------------------------------------------------------------------------------------------

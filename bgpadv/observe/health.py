@@ -67,8 +67,7 @@ class HealthServer:
         self.registry = registry
         self.observer = observer
         self.stale_after = stale_after
-        self._server = _Server(listen, _Handler)
-        self._server.owner = self
+        self._server = _Server(listen, _Handler, self)
         self._thread: threading.Thread | None = None
 
     @property
@@ -117,9 +116,9 @@ class HealthServer:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
-    owner: HealthServer
 
-    def __init__(self, listen: tuple[str, int], handler: type[BaseHTTPRequestHandler]):
+    def __init__(self, listen: tuple[str, int], handler: type[BaseHTTPRequestHandler], owner: HealthServer):
+        self.owner = owner  # what the handlers answer from
         host = listen[0]
         if ":" in host:
             self.address_family = socket.AF_INET6

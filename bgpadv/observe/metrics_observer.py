@@ -21,6 +21,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from bgpadv.core.model import Cause, Outcome
@@ -34,12 +35,52 @@ from bgpadv.observe.sessionstate import bfd_states, session_fields
 log = logging.getLogger("bgpadv.metrics")
 
 
+@dataclass(frozen=True, slots=True)
+class StatusParts:
+    """What `/status` (and `/sent`) show beside the observer's own model, each read per request from the HTTP
+    thread; None: that part does not run in this process."""
+
+    imported: Callable[[], dict[str, Any]] | None = None
+    """The egress import's snapshot (`bgpadv.importer.reconciler.Importer.snapshot`)."""
+    placement: Callable[[], dict[str, Any]] | None = None
+    """The peers this node serves (`bgpadv.runtime.peering.placement_status`)."""
+    bfd: Callable[[], dict[str, Any]] | None = None
+    """Peer → BFD state (`bgpadv.speaker.bfd`)."""
+    sent: Callable[[Sequence[Prefix]], dict[str, Any]] | None = None
+    """Prefixes → each peer's last acknowledged send of each, for /sent (`bgpadv.speaker.sent.SendLog.report`)."""
+    sessions: Callable[[], Mapping[str, Mapping[str, Any]]] | None = None
+    """Per served peer what the configuration says of its session (asn, address, node):
+    `bgpadv.observe.sessionstate.session_fields` completes /status's peers with it (and the BFD state above)."""
+
+
+class LateStatusParts:
+    """The `StatusParts` of a process that builds them after its observer: the speaker, the sources and the
+    controller report to the observer, and /status reads them back, a construction cycle. Created first and handed
+    to the observer (`MetricsObserver(status_parts=...)`), then bound once, when every part exists; until then
+    /status shows the observer's own model only."""
+
+    def __init__(self) -> None:
+        self._parts: StatusParts | None = None
+
+    def bind(self, parts: StatusParts) -> None:
+        if self._parts is not None:
+            raise RuntimeError("the status parts are bound already")
+        self._parts = parts
+
+    def __call__(self) -> StatusParts:
+        return self._parts if self._parts is not None else _NO_PARTS
+
+
+_NO_PARTS = StatusParts()
+
+
 class MetricsObserver:
     """Implements `bgpadv.observe.observers.Observer` over a `Metrics`.
 
     `expected_resources`: resources whose first LIST must be done for readiness (None: the first plan suffices).
     `pending_ttl`/`max_pending` bound the memory held for changes awaiting their ack or echo. `window`: samples kept
-    per stage for `status()` percentiles.
+    per stage for `status()` percentiles. `status_parts`: what `status()` shows beside the model (`StatusParts`, or
+    a `LateStatusParts` bound once the parts exist).
     """
 
     def __init__(
@@ -52,18 +93,11 @@ class MetricsObserver:
         window: int = 1024,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
+        status_parts: StatusParts | LateStatusParts = _NO_PARTS,
     ):
         self.metrics = metrics if metrics is not None else Metrics()
-        # the egress import's snapshot for /status (bgpadv.importer.reconciler.Importer.snapshot), when it runs
-        self.import_status: Callable[[], dict[str, Any]] | None = None
-        self.placement_status: Callable[[], dict[str, Any]] | None = None  # peers this node serves
-        self.bfd_status: Callable[[], dict[str, Any]] | None = None  # peer → BFD state (bgpadv.speaker.bfd)
-        # prefixes → each peer's last acknowledged send of each, for /sent (bgpadv.speaker.sent.SendLog.report)
-        self.sent_status: Callable[[Sequence[Prefix]], dict[str, Any]] | None = None
+        self._parts = status_parts
         self._bfd_peers: set[str] = set()
-        # per served peer what the configuration says of its session (asn, address, node):
-        # bgpadv.observe.sessionstate.session_fields completes /status's peers with it (and the BFD state above)
-        self.session_info: Callable[[], Mapping[str, Mapping[str, Any]]] | None = None
         self._clock = clock
         self._wall = wall_clock
         self.convergence = ConvergenceTracker(
@@ -241,7 +275,7 @@ class MetricsObserver:
 
     def bfd_changed(self, peer: str, state: str, failed: bool, diagnostic: int, at: float) -> None:
         """A BFD session changed (the controller's loop): a failure takes the peer as down (`StatusModel`); the
-        BFD state itself is `/status`'s `bfd` (read from `bfd_status`)."""
+        BFD state itself is `/status`'s `bfd` (read from `StatusParts.bfd`)."""
         try:
             self.model.bfd_changed(peer, failed, diagnostic)
         except Exception:
@@ -273,12 +307,24 @@ class MetricsObserver:
     def status(self) -> dict[str, Any]:
         """A JSON-ready snapshot for `/status`: peers, routes, convergence percentiles, last sync, version."""
         out = self.model.status(self.convergence.summary(), self.convergence.pending_counts())
-        if self.import_status is not None:
-            out["import"] = self.import_status()
-        if self.placement_status is not None:
-            out["placement"] = self.placement_status()
-        if self.bfd_status is not None:
-            out["bfd"] = self.bfd_status()
-        sessions = self.session_info() if self.session_info is not None else {}
+        parts = self.status_parts
+        if parts.imported is not None:
+            out["import"] = parts.imported()
+        if parts.placement is not None:
+            out["placement"] = parts.placement()
+        if parts.bfd is not None:
+            out["bfd"] = parts.bfd()
+        sessions = parts.sessions() if parts.sessions is not None else {}
         session_fields(out, sessions, bfd_states(out.get("bfd")))
         return out
+
+    @property
+    def status_parts(self) -> StatusParts:
+        """What `status()` shows beside the model (none before a `LateStatusParts` is bound)."""
+        parts = self._parts
+        return parts if isinstance(parts, StatusParts) else parts()
+
+    @property
+    def sent_status(self) -> Callable[[Sequence[Prefix]], dict[str, Any]] | None:
+        """The report /sent answers with (None: no speaker in this process)."""
+        return self.status_parts.sent

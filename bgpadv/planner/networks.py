@@ -100,7 +100,6 @@ from bgpadv.config import DEFAULT_MAX_ADDRESSES_PER_INTERFACE, Config, Secondary
 from bgpadv.core import reasons, views
 from bgpadv.core.addressing import other_family_note, special_range
 from bgpadv.core.model import Attributes, ObjectRef, PlannedNetwork, Refusal, Route, RouteKind
-from bgpadv.core.prefix import Prefix
 from bgpadv.core.selectors import LabelSelector
 from bgpadv.core.space import InfrastructureSpace
 from bgpadv.core.state import ClusterState
@@ -468,12 +467,7 @@ def _secondary(network: Network, conf: SecondaryNetworkConfig | None) -> Network
     network's ranges (so the guard and the overlap rules see them) and nothing but host routes is announced; with
     neither, nothing is.
     """
-    # the configuration's prefixes are netaddr values with no host bits set (config refuses them)
-    allowed = (
-        tuple(SubnetRange.of(Prefix(p.version, p.first, p.prefixlen)) for p in conf.allowed_prefixes)
-        if conf is not None
-        else ()
-    )
+    allowed = tuple(SubnetRange.of(p) for p in conf.allowed_prefixes) if conf is not None else ()
     limit = conf.max_addresses_per_interface if conf is not None else DEFAULT_MAX_ADDRESSES_PER_INTERFACE
     if network.subnets:
         return replace(network, guest_reports=True, allowed=allowed, max_addresses=limit)

@@ -60,7 +60,7 @@ from bgpadv.core.views import Node
 from bgpadv.observe.observers import NullObserver, Observer
 from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv.runtime.derive import handovers_of, import_networks, node_addresses
-from bgpadv.runtime.peering import Served
+from bgpadv.runtime.peer_moves import MOVE_WITHDRAW_SECONDS, PeerMove, PeerMoves
 from bgpadv.runtime.reload import ConfigFileChanged, Reloader, peers_only_moved
 from bgpadv.runtime.seams import ControllerSources, ControllerSpeaker
 from bgpadv.safety.failstatic import FailStatic
@@ -69,17 +69,12 @@ from bgpadv.sources.reflector import WatchEvent
 from bgpadv.sources.store import Store, watched_resources
 from bgpadv.speaker.bfd import BfdSessions, sessions_of
 
-__all__ = ["BfdChanged", "Controller", "LoopSettings", "desired_per_peer", "watched_resources"]
+__all__ = ["MOVE_WITHDRAW_SECONDS", "BfdChanged", "Controller", "LoopSettings", "desired_per_peer", "watched_resources"]
 
 if TYPE_CHECKING:  # the importer (pyroute2) is loaded only where routes are imported (bgpadv.runtime.wiring)
     from bgpadv.importer.reconciler import Importer
 
 log = logging.getLogger("bgpadv.service")
-
-
-MOVE_WITHDRAW_SECONDS = 5.0
-"""A node's peers change (`peers[].nodeSelector`): how long the leaving peers' withdrawals may take to be acknowledged
-before ExaBGP is reloaded without those peers anyway."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,18 +120,6 @@ class _Drain:
 
 
 @dataclass(frozen=True, slots=True)
-class _Move:
-    """A change of the served peers (`Controller._move_peers`): the configuration to run, the file's configuration it
-    was narrowed from, the peers leaving (withdrawn first), since when, and whether a configuration file asked it."""
-
-    config: Config
-    configured: Config
-    leaving: frozenset[str]
-    since: float
-    from_file: bool
-
-
-@dataclass(frozen=True, slots=True)
 class BfdChanged:
     """A peer's BFD session changed (`bgpadv.speaker.bfd`): `state` as bfdd says it, `failed` a down after up,
     `diagnostic` RFC 5880's code of the change."""
@@ -165,6 +148,10 @@ class Controller:
     `run()` repeats `step()`; tests put items on `queue` and call `step()` themselves, with `clock` (monotonic
     seconds) driving the timers and the withdrawal hold. `held` is what the hold keeps back per peer. The speaker,
     the sources and the observer must implement their seams (`bgpadv.runtime.seams`, `bgpadv.observe.observers`).
+
+    Every collaborator is given here: `sources` emit their watch events into `events`, which becomes the loop's
+    `queue` (a new queue when None: the test puts the events there itself); `on_peers` is called with the running
+    configuration after each live peer move (the per-peer gauges, bfdd wanted or not).
     """
 
     def __init__(
@@ -172,7 +159,8 @@ class Controller:
         config: Config,
         *,
         speaker: ControllerSpeaker,
-        sources_factory: Callable[[Callable[[WatchEvent], None]], ControllerSources],
+        sources: ControllerSources,
+        events: queue.SimpleQueue | None = None,
         observer: Observer | None = None,
         settings: LoopSettings | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -182,19 +170,16 @@ class Controller:
         placement: Callable[[Config, Node | None], Config] | None = None,
         node: Node | None = None,
         bfd: BfdSessions | None = None,
-        events: queue.SimpleQueue | None = None,
+        on_peers: Callable[[Config], None] | None = None,
     ) -> None:
         self.config = config
         self.bfd = bfd  # bfdd's sessions (bgpadv.speaker.bfd.BfdControl); None: BFD not wired
         # peers per node (bgpadv.runtime.peering): `configured` is the file's configuration, `config` what this
         # instance runs of it on `node` (`placement(configured, node)`); a label change of the node that selects
-        # other peers reloads ExaBGP with them and swaps the peers live (`_move_peers`)
+        # other peers reloads ExaBGP with them and swaps the peers live (`_move_peers`, bgpadv.runtime.peer_moves)
         self.configured = configured if configured is not None else config
-        self.placement = placement
-        self.node = node
-        self.served = Served(tuple(p.name for p in config.peers))
-        self._moving: _Move | None = None  # a peer move waiting for the leaving peers' withdrawals
-        self.on_peers: Callable[[Config], None] | None = None  # the served peers changed live (metrics, bfdd wanted)
+        self.moves = PeerMoves(config, node=node, placement=placement, clock=clock)
+        self.on_peers = on_peers
         self._last_desired: Mapping[str, Iterable[Route]] | None = None
         self.importer = importer  # egress import (bgpadv.importer), fed by the speaker's on_received hook
         self.reloader = reloader  # live configuration reload (bgpadv.runtime.reload); None: the file is not watched
@@ -211,11 +196,11 @@ class Controller:
         self.guard = Guard(config)  # every route passes it on its way to the speaker
         self._changed: set[tuple[str, object]] | None = None  # (field, key) applied since the last plan; None: all
         self.speaker = speaker
-        # the loop's queue; `events`: one sources started before the controller existed already fill (the first LIST
-        # runs while the process finishes starting, bgpadv.runtime.wiring)
+        # the loop's queue; `events`: the one `sources`, started before the controller existed, already fill (the
+        # first LIST runs while the process finishes starting, bgpadv.runtime.wiring)
         self.queue: queue.SimpleQueue = events if events is not None else queue.SimpleQueue()
-        self.sources = sources_factory(self.queue.put)
-        _require(self.sources, ControllerSources, "sources")
+        _require(sources, ControllerSources, "sources")
+        self.sources = sources
         self.plan: Plan | None = None
         self._stop = threading.Event()
         self._pending_since: float | None = None  # first unplanned watch event
@@ -226,12 +211,17 @@ class Controller:
         # fail static: a relist or full replan never withdraws most of a peer's routes at once
         safety = config.safety
         self.failstatic = FailStatic(
-            watched, safety.max_withdraw_fraction, safety.hold_seconds, clock, safety.deletion_settle_seconds
+            watched,
+            safety.max_withdraw_fraction,
+            safety.hold_seconds,
+            clock,
+            safety.deletion_settle_seconds,
+            # a mass deletion (a CRD deleted: every object marked deleting by ordinary events) shows as its resource
+            # held
+            on_mass_deletion=lambda res, on: self.observer.resource_held(res.plural, on),
         )
         self._whole_next = False  # the next plan takes the whole path (a failure left the delta chain unsure)
         self._settle_cause: Cause | None = None  # the first cause of the withdrawals settling now
-        # a mass deletion (a CRD deleted: every object marked deleting by ordinary events) shows as its resource held
-        self.failstatic.on_mass_deletion = lambda res, on: self.observer.resource_held(res.plural, on)
 
     @property
     def held(self) -> Mapping[str, int]:
@@ -398,7 +388,7 @@ class Controller:
             self._pending_since = event.received_at
         self._kinds.add(res.kind)
 
-    # -- peers per node (bgpadv.runtime.peering) ---------------------------------------------------------------------
+    # -- peers per node (bgpadv.runtime.peering), moved live (bgpadv.runtime.peer_moves) -------------------------------
     def _follow_node(self, event: WatchEvent) -> bool:
         """This instance's Node changed: when its labels select other peers, move to them (`_move_peers`). A deleted
         Node changes nothing (its VMs leave with it)."""
@@ -406,43 +396,24 @@ class Controller:
         if event.resource is not NODE or name is None or not self.configured.peer_selection:
             return True
         node = self.store.state.nodes.get(name)
-        if node is None or node is self.node:
-            return True
-        previous, self.node = self.node, node
-        if not self.served.moved(self.configured, node.labels):
-            return True
-        place = self.placement
-        new = place(self.configured, node) if place is not None else self.configured.serving(node.labels)
-        log.warning(
-            "this node's labels select other peers: moving to them",
-            extra={
-                "node": name,
-                "peers": [p.name for p in new.peers],
-                "previous": list(self.served.names),
-                "labels_before": dict(previous.labels) if previous is not None else None,
-            },
-        )
-        return self._move_peers(new, self.configured, from_file=False)
+        new = self.moves.node_changed(self.configured, node) if node is not None else None
+        return self._move_peers(new, self.configured, from_file=False) if new is not None else True
 
     def _move_peers(self, new: Config, configured: Config, *, from_file: bool) -> bool:
         """Serve `new`'s peers (narrowed from the file's `configured`): withdraw every route from the leaving peers
         first, then reload ExaBGP with the new neighbors and swap the configuration live (`_reload_peers`)."""
-        kept = {p.name for p in new.peers}
-        leaving = {p.name for p in self.config.peers if p.name not in kept}
-        self.served = Served(tuple(p.name for p in new.peers))  # do not start the same move on every Node event
-        if leaving and self.speaker.ready and self.plan is not None:
-            # ExaBGP drops a removed neighbor's TCP session without a NOTIFICATION, which the ToR takes for a
-            # graceful restart: it would keep our routes stale for its restart time. Withdraw them first.
-            self._moving = _Move(new, configured, frozenset(leaving), self.clock(), from_file)
-            self._resend_without(leaving)
-            return self._moved_when_withdrawn()
-        return self._reload_peers(_Move(new, configured, frozenset(leaving), self.clock(), from_file))
+        withdraw = self.speaker.ready and self.plan is not None
+        move = self.moves.begin(self.config, new, configured, from_file=from_file, withdraw=withdraw)
+        if self.moves.moving is None:
+            return self._reload_peers(move)
+        if self._last_desired is not None:  # desire nothing for the leaving peers: withdrawn before ExaBGP drops them
+            self.speaker.set_desired(self.moves.without_leaving(self._last_desired), None)
+        return self._moved_when_withdrawn()
 
-    def _reload_peers(self, move: _Move) -> bool:
+    def _reload_peers(self, move: PeerMove) -> bool:
         """Reload ExaBGP with the move's neighbors (a neighbor whose block is unchanged keeps its session), then take
         them on live (`_swap_peers`); only when a kept peer's own session settings changed, or the local AS or router
         ID, does the loop end for a new controller (False), whose speaker relearns ExaBGP's RIB."""
-        self._moving = None
         new = move.config
         if self.reloader is None or not self.reloader.reload_exabgp(new):
             log.error("cannot reload ExaBGP with the new peers: the running peers stay")
@@ -455,7 +426,7 @@ class Controller:
         self._swap_peers(move)
         return True
 
-    def _swap_peers(self, move: _Move) -> None:
+    def _swap_peers(self, move: PeerMove) -> None:
         """ExaBGP has the new neighbors: the speaker learns the peer set (new peers start empty and get the whole
         desired set from the next plan, queued by ExaBGP until their session is up), then the configuration, planner,
         guard and BFD sessions are swapped (`apply_live`) and the next plan compares everything."""
@@ -472,21 +443,11 @@ class Controller:
             extra={"peers": [p.name for p in move.config.peers], "previous": before},
         )
 
-    def _resend_without(self, leaving: Collection[str]) -> None:
-        """Desire nothing for the peers being removed (their withdrawals go out before ExaBGP drops them)."""
-        if self._last_desired is not None:
-            desired = {peer: (() if peer in leaving else routes) for peer, routes in self._last_desired.items()}
-            self.speaker.set_desired(desired, None)
-
     def _moved_when_withdrawn(self) -> bool:
-        """The pending peer move is carried out once ExaBGP acknowledged the leaving peers' withdrawals (or after
+        """The waiting peer move is carried out once ExaBGP acknowledged the leaving peers' withdrawals (or after
         `MOVE_WITHDRAW_SECONDS`). False ends the loop (a move a new controller must finish)."""
-        move = self._moving
-        if move is None:
-            return True
-        if any(self.speaker.held(peer) for peer in move.leaving) and self.clock() - move.since < MOVE_WITHDRAW_SECONDS:
-            return True
-        return self._reload_peers(move)
+        move = self.moves.due(self.speaker.held)
+        return self._reload_peers(move) if move is not None else True
 
     # -- live configuration reload (bgpadv.runtime.reload) -------------------------------------------------------------
     def _reload(self) -> bool:
@@ -494,7 +455,7 @@ class Controller:
         new controller (after reloading ExaBGP when its own configuration changed). False ends the loop."""
         if self.reloader is None:
             return True
-        decision = self.reloader.decide(self.config)
+        decision = self.reloader.decide(self.config, self.moves.narrow)
         if decision.action == "restart":
             self.restart_requested = True
             return False
@@ -583,23 +544,17 @@ class Controller:
     def _hand(self, desired: Mapping[str, tuple[Route, ...]], held: Mapping[str, int], cause: Cause | None) -> None:
         """Give the speaker the hold's routes per peer (none for peers being removed)."""
         self.observer.routes_held(held)
-        if self._moving is not None:  # peers being removed keep getting nothing
-            desired = {peer: (() if peer in self._moving.leaving else routes) for peer, routes in desired.items()}
-        self._last_desired = desired
-        self.speaker.set_desired(desired, cause)
+        self._last_desired = self.moves.without_leaving(desired)  # peers being removed keep getting nothing
+        self.speaker.set_desired(self._last_desired, cause)
 
     def _hand_delta(
         self, changes: Mapping[str, Mapping[PrefixKey, Route | None]], held: Mapping[str, int], cause: Cause | None
     ) -> None:
         """`_hand` of a change: the hold's per-peer changes (none for peers being removed)."""
         self.observer.routes_held(held)
-        if self._moving is not None:  # peers being removed keep getting nothing
-            changes = {peer: change for peer, change in changes.items() if peer not in self._moving.leaving}
-        self._last_desired = self.failstatic.hold.handed()
-        if self._moving is not None:
-            self._last_desired = {
-                peer: (() if peer in self._moving.leaving else routes) for peer, routes in self._last_desired.items()
-            }
+        if self.moves.moving is not None:  # peers being removed keep getting nothing
+            changes = {peer: change for peer, change in changes.items() if not self.moves.leaving(peer)}
+        self._last_desired = self.moves.without_leaving(self.failstatic.hold.handed())
         self.speaker.apply_delta(changes, cause)
 
     def _note_settling(self, cause: Cause | None) -> None:

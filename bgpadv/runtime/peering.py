@@ -26,8 +26,6 @@ import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from netaddr import IPAddress
-
 from bgpadv.config import Config, PeerConfig
 from bgpadv.core.addressing import special_address_reason
 from bgpadv.core.prefix import Address
@@ -35,7 +33,7 @@ from bgpadv.core.views import Node
 
 log = logging.getLogger("bgpadv.peering")
 
-InterfaceAddresses = Callable[[IPAddress, int], Sequence[Address]]
+InterfaceAddresses = Callable[[Address, int], Sequence[Address]]
 """(peer address, IP version) → the global addresses of that version on the interface the session to the peer uses."""
 
 
@@ -64,7 +62,7 @@ def with_self_addresses(config: Config, node: Node | None, on_interface: Interfa
     peers = []
     for peer in config.peers:
         session = (peer.local_address or peer.address).version
-        derived: list[IPAddress] = []
+        derived: list[Address] = []
         for version in _versions(peer):
             if version == session or config.self_address(version) is not None:
                 continue
@@ -81,7 +79,7 @@ def with_self_addresses(config: Config, node: Node | None, on_interface: Interfa
                 )
                 continue
             log.info("next-hop self on this session", extra={"peer": peer.name, "address": str(chosen)})
-            derived.append(IPAddress(str(chosen)))
+            derived.append(chosen)
         peers.append(dataclasses.replace(peer, self_addresses=tuple(derived)) if derived else peer)
     return dataclasses.replace(config, peers=tuple(peers))
 
@@ -110,7 +108,7 @@ class Served:
 _IFA_F_DADFAILED, _IFA_F_DEPRECATED, _IFA_F_TENTATIVE = 0x08, 0x20, 0x40
 
 
-def kernel_interface_addresses(peer: IPAddress, version: int) -> list[Address]:
+def kernel_interface_addresses(peer: Address, version: int) -> list[Address]:
     """The usable global addresses of `version` on the interface the kernel routes `peer` through (pyroute2).
     Raises OSError when netlink cannot answer."""
     from pyroute2 import IPRoute  # the controller's process only (the supervisor never imports it)

@@ -195,12 +195,8 @@ class Reloader:
     runtime_dir: Path | None = None
     counted: Callable[[str], None] = lambda _result: None  # "applied" | "refused" | "unchanged" (not counted)
     applied_at: Callable[[], None] = lambda: None
-    narrow: Callable[[Config], Config] = lambda config: config
-    """The configuration as this instance runs it (`bgpadv.runtime.peering.effective`: the peers its node serves);
-    a changed file is narrowed before it is compared with the running (narrowed) configuration."""
-
     last_loaded: Config | None = None
-    """The file's configuration as last loaded (before `narrow`)."""
+    """The file's configuration as last loaded (before `decide` narrows it)."""
     resignal_after: tuple[float, ...] = (0.5, 1.5, 3.5, 7.5, 15.5, 31.5, 63.5)
     """After a reload, SIGUSR1 again this many seconds after it. ExaBGP 5.0 drops a reload it gets while it still
     handles the previous signal, or while some peer has updates queued (`Reactor._pending_adjribout`: the reload is
@@ -246,14 +242,16 @@ class Reloader:
         safety = dataclasses.replace(config.safety, hold_seconds=self.hold_seconds)
         return dataclasses.replace(config, safety=safety)
 
-    def decide(self, running: Config) -> ReloadDecision:
+    def decide(self, running: Config, narrow: Callable[[Config], Config] = lambda config: config) -> ReloadDecision:
         """Read the changed file and decide against the `running` configuration (see the module docstring). An
         ExaBGP change is carried out here (its configuration rewritten and reloaded) before the restart is asked;
-        a live change or a peer move is the caller's to apply, then `applied_live()`."""
+        a live change or a peer move is the caller's to apply, then `applied_live()`. `narrow` turns a
+        configuration into what this instance runs of it (`bgpadv.runtime.peering.effective`: the peers its node
+        serves): the changed file is narrowed before it is compared with the running (narrowed) configuration."""
         new = self.load()
         if new is None:
             return KEEP
-        new = self.narrow(new)
+        new = narrow(new)
         kind = classify(running, new, self.render if self.render(running) is not None else None)
         if kind == "unchanged":
             self.counted("unchanged")  # the file is back to the configuration in force: no longer stale

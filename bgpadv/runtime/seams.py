@@ -71,6 +71,3 @@ class ControllerSources(Protocol):
 
     def relist(self) -> None:
         """Ask every resource for a fresh full LIST (each ends in a SYNCED event)."""
-
-
-"""Makes the sources given the function each watch event is handed to (the controller's queue)."""

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bgpadv.core.runfiles import controller_argv
+from bgpadv.core.runfiles import ENTRY_POINT, controller_argv
 from bgpadv.observe.logs import setup_logging
 from bgpadv.runtime.handover import Adopted, adopt
 from bgpadv.runtime.lifecycle import DRAIN_FILE, DRAINING_ENV, RUNTIME_DIR_ENV, SHIM_PID_FILE, controller_preexec
@@ -343,14 +343,15 @@ class ApiShim:
                 f.close()  # type: ignore[union-attr]
 
 
-def shim_main(config_path: str) -> int:
-    """`bgpadv controller`: the API shim ExaBGP runs; the controller it supervises is `bgpadv controller --no-shim`."""
+def shim_main(config_path: str, *, entry_point: Sequence[str] = ENTRY_POINT) -> int:
+    """`bgpadv controller`: the API shim ExaBGP runs; the controller it supervises is `bgpadv controller --no-shim`
+    (run through `entry_point`, `bgpadv.core.runfiles.ENTRY_POINT`)."""
     upstream_out = os.dup(1)
     os.dup2(2, 1)  # nothing but relayed lines may reach ExaBGP
     setup_logging(os.environ.get("BGPADV_LOG_LEVEL", "INFO"))
     runtime = os.environ.get(RUNTIME_DIR_ENV)
     shim = ApiShim(
-        controller_argv(config_path, no_shim=True),
+        controller_argv(config_path, no_shim=True, entry_point=entry_point),
         upstream_in=0,
         upstream_out=upstream_out,
         runtime_dir=Path(runtime) if runtime else None,

@@ -183,7 +183,7 @@ class Bfdd:
         self.next_start = 0.0
         self.restarts = 0
         self.gave_up: str | None = None  # why bfdd is never started again (this container cannot run it)
-        self._output = _Output()
+        self._output = _Output(None)
 
     def wanted(self) -> bool:
         return (self.runtime_dir / BFD_WANTED).exists()
@@ -312,20 +312,19 @@ def missing_capabilities(output: Sequence[str]) -> list[str] | None:
 
 
 class _Output:
-    """A bfdd's output, copied to the supervisor's stderr by a daemon thread; its last lines kept for the exit's
-    diagnosis."""
+    """A bfdd's output (`stream`; None: nothing to copy), copied to the supervisor's stderr by a daemon thread; its
+    last lines kept for the exit's diagnosis."""
 
-    def __init__(self) -> None:
+    def __init__(self, stream: IO[bytes] | None) -> None:
         self.lines: deque[str] = deque(maxlen=50)
         self.thread: threading.Thread | None = None
+        if stream is not None:
+            self.thread = threading.Thread(target=self._copy, args=(stream,), name="bfdd-output", daemon=True)
+            self.thread.start()
 
     @classmethod
     def follow(cls, proc: subprocess.Popen) -> _Output:
-        out = cls()
-        if proc.stdout is not None:
-            out.thread = threading.Thread(target=out._copy, args=(proc.stdout,), name="bfdd-output", daemon=True)
-            out.thread.start()
-        return out
+        return cls(proc.stdout)
 
     def _copy(self, stream: IO[bytes]) -> None:
         with stream:

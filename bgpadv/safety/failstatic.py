@@ -67,6 +67,8 @@ class FailStatic:
         hold_seconds: float,
         clock: Callable[[], float],
         settle_seconds: float = SETTLE_SECONDS,
+        *,
+        on_mass_deletion: Callable[[Resource, bool], None] | None = None,
     ) -> None:
         self.watched = tuple(watched)
         self.clock = clock
@@ -79,7 +81,7 @@ class FailStatic:
         self._mass_until: dict[Resource, float] = {}  # a resource in a mass deletion, until (monotonic seconds)
         self._deletions = False  # the unplanned changes include deletion events
         self._mass_origin: str | None = None  # ... of a resource in a mass deletion
-        self.on_mass_deletion: Callable[[Resource, bool], None] | None = None  # started (True) / ended (False)
+        self.on_mass_deletion = on_mass_deletion  # a resource's mass deletion started (True) / ended (False)
 
     # -- what the loop feeds it --------------------------------------------------------------------------------------
     def list_event(
@@ -152,7 +154,7 @@ class FailStatic:
         the LIST bookkeeping stays; a new settle time applies to the hold as it is (from the next deletion on)."""
         if (self.hold.max_fraction, self.hold.hold_seconds) != (max_fraction, hold_seconds):
             self.hold = WithdrawalHold(max_fraction, hold_seconds, self.clock, MASS_DELETION_WINDOW, settle_seconds)
-        self.hold.settle_seconds = settle_seconds
+        self.hold.settle_after(settle_seconds)
 
     # -- what it answers -------------------------------------------------------------------------------------------
     @property

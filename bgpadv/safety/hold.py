@@ -153,6 +153,13 @@ class WithdrawalHold:
         self._settle_first: float | None = None  # the first deletion plan since nothing settled
         self._settle_last: float | None = None  # the latest deletion plan while withdrawals settle
 
+    def settle_after(self, settle_seconds: float) -> None:
+        """A new settle time (a live configuration change), from the next deletion on; within [0, recent_seconds]
+        as at construction."""
+        if not 0.0 <= settle_seconds <= self.recent_seconds:
+            raise ValueError("settle_seconds must lie in [0, recent_seconds]")
+        self.settle_seconds = settle_seconds
+
     # -- queries --------------------------------------------------------------------------------------------------
     def held_counts(self) -> dict[str, int]:
         """Routes held per peer (peers seen so far, zeros included)."""

@@ -249,7 +249,9 @@ Listener = Callable[[str, BfdPeerState], None]
 class BfdControl:
     """The controller's connection to bfdd's control socket (a daemon thread that reconnects every `retry`
     seconds): keeps bfdd's sessions equal to `set_desired`'s and reports state changes to `on_change` (from its
-    thread: the controller queues them)."""
+    thread: the controller queues them) and to `on_metrics` (peer, up: the gauge). `failed_file`: where the
+    supervisor writes its reason for giving up on bfdd (`BFDD_FAILED`), read while bfdd is unreachable and handed to
+    `on_bfdd_failed` (the gauge)."""
 
     def __init__(
         self,
@@ -257,16 +259,18 @@ class BfdControl:
         states: BfdStates,
         on_change: Listener | None = None,
         *,
+        on_metrics: Callable[[str, bool], None] | None = None,
+        failed_file: Path | None = None,
+        on_bfdd_failed: Callable[[str], None] | None = None,
         retry: float = 0.5,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.path = socket_path
         self.states = states
         self.on_change = on_change
-        self.on_metrics: Callable[[str, bool], None] | None = None  # peer, up: the gauge (any thread)
-        # the supervisor's reason for giving up on bfdd (`BFDD_FAILED`, read while bfdd is unreachable): the gauge
-        self.on_bfdd_failed: Callable[[str], None] | None = None
-        self.failed_file: Path | None = None
+        self.on_metrics = on_metrics
+        self.on_bfdd_failed = on_bfdd_failed
+        self.failed_file = failed_file
         self.bfdd_failed = ""
         self.retry = retry
         self._wall = wall_clock

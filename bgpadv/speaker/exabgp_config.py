@@ -25,16 +25,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from netaddr import IPAddress
-
 from bgpadv.config import DESCRIPTION, MD5_PASSWORD, Config, PeerConfig
+from bgpadv.core.prefix import Address
 from bgpadv.core.runfiles import PID_FILE
 
 PROCESS_NAME = "bgpadv"
 
 
-def _derived_router_id(config: Config) -> IPAddress:
-    return IPAddress((10 << 24) | (config.local_asn & 0x00FFFFFF))
+def _derived_router_id(config: Config) -> Address:
+    return Address(4, (10 << 24) | (config.local_asn & 0x00FFFFFF))
 
 
 def _neighbor(config: Config, peer: PeerConfig, receive_routes: bool) -> list[str]:

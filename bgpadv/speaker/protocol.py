@@ -25,9 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
-
-from netaddr import IPAddress
+from typing import Any
 
 from bgpadv.core.model import Attributes, normalize_community
 from bgpadv.core.prefix import Address, Prefix
@@ -46,12 +44,8 @@ def family_of(prefix: Prefix) -> str:
     return "ipv4 unicast" if prefix.version == 4 else "ipv6 unicast"
 
 
-PeerAddress: TypeAlias = Address | IPAddress
-"""A peer's address: an `Address`, or the configuration's own (netaddr) `PeerConfig.address`."""
-
-
-def _address(value: PeerAddress) -> str:
-    if not isinstance(value, Address | IPAddress):
+def _address(value: Address) -> str:
+    if not isinstance(value, Address):
         raise TypeError(f"expected an Address, got {type(value).__name__}")
     return str(value)
 
@@ -118,7 +112,7 @@ def _next_hop(next_hop: Address | None) -> str:
 
 
 def render_announce(
-    peer: PeerAddress,
+    peer: Address,
     next_hop: Address | None,
     attributes: Attributes,
     prefixes: Sequence[Prefix],
@@ -133,7 +127,7 @@ def render_announce(
     return f"neighbor {_address(peer)} announce attributes next-hop {_next_hop(next_hop)} {attrs} nlri {nlri}"
 
 
-def render_withdraw(peer: PeerAddress, prefixes: Sequence[Prefix]) -> str:
+def render_withdraw(peer: Address, prefixes: Sequence[Prefix]) -> str:
     """One bulk withdrawal. ExaBGP indexes its RIB by prefix only, so no next hop is needed (nor `self`, which
     ExaBGP rejects for an IPv6 prefix on an IPv4 session)."""
     if not prefixes:
@@ -143,7 +137,7 @@ def render_withdraw(peer: PeerAddress, prefixes: Sequence[Prefix]) -> str:
 
 
 def announce_lines(
-    peer: PeerAddress,
+    peer: Address,
     next_hop: Address | None,
     attributes: Attributes,
     prefixes: Sequence[Prefix],
@@ -162,7 +156,7 @@ def announce_lines(
 
 
 def withdraw_lines(
-    peer: PeerAddress, prefixes: Sequence[Prefix], max_prefixes: int, max_bytes: int = MAX_LINE_BYTES
+    peer: Address, prefixes: Sequence[Prefix], max_prefixes: int, max_bytes: int = MAX_LINE_BYTES
 ) -> Iterator[tuple[int, str]]:
     """`render_withdraw` of each run of `chunks(prefixes, max_prefixes, max_bytes)`, as (prefixes in the run, line)."""
     if not prefixes:
@@ -176,7 +170,7 @@ def _lines(head: str, words: list[str], max_prefixes: int, max_bytes: int) -> It
         yield end - start, head + " ".join(words[start:end])
 
 
-def render_eor(peer: PeerAddress, family: str) -> str:
+def render_eor(peer: Address, family: str) -> str:
     """End-of-RIB for one family (the speaker's neighbors run with `manual-eor true`)."""
     afi, safi = FAMILIES[family]
     return f"neighbor {_address(peer)} announce eor {afi} {safi}"

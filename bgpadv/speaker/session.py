@@ -115,6 +115,8 @@ class Speaker:
         local_asn: int | None = None,
         max_line_bytes: int = protocol.MAX_LINE_BYTES,
         self_addresses: Sequence[Address] = (),
+        on_received: Callable[[object, float], None] | None = None,
+        sent: SendLog | None = None,
     ) -> None:
         if max_inflight < 1 or chunk_prefixes < 1:
             raise ValueError("max_inflight and chunk_prefixes must be at least 1")
@@ -125,13 +127,10 @@ class Speaker:
         self._chunk = chunk_prefixes
         self._local_asn = local_asn
         # what `next-hop self` stands for, per IP version (config nextHopSelf); absent: ExaBGP's own `self`
-        # (config's netaddr addresses become `Address` values here: the speaker renders one address type)
-        self._self = {a.version: Address(a.version, a.value) for a in self_addresses}
+        self._self = {a.version: a for a in self_addresses}
         # per peer: the configured addresses, then what was derived for the session where nothing is configured
         # (PeerConfig.self_addresses: the node's global address of that family, bgpadv.runtime.peering)
-        self._self_of = {
-            p.name: {**{a.version: Address(a.version, a.value) for a in p.self_addresses}, **self._self} for p in peers
-        }
+        self._self_of = {p.name: {**{a.version: a for a in p.self_addresses}, **self._self} for p in peers}
         # iBGP peers get no AS-path prepend: our own AS in the path makes the peer drop the route (loop detection)
         self._ibgp = {p.name for p in peers if local_asn is not None and p.ibgp(local_asn)}
         self._no_prepend: dict[tuple[bool, Attributes], Attributes] = {}
@@ -158,11 +157,12 @@ class Speaker:
         self.closed = False  # ExaBGP said it is shutting down
         self.draining = False  # drain(): every route carries GRACEFUL_SHUTDOWN
         self._gshut: dict[Attributes, Attributes] = {}  # attributes -> the same with 65535:0 (shared objects)
-        # the import hook (bgpadv.importer): set before start(), it gets every received UPDATE, peer state, the
-        # start-up neighbor list and ExaBGP's adj-rib-in (`show adj-rib in json`, then RibInDone)
-        self.on_received: Callable[[object, float], None] | None = None
-        # each prefix's last acknowledged send per peer, for `explain --status-url` (bgpadv.speaker.sent)
-        self.sent = SendLog(self._peers)
+        # the import hook (bgpadv.importer): it gets every received UPDATE, peer state, the start-up neighbor list
+        # and ExaBGP's adj-rib-in (`show adj-rib in json`, then RibInDone)
+        self.on_received = on_received
+        # each prefix's last acknowledged send per peer, for `explain --status-url` (bgpadv.speaker.sent); `sent`: one
+        # on other clocks (a test's)
+        self.sent = sent if sent is not None else SendLog(self._peers)
 
     @classmethod
     def from_config(
@@ -170,8 +170,11 @@ class Speaker:
         config: Config,
         write: Callable[[str], None],
         observer: SpeakerObserver = NullObserver(),  # noqa: B008 - stateless default
+        *,
+        on_received: Callable[[object, float], None] | None = None,
     ) -> Speaker:
-        """The speaker bgpadv's configuration asks for: its peers, flow control, local AS and `self` addresses."""
+        """The speaker bgpadv's configuration asks for: its peers, flow control, local AS and `self` addresses;
+        `on_received`: the import hook (what ExaBGP receives, for the egress import)."""
         return cls(
             config.peers,
             write,
@@ -180,6 +183,7 @@ class Speaker:
             chunk_prefixes=config.exabgp.chunk_prefixes,
             local_asn=config.local_asn,
             self_addresses=config.next_hop_self,
+            on_received=on_received,
         )
 
     # ------------------------------------------------------------------ public API
@@ -347,9 +351,7 @@ class Speaker:
                     self._desired[name] = {}
         self._peers = new
         self.sent.set_peers(new)
-        self._self_of = {
-            p.name: {**{a.version: Address(a.version, a.value) for a in p.self_addresses}, **self._self} for p in peers
-        }
+        self._self_of = {p.name: {**{a.version: a for a in p.self_addresses}, **self._self} for p in peers}
         self._ibgp = {p.name for p in peers if self._local_asn is not None and p.ibgp(self._local_asn)}
         log.info("peer set changed", extra={"peers": list(new), "removed": removed})
 

@@ -16,7 +16,7 @@ from kubernetes import client
 
 from bgpadv.commands import status as status_command
 from bgpadv.observe.metrics import Metrics
-from bgpadv.observe.metrics_observer import MetricsObserver
+from bgpadv.observe.metrics_observer import MetricsObserver, StatusParts
 from bgpadv.observe.sessionstate import API_VERSION, KIND, object_name, session_object
 from bgpadv.sources.sessionstate import Identity, SessionStateWriter, list_session_states
 from bgpadv_lab.fakeapi import FakeApiServer
@@ -38,8 +38,9 @@ class Clock:
 def observed():
     wall = Clock()
     wall.now = 1_796_000_000.0
-    m = MetricsObserver(Metrics(process_collectors=False), wall_clock=wall)
-    m.session_info = lambda: INFO
+    m = MetricsObserver(
+        Metrics(process_collectors=False), wall_clock=wall, status_parts=StatusParts(sessions=lambda: INFO)
+    )
     m.set_peers([PEER])
     return m, wall
 

@@ -226,13 +226,11 @@ def test_a_node_relabelled_moves_its_session_and_leaves_the_others_untouched(fab
 
 
 def test_the_sessions_interface_gives_the_nodes_global_ipv6_address_and_never_its_link_local_one(fabric):
-    from netaddr import IPAddress
-
     from bgpadv.core.prefix import Address
     from bgpadv.runtime.peering import kernel_interface_addresses
     from bgpadv_lab.netns import in_netns
 
     lab = fabric[0]
     with in_netns(lab.ns("w1")):
-        found = kernel_interface_addresses(IPAddress(TOR_A), 6)
+        found = kernel_interface_addresses(Address.parse(TOR_A), 6)
     assert found == [Address.parse(W1_6)]  # eth0 also holds an fe80:: address, skipped

@@ -253,14 +253,16 @@ class BfdObserved:
 
     def __init__(self) -> None:
         from bgpadv.core.model import Outcome
-        from bgpadv.observe.metrics_observer import MetricsObserver
+        from bgpadv.observe.metrics_observer import MetricsObserver, StatusParts
 
         self.bfd = "up"
-        self.m = m = MetricsObserver(Metrics(process_collectors=False), wall_clock=lambda: NOW)
+        parts = StatusParts(
+            bfd=lambda: {"10.0.0.1": {"state": self.bfd, "diagnostic": 1, "since": NOW, "failed": True}},
+            sessions=lambda: {"10.0.0.1": {"asn": 64512, "address": "10.0.0.1", "localASN": 64513, "node": "w1"}},
+        )
+        self.m = m = MetricsObserver(Metrics(process_collectors=False), wall_clock=lambda: NOW, status_parts=parts)
         m.set_peers(["10.0.0.1"])
         m.planned(Outcome(), None, 0.0, True)
-        m.bfd_status = lambda: {"10.0.0.1": {"state": self.bfd, "diagnostic": 1, "since": NOW, "failed": True}}
-        m.session_info = lambda: {"10.0.0.1": {"asn": 64512, "address": "10.0.0.1", "localASN": 64513, "node": "w1"}}
 
     def change(self, state: str, failed: bool, diagnostic: int = 0) -> None:
         self.bfd = state
@@ -374,15 +376,15 @@ def test_the_controller_hands_a_bfd_change_to_the_importer_and_the_observers():
             self.bfd.append((peer, state, failed, diagnostic))
 
     observer = Seen()
+    importer = RecordingBfdImporter()
     c = Controller(
         parse(peers({**TOR_A, "bfd": {"enabled": True}})),
         speaker=RecordingSpeaker(),
-        sources_factory=RecordingSources,
+        sources=RecordingSources(),
         observer=observer,
         settings=LoopSettings(coalesce_window=0.0),
+        importer=importer,  # type: ignore[arg-type]
     )
-    importer = RecordingBfdImporter()
-    c.importer = importer  # type: ignore[assignment]
     c.bfd_changed("10.0.0.1", True, "down", 1)  # from the BFD client's thread
     c.step()
     assert importer.failed == [("10.0.0.1", True)]

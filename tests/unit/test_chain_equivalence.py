@@ -65,7 +65,7 @@ def controller(clock: Clock) -> Controller:
     return Controller(
         CONFIG,
         speaker=RecordingSpeaker(),
-        sources_factory=RecordingSources,
+        sources=RecordingSources(),
         observer=RecordingObserver(),
         settings=LoopSettings(coalesce_window=0.0, resync_interval=1e9),  # no periodic full replan in the way
         clock=clock,

@@ -16,11 +16,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from netaddr import IPAddress
 
 from bgpadv.commands import checkconfig
 from bgpadv.commands.cli import main
 from bgpadv.config import Config, ConfigError, load, parse
+from bgpadv.core.prefix import Address
 from bgpadv.runtime import wiring
 from bgpadv.speaker.exabgp_config import exabgp_argv, exabgp_environment, render_exabgp_config
 
@@ -86,7 +86,7 @@ PEER = BASE.peers[0]
     [
         pytest.param(
             {"localAddress": "fd00::11"},
-            replace(PEER, local_address=IPAddress("fd00::11")),
+            replace(PEER, local_address=Address.parse("fd00::11")),
             "local-address and peer-address must be of the same family",
             id="local-address-family",
         ),

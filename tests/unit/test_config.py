@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from netaddr import IPAddress
 
 from bgpadv.config import Config, ConfigError, load, parse
+from bgpadv.core.prefix import Address
 from bgpadv.core.selectors import LabelSelector
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "bgpadv.yaml"
@@ -45,7 +45,7 @@ def test_minimal_configuration_defaults():
     assert cfg.networks.selector is None  # every CUDN
     assert cfg.next_hop == "node"
     assert cfg.router_id is None
-    assert cfg.peers[0].address == IPAddress("10.0.0.1")
+    assert cfg.peers[0].address == Address.parse("10.0.0.1")
     assert cfg.metrics.listen == "0.0.0.0:9179"
     assert cfg.node_name is None
 

@@ -14,17 +14,18 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 
 import pytest
 import yaml
-from netaddr import IPAddress
 
-from bgpadv.config import ConfigError, parse
+from bgpadv.config import Config, ConfigError, parse
 from bgpadv.core import resources
 from bgpadv.core.prefix import Address
 from bgpadv.planner import checks, plan
 from bgpadv.runtime import peering
 from bgpadv.runtime.controller import MOVE_WITHDRAW_SECONDS, Controller, LoopSettings, watched_resources
+from bgpadv.runtime.reload import Reloader
 from bgpadv.safety.guard import Guard, GuardContext
 from bgpadv.sources.decode import decode
 from bgpadv.sources.reflector import WatchEvent
@@ -196,7 +197,7 @@ def addresses(*texts: str):
 )
 def test_an_ipv6_self_over_an_ipv4_session_is_the_nodes_global_ipv6_address(on_interface, node, expected):
     config = peering.effective(parse(peer(), environ={}), node, on_interface)
-    assert config.peers[0].self_addresses == ((IPAddress(expected),) if expected else ())
+    assert config.peers[0].self_addresses == ((Address.parse(expected),) if expected else ())
 
 
 def test_a_configured_next_hop_self_wins_and_the_sessions_own_family_needs_nothing():
@@ -211,7 +212,7 @@ def test_an_unreadable_interface_falls_back_to_the_internal_ip():
         raise OSError("netlink says no")
 
     assert peering.effective(parse(peer(), environ={}), NODE, broken).peers[0].self_addresses == (
-        IPAddress("fd00::11"),
+        Address.parse("fd00::11"),
     )
 
 
@@ -297,25 +298,34 @@ def node_event(labels: dict[str, str], kind: str = "MODIFIED", version: str = "2
     return WatchEvent(resources.NODE, kind, obj, time.monotonic(), None)
 
 
-def per_node_controller() -> tuple[Controller, FakeReloader]:
+def per_node_controller(
+    *,
+    speaker: RecordingSpeaker | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    reloader: Reloader | None = None,
+) -> tuple[Controller, FakeReloader]:
+    """A per-node controller on worker-1 (rack a), its Node listed; ExaBGP's reloads go to the returned
+    `FakeReloader`, or to `reloader` when given (a real one, whose ExaBGP reload is the fake's)."""
     configured = parse({**RAW, "nodeName": "worker-1"}, environ={})
     node = decode(resources.NODE, k8s.node("worker-1", "10.0.0.11", labels={RACK: "a"}), "worker-1")
-    reloader = FakeReloader()
+    fake = FakeReloader()
     c = Controller(
         configured.serving(node.labels),
-        speaker=RecordingSpeaker(),
-        sources_factory=RecordingSources,
+        speaker=speaker if speaker is not None else RecordingSpeaker(),
+        sources=RecordingSources(),
         observer=RecordingObserver(),
         settings=LoopSettings(coalesce_window=0.0),
+        clock=clock,
+        reloader=reloader if reloader is not None else fake,  # type: ignore[arg-type]
         configured=configured,
+        placement=lambda config, n: config.serving(n.labels if n is not None else None),
         node=node,
     )
-    c.reloader = reloader  # type: ignore[assignment]
     for res in watched_resources(configured):
         c.queue.put(WatchEvent(res, "SYNCED", None, time.monotonic(), None))
     c.queue.put(node_event({RACK: "a"}, "ADDED", "1"))
     assert c.step() is True
-    return c, reloader
+    return c, fake
 
 
 def test_a_label_change_that_keeps_the_same_peers_changes_nothing():
@@ -366,19 +376,16 @@ class HoldingSpeaker(RecordingSpeaker):
 
 
 def test_the_reload_waits_for_the_leaving_peers_withdrawals_then_goes_at_most_after_the_timeout():
-    c, reloader = per_node_controller()
     now = [1000.0]
-    c.clock = lambda: now[0]
     speaker = HoldingSpeaker()
+    c, reloader = per_node_controller(speaker=speaker, clock=lambda: now[0])
     speaker.holding = {"10.0.0.1"}
-    c.speaker = speaker
     c.queue.put(node_event({RACK: "b"}))
     assert c.step() is True and reloader.reloaded == []  # withdrawals in flight
     speaker.holding = set()  # acknowledged
     assert c.step() is True and reloader.reloaded == [["10.0.0.2", "192.0.2.1"]]
-    c2, reloader2 = per_node_controller()
-    c2.clock = lambda: now[0]
-    c2.speaker = speaker
+    speaker = HoldingSpeaker()
+    c2, reloader2 = per_node_controller(speaker=speaker, clock=lambda: now[0])
     speaker.holding = {"10.0.0.1"}
     c2.queue.put(node_event({RACK: "b"}))
     assert c2.step() is True
@@ -442,19 +449,33 @@ def test_after_a_move_the_removed_peer_is_neither_held_nor_handed_to_the_speaker
 # -- a changed file, decided (bgpadv.runtime.reload.Reloader.decide) ---------------------------------------------------
 
 
-def file_reloader(tmp_path, raw: dict, labels: dict[str, str]):
-    from bgpadv.runtime.reload import Reloader
-
+def file_reloader(tmp_path, raw: dict, **settings):
     path = tmp_path / "bgpadv.yaml"
     path.write_text(yaml.safe_dump(raw))
-    return Reloader(str(path), narrow=lambda config: config.serving(labels)), path
+    return RecordingExaBGPReloader(str(path), **settings), path
+
+
+@dataclasses.dataclass
+class RecordingExaBGPReloader(Reloader):
+    """A real reloader of the file, whose ExaBGP reloads are only recorded (the peers each would run)."""
+
+    reloaded: list[list[str]] = dataclasses.field(default_factory=list)
+
+    def reload_exabgp(self, config: Config) -> bool:
+        self.reloaded.append([p.name for p in config.peers])
+        return True
+
+
+def on_rack(labels: dict[str, str]) -> Callable[[Config], Config]:
+    """What a node with `labels` serves of a configuration (`Reloader.decide`'s `narrow`)."""
+    return lambda config: config.serving(labels)
 
 
 def test_decide_moves_live_when_the_file_only_adds_a_peer_this_node_serves(tmp_path):
     running = parse(RAW, environ={}).serving({RACK: "a"})
-    reloader, path = file_reloader(tmp_path, RAW, {RACK: "a"})
+    reloader, path = file_reloader(tmp_path, RAW)
     path.write_text(yaml.safe_dump({**RAW, "peers": [*RAW["peers"], {"address": "10.0.0.9", "asn": 64512}]}))
-    decision = reloader.decide(running)
+    decision = reloader.decide(running, on_rack({RACK: "a"}))
     assert decision.action == "peers"
     assert decision.config is not None and [p.name for p in decision.config.peers] == [
         "10.0.0.1",
@@ -467,12 +488,9 @@ def test_a_file_adding_only_another_racks_peer_changes_nothing_here_but_is_not_f
     """The running peers are the same, but the configured ones are the file's: a later relabel of this node to
     that rack moves to the new peer."""
     tor_c = {"address": "10.0.0.3", "asn": 64512, "nodeSelector": {"matchLabels": {RACK: "c"}}}
-    c, reloader = per_node_controller()
     counted: list[str] = []
-    real, path = file_reloader(tmp_path, {**RAW, "nodeName": "worker-1"}, {RACK: "a"})
-    real.counted = counted.append
-    real.reload_exabgp = reloader.reload_exabgp  # type: ignore[method-assign]
-    c.reloader = real
+    reloader, path = file_reloader(tmp_path, {**RAW, "nodeName": "worker-1"}, counted=counted.append)
+    c, _ = per_node_controller(reloader=reloader)
     path.write_text(yaml.safe_dump({**RAW, "nodeName": "worker-1", "peers": [TOR_A, TOR_B, SPINE, tor_c]}))
     from bgpadv.runtime.reload import ConfigFileChanged
 

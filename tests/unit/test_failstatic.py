@@ -152,6 +152,14 @@ def test_a_new_settle_time_keeps_the_hold_and_what_it_holds():
     assert fs.held_counts() == {PEER: 4}
 
 
+@pytest.mark.parametrize("settle", [pytest.param(-0.5, id="negative"), pytest.param(10.5, id="above-the-window")])
+def test_a_settle_time_outside_the_mass_deletion_window_is_refused_as_at_construction(settle):
+    fs = holding(Clock())
+    with pytest.raises(ValueError, match="settle_seconds must lie in"):
+        fs.reconfigure(0.5, H, settle)
+    assert fs.hold.settle_seconds != settle
+
+
 def test_a_plan_with_deletion_events_settles_and_settled_carries_it_out_later():
     clock = Clock()
     fs = failstatic(clock)

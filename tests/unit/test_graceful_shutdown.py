@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import json
 
-from netaddr import IPAddress
-
 from bgpadv.config import PeerConfig, parse
 from bgpadv.core.model import Attributes, ObjectRef, Route, RouteKind
 from bgpadv.core.prefix import Address, Prefix
 from bgpadv.runtime.controller import Controller
 from bgpadv.speaker.session import GRACEFUL_SHUTDOWN, Speaker
 
-PEER = PeerConfig(address=IPAddress("10.0.0.1"), asn=64512)
+PEER = PeerConfig(address=Address.parse("10.0.0.1"), asn=64512)
 W1 = Address.parse("10.0.0.11")
 VMI = ObjectRef("VirtualMachineInstance", "vm-a", "tenant-blue")
 TAGGED = Attributes(communities=("64513:100",))
@@ -122,7 +120,7 @@ def test_a_drain_request_reaches_the_speaker_through_the_loop():
 
     config = parse({"localASN": 64513, "peers": [{"address": "10.0.0.1", "asn": 64512}]})
     speaker = RecordingSpeaker()
-    controller = Controller(config, speaker=speaker, sources_factory=RecordingSources)
+    controller = Controller(config, speaker=speaker, sources=RecordingSources())
     controller.request_drain()
     assert controller.step()
     assert speaker.drains == 1

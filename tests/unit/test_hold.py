@@ -477,12 +477,20 @@ def test_the_lab_entry_point_refuses_a_hold_that_is_no_number_of_seconds(bad: st
 
 
 def test_the_lab_entry_point_makes_every_child_run_it_again_with_the_same_hold(monkeypatch) -> None:
+    """The lab's entry point hands its own entry point to bgpadv's command line, which starts every child with it;
+    bgpadv's own default stays `python -m bgpadv`."""
+    from bgpadv.commands import cli
     from bgpadv.core import runfiles
     from bgpadv_lab.short_hold import main
 
-    monkeypatch.setattr(runfiles, "ENTRY_POINT", runfiles.ENTRY_POINT)
-    assert main(["3", "check-config", "--schema"]) == 0
-    assert runfiles.controller_argv("/etc/bgpadv.yaml", no_shim=True)[1:] == [
+    given: list[tuple[list[str], object]] = []
+    monkeypatch.setattr(cli, "main", lambda argv, *, entry_point=None: given.append((list(argv), entry_point)) or 0)
+    assert main(["3", "run", "--config", "/etc/bgpadv.yaml"]) == 0
+    ((argv, entry_point),) = given
+    assert argv == ["run", "--config", "/etc/bgpadv.yaml"]
+    assert isinstance(entry_point, tuple)
+    assert runfiles.controller_argv("/etc/bgpadv.yaml")[1:3] == ["-m", "bgpadv"]
+    assert runfiles.controller_argv("/etc/bgpadv.yaml", no_shim=True, entry_point=entry_point)[1:] == [
         "-m",
         "bgpadv_lab.short_hold",
         "3",
@@ -491,3 +499,32 @@ def test_the_lab_entry_point_makes_every_child_run_it_again_with_the_same_hold(m
         "/etc/bgpadv.yaml",
         "--no-shim",
     ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "module", "function"),
+    [
+        pytest.param(["controller", "--config", "/etc/bgpadv.yaml"], "bgpadv.runtime.shim", "shim_main", id="shim"),
+        pytest.param(
+            ["controller", "--config", "/etc/bgpadv.yaml", "--no-shim"],
+            "bgpadv.runtime.wiring",
+            "controller_main",
+            id="controller",
+        ),
+    ],
+)
+def test_the_command_line_hands_an_embedding_programs_entry_point_to_the_process_that_starts_children(
+    argv: list[str], module: str, function: str, monkeypatch
+) -> None:
+    import gc
+    import importlib
+
+    from bgpadv.commands import cli
+
+    entry = ("-m", "bgpadv_lab.short_hold", "3")
+    given: list[object] = []
+    monkeypatch.setattr(importlib.import_module(module), function, lambda path, **kw: given.append(kw["entry_point"]))
+    monkeypatch.setattr(gc, "disable", lambda: None)  # `controller --no-shim` turns the collector off until its plan
+    cli.main(argv, entry_point=entry)
+    cli.main(argv)
+    assert given == [entry, ("-m", "bgpadv")]

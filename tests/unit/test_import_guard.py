@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import ipaddress
 import json
+from collections.abc import Callable
 
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from netaddr import IPNetwork
 
 from bgpadv.commands import render
 from bgpadv.config import AcceptRule, ImportNetwork, parse
@@ -66,7 +66,7 @@ RAW = {
 CONFIG = parse(RAW, {})
 CONTEXT = context_of(CONFIG, SELECTED_SUBNETS, NODES, INTERFACES)
 EVERYTHING = ImportNetwork(
-    "vmnet-a", accept=(AcceptRule(IPNetwork("0.0.0.0/0"), 32), AcceptRule(IPNetwork("::/0"), 128))
+    "vmnet-a", accept=(AcceptRule(Prefix.parse("0.0.0.0/0"), 32), AcceptRule(Prefix.parse("::/0"), 128))
 )
 DEFAULT_ONLY = ImportNetwork("vmnet-a")
 
@@ -350,12 +350,13 @@ class Kernel:
         del self.tables[table][prefix]
 
 
-def importer(kernel: Kernel) -> tuple[Importer, Metrics, list]:
+def importer(kernel: Kernel, on_refusals: Callable[[list], None] | None = None) -> tuple[Importer, Metrics, list]:
+    """An importer of vmnet-a into table 1001, its peers up and their adj-rib-in read. Its refusals go to
+    `on_refusals`, or to the list returned."""
     cfg = parse({**RAW, "importRoutes": {"enabled": True, "networks": [{"name": "vmnet-a", "table": 1001}]}}, {})
     metrics = Metrics(process_collectors=False)
-    imp = Importer(cfg, kernel, metrics, 0.0)
     reported: list = []
-    imp.on_refusals = reported.append
+    imp = Importer(cfg, kernel, metrics, 0.0, on_refusals=on_refusals if on_refusals is not None else reported.append)
     imp.handle(NeighborList(((TOR1, "up"), (TOR2, "up"), (TOR6, "up"))), 0.0)
     imp.handle(RibInDone(), 0.0)
     imp.set_networks({"vmnet-a": SelectedNetwork(VMNET_A), "vmnet-b": SelectedNetwork(VMNET_B)}, 0.0, NODES)
@@ -651,12 +652,10 @@ def test_a_refused_path_becomes_a_warning_event_on_the_cudn():
     from bgpadv.observe.events import EventRecorder
     from bgpadv_lab.fakeapi import FakeApiServer
 
-    kernel = Kernel()
-    imp, _, _ = importer(kernel)
     with FakeApiServer() as api, k8s_client.ApiClient(k8s_client.Configuration(host=api.url)) as client:
         recorder = EventRecorder(client, verb="not importing").start()
         try:
-            imp.on_refusals = recorder.record
+            imp, _, _ = importer(Kernel(), on_refusals=recorder.record)
             imp.handle(received(TOR2, (DEFAULT4, W2)), 1.0)
             assert recorder.flush()
             (event,) = api.events()

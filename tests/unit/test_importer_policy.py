@@ -4,8 +4,6 @@ path counts as equal (ECMP); at most `maxRoutes` per network and family, the sho
 
 from __future__ import annotations
 
-from netaddr import IPAddress, IPNetwork
-
 from bgpadv.config import AcceptRule, ImportNetwork, parse
 from bgpadv.core.prefix import Address, Prefix
 from bgpadv.importer.policy import LIMIT, NEXT_HOP, OWN_SUBNET, POLICY, desired_routes
@@ -23,8 +21,8 @@ def a(text: str) -> Address:
 
 
 def rule(prefix: str, max_length: int | None = None, peers: tuple[str, ...] = ()) -> AcceptRule:
-    """An accept rule as the configuration holds it (netaddr values)."""
-    return AcceptRule(IPNetwork(prefix), max_length, tuple(IPAddress(p) for p in peers))
+    """An accept rule as the configuration holds it."""
+    return AcceptRule(Prefix.parse(prefix), max_length, tuple(Address.parse(p) for p in peers))
 
 
 def test_the_default_policy_imports_only_the_default_routes():
@@ -94,9 +92,9 @@ def test_the_configuration_lists_networks_with_the_default_policy_unless_accept_
     )
     imp = config.import_routes
     assert imp.enabled and imp.max_routes == 50 and imp.reconcile_seconds == 10.0
-    assert [x.prefix for x in imp.networks[0].accept] == [IPNetwork("0.0.0.0/0"), IPNetwork("::/0")]
+    assert [x.prefix for x in imp.networks[0].accept] == [Prefix.parse("0.0.0.0/0"), Prefix.parse("::/0")]
     assert imp.networks[1].network_id == 7
-    assert imp.networks[2].external and imp.networks[2].exclude == (IPNetwork("10.50.0.0/16"),)
+    assert imp.networks[2].external and imp.networks[2].exclude == (Prefix.parse("10.50.0.0/16"),)
     assert imp.networks[3].accept == (rule("198.51.100.0/24", None, (TOR1,)),)
 
 

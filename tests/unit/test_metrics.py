@@ -17,7 +17,7 @@ from bgpadv.core.model import Cause, ObjectRef, Outcome, Plan, Refusal, Route, R
 from bgpadv.core.prefix import Address, Prefix
 from bgpadv.observe.convergence import percentile
 from bgpadv.observe.metrics import Metrics
-from bgpadv.observe.metrics_observer import MetricsObserver
+from bgpadv.observe.metrics_observer import LateStatusParts, MetricsObserver, StatusParts
 from bgpadv.observe.observers import RouteChange
 
 CUDN_A = ObjectRef("ClusterUserDefinedNetwork", "vmnet-a", uid="6f1c2a9e-0d6b-4d1e-9a52-1f7f0c2b8a01")
@@ -537,3 +537,29 @@ def test_a_value_observed_for_many_route_changes_at_once_counts_as_that_many_obs
         for _ in range(n):
             alone.labels(stage="sent").observe(value)
     assert samples(bulk) == pytest.approx(samples(alone))
+
+
+# -- the parts of /status built after the observer (bgpadv.runtime.wiring) -------------------------------------------
+
+
+def test_status_shows_the_late_parts_once_bound_and_they_bind_only_once(clock: Clock) -> None:
+    """The controller, the speaker and the import report to the observer and are built after it: /status shows
+    the observer's own model until their readers are bound, then what they say; a second binding is refused."""
+    late = LateStatusParts()
+    obs = MetricsObserver(
+        Metrics(process_collectors=False), clock=clock.monotonic, wall_clock=clock.wall, status_parts=late
+    )
+    before = obs.status()
+    assert not {"import", "placement", "bfd"} & set(before) and obs.sent_status is None
+    late.bind(
+        StatusParts(
+            imported=lambda: {"networks": {}},
+            placement=lambda: {"served": [PEER]},
+            sent=lambda prefixes: {str(p): {} for p in prefixes},
+        )
+    )
+    after = obs.status()
+    assert (after["import"], after["placement"], "bfd" in after) == ({"networks": {}}, {"served": [PEER]}, False)
+    assert obs.sent_status is not None and obs.sent_status([Prefix.parse("10.0.0.0/8")]) == {"10.0.0.0/8": {}}
+    with pytest.raises(RuntimeError, match="bound already"):
+        late.bind(StatusParts())

@@ -127,7 +127,7 @@ class Instance:
         self.c = Controller(
             CONFIG,
             speaker=OnePeerSpeaker(PEER),
-            sources_factory=RecordingSources,
+            sources=RecordingSources(),
             observer=self.observer,
             settings=LoopSettings(coalesce_window=0.0, resync_interval=3600.0),
             clock=clock,

@@ -132,3 +132,48 @@ def test_the_fast_constructors_build_what_the_validating_ones_build(version: int
 def test_from_key_validates_like_the_constructor() -> None:
     with pytest.raises(ValueError, match="host bits"):
         Prefix.from_key((4, 0x0A000001, 24))
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        pytest.param("127.0.0.1", {"loopback"}, id="ipv4-loopback"),
+        pytest.param("127.255.255.255", {"loopback"}, id="ipv4-loopback-last"),
+        pytest.param("128.0.0.0", set(), id="after-ipv4-loopback"),
+        pytest.param("::1", {"loopback"}, id="ipv6-loopback"),
+        pytest.param("::2", set(), id="not-ipv6-loopback"),
+        pytest.param("169.254.0.1", {"link-local"}, id="ipv4-link-local"),
+        pytest.param("fe80::1", {"link-local"}, id="ipv6-link-local"),
+        pytest.param("febf:ffff::1", {"link-local"}, id="ipv6-link-local-last"),
+        pytest.param("fec0::1", set(), id="after-ipv6-link-local"),
+        pytest.param("224.0.0.5", {"multicast"}, id="ipv4-multicast"),
+        pytest.param("239.255.255.255", {"multicast"}, id="ipv4-multicast-last"),
+        pytest.param("240.0.0.0", set(), id="after-ipv4-multicast"),
+        pytest.param("ff02::1", {"multicast"}, id="ipv6-multicast"),
+        pytest.param("::ffff:10.0.0.1", {"ipv4-mapped"}, id="ipv4-mapped"),
+        pytest.param("::fffe:10.0.0.1", set(), id="not-ipv4-mapped"),
+        pytest.param("10.0.0.1", set(), id="ipv4-unicast"),
+        pytest.param("fd00::1", set(), id="ipv6-unique-local"),
+    ],
+)
+def test_an_address_says_which_special_kind_it_is_as_netaddr_does(text: str, kinds: set[str]) -> None:
+    """The kinds the configuration refuses for a session (loopback toward a remote peer, link-local, multicast,
+    IPv4-mapped): the same answers as netaddr's predicates."""
+    ours, theirs = Address.parse(text), IPAddress(text)
+    found = {
+        kind
+        for kind, yes in (
+            ("loopback", ours.is_loopback()),
+            ("link-local", ours.is_link_local()),
+            ("multicast", ours.is_multicast()),
+            ("ipv4-mapped", ours.is_ipv4_mapped()),
+        )
+        if yes
+    }
+    assert found == kinds
+    assert (ours.is_loopback(), ours.is_link_local(), ours.is_multicast(), ours.is_ipv4_mapped()) == (
+        theirs.is_loopback(),
+        theirs.is_link_local(),
+        theirs.is_multicast(),
+        theirs.is_ipv4_mapped(),
+    )

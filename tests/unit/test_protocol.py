@@ -12,7 +12,6 @@ import os
 from pathlib import Path
 
 import pytest
-from netaddr import IPAddress
 
 from bgpadv.core.model import Attributes
 from bgpadv.core.prefix import Address, Prefix
@@ -20,7 +19,7 @@ from bgpadv.speaker import protocol
 from bgpadv.speaker.protocol import Ack, NeighborList, Notification, Other, PeerState, RibRoute, Shutdown, UpdateEvent
 
 GOLDEN = Path(__file__).parent / "golden"
-PEER = IPAddress("10.0.0.1")
+PEER = Address.parse("10.0.0.1")
 
 
 def check_golden(name: str, text: str) -> None:
@@ -46,7 +45,7 @@ def test_announcements_render_as_golden():
             [Prefix.parse("10.128.0.5/32"), Prefix.parse("10.128.1.0/24")],
             local_asn=64513,
         ),
-        protocol.render_announce(IPAddress("fd00::1"), None, Attributes(), [Prefix.parse("fd00:10::5/128")]),
+        protocol.render_announce(Address.parse("fd00::1"), None, Attributes(), [Prefix.parse("fd00:10::5/128")]),
         protocol.render_announce(PEER, Address.parse("fd00::11"), Attributes(), [Prefix.parse("fd00:10:0:0::5/128")]),
         protocol.render_announce(
             PEER, None, Attributes(med=0), [Prefix.parse("10.128.0.7/24", strict=False)]

@@ -209,17 +209,18 @@ def test_the_reload_signal_is_repeated_because_exabgp_may_drop_it(tmp_path, monk
 CUDN = SERVICE_CUDN  # the controller tests' realistic Layer2 network (tests/unit/test_service.py)
 
 
-def running_controller(tmp_path: Path, counted: list[str]) -> tuple[Controller, Path]:
+def running_controller(tmp_path: Path, counted: list[str], importer: object = None) -> tuple[Controller, Path]:
     path = tmp_path / "bgpadv.yaml"
     path.write_text(yaml.safe_dump(RAW))
     speaker = RecordingSpeaker()
     c = Controller(
         parse(RAW),
         speaker=speaker,
-        sources_factory=RecordingSources,
+        sources=RecordingSources(),
         observer=RecordingObserver(),
         settings=LoopSettings(coalesce_window=0.0),
         reloader=Reloader(str(path), counted=counted.append),  # no runtime directory: not under `bgpadv run`
+        importer=importer,  # type: ignore[arg-type]
     )
     c.queue.put(WatchEvent(resources.CUDN, "ADDED", CUDN, time.monotonic(), None))
     for res in watched_resources(parse(RAW)):
@@ -284,9 +285,10 @@ class RecordingImporter:
 
 
 def test_a_live_change_of_the_selection_reaches_the_egress_importer(tmp_path):
-    c, path = running_controller(tmp_path, [])
-    importer = c.importer = RecordingImporter()
+    importer = RecordingImporter()
+    c, path = running_controller(tmp_path, [], importer)
+    assert importer.selected and importer.selected[-1], "the first plan hands the selected network to the importer"
     path.write_text(yaml.safe_dump(with_(networks={"selector": {"matchLabels": {"tier": "gold"}}})))
     c.queue.put(ConfigFileChanged())
     c.step()
-    assert importer.selected == [set()], "the deselected network's VRF table is no longer the importer's to fill"
+    assert importer.selected[-1] == set(), "the deselected network's VRF table is no longer the importer's to fill"

@@ -38,7 +38,7 @@ def test_the_real_speaker_and_the_recording_double_implement_the_speaker_seam():
 
 def test_the_real_sources_and_the_recording_double_implement_the_sources_seam():
     assert isinstance(Sources(client.ApiClient(), (), lambda event: None), ControllerSources)
-    assert isinstance(RecordingSources(lambda event: None), ControllerSources)
+    assert isinstance(RecordingSources(), ControllerSources)
 
 
 @pytest.mark.parametrize("seam", [SourcesObserver, PlannerObserver, SpeakerObserver, ControllerObserver, Observer])
@@ -76,11 +76,11 @@ class SpeakerWithoutClosed:
 
 def test_a_speaker_double_lacking_what_the_real_speaker_has_is_refused():
     with pytest.raises(TypeError, match=r"the speaker SpeakerWithoutClosed does not implement .*'closed'"):
-        Controller(CONFIG, speaker=SpeakerWithoutClosed(), sources_factory=RecordingSources)
+        Controller(CONFIG, speaker=SpeakerWithoutClosed(), sources=RecordingSources())
 
 
 class SourcesWithoutRelist:
-    def __init__(self, emit) -> None:
+    def __init__(self) -> None:
         self.synced = True
 
     def start(self) -> None:
@@ -92,7 +92,7 @@ class SourcesWithoutRelist:
 
 def test_sources_that_cannot_relist_are_refused():
     with pytest.raises(TypeError, match=r"the sources SourcesWithoutRelist does not implement .*'relist'"):
-        Controller(CONFIG, speaker=RecordingSpeaker(), sources_factory=SourcesWithoutRelist)
+        Controller(CONFIG, speaker=RecordingSpeaker(), sources=SourcesWithoutRelist())
 
 
 class OnlyPlanned:
@@ -102,7 +102,7 @@ class OnlyPlanned:
 
 def test_an_observer_implementing_one_seam_only_is_refused_by_the_controller_and_the_fanout():
     with pytest.raises(TypeError, match="does not implement Observer"):
-        Controller(CONFIG, speaker=RecordingSpeaker(), sources_factory=RecordingSources, observer=OnlyPlanned())
+        Controller(CONFIG, speaker=RecordingSpeaker(), sources=RecordingSources(), observer=OnlyPlanned())
     with pytest.raises(TypeError, match=r"OnlyPlanned does not implement bgpadv\.observe\.observers\.Observer"):
         Fanout(NullObserver(), OnlyPlanned())
 

@@ -15,7 +15,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from netaddr import IPAddress
 
 from bgpadv.commands import explain
 from bgpadv.config import PeerConfig
@@ -23,7 +22,7 @@ from bgpadv.core.model import Cause, ObjectRef, Route, RouteKind
 from bgpadv.core.prefix import Address, Prefix
 from bgpadv.observe.health import MAX_SENT_QUERY, HealthServer
 from bgpadv.observe.metrics import Metrics
-from bgpadv.observe.metrics_observer import MetricsObserver
+from bgpadv.observe.metrics_observer import MetricsObserver, StatusParts
 from bgpadv.speaker.sent import ANNOUNCE, SendLog, utc
 from bgpadv.speaker.session import Speaker
 
@@ -31,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "config" / "bgpadv.yaml"
 EXAMPLES = ROOT / "config" / "examples"
 
-TOR_A = PeerConfig(address=IPAddress("10.0.0.1"), asn=64512)  # a peer is named by its address
-TOR_B = PeerConfig(address=IPAddress("10.0.0.2"), asn=64512)
+TOR_A = PeerConfig(address=Address.parse("10.0.0.1"), asn=64512)  # a peer is named by its address
+TOR_B = PeerConfig(address=Address.parse("10.0.0.2"), asn=64512)
 W1 = Address.parse("192.0.2.11")
 CLAIM = ObjectRef("IPAMClaim", "vm-a.default", "imported-vms", "0b6a4c1e-2f4d-4b8e-9c1a-7d2e3f4a5b6c")
 WALL_AT_MONO_0 = 1_796_212_800.0  # 2026-12-02T12:00:00Z is wall clock at monotonic 0 in these tests
@@ -57,8 +56,8 @@ class Clocks:
 
 def ready_speaker(clocks: Clocks, peers=(TOR_A, TOR_B)) -> tuple[Speaker, list[str]]:
     written: list[str] = []
-    speaker = Speaker(list(peers), written.append, local_asn=64513)
-    speaker.sent = SendLog([p.name for p in peers], wall=clocks.wall, monotonic=clocks.monotonic)
+    sent = SendLog([p.name for p in peers], wall=clocks.wall, monotonic=clocks.monotonic)
+    speaker = Speaker(list(peers), written.append, local_asn=64513, sent=sent)
     speaker.start()
     speaker.handle_line(json.dumps([{"state": "up", "peer": {"address": str(p.address)}} for p in peers]), at=1.0)
     speaker.handle_line("done", at=1.0)  # show neighbor
@@ -134,8 +133,7 @@ def sending_server():
     clocks = Clocks()
     log = SendLog(["tor-a", "tor-b"], wall=clocks.wall, monotonic=clocks.monotonic)
     log.acked("tor-a", "announce", [vm_route().prefix.key], Cause(99.0, 99.5), at=100.0)
-    observer = MetricsObserver(Metrics())
-    observer.sent_status = log.report
+    observer = MetricsObserver(Metrics(), status_parts=StatusParts(sent=log.report))
     with HealthServer(("127.0.0.1", 0), observer) as server:
         yield server
 

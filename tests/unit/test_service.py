@@ -89,7 +89,7 @@ def recording_loop(clock: Clock, settings: LoopSettings) -> Controller:
     return Controller(
         CONFIG,
         speaker=RecordingSpeaker(),
-        sources_factory=RecordingSources,
+        sources=RecordingSources(),
         observer=RecordingObserver(),
         settings=settings,
         clock=clock,
@@ -279,7 +279,7 @@ def test_whatever_the_planner_returns_the_speaker_gets_only_guarded_routes_and_o
     monkeypatch.setattr(IncrementalPlanner, "plan", buggy_plan)
     recorder = RecordingObserver()
     c = Controller(
-        CONFIG, speaker=RecordingSpeaker(), sources_factory=RecordingSources, observer=recorder, settings=LoopSettings()
+        CONFIG, speaker=RecordingSpeaker(), sources=RecordingSources(), observer=recorder, settings=LoopSettings()
     )
     for obj in (k8s.node("worker-1", "10.0.0.11"), cudn):
         c.queue.put(event(resources.resource_for(obj), "ADDED", obj))
@@ -302,7 +302,7 @@ def test_a_self_route_a_session_cannot_express_is_refused_for_that_peer_only():
 
     recorder = RecordingObserver()
     c = Controller(
-        CONFIG, speaker=RecordingSpeaker(), sources_factory=RecordingSources, observer=recorder, settings=LoopSettings()
+        CONFIG, speaker=RecordingSpeaker(), sources=RecordingSources(), observer=recorder, settings=LoopSettings()
     )
     cudn = k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24", "fd10:100::/64"], labels={"bgpadv.io/advertise": "true"})
     c.queue.put(event(resources.CUDN, "ADDED", cudn))
@@ -349,7 +349,7 @@ def test_a_host_route_moved_by_a_ready_migration_starts_a_handover_measurement(v
 
     recorder = RecordingObserver()
     c = Controller(
-        CONFIG, speaker=RecordingSpeaker(), sources_factory=RecordingSources, observer=recorder, settings=LoopSettings()
+        CONFIG, speaker=RecordingSpeaker(), sources=RecordingSources(), observer=recorder, settings=LoopSettings()
     )
     cudn = k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24"], labels={"bgpadv.io/advertise": "true"})
     claim = k8s.ipam_claim(

@@ -68,7 +68,7 @@ class Cluster:
         self.c = Controller(
             CONFIG,
             speaker=OnePeerSpeaker(PEER),
-            sources_factory=RecordingSources,
+            sources=RecordingSources(),
             observer=self.observer,
             settings=LoopSettings(coalesce_window=0.0, resync_interval=RESYNC),
             clock=clock,  # the timers' and the withdrawal hold's

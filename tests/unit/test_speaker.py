@@ -20,8 +20,8 @@ from bgpadv.core.model import Attributes, ObjectRef, Route, RouteKind
 from bgpadv.core.prefix import Address, Prefix
 from bgpadv.speaker.session import Speaker
 
-PEER4 = PeerConfig(address=IPAddress("10.0.0.1"), asn=64512)
-PEER6 = PeerConfig(address=IPAddress("fd00::1"), asn=64512, families=("ipv6 unicast",))
+PEER4 = PeerConfig(address=Address.parse("10.0.0.1"), asn=64512)
+PEER6 = PeerConfig(address=Address.parse("fd00::1"), asn=64512, families=("ipv6 unicast",))
 W1, W2 = Address.parse("10.0.0.11"), Address.parse("10.0.0.12")
 W1_6 = Address.parse("fd00::11")
 VMI = ObjectRef("VirtualMachineInstance", "vm-a", "tenant-blue", "8d0b5a0e-0c0f-4b8e-9a55-2f1e6a9d3c11")
@@ -224,7 +224,7 @@ def test_error_ack_marks_prefixes_unknown_and_the_next_diff_retries_them():
 def test_what_a_peer_cannot_carry_is_never_sent_and_never_dropped_silently(caplog: pytest.LogCaptureFixture):
     """Defence in depth: the guard refuses these routes (`family-not-carried`) before they reach the speaker; if one
     gets past it anyway, the speaker still does not send it, counts it in `skipped` and logs an error."""
-    peer = PeerConfig(address=IPAddress("10.0.0.1"), asn=64512)  # IPv4 session, both families
+    peer = PeerConfig(address=Address.parse("10.0.0.1"), asn=64512)  # IPv4 session, both families
     speaker, fake = started(peers=(peer, PEER6))
     routes = [
         host("10.128.0.5/32"),
@@ -512,8 +512,8 @@ def test_unknown_prefixes_after_an_error_are_withdrawn_with_their_canonical_text
 
 
 def test_set_peers_alone_adds_and_removes_peers_and_leaves_the_kept_sessions_untouched():
-    tor_b = PeerConfig(address=IPAddress("10.0.0.2"), asn=64512)
-    tor_c = PeerConfig(address=IPAddress("10.0.0.3"), asn=64512)
+    tor_b = PeerConfig(address=Address.parse("10.0.0.2"), asn=64512)
+    tor_c = PeerConfig(address=Address.parse("10.0.0.3"), asn=64512)
     speaker, fake = started(peers=(PEER4, tor_b))
     routes = hosts(3)
     speaker.set_desired({PEER4.name: routes, tor_b.name: routes})

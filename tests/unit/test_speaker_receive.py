@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import json
 
-from netaddr import IPAddress
-
 from bgpadv.config import PeerConfig
 from bgpadv.core.prefix import Address, Prefix
 from bgpadv.speaker import protocol
 from bgpadv.speaker.protocol import NeighborList, PeerState, RibInDone, RibRoute, UpdateEvent
 from bgpadv.speaker.session import Speaker
 
-PEER = PeerConfig(address=IPAddress("10.0.0.1"), asn=64512)
+PEER = PeerConfig(address=Address.parse("10.0.0.1"), asn=64512)
 
 
 def received(announce: dict | None = None, eor: dict | None = None) -> str:
@@ -29,8 +27,7 @@ def rib_line(prefix: str) -> str:
 
 def test_with_the_hook_set_start_up_asks_for_the_adj_rib_in_after_the_adj_rib_out():
     written: list[str] = []
-    speaker = Speaker([PEER], written.append)
-    speaker.on_received = lambda reply, at: None
+    speaker = Speaker([PEER], written.append, on_received=lambda reply, at: None)
     speaker.start()
     assert written == [protocol.SHOW_NEIGHBORS, protocol.SHOW_ADJ_RIB_OUT, protocol.SHOW_ADJ_RIB_IN]
 
@@ -43,8 +40,7 @@ def test_without_the_hook_nothing_received_is_asked_for():
 
 def test_the_hook_gets_the_neighbor_list_the_adj_rib_in_its_end_and_every_received_update():
     got: list[object] = []
-    speaker = Speaker([PEER], lambda line: None)
-    speaker.on_received = lambda reply, at: got.append(reply)
+    speaker = Speaker([PEER], lambda line: None, on_received=lambda reply, at: got.append(reply))
     speaker.start()
     speaker.handle_line('[{"peer": {"address": "10.0.0.1"}, "fsm": "ESTABLISHED"}]', 1.0)
     speaker.handle_line("done", 1.0)

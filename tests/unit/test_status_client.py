@@ -26,7 +26,7 @@ from bgpadv.core.model import Cause
 from bgpadv.core.prefix import Prefix
 from bgpadv.observe.health import HealthServer
 from bgpadv.observe.metrics import Metrics
-from bgpadv.observe.metrics_observer import MetricsObserver
+from bgpadv.observe.metrics_observer import MetricsObserver, StatusParts
 from bgpadv.speaker.sent import ANNOUNCE, SendLog
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,8 +39,7 @@ def listener() -> Iterator[HealthServer]:
     """An instance's metrics listener whose send log holds 192.168.100.205/32 announced to tor-a."""
     log = SendLog(["tor-a", "tor-b"], wall=lambda: WALL, monotonic=lambda: 0.0)
     log.acked("tor-a", ANNOUNCE, [Prefix.parse(ROUTE).key], Cause(1.0, 1.5), at=2.0)
-    observer = MetricsObserver(Metrics())
-    observer.sent_status = log.report
+    observer = MetricsObserver(Metrics(), status_parts=StatusParts(sent=log.report))
     with HealthServer(("127.0.0.1", 0), observer) as server:
         yield server
 
@@ -62,10 +61,13 @@ class Stub:
                 if stub.body is None:
                     self.send_error(404)
                     return
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(stub.body)))
-                self.end_headers()
-                self.wfile.write(stub.body)
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(stub.body)))
+                    self.end_headers()
+                    self.wfile.write(stub.body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up waiting (the timeout test)
 
             def log_message(self, *args: object) -> None:
                 pass

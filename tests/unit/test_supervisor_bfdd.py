@@ -101,10 +101,14 @@ def test_the_bfd_client_finds_the_supervisors_reason_and_sets_the_cannot_start_g
     (tmp_path / runfiles.BFDD_FAILED).write_text("bfdd cannot start: it lacks the capabilities cap_sys_admin\n")
     metrics = MetricsObserver(Metrics(process_collectors=False))
     metrics.bfd_peers(["tor-a"])
-    control = bfd.BfdControl(tmp_path / "bfdd" / "bfdd.sock", bfd.BfdStates(), retry=0.01)
-    control.failed_file = tmp_path / runfiles.BFDD_FAILED
     reasons: list[str] = []
-    control.on_bfdd_failed = lambda reason: (reasons.append(reason), metrics.bfdd_failed(reason))
+    control = bfd.BfdControl(
+        tmp_path / "bfdd" / "bfdd.sock",
+        bfd.BfdStates(),
+        failed_file=tmp_path / runfiles.BFDD_FAILED,
+        on_bfdd_failed=lambda reason: (reasons.append(reason), metrics.bfdd_failed(reason)),
+        retry=0.01,
+    )
     control.start()
     try:
         deadline = time.monotonic() + 5
