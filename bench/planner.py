@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bgpadv.config import Config, parse
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import plan
-from bgpadv.sources.decode import state_from_objects
+from bgpadv.sources.decode.dispatch import state_from_objects
 
 NODES = 50
 CUDNS = 4

@@ -29,7 +29,7 @@ from planner import bench_config, build_objects  # bench/planner.py
 from bgpadv.core import resources
 from bgpadv.planner import plan
 from bgpadv.planner.incremental import IncrementalPlanner
-from bgpadv.sources.decode import decode, state_from_objects
+from bgpadv.sources.decode.dispatch import decode, state_from_objects
 
 
 def _timed(fn):

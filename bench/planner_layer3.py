@@ -33,7 +33,7 @@ from bgpadv.core.model import Plan
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import plan
 from bgpadv.planner.incremental import IncrementalPlanner
-from bgpadv.sources.decode import decode, state_from_objects
+from bgpadv.sources.decode.dispatch import decode, state_from_objects
 
 LABELS = {"bgpadv.io/advertise": "true"}
 

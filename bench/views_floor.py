@@ -2,7 +2,7 @@
 
 Each running VM is an IPAMClaim, a VirtualMachineInstance and a virt-launcher pod, exactly the objects bench/rss.py
 seeds (`rss.running_vms`). Each is serialised to JSON, then decoded as the store decodes an object (`json.loads`, then
-`bgpadv.sources.decode.decode` of its `resources.resource_for` resource). The figure is what the views and the
+`bgpadv.sources.decode.dispatch.decode` of its `resources.resource_for` resource). The figure is what the views and the
 strings they keep hold, as `tracemalloc` counts it. It leaves out the store and reflector dictionaries, the planner,
 the guard, the hold, the speaker, and the interpreter and its imports.
 
@@ -26,7 +26,7 @@ from figures import figure
 from rss import running_vms
 
 from bgpadv.core import resources
-from bgpadv.sources import decode
+from bgpadv.sources.decode.dispatch import decode
 
 
 def main() -> int:
@@ -41,7 +41,7 @@ def main() -> int:
         res = resources.resource_for(obj)
         if res is None:
             raise SystemExit(f"not an object bgpadv watches: {data[:120]!r}")
-        held[i] = decode.decode(res, obj)
+        held[i] = decode(res, obj)
     gc.collect()
     per_vm = (tracemalloc.get_traced_memory()[0] - before) / count
     tracemalloc.stop()

@@ -815,7 +815,7 @@ def vms_on_one_node(count: int, node_address: str = "10.0.0.11", namespace: str 
 
 def state(*objects: dict | Iterable[dict]):
     """A ClusterState from objects (lists of objects are flattened), decoded as the store decodes them."""
-    from bgpadv.sources.decode import state_from_objects
+    from bgpadv.sources.decode.dispatch import state_from_objects
 
     flat: list[dict] = []
     for o in objects:

@@ -3,7 +3,7 @@
 Live (`--kubeconfig`), every resource the configuration needs is listed once (`bgpadv.sources.snapshot`) with the
 list permission the service's ClusterRole grants, and nothing is written. Launcher pods are listed on every node
 (per-node mode judges each instance from its own node's pods, `bgpadv.commands.outcome`). Both forms decode the
-objects as the service's store does (`bgpadv.sources.decode.state_from_objects`).
+objects as the service's store does (`bgpadv.sources.decode.dispatch.state_from_objects`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TextIO
 from bgpadv.config import Config
 from bgpadv.core import resources
 from bgpadv.core.state import ClusterState
-from bgpadv.sources.decode import state_from_objects
+from bgpadv.sources.decode.dispatch import state_from_objects
 from bgpadv.sources.manifests import load_manifest_objects
 
 

@@ -47,7 +47,7 @@ from bgpadv.core.printable import join_lines, printable, write_line, write_text
 from bgpadv.core.reasons import FAMILY_NOT_CARRIED
 from bgpadv.core.state import ClusterState
 from bgpadv.runtime.peering import serving_nodes
-from bgpadv.sources.decode import state_from_objects
+from bgpadv.sources.decode.dispatch import state_from_objects
 
 OUTPUTS = ("table", "json")
 

@@ -1,7 +1,7 @@
 """The cluster state the planner reads: watched objects, as views (`bgpadv.core.views`), by kind and key.
 
 Every object is decoded once, when it arrives (`bgpadv.sources.decode`: the store event by event,
-`decode.state_from_objects` for manifests, tests and benchmarks); no raw dict travels past the sources. The store
+`dispatch.state_from_objects` for manifests, tests and benchmarks); no raw dict travels past the sources. The store
 that owns the mappings hands out a `ClusterState` it alone mutates, between plans, on one thread, and replaces an
 object's view when the object changes (never mutates one: views are immutable), so the planner caches by identity.
 """

@@ -313,7 +313,7 @@ class Vmi:
 class PodNetwork:
     """One entry of a launcher pod's `k8s.ovn.org/pod-networks` annotation (OVN-K's own assignment) for a network
     whose `role` is `primary`: its addresses (`ip_addresses`, else the deprecated `ip_address`), read like a claim's
-    `status.ips` (`decode.claim_ips`), or the problem that refuses them whole."""
+    `status.ips` (`decode.claims.claim_ips`), or the problem that refuses them whole."""
 
     addresses: tuple[VmAddress, ...] = ()
     refused: Problem | None = None

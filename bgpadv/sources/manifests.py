@@ -29,7 +29,7 @@ from typing import Any, TextIO
 
 from bgpadv.core import resources, yamlsafe
 from bgpadv.core.state import ClusterState
-from bgpadv.sources.decode import state_from_objects
+from bgpadv.sources.decode.dispatch import state_from_objects
 
 SUFFIXES = (".yaml", ".yml", ".json")
 STDIN = "-"

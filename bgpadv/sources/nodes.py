@@ -17,7 +17,7 @@ from urllib3.exceptions import HTTPError
 
 from bgpadv.core import resources
 from bgpadv.core.views import Node
-from bgpadv.sources.decode import decode
+from bgpadv.sources.decode.dispatch import decode
 from bgpadv.sources.rest import list_call
 
 log = logging.getLogger("bgpadv.sources")

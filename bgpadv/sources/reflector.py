@@ -60,7 +60,8 @@ from bgpadv.core.views import View
 from bgpadv.core.yamlsafe import MAX_DEPTH
 from bgpadv.observe.observers import NullObserver, SourcesObserver
 from bgpadv.sources import rest
-from bgpadv.sources.decode import decode, decode_migration, stored_key
+from bgpadv.sources.decode.dispatch import decode, stored_key
+from bgpadv.sources.decode.vmis import decode_migration
 
 log = logging.getLogger("bgpadv.sources")
 

@@ -1,18 +1,20 @@
-"""LIST and WATCH requests through the official client's `ApiClient`, without its generated API classes.
+"""Requests through the official client's `ApiClient`, without its generated API classes: the LIST and WATCH of
+every watched resource (`list_call`) and the custom-object calls of the session-state writer (`CustomObjects`).
 
-Every request bgpadv's sources make asks for raw bytes (`_preload_content=False`) and decodes the JSON itself
-(`bgpadv.sources.reflector`), so the client's generated models are never used. Importing `CoreV1Api` costs about
-1.5 s of CPU at start (its module imports some sixty pydantic models and wraps a thousand methods), more than half
-of what the controller spent before its first request; `CustomObjectsApi` a little less. The calls here build the
-same requests those classes build (method, path, the query parameters' wire names, `Accept: application/json`, the
-`BearerToken` auth setting, which refreshes an in-cluster token) through `ApiClient.param_serialize` and
-`ApiClient.call_api`, and return the same raw urllib3 response; a non-2xx status raises the same `ApiException`
-subclass (`ApiException.from_response`), so callers see no difference. The TLS, proxy, retry and token handling
-stay the client's.
+Every request bgpadv's sources make asks for raw bytes (`_preload_content=False`) and decodes the JSON itself (the
+reflector its pages and watch lines, `CustomObjects` its replies), so the client's generated models are never used.
+Importing `CoreV1Api` costs about 1.5 s of CPU at start (its module imports some sixty pydantic models and wraps a
+thousand methods), more than half of what the controller spent before its first request; `CustomObjectsApi` a little
+less. The calls here build the same requests those classes build (method, path, the query parameters' wire names,
+`Accept: application/json`, the `BearerToken` auth setting, which refreshes an in-cluster token) through
+`ApiClient.param_serialize` and `ApiClient.call_api`, and return the same raw urllib3 response; a non-2xx status raises
+the same `ApiException` subclass (`ApiException.from_response`), so callers see no difference. The TLS, proxy, retry and
+token handling stay the client's.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -105,3 +107,65 @@ def list_call(api_client: ApiClient, resource: Resource) -> Callable[..., Any]:
         return request(api_client, "GET", path, query=query, timeout=_request_timeout)
 
     return call
+
+
+_COLLECTION = "/apis/{group}/{version}/namespaces/{namespace}/{plural}"
+_OBJECT = _COLLECTION + "/{name}"
+_MERGE_PATCH = "application/merge-patch+json"
+
+
+class CustomObjects:
+    """The six custom-object calls the session-state writer and `status --all` make (`bgpadv.sources.sessionstate`),
+    through `request` (the client's `ApiClient`) rather than `CustomObjectsApi`, whose import costs the controller's
+    start-up what this module saved (its docstring). Same method names and arguments as that class; replies decoded
+    from JSON; a non-2xx status raises `ApiException`. Patches are JSON merge patches."""
+
+    def __init__(self, api_client: Any) -> None:
+        self._client = api_client
+
+    def _call(self, method: str, path: str, params: dict[str, str], **kwargs: Any) -> Any:
+        response = request(self._client, method, path, path_params=params, **kwargs)
+        try:
+            data = response.data
+        finally:
+            response.release_conn()
+        return json.loads(data) if data else {}
+
+    @staticmethod
+    def _params(group: str, version: str, namespace: str, plural: str, name: str | None = None) -> dict[str, str]:
+        params = {"group": group, "version": version, "namespace": namespace, "plural": plural}
+        if name is not None:
+            params["name"] = name
+        return params
+
+    def list_namespaced_custom_object(
+        self, group: str, version: str, namespace: str, plural: str, label_selector: str | None = None
+    ) -> Any:
+        query = [("labelSelector", label_selector)] if label_selector else []
+        return self._call("GET", _COLLECTION, self._params(group, version, namespace, plural), query=query)
+
+    def list_cluster_custom_object(self, group: str, version: str, plural: str) -> Any:
+        return self._call(
+            "GET", "/apis/{group}/{version}/{plural}", {"group": group, "version": version, "plural": plural}
+        )
+
+    def create_namespaced_custom_object(
+        self, group: str, version: str, namespace: str, plural: str, body: dict[str, Any]
+    ) -> Any:
+        params = self._params(group, version, namespace, plural)
+        return self._call("POST", _COLLECTION, params, body=body, content_type="application/json")
+
+    def patch_namespaced_custom_object(
+        self, group: str, version: str, namespace: str, plural: str, name: str, body: dict[str, Any]
+    ) -> Any:
+        params = self._params(group, version, namespace, plural, name)
+        return self._call("PATCH", _OBJECT, params, body=body, content_type=_MERGE_PATCH)
+
+    def patch_namespaced_custom_object_status(
+        self, group: str, version: str, namespace: str, plural: str, name: str, body: dict[str, Any]
+    ) -> Any:
+        params = self._params(group, version, namespace, plural, name)
+        return self._call("PATCH", _OBJECT + "/status", params, body=body, content_type=_MERGE_PATCH)
+
+    def delete_namespaced_custom_object(self, group: str, version: str, namespace: str, plural: str, name: str) -> Any:
+        return self._call("DELETE", _OBJECT, self._params(group, version, namespace, plural, name))

@@ -22,7 +22,6 @@ the `/status` document, so the object and `bgpadv status` say the same), in its 
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -122,7 +121,7 @@ class SessionStateWriter(NullObserver):
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
-        self._api = _Objects(api_client)
+        self._api = rest.CustomObjects(api_client)
         self.identity = identity
         self._snapshot = snapshot
         self.interval = interval
@@ -356,68 +355,6 @@ class SessionStateWriter(NullObserver):
                 log.debug("session state: metric update failed", exc_info=True)
 
 
-_COLLECTION = "/apis/{group}/{version}/namespaces/{namespace}/{plural}"
-_OBJECT = _COLLECTION + "/{name}"
-_MERGE_PATCH = "application/merge-patch+json"
-
-
-class _Objects:
-    """The five custom-object calls the writer and `status --all` make, through `bgpadv.sources.rest` (the
-    client's `ApiClient`) rather than `CustomObjectsApi`, whose import costs the controller's start-up what
-    `rest` saved (its module docstring). Same method names and arguments as that class; replies decoded from JSON;
-    a non-2xx status raises `ApiException`. Patches are JSON merge patches."""
-
-    def __init__(self, api_client: Any) -> None:
-        self._client = api_client
-
-    def _call(self, method: str, path: str, params: dict[str, str], **kwargs: Any) -> Any:
-        response = rest.request(self._client, method, path, path_params=params, **kwargs)
-        try:
-            data = response.data
-        finally:
-            response.release_conn()
-        return json.loads(data) if data else {}
-
-    @staticmethod
-    def _params(group: str, version: str, namespace: str, plural: str, name: str | None = None) -> dict[str, str]:
-        params = {"group": group, "version": version, "namespace": namespace, "plural": plural}
-        if name is not None:
-            params["name"] = name
-        return params
-
-    def list_namespaced_custom_object(
-        self, group: str, version: str, namespace: str, plural: str, label_selector: str | None = None
-    ) -> Any:
-        query = [("labelSelector", label_selector)] if label_selector else []
-        return self._call("GET", _COLLECTION, self._params(group, version, namespace, plural), query=query)
-
-    def list_cluster_custom_object(self, group: str, version: str, plural: str) -> Any:
-        return self._call(
-            "GET", "/apis/{group}/{version}/{plural}", {"group": group, "version": version, "plural": plural}
-        )
-
-    def create_namespaced_custom_object(
-        self, group: str, version: str, namespace: str, plural: str, body: dict[str, Any]
-    ) -> Any:
-        params = self._params(group, version, namespace, plural)
-        return self._call("POST", _COLLECTION, params, body=body, content_type="application/json")
-
-    def patch_namespaced_custom_object(
-        self, group: str, version: str, namespace: str, plural: str, name: str, body: dict[str, Any]
-    ) -> Any:
-        params = self._params(group, version, namespace, plural, name)
-        return self._call("PATCH", _OBJECT, params, body=body, content_type=_MERGE_PATCH)
-
-    def patch_namespaced_custom_object_status(
-        self, group: str, version: str, namespace: str, plural: str, name: str, body: dict[str, Any]
-    ) -> Any:
-        params = self._params(group, version, namespace, plural, name)
-        return self._call("PATCH", _OBJECT + "/status", params, body=body, content_type=_MERGE_PATCH)
-
-    def delete_namespaced_custom_object(self, group: str, version: str, namespace: str, plural: str, name: str) -> Any:
-        return self._call("DELETE", _OBJECT, self._params(group, version, namespace, plural, name))
-
-
 def _patchable(meta: Mapping[str, Any]) -> dict[str, Any]:
     """The metadata a merge patch carries: labels and ownerReferences (never name or namespace)."""
     out: dict[str, Any] = {"labels": dict(meta.get("labels") or {})}
@@ -428,7 +365,7 @@ def _patchable(meta: Mapping[str, Any]) -> dict[str, Any]:
 def list_session_states(api_client: Any, namespace: str | None = None) -> list[dict[str, Any]]:
     """Every `BGPSessionState` in `namespace` (None: all namespaces), read once (`bgpadv status --all`: needs only
     `list` on bgpsessionstates.bgpadv.io). Raises `kubernetes.client.ApiException` on a refusal."""
-    api = _Objects(api_client)
+    api = rest.CustomObjects(api_client)
     listed: Any
     if namespace:
         listed = api.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)

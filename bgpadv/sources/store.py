@@ -14,7 +14,7 @@ from bgpadv.core import resources
 from bgpadv.core.resources import Resource, resource_version
 from bgpadv.core.state import ClusterState
 from bgpadv.core.views import View
-from bgpadv.sources.decode import decode, stored_key
+from bgpadv.sources.decode.dispatch import decode, stored_key
 from bgpadv.sources.reflector import WatchEvent
 
 # What the default configuration watches: RouteAdvertisements only when `followRouteAdvertisements` is set.

@@ -328,7 +328,7 @@ def test_a_rewrite_that_changes_nothing_the_planner_reads_is_observed_but_never_
 
 
 def test_views_compare_without_their_resource_version_and_a_deletion_always_goes_through() -> None:
-    from bgpadv.sources.decode import decode
+    from bgpadv.sources.decode.dispatch import decode
     from bgpadv.sources.reflector import unchanged
 
     before = vmi("vm-a", "worker-1", "192.168.100.10")

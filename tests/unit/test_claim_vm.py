@@ -1,4 +1,4 @@
-"""The claim → VM link (`sources.decode.claim_vm`, rule 2 of `planner.vms`): the one place it is read.
+"""The claim → VM link (`sources.decode.claims.claim_vm`, rule 2 of `planner.vms`): the one place it is read.
 
 The planner places a claim's addresses on the node of this VM, and the controller's handover metric follows the same
 VM (tests/unit/test_service.py); both call this function.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from bgpadv.sources.decode import claim_vm
+from bgpadv.sources.decode.claims import claim_vm
 
 
 def _owner(kind: str, name: str) -> dict:

@@ -17,26 +17,27 @@ import pytest
 
 from bgpadv.core import reasons, resources
 from bgpadv.core.prefix import Address, Prefix
-from bgpadv.core.views import Claim, Network, Node, Vmi
-from bgpadv.sources import decode
+from bgpadv.core.views import MAX_GUEST_ADDRESSES, Claim, Network, Node, Vmi
+from bgpadv.sources.decode.dispatch import decode, state_from_objects
+from bgpadv.sources.decode.vmis import decode_migration
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
 
 
 def _network(obj: dict) -> Network:
-    return decode.decode(resources.CUDN, obj)  # type: ignore[return-value]
+    return decode(resources.CUDN, obj)  # type: ignore[return-value]
 
 
 def _node(obj: dict) -> Node:
-    return decode.decode(resources.NODE, obj)  # type: ignore[return-value]
+    return decode(resources.NODE, obj)  # type: ignore[return-value]
 
 
 def _claim(obj: dict) -> Claim:
-    return decode.decode(resources.IPAM_CLAIM, obj)  # type: ignore[return-value]
+    return decode(resources.IPAM_CLAIM, obj)  # type: ignore[return-value]
 
 
 def _vmi(obj: dict) -> Vmi:
-    return decode.decode(resources.VMI, obj)  # type: ignore[return-value]
+    return decode(resources.VMI, obj)  # type: ignore[return-value]
 
 
 # -- networks ---------------------------------------------------------------------------------------------------------
@@ -115,12 +116,12 @@ def test_a_network_being_deleted_or_not_created_is_withdrawn():
 
 
 def test_route_advertisements_selectors_count_only_when_accepted_for_podnetwork():
-    ra = decode.decode(resources.ROUTE_ADVERTISEMENTS, k8s.route_advertisements("ra", {"matchLabels": {"a": "b"}}))
+    ra = decode(resources.ROUTE_ADVERTISEMENTS, k8s.route_advertisements("ra", {"matchLabels": {"a": "b"}}))
     assert ra.pod_network and ra.accepted and len(ra.selectors) == 1  # type: ignore[union-attr]
     stale = k8s.route_advertisements("ra", {}, generation=2, observed_generation=1)
-    assert decode.decode(resources.ROUTE_ADVERTISEMENTS, stale).selectors == ()  # type: ignore[union-attr]
+    assert decode(resources.ROUTE_ADVERTISEMENTS, stale).selectors == ()  # type: ignore[union-attr]
     refused = k8s.route_advertisements("ra", {}, accepted=False)
-    assert decode.decode(resources.ROUTE_ADVERTISEMENTS, refused).selectors == ()  # type: ignore[union-attr]
+    assert decode(resources.ROUTE_ADVERTISEMENTS, refused).selectors == ()  # type: ignore[union-attr]
 
 
 # -- nodes ----------------------------------------------------------------------------------------------------------
@@ -213,7 +214,7 @@ def test_a_claim_whose_label_and_owner_disagree_has_a_vm_problem():
 
 
 def test_a_claim_without_name_is_refused_under_its_store_key():
-    view = decode.decode(resources.IPAM_CLAIM, {"kind": "IPAMClaim", "metadata": "broken"}, ("ns", "k"))
+    view = decode(resources.IPAM_CLAIM, {"kind": "IPAMClaim", "metadata": "broken"}, ("ns", "k"))
     assert isinstance(view, Claim) and not view.identified and view.ref.name == "k" and view.ref.namespace == "ns"
 
 
@@ -242,7 +243,7 @@ def test_a_migrating_vmi_carries_its_migration_parsed_once():
     ],
 )
 def test_migration_outcomes(kwargs, given_up, needs_pods):
-    m = decode.decode_migration(k8s.migration_state("worker-1", "worker-2", **kwargs))
+    m = decode_migration(k8s.migration_state("worker-1", "worker-2", **kwargs))
     assert m is not None and m.given_up == given_up and m.needs_pods == needs_pods
 
 
@@ -259,13 +260,13 @@ def test_a_guest_reporting_thousands_of_addresses_is_kept_bounded():
     ips = [f"10.150.{i // 250}.{i % 250}" for i in range(5000)]
     view = _vmi(k8s.vmi(NS, "vm-a", "worker-1", interfaces=[k8s.interface(ips, name="f")], secondary=[("f", "f")]))
     (guest,) = view.interfaces
-    assert guest.count == 5000 and len(guest.addresses or ()) == decode.MAX_GUEST_ADDRESSES
+    assert guest.count == 5000 and len(guest.addresses or ()) == MAX_GUEST_ADDRESSES
     assert guest.tail_text(4).endswith("...]") and len(guest.tail_text(4)) <= 257
 
 
 def test_a_launcher_pod_says_where_it_runs_and_whether_the_target_is_ready():
     pod = k8s.launcher_pod(NS, "vm-a", "worker-2", target_ready="2025-03-01T10:00:05Z", migration_job="j")
-    view = decode.decode(resources.LAUNCHER_POD, pod)
+    view = decode(resources.LAUNCHER_POD, pod)
     vmi_uid = k8s.uid("VirtualMachineInstance", "vm-a", NS)
     assert view.runs(vmi_uid) and not view.runs("") and not view.runs(k8s.uid("VirtualMachineInstance", "vm-b", NS))  # type: ignore[union-attr]
     assert view.live_on("worker-2") and not view.live_on("worker-1")  # type: ignore[union-attr]
@@ -315,7 +316,7 @@ def _replaced(obj: dict, path: tuple, value: object) -> dict:
 def test_garbage_anywhere_never_raises_and_stays_bounded(resource, obj):
     for path in _paths(obj):
         for value in GARBAGE:
-            view = decode.decode(resource, _replaced(obj, path, value))
+            view = decode(resource, _replaced(obj, path, value))
             assert dataclasses.is_dataclass(view)
             for problem in getattr(view, "problems", ()) or ():
                 assert len(problem.value) <= 257 and len(problem.message) < 2000
@@ -324,7 +325,7 @@ def test_garbage_anywhere_never_raises_and_stays_bounded(resource, obj):
 @pytest.mark.parametrize("obj", [None, 0, "text", [], {}, {"metadata": None}, {"metadata": [1]}, {"spec": "x"}])
 @pytest.mark.parametrize("resource", resources.ALL, ids=lambda r: r.kind)
 def test_objects_of_the_wrong_shape_become_views(resource, obj):
-    view = decode.decode(resource, obj, ("ns", "key") if resource.namespaced else "key")
+    view = decode(resource, obj, ("ns", "key") if resource.namespaced else "key")
     assert dataclasses.is_dataclass(view)
 
 
@@ -340,6 +341,6 @@ def test_state_from_objects_sorts_and_decodes_and_returns_what_it_did_not_take()
     node = k8s.node("worker-1", "10.0.0.11")
     stranger = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
     plain_pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "n"}}
-    state, ignored = decode.state_from_objects([node, stranger, plain_pod, "not even a dict"])
+    state, ignored = state_from_objects([node, stranger, plain_pod, "not even a dict"])
     assert isinstance(state.nodes["worker-1"], Node)
     assert ignored == [stranger, plain_pod, "not even a dict"]

@@ -27,7 +27,7 @@ from bgpadv.runtime import peering
 from bgpadv.runtime.controller import MOVE_WITHDRAW_SECONDS, Controller, LoopSettings, watched_resources
 from bgpadv.runtime.reload import Reloader
 from bgpadv.safety.guard import Guard, GuardContext
-from bgpadv.sources.decode import decode
+from bgpadv.sources.decode.dispatch import decode
 from bgpadv.sources.reflector import WatchEvent
 from bgpadv.speaker.exabgp_config import render_exabgp_config
 from bgpadv.speaker.session import Speaker

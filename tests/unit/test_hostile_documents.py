@@ -27,7 +27,7 @@ from bgpadv.observe.events import MAX_MESSAGE, EventRecorder
 from bgpadv.planner import checks, plan
 from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv.planner.vms import MAX_CLAIM_IPS
-from bgpadv.sources.decode import decode
+from bgpadv.sources.decode.dispatch import decode
 from bgpadv.sources.manifests import load_manifests
 from bgpadv.sources.reflector import Reflector
 from bgpadv_lab import objects as k8s

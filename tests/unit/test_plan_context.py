@@ -18,7 +18,7 @@ from bgpadv.core.prefix import Address, Prefix
 from bgpadv.planner import checks, plan
 from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv.safety.guard import Guard
-from bgpadv.sources.decode import decode
+from bgpadv.sources.decode.dispatch import decode
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
 

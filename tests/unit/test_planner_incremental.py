@@ -22,7 +22,7 @@ from bgpadv.core.model import RouteKind
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import plan
 from bgpadv.planner.incremental import IncrementalPlanner
-from bgpadv.sources.decode import decode
+from bgpadv.sources.decode.dispatch import decode
 from bgpadv_lab import objects as k8s
 
 EXAMPLES = int(os.environ.get("BGPADV_INCREMENTAL_EXAMPLES", "300"))

@@ -26,7 +26,7 @@ from bgpadv.core import reasons
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import plan
 from bgpadv.planner.incremental import IncrementalPlanner
-from bgpadv.sources.decode import decode_node
+from bgpadv.sources.decode.nodes import decode_node
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
 

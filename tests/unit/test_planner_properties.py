@@ -22,7 +22,7 @@ from bgpadv.core import resources
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import checks, plan
 from bgpadv.planner.networks import index_networks
-from bgpadv.sources.decode import decode_state
+from bgpadv.sources.decode.dispatch import decode_state
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.objects import VM_NAMESPACE as NS
 

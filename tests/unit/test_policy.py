@@ -12,7 +12,7 @@ from bgpadv.core.state import ClusterState
 from bgpadv.planner import plan
 from bgpadv.planner.incremental import IncrementalPlanner
 from bgpadv.safety.guard import Guard
-from bgpadv.sources.decode import decode
+from bgpadv.sources.decode.dispatch import decode
 from bgpadv_lab import objects as k8s
 
 NS = k8s.VM_NAMESPACE

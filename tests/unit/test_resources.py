@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bgpadv.core import resources
-from bgpadv.sources.decode import state_from_objects
+from bgpadv.sources.decode.dispatch import state_from_objects
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,8 @@ from bgpadv.config import ConfigError, parse
 from bgpadv.core import reasons
 from bgpadv.core.selectors import LabelSelector
 from bgpadv.core.selectors import parse as parse_selector
-from bgpadv.sources.decode import decode_network, decode_route_advertisement
+from bgpadv.sources.decode.networks import decode_network
+from bgpadv.sources.decode.route_advertisements import decode_route_advertisement
 from bgpadv_lab import objects as k8s
 
 TEAM_BLUE = {"team": "blue", "tier": "db"}
