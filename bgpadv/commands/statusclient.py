@@ -21,7 +21,7 @@ from bgpadv.core.printable import printable, write_line
 
 TIMEOUT = 5.0
 """Seconds to connect and for each read, per request."""
-EXIT_NOT_THE_DOCUMENT = statusdoc.EXIT_BAD_DOCUMENT
+EXIT_NOT_THE_DOCUMENT = 2
 
 
 class Unreachable(Exception):

@@ -7,7 +7,7 @@ key the commands read has its type, every string is at most `MAX_TEXT` character
 from 0 to 2^53, every time a finite Unix time before the year 10000, every duration finite and not negative. Keys the
 commands do not read are kept as they are (a newer instance may add some). A document of another shape raises
 `BadDocument` naming the first wrong field (`peers["tor-a"].asn: must be a whole number, got "x"`): the command says
-so and exits 2 (`EXIT_BAD_DOCUMENT`), never with a traceback and never printing half a table.
+so and exits 2 (`bgpadv.commands.statusclient.refuse`), never with a traceback and never printing half a table.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ MAX_TEXT = 4096
 """The longest string accepted in a document (names, reasons, messages: an instance writes at most 512)."""
 MAX_COUNT = 2**53
 MAX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z: what datetime can print
-EXIT_BAD_DOCUMENT = 2
 
 
 class BadDocument(ValueError):
