@@ -86,7 +86,7 @@ import jsonpatch
 from bgpadv.core import resources
 from bgpadv.observe import sessionstate
 
-log = logging.getLogger("bgpadv_lab.fakeapi")
+log = logging.getLogger(__name__)
 
 _MERGE = "application/merge-patch+json"
 _JSON_PATCH = "application/json-patch+json"

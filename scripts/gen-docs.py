@@ -177,7 +177,7 @@ def metrics_table() -> str:
 
 
 def reasons_table() -> str:
-    from bgpadv.commands.explain import reason_meanings
+    from bgpadv.commands.explain_engine import reason_meanings
     from bgpadv.core import reasons
 
     out = ["| reason code | stage | meaning |", "|---|---|---|"]

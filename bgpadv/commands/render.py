@@ -33,45 +33,27 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Sequence
 
 from bgpadv import config as bgpadv_config
-from bgpadv.commands.explain import attributes_json, attributes_text
+from bgpadv.commands import render_learned
 from bgpadv.commands.inputs import InputError, read_objects
 from bgpadv.commands.outcome import Instance, Unrouted, guarded, served_on, unrouted
-from bgpadv.core import datapath, yamlsafe
-from bgpadv.core.bounded import brief
+from bgpadv.commands.route_text import attributes_text, next_hop_text, route_fields
+from bgpadv.commands.table import Column, headers, line, rows, widths
+from bgpadv.core import datapath
 from bgpadv.core.model import Plan, Refusal, Route
-from bgpadv.core.prefix import Address, Prefix
 from bgpadv.core.printable import join_lines, printable, write_line, write_text
 from bgpadv.core.reasons import FAMILY_NOT_CARRIED
-from bgpadv.core.reasons import IMPORT_MALFORMED as MALFORMED
 from bgpadv.core.state import ClusterState
-from bgpadv.planner import plan as make_plan
 from bgpadv.runtime.peering import serving_nodes
 from bgpadv.sources.decode.dispatch import state_from_objects
 
-if TYPE_CHECKING:  # the importer loads only where routes are imported
-    from bgpadv.importer.guard import Interface
-
 OUTPUTS = ("table", "json")
-T = TypeVar("T")
 
 
 def route_json(route: Route, peers: Sequence[str] = ()) -> dict:
-    return {
-        "prefix": str(route.prefix),
-        "nextHop": "self" if route.next_hop is None else str(route.next_hop),
-        "network": route.network,
-        "kind": str(route.kind),
-        "source": str(route.source),
-        "node": route.node,
-        "family": route.family,
-        "attributes": attributes_json(route.attributes),
-        "peers": list(peers),
-    }
+    return {**route_fields(route), "peers": list(peers)}
 
 
 def unrouted_json(item: Unrouted) -> dict:
@@ -88,70 +70,67 @@ def refusal_json(refusal: Refusal) -> dict:
     }
 
 
-def _cells(row: Sequence[object]) -> tuple[str, ...]:
-    """Every cell of a table row made printable (`bgpadv.core.printable`): the one place a cell becomes text."""
-    return tuple(printable(c) for c in row)
+def route_columns(instance: Instance | None) -> tuple[Column[Route], ...]:
+    """The routes table's columns (grouped by network, so no NETWORK column); `instance` gives the peers."""
+    return (
+        Column("PREFIX", lambda r: r.prefix),
+        Column("NEXT HOP", next_hop_text),
+        Column("KIND", lambda r: r.kind),
+        Column("NODE", lambda r: r.node or "-"),
+        Column("SOURCE", lambda r: r.source),
+        Column("ATTRIBUTES", lambda r: attributes_text(r.attributes)),
+        Column("PEERS", lambda r: ", ".join(instance.peers_of(r)) if instance is not None else "-"),
+    )
 
 
-def _printed(rows: Iterable[Sequence[object]]) -> list[tuple[str, ...]]:
-    return [_cells(row) for row in rows]
+REFUSED_COLUMNS: tuple[Column[Refusal], ...] = (
+    Column("SOURCE", lambda x: x.source),
+    Column("VALUE", lambda x: x.value),
+    Column("REASON", lambda x: x.reason),
+    Column("MESSAGE", lambda x: x.message),
+)
+UNROUTED_COLUMNS: tuple[Column[Unrouted], ...] = (
+    Column("SOURCE", lambda u: u.source),
+    Column("VALUE", lambda u: u.value),
+    Column("NETWORK", lambda u: u.network or "-"),
+    Column("WHY", lambda u: u.why),
+)
+PEER_COLUMNS: tuple[Column[dict], ...] = (
+    Column("PEER", lambda p: p["peer"]),
+    Column("ASN", lambda p: p["asn"]),
+    Column("SESSION", lambda p: p["session"]),
+    Column("NODE SELECTOR", lambda p: p["nodeSelector"] or "-"),
+    Column("SERVED BY", lambda p: ", ".join(p["nodes"]) or "no node"),
+)
 
 
-def _widths(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
-    return [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
-
-
-def _line(cells: Sequence[str], widths: Sequence[int], indent: str = "  ") -> str:
-    return (indent + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True))).rstrip()
+def _section(title: str, columns: Sequence[Column], items: Sequence[object]) -> list[str]:
+    """`title (n)`, the header and one line per item, then a blank line."""
+    found = rows(columns, items)
+    sizes = widths(headers(columns), found)
+    return [f"{title} ({len(found)})", line(headers(columns), sizes), *(line(row, sizes) for row in found), ""]
 
 
 def render_table(plan: Plan, instance: Instance | None = None, silent: Sequence[Unrouted] = ()) -> str:
     """Routes grouped by network (columns aligned across groups), then refusals with their reasons, then the
     addresses without a route and why, then a summary. `instance` gives the peers of each route."""
     lines: list[str] = []
-    header = ("PREFIX", "NEXT HOP", "KIND", "NODE", "SOURCE", "ATTRIBUTES", "PEERS")
-    rows = [
-        (
-            printable(r.network),
-            _cells(
-                (
-                    r.prefix,
-                    "self" if r.next_hop is None else r.next_hop,
-                    r.kind,
-                    r.node or "-",
-                    r.source,
-                    attributes_text(r.attributes),
-                    ", ".join(instance.peers_of(r)) if instance is not None else "-",
-                )
-            ),
-        )
-        for r in plan.routes
-    ]
-    widths = _widths(header, [row for _, row in rows])
-    for network in sorted({net for net, _ in rows}):
-        group = [row for net, row in rows if net == network]
+    columns = route_columns(instance)
+    header = headers(columns)
+    printed = list(zip((printable(r.network) for r in plan.routes), rows(columns, plan.routes), strict=True))
+    sizes = widths(header, [row for _, row in printed])
+    for network in sorted({net for net, _ in printed}):
+        group = [row for net, row in printed if net == network]
         lines.append(f"network {network} ({len(group)} route(s))")
-        lines.append(_line(header, widths))
-        lines.extend(_line(row, widths) for row in group)
+        lines.append(line(header, sizes))
+        lines.extend(line(row, sizes) for row in group)
         lines.append("")
     if not plan.routes:
         lines.extend(["no routes", ""])
     if plan.rejected:
-        refused_header = ("SOURCE", "VALUE", "REASON", "MESSAGE")
-        refused = _printed([(x.source, x.value, x.reason, x.message) for x in plan.rejected])
-        refused_widths = _widths(refused_header, refused)
-        lines.append(f"refused ({len(refused)})")
-        lines.append(_line(refused_header, refused_widths))
-        lines.extend(_line(row, refused_widths) for row in refused)
-        lines.append("")
+        lines += _section("refused", REFUSED_COLUMNS, plan.rejected)
     if silent:
-        silent_header = ("SOURCE", "VALUE", "NETWORK", "WHY")
-        silent_rows = _printed([(u.source, u.value, u.network or "-", u.why) for u in silent])
-        silent_widths = _widths(silent_header, silent_rows)
-        lines.append(f"no route ({len(silent_rows)})")
-        lines.append(_line(silent_header, silent_widths))
-        lines.extend(_line(row, silent_widths) for row in silent_rows)
-        lines.append("")
+        lines += _section("no route", UNROUTED_COLUMNS, silent)
     subnets = sum(1 for r in plan.routes if r.kind == "subnet")
     lines.append(
         f"{len(plan.routes)} route(s): {subnets} subnet, {len(plan.routes) - subnets} host; "
@@ -188,21 +167,7 @@ def render_plan(
 
 def render_peers(peers: list[dict]) -> str:
     """The table of which nodes' instances peer with which peer."""
-    header = ("PEER", "ASN", "SESSION", "NODE SELECTOR", "SERVED BY")
-    rows = _printed(
-        [
-            (
-                p["peer"],
-                p["asn"],
-                p["session"],
-                p["nodeSelector"] or "-",
-                ", ".join(p["nodes"]) or "no node",
-            )
-            for p in peers
-        ]
-    )
-    widths = _widths(header, rows)
-    return join_lines(["", f"peers ({len(rows)})", _line(header, widths), *(_line(row, widths) for row in rows)])
+    return join_lines(["", *_section("peers", PEER_COLUMNS, peers)[:-1]])
 
 
 def main(
@@ -220,7 +185,8 @@ def main(
     the cluster does not have. `per_node`, `node`: which instance is judged (see the module).
 
     With `learned_path` it prints instead what the egress import (`importRoutes`) would install from those learned
-    routes: a YAML/JSON mapping peer address → prefix → next hop, e.g. `{"10.0.0.1": {"0.0.0.0/0": "10.0.0.1"}}`."""
+    routes: a YAML/JSON mapping peer address → prefix → next hop, e.g. `{"10.0.0.1": {"0.0.0.0/0": "10.0.0.1"}}`
+    (`bgpadv.commands.render_learned`)."""
     if output not in OUTPUTS:
         write_line(sys.stderr, f"error: --output must be one of {', '.join(OUTPUTS)}, got {printable(output)}")
         return 2
@@ -241,17 +207,7 @@ def main(
         write_line(sys.stderr, f"bgpadv render: --node {printable(node)}: the cluster has no such Node")
         return 2
     if learned_path is not None:
-        try:
-            learned, malformed = load_learned(learned_path, {str(p.address) for p in cfg.peers})
-        except (OSError, ValueError) as e:
-            write_line(sys.stderr, f"{printable(learned_path)}: {printable(e)}")
-            return 2
-        for problem in malformed:
-            write_line(sys.stderr, f"{printable(learned_path)}: refused ({MALFORMED}): {printable(problem)}")
-        interfaces = node_interfaces(objects, None if cfg.node_name == bgpadv_config.EVERY_NODE else cfg.node_name)
-        rows = imports(state, cfg, learned, interfaces)
-        write_text(sys.stdout, render_imports(rows, output, malformed))
-        return 0
+        return render_learned.main(state, cfg, objects, learned_path, output)
     peers = serving_nodes(cfg, state.nodes) if cfg.peer_selection else None  # which node serves which peer
     if cfg.node_name == bgpadv_config.EVERY_NODE:
         write_text(sys.stdout, render_every_node(state, cfg, output, peers))
@@ -348,153 +304,3 @@ def datapath_warnings(state: ClusterState, plan: Plan) -> list[str]:
         if note is not None:
             out.append(f"network {printable(name)}: {note}")
     return out
-
-
-MAX_LEARNED_PROBLEMS = 100
-
-
-def load_learned(path: str, peers: set[str] | None = None) -> tuple[dict[str, dict[Prefix, Address | None]], list[str]]:
-    """A learned-routes file: peer address → prefix → next hop (null: none). Returns what can be read and one
-    problem per entry that cannot (a peer that is no address or, with `peers`, no configured peer; a prefix or next
-    hop that is no address; a value of the wrong type): each is refused (`malformed-learned-route`), the rest still
-    counts, as the live import treats ExaBGP's echo. ValueError only when the file is no mapping at all."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"not UTF-8 text: {e.reason}") from None
-    documents = list(yamlsafe.load_documents(text))
-    raw = documents[0][1] if len(documents) == 1 else None
-    if isinstance(raw, yamlsafe.Refused) or not isinstance(raw, dict):
-        raise ValueError("must map peer addresses to {prefix: next hop}")
-    out: dict[str, dict[Prefix, Address | None]] = {}
-    problems: list[str] = []
-
-    def problem(text: str) -> None:
-        if len(problems) < MAX_LEARNED_PROBLEMS:
-            problems.append(text)
-        elif len(problems) == MAX_LEARNED_PROBLEMS:
-            problems.append("(more malformed entries not listed)")
-
-    for peer_key, routes in raw.items():
-        peer = _parsed(Address.parse, peer_key)
-        if peer is None:
-            problem(f"peer {brief(peer_key)}: not an IP address")
-            continue
-        if peers is not None and str(peer) not in peers:
-            problem(f"peer {peer}: not a configured peer")
-            continue
-        if not isinstance(routes, dict):
-            problem(f"peer {peer}: must map prefixes to next hops, got {brief(routes)}")
-            continue
-        table = out.setdefault(str(peer), {})
-        for prefix_key, next_hop in routes.items():
-            prefix = _parsed(lambda t: Prefix.parse(t, strict=False), prefix_key)
-            if prefix is None:
-                problem(f"peer {peer}: prefix {brief(prefix_key)}: not an IP prefix")
-                continue
-            hop = None if next_hop is None else _parsed(Address.parse, next_hop)
-            if next_hop is not None and hop is None:
-                problem(f"peer {peer}: {prefix}: next hop {brief(next_hop)}: not an IP address")
-                continue
-            table[prefix] = hop
-    return out, problems
-
-
-def _parsed(parse: Callable[[str], T], value: object) -> T | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return parse(value)
-    except ValueError:
-        return None
-
-
-def node_interfaces(objects: Sequence[dict], node_name: str | None) -> list[Interface] | None:
-    """What render knows of the node's connected subnets: the OVN-K address annotations (`node-primary-ifaddr`,
-    `host-cidrs`) of the instance's node (per-node mode), or of every node (cluster mode); None when none says."""
-    from bgpadv.importer.guard import interfaces_of_annotations
-
-    out: list[Interface] = []
-    for obj in objects:
-        meta = obj.get("metadata")
-        if obj.get("kind") != "Node" or not isinstance(meta, dict):
-            continue
-        if node_name is not None and meta.get("name") != node_name:
-            continue
-        annotations = meta.get("annotations")
-        if isinstance(annotations, dict):
-            out += interfaces_of_annotations(annotations, str(meta.get("name")))  # each node's primary link
-    return out or None
-
-
-def imports(
-    state: ClusterState,
-    cfg: bgpadv_config.Config,
-    learned: dict,
-    interfaces: list[Interface] | None = None,
-) -> list[dict]:
-    """Per `importRoutes` network: its VRF/table and the routes it would hold, from `learned` (bgpadv.importer),
-    through the import guard as the live import applies it (`interfaces`: the node's, None when unknown)."""
-    from bgpadv.importer.guard import context_of
-    from bgpadv.importer.netlink import vrf_name
-    from bgpadv.importer.policy import desired_routes
-    from bgpadv.importer.reconciler import selected_networks
-
-    context = make_plan(state, cfg).context
-    selected = selected_networks(context.networks)
-    nodes = (a for addresses in context.node_addresses.values() for a in addresses)
-    subnets = tuple(dict.fromkeys(s for sel in selected.values() for s in sel.subnets))
-    guard = context_of(cfg, subnets, nodes, interfaces, local_interfaces=cfg.node_name is not None)
-    out = []
-    for net in cfg.import_routes.networks:
-        sel = selected.get(net.name)
-        if sel is None and not net.external:
-            out.append({"network": net.name, "selected": False, "table": None, "vrf": None, "routes": []})
-            continue
-        network_id = net.network_id if net.network_id is not None else sel.network_id if sel else None
-        desired = desired_routes(learned, net, sel.subnets if sel else (), cfg.import_routes.max_routes, guard)
-        out.append(
-            {
-                "network": net.name,
-                "selected": True,
-                "table": net.table,
-                "vrf": None if net.external else vrf_name(net.name, network_id),
-                "routes": [
-                    {"prefix": str(p), "nextHops": sorted(str(h) for h in hops)}
-                    for p, hops in sorted(desired.routes.items(), key=lambda i: i[0].key)
-                ],
-                "refused": desired.refused,
-                "refusals": [r.as_json() for r in desired.refusals],
-            }
-        )
-    return out
-
-
-def render_imports(rows: list[dict], output: str, malformed: Sequence[str] = ()) -> str:
-    if output == "json":
-        return json.dumps({"imports": rows, "malformed": list(malformed)}, indent=2) + "\n"
-    lines = []
-    for row in rows:
-        vrf = printable(row["vrf"]) if row["vrf"] else "? (network ID unknown)"
-        where = f"table {row['table']}" if row["table"] is not None else f"VRF {vrf}"
-        name = printable(row["network"])
-        if not row["selected"]:
-            lines.append(f"{name}: not a selected network, nothing imported")
-            continue
-        refused = ", ".join(f"{n} {printable(reason)}" for reason, n in sorted(row["refused"].items())) or "none"
-        lines.append(f"{name} ({where}, protocol 186): {len(row['routes'])} routes, refused: {refused}")
-        lines += [f"  {r['prefix']} via {', '.join(r['nextHops'])}" for r in row["routes"]]
-        lines += [
-            f"  refused {printable(r['prefix'])} via {printable(r['nextHop'] or '-')} from {printable(r['peer'])}: "
-            f"{printable(r['reason'])} ({printable(r['message'])})"
-            for r in row.get("refusals", ())
-        ]
-    if malformed:
-        lines.append(f"{len(malformed)} learned entries refused ({MALFORMED}): see stderr")
-    return join_lines(lines) if lines else "no importRoutes networks configured\n"
-
-
-def announced(state: ClusterState, cfg: bgpadv_config.Config) -> Plan:
-    """What would really be announced: the plan through the last guard for the configured peers (the routes some
-    peer gets), with the planner's refusals followed by the guard's."""
-    return guarded(state, cfg).plan

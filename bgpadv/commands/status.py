@@ -1,6 +1,7 @@
 """`bgpadv status`: what a running instance reports on its /status endpoint, printed for people.
 
-The document is read and checked by `bgpadv.commands.statusdoc` (a document of another shape: one line, exit 2).
+The document is read by `bgpadv.commands.statusclient` and checked against `bgpadv.commands.statusdoc` (a
+document of another shape: one line, exit 2).
 Every string of it (network and peer names, reasons, resources: the cluster's or the remote instance's) is printed
 through `bgpadv.core.printable` in the tables and lines, so no value can forge a line or steer the terminal;
 `--json` prints the document exactly (pure ASCII)."""
@@ -8,27 +9,29 @@ through `bgpadv.core.printable` in the tables and lines, so no value can forge a
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
-from bgpadv.commands.statusdoc import EXIT_BAD_DOCUMENT, PEER, BadDocument, fetch
+from bgpadv.commands import statusclient
+from bgpadv.commands.statusdoc import PEER, BadDocument
+from bgpadv.commands.table import Column, cells, headers, line, widths
 from bgpadv.core.printable import join_lines, printable, write_json, write_line, write_text
 
 DEFAULT_URL = "http://127.0.0.1:9179"
+T = TypeVar("T")
 
 
 def main(url: str = DEFAULT_URL, *, as_json: bool = False, out: IO[str] | None = None) -> int:
     """Print the status of the instance at `url`; 0 if it answered (ready or not), 1 if it could not be reached,
     2 if its answer is not a /status document of the expected shape (`bgpadv.commands.statusdoc`)."""
     out = out if out is not None else sys.stdout
-    where = f"{url.rstrip('/')}/status"
     try:
-        status = fetch(url)
-    except BadDocument as exc:
-        write_line(sys.stderr, f"bgpadv status: {printable(where)} is not a bgpadv /status document: {exc}")
-        return EXIT_BAD_DOCUMENT
-    except (OSError, ValueError) as exc:  # URLError and HTTPError are OSErrors
-        write_line(sys.stderr, f"bgpadv status: cannot read {printable(where)}: {printable(exc)}")
+        status = statusclient.status(url)
+    except statusclient.NotTheDocument as exc:
+        return statusclient.refuse("bgpadv status", exc)
+    except statusclient.Unreachable as exc:
+        write_line(sys.stderr, f"bgpadv status: cannot read {printable(exc.where)}: {printable(exc)}")
         return 1
     if as_json:
         write_json(out, status, sort_keys=True)
@@ -86,22 +89,20 @@ def render(status: dict[str, Any]) -> str:
     return join_lines(lines)
 
 
-SESSION_HEADER = ["PEER", "ASN", "NODE", "STATE", "UPTIME", "SENT", "RECEIVED", "REFUSED", "BFD"]
-
-
-def _session_row(name: str, p: dict[str, Any]) -> list[str]:
-    sent = p.get("routes_sent", p.get("routes_advertised"))
-    return [
-        name,
-        _num(p.get("asn")),
-        str(p.get("node") or "-"),
-        str(p.get("state", "?")),
-        _duration(p.get("uptime_seconds")),
-        _num(sent),
-        _num(p.get("routes_received")),
-        _num(p.get("routes_refused")),
-        str(p.get("bfd") or "disabled"),
-    ]
+Session = tuple[str, dict[str, Any]]
+"""A peer's name and its session, as /status serves it under `peers`."""
+SESSION_COLUMNS: tuple[Column[Session], ...] = (
+    Column("PEER", lambda s: s[0]),
+    Column("ASN", lambda s: _num(s[1].get("asn")), right=True),
+    Column("NODE", lambda s: str(s[1].get("node") or "-")),
+    Column("STATE", lambda s: str(s[1].get("state", "?"))),
+    Column("UPTIME", lambda s: _duration(s[1].get("uptime_seconds")), right=True),
+    Column("SENT", lambda s: _num(s[1].get("routes_sent", s[1].get("routes_advertised"))), right=True),
+    Column("RECEIVED", lambda s: _num(s[1].get("routes_received")), right=True),
+    Column("REFUSED", lambda s: _num(s[1].get("routes_refused")), right=True),
+    Column("BFD", lambda s: str(s[1].get("bfd") or "disabled")),
+)
+"""The sessions table of `status` and, after an INSTANCE column, of `status --all`."""
 
 
 def _session_notes(name: str, p: dict[str, Any], prefix: str = "") -> list[str]:
@@ -120,8 +121,7 @@ def _session_notes(name: str, p: dict[str, Any], prefix: str = "") -> list[str]:
 
 def render_sessions(peers: dict[str, Any]) -> list[str]:
     """Each peer's session: ASN, node, state, uptime, routes sent/received/refused, BFD; then errors/NOTIFICATIONs."""
-    rows = [_session_row(name, p) for name, p in peers.items()]
-    lines = _table(SESSION_HEADER, rows, "no peers", "lrllrrrrl")
+    lines = _columns(SESSION_COLUMNS, list(peers.items()), "no peers")
     for name, p in peers.items():
         lines += _session_notes(name, p)
     return lines
@@ -139,8 +139,9 @@ def render_all(objects: list[dict[str, Any]], now: float) -> str:
         except (BadDocument, AttributeError, TypeError, ValueError, OverflowError) as exc:
             name = (obj.get("metadata") or {}).get("name") if isinstance(obj, dict) else None
             damaged.append(f"{printable(name if isinstance(name, str) else '?')} ({printable(exc)})")
-    rows = [[str(e.get("instance") or "-"), *_session_row(str(e.get("peer") or "-"), e)] for e in entries]
-    lines = _table(["INSTANCE", *SESSION_HEADER], rows, "no BGPSessionState objects", "llrllrrrrl")
+    instance: Column[Session] = Column("INSTANCE", lambda s: str(s[1].get("instance") or "-"))
+    sessions = [(str(e.get("peer") or "-"), e) for e in entries]
+    lines = _columns((instance, *SESSION_COLUMNS), sessions, "no BGPSessionState objects")
     for e in entries:
         lines += _session_notes(str(e.get("peer")), e, prefix=f"{e.get('instance')}/")
     if damaged:
@@ -255,15 +256,21 @@ def _stage_order(stage: str) -> tuple[int, str]:
     return (STAGE_ORDER.index(stage) if stage in STAGE_ORDER else len(STAGE_ORDER), stage)
 
 
-def _table(header: list[str], rows: list[list[str]], empty: str, align: str) -> list[str]:
-    """Columns padded to their widest cell; `align` has one l (left) or r (right) per column. Every cell is made
-    printable first."""
+def _table(header: list[str], rows: Sequence[Sequence[object]], empty: str, align: str) -> list[str]:
+    """Columns padded to their widest cell, no indent; `align` has one l (left) or r (right) per column. Every cell
+    is made printable first (`bgpadv.commands.table`)."""
     if not rows:
         return [header[0], f"  ({empty})"]
-    rows = [[printable(cell) for cell in row] for row in rows]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    fmt = "  ".join(f"{{:<{w}}}" if a == "l" else f"{{:>{w}}}" for a, w in zip(align, widths, strict=True))
-    return [fmt.format(*header).rstrip()] + [fmt.format(*r).rstrip() for r in rows]
+    printed = [cells(row) for row in rows]
+    sizes = widths(header, printed)
+    right = [a == "r" for a in align]
+    return [line(row, sizes, "", right) for row in (header, *printed)]
+
+
+def _columns(columns: Sequence[Column[T]], items: Sequence[T], empty: str) -> list[str]:
+    """`_table` for items under declared columns."""
+    align = "".join("r" if c.right else "l" for c in columns)
+    return _table(list(headers(columns)), [[c.cell(item) for c in columns] for item in items], empty, align)
 
 
 def _ms(seconds: float | None) -> str:

@@ -1,20 +1,18 @@
-"""The one client of a running instance's `/status` and `/sent`: what `bgpadv status` and `explain --status-url`
-read, checked at the edge.
+"""The shape of what a running instance serves on `/status` and `/sent`, as `bgpadv status` and `explain --status-url`
+read it (through `bgpadv.commands.statusclient`, which fetches it): checked at the edge.
 
-An answer is read once, bounded (`MAX_BODY` bytes), parsed as strict JSON (no `NaN` or `Infinity`) and checked
+An answer is bounded (`MAX_BODY` bytes), parsed as strict JSON (no `NaN` or `Infinity`) and checked
 against the shape the instance writes (`bgpadv.observe.readiness`, `metrics_observer`, `importer.reconciler`): every
 key the commands read has its type, every string is at most `MAX_TEXT` characters, every count is a whole number
 from 0 to 2^53, every time a finite Unix time before the year 10000, every duration finite and not negative. Keys the
 commands do not read are kept as they are (a newer instance may add some). A document of another shape raises
 `BadDocument` naming the first wrong field (`peers["tor-a"].asn: must be a whole number, got "x"`): the command says
-so and exits 2 (`EXIT_BAD_DOCUMENT`), never with a traceback and never printing half a table.
+so and exits 2 (`bgpadv.commands.statusclient.refuse`), never with a traceback and never printing half a table.
 """
 
 from __future__ import annotations
 
 import json
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,7 +24,6 @@ MAX_TEXT = 4096
 """The longest string accepted in a document (names, reasons, messages: an instance writes at most 512)."""
 MAX_COUNT = 2**53
 MAX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z: what datetime can print
-EXIT_BAD_DOCUMENT = 2
 
 
 class BadDocument(ValueError):
@@ -244,23 +241,3 @@ def decode(body: bytes, shape: Check = STATUS) -> dict[str, Any]:
         raise BadDocument(f"not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
     checked: dict[str, Any] = shape(doc, "")
     return checked
-
-
-def _get(url: str, timeout: float) -> bytes:
-    with urllib.request.urlopen(url, timeout=timeout) as resp:
-        body: bytes = resp.read(MAX_BODY + 1)
-        return body
-
-
-def fetch(url: str, timeout: float = 5.0) -> dict[str, Any]:
-    """The /status document of the instance at `url` (the metrics listener's base URL), checked (`STATUS`).
-    OSError (URLError included) when it cannot be read, BadDocument when the answer is not the document."""
-    return decode(_get(url.rstrip("/") + "/status", timeout), STATUS)
-
-
-def fetch_sent(url: str, prefixes: Sequence[str], timeout: float = 5.0) -> dict[str, Any]:
-    """`/sent` of the instance at `url`: prefix -> peer -> its last acknowledged send (`bgpadv.speaker.sent`).
-    An instance older than the endpoint answers 404: HTTPError, an OSError."""
-    query = urllib.parse.urlencode([("prefix", p) for p in prefixes])
-    found: dict[str, Any] = decode(_get(url.rstrip("/") + "/sent?" + query, timeout), SENT).get("prefixes") or {}
-    return found

@@ -208,7 +208,7 @@ NAMESPACE_NOT_SELECTED = "namespace-not-selected"
 """An IPAMClaim, or a VMI interface reporting guest addresses, in a namespace the CUDN's `namespaceSelector` does not
 select (OVN-K renders the network's NetworkAttachmentDefinition only in the selected namespaces, so no VM there is on
 the network). Refused, and never a party to the duplicate rule: an older claim there cannot take a real VM's address.
-A namespace bgpadv has not listed is judged by its name label alone (`planner.networks.selects_unlisted`)."""
+A namespace bgpadv has not listed is judged by its name label alone (`planner.advertised.selects_unlisted`)."""
 
 VRF_NOT_SERVED = "vrf-not-served"
 """A selected CUDN bound to a VRF other than the default one, which bgpadv's sessions (default VRF only; peers have

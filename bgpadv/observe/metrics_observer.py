@@ -32,7 +32,7 @@ from bgpadv.observe.observers import RouteChange
 from bgpadv.observe.readiness import StatusModel
 from bgpadv.observe.sessionstate import bfd_states, session_fields
 
-log = logging.getLogger("bgpadv.metrics")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from typing import NamedTuple
 from bgpadv.core.model import ObjectRef, Refusal
 from bgpadv.core.views import Problem, VmAddress, address_key
 from bgpadv.planner import checks
-from bgpadv.planner.networks import Network
+from bgpadv.planner.advertised import Network
 
 __all__ = [
     "CLAIM",

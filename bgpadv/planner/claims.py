@@ -23,8 +23,9 @@ from bgpadv.core import reasons
 from bgpadv.core.bounded import describe
 from bgpadv.core.views import Claim, LauncherPod, Vmi
 from bgpadv.planner import checks
+from bgpadv.planner.advertised import Network
 from bgpadv.planner.candidates import CLAIM, Collector, Record
-from bgpadv.planner.networks import CUDN_PREFIX, Network, Networks
+from bgpadv.planner.networks import CUDN_PREFIX, Networks
 
 Resolved = tuple[Network | None, tuple[str, str, str] | None]
 """(network, None) to go on; (None, (reason, message, cudn)) to refuse; (None, None) to skip silently."""

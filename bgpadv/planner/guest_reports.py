@@ -8,8 +8,9 @@ from bgpadv.core import reasons
 from bgpadv.core.bounded import describe
 from bgpadv.core.views import VmAddress, Vmi
 from bgpadv.planner import checks
+from bgpadv.planner.advertised import Network
 from bgpadv.planner.candidates import GUEST_REPORT, Collector, Record
-from bgpadv.planner.networks import Network, Networks
+from bgpadv.planner.networks import Networks
 
 
 def namespace_networks(networks: Networks) -> list[Network]:

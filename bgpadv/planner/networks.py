@@ -93,109 +93,26 @@ its own subnet twice gets it once. A node without a valid address of the family 
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from bgpadv.config import DEFAULT_MAX_ADDRESSES_PER_INTERFACE, Config, SecondaryNetworkConfig
 from bgpadv.core import reasons, views
 from bgpadv.core.addressing import other_family_note, special_range
-from bgpadv.core.model import Attributes, ObjectRef, PlannedNetwork, Refusal, Route, RouteKind
+from bgpadv.core.model import Attributes, PlannedNetwork, Refusal, Route, RouteKind
 from bgpadv.core.selectors import LabelSelector
 from bgpadv.core.space import InfrastructureSpace
 from bgpadv.core.state import ClusterState
 from bgpadv.planner import checks
-from bgpadv.planner.checks import Address, SubnetRange
+from bgpadv.planner.advertised import Network
+from bgpadv.planner.checks import SubnetRange
 from bgpadv.planner.fast import make_route
+from bgpadv.planner.host_subnets import holders
 from bgpadv.planner.nodes import NodeInfo, oldest_first
 from bgpadv.planner.policy import Policies
 from bgpadv.planner.space import infrastructure_space
 
 CUDN_PREFIX = "cluster_udn_"
-
-
-@dataclass(frozen=True, slots=True)
-class Network:
-    """One advertised CUDN, with its ranges as integers for the address checks."""
-
-    name: str
-    ref: ObjectRef
-    topology: str  # "Layer2" | "Layer3"
-    subnets: tuple[SubnetRange, ...]
-    gateways: frozenset[Address] = frozenset()
-    infrastructure: tuple[SubnetRange, ...] = ()
-    infrastructure_addresses: frozenset[Address] = frozenset()  # implied management-port addresses
-    ipam_disabled: bool = False
-    host_subnet_lengths: tuple[tuple[SubnetRange, int], ...] = ()  # Layer3: (cidr, hostSubnet) when set
-    # the namespaces its namespaceSelector selects among those listed (real labels), and those it does not select:
-    namespaces: frozenset[str] = frozenset()
-    unselected: frozenset[str] = frozenset()
-    namespace_selector: LabelSelector | None = None  # for namespaces not listed (see `selects_namespace`)
-    # IPAM-less secondary Layer2 networks (guest-reported addresses, see `vms`):
-    guest_reports: bool = False
-    # the nodes its default-VRF RouteAdvertisements select (`nodeSelector`); None: every node
-    node_selectors: tuple[LabelSelector, ...] | None = None
-    allowed: tuple[SubnetRange, ...] = ()  # networks.secondary[].allowedPrefixes, beside a CUDN subnet
-    max_addresses: int = 0  # networks.secondary[].maxAddressesPerInterface
-    announce_subnets: bool = True  # False: `subnets` are the configured allowed prefixes (no CUDN subnet)
-    labels: Mapping[str, str] = field(default_factory=lambda: views.EMPTY_LABELS, hash=False)  # policies[].match
-    network_id: int | None = None  # OVN-K's `k8s.ovn.org/network-id` (the importer's VRF)
-
-    check: Callable[[int, int], str | None] = field(init=False, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        checker = checks.address_checker(
-            self.subnets, self.gateways, self.infrastructure, self.infrastructure_addresses
-        )
-        if self.allowed:
-            checker = _bounded(checker, self.allowed)
-        object.__setattr__(self, "check", checker)
-
-    def selects_namespace(self, namespace: str) -> bool:
-        """True when the CUDN's `namespaceSelector` selects `namespace` (where OVN-K renders its NAD): by the
-        Namespace's real labels when it is listed; otherwise by the one label the API server gives every namespace
-        (`kubernetes.io/metadata.name`), and only when the selector reads no other label (see `selects_unlisted`)."""
-        if namespace in self.namespaces:
-            return True
-        if namespace in self.unselected:
-            return False
-        return selects_unlisted(self.namespace_selector, namespace)
-
-    def selects_node(self, labels: Mapping[str, str]) -> bool:
-        """True when the network is advertised on a node with these labels (`node_selectors`)."""
-        selectors_ = self.node_selectors
-        return selectors_ is None or any(s.matches(labels) for s in selectors_)
-
-
-NAME_LABEL = "kubernetes.io/metadata.name"
-"""The label the API server sets on every Namespace: its name."""
-
-
-def selects_unlisted(selector: LabelSelector | None, namespace: str) -> bool:
-    """Whether `selector` selects a namespace bgpadv has not listed (a dump without Namespace objects, or a claim
-    whose Namespace event has not arrived yet): only its name label is known, so the selector selects it only when
-    every requirement is on that label and holds (`{}` selects it; a requirement on any other label, even `NotIn`
-    or `DoesNotExist`, does not: what is unknown never selects)."""
-    if selector is None:
-        return False
-    if any(k != NAME_LABEL for k, _ in selector.match_labels) or any(
-        k != NAME_LABEL for k, _, _ in selector.match_expressions
-    ):
-        return False
-    return selector.matches({NAME_LABEL: namespace})
-
-
-def _bounded(
-    checker: Callable[[int, int], str | None], allowed: tuple[SubnetRange, ...]
-) -> Callable[[int, int], str | None]:
-    """`checker`, and then: inside one of the `allowed` ranges (`outside-allowed-prefixes`)."""
-
-    def check(version: int, value: int) -> str | None:
-        reason = checker(version, value)
-        if reason is None and checks.containing(allowed, version, value) is None:
-            return checks.OUTSIDE_ALLOWED_PREFIXES
-        return reason
-
-    return check
 
 
 @dataclass(slots=True)
@@ -474,74 +391,7 @@ def _secondary(network: Network, conf: SecondaryNetworkConfig | None) -> Network
     return replace(network, guest_reports=True, subnets=allowed, max_addresses=limit, announce_subnets=False)
 
 
-HostSubnetCheck = Callable[[NodeInfo, views.HostSubnet], Refusal | None]
-"""The refusal of a malformed or misplaced host subnet a node names for one network, or None."""
-
-
-def host_subnet_check(network: Network) -> HostSubnetCheck:
-    """The placement rules of one Layer3 network's host subnets, precompiled once per plan: inside one of its
-    cidrs, of that cidr's hostSubnet length (any cidr of `host_subnet_lengths` covering it).
-
-    The cidrs of a valid network never overlap, so when every cidr of `host_subnet_lengths` is one of its `subnets`
-    (as the decoder writes them) the one covering cidr tells both: one pass over the cidrs."""
-    lengths = tuple((c.version, c.first, c.last, n) for c, n in network.host_subnet_lengths)
-    by_cidr = {c: n for c, n in network.host_subnet_lengths}
-    merged = set(by_cidr) <= set(network.subnets)
-    spans = tuple((s.version, s.first, s.last, by_cidr.get(s) if merged else None) for s in network.subnets)
-    name = network.name
-
-    def check(info: NodeInfo, entry: views.HostSubnet) -> Refusal | None:
-        net = entry.prefix
-        if net is None:
-            return Refusal(info.ref, entry.text, checks.MALFORMED_ADDRESS, "host subnet is not a CIDR", name)
-        if not network.selects_node(info.labels):
-            message = f"no RouteAdvertisements advertising CUDN {name} selects node {info.name} (nodeSelector)"
-            return Refusal(info.ref, entry.text, reasons.NODE_NOT_SELECTED, message, name)
-        version, first, last, length = net.version, net.value, net.last, net.length
-        required: int | None = -1  # -1: no cidr covers it
-        for v, lo, hi, n in spans:
-            if v == version and lo <= first and last <= hi:
-                required = n
-                break
-        if required == -1:
-            message = f"host subnet of node {info.name} lies outside every subnet of CUDN {name}"
-            return Refusal(info.ref, entry.text, checks.OUTSIDE_NETWORK_SUBNETS, message, name)
-        if merged:
-            if required is None or required == length:
-                return None
-            return _wrong_length(info, entry, required, name)
-        for v, lo, hi, n in lengths:
-            if v == version and lo <= first and last <= hi and length != n:
-                return _wrong_length(info, entry, n, name)
-        return None
-
-    return check
-
-
-def _wrong_length(info: NodeInfo, entry: views.HostSubnet, length: int, network: str) -> Refusal:
-    # e.g. the whole cluster cidr: announcing it towards one node would pull every node's pods to it
-    message = f"host subnet of node {info.name} is not a /{length} (hostSubnet of CUDN {network})"
-    return Refusal(info.ref, entry.text, checks.MALFORMED_ADDRESS, message, network)
-
-
-def _placement_spans(network: Network) -> dict[int, tuple[tuple[int, int, int, int | None], ...]] | None:
-    """Per IP version, (first, last, prefix length, required hostSubnet length or None) of each cidr of a Layer3
-    network, for the fast path of its host-subnet rules; None when `host_subnet_check` must decide every entry (a
-    `host_subnet_lengths` cidr that is not one of its subnets, which the decoder never writes).
-
-    A well-formed entry (no host bits, as decoded) starting inside a cidr with a prefix at least as long lies
-    inside it; with the required length (or none set) it passes every rule `host_subnet_check` applies except the
-    node selector, which the caller tests once per node."""
-    by_cidr = {c: n for c, n in network.host_subnet_lengths}
-    if not set(by_cidr) <= set(network.subnets):
-        return None
-    spans: dict[int, list[tuple[int, int, int, int | None]]] = {4: [], 6: []}
-    for s in network.subnets:
-        spans.setdefault(s.version, []).append((s.first, s.last, s.network.length, by_cidr.get(s)))
-    return {version: tuple(rows) for version, rows in spans.items()}
-
-
-def _layer3_routes(  # noqa: C901 (one hot loop, kept flat on purpose)
+def _layer3_routes(
     nodes: Mapping[str, views.Node],
     index: Mapping[str, NodeInfo],
     layer3: list[Network],
@@ -549,80 +399,29 @@ def _layer3_routes(  # noqa: C901 (one hot loop, kept flat on purpose)
     routes: list[Route],
     refusals: list[Refusal],
 ) -> None:
-    """The host subnet routes nodes name for the Layer3 networks (into `routes`), and the refusals of the others
-    (into `refusals`): a node's malformed annotation (once), a malformed or misplaced entry, a subnet an older node
-    holds, a node without a next hop of the family.
-
-    Each node's annotation was decoded once, into its view, and each network's rules are compiled once here (its
-    cidrs per family, `_placement_spans`); per node, its next hops and the node selectors are read once. An entry
-    the fast path accepts costs a range test, one dict look-up and the route; any other goes through
-    `host_subnet_check`, which words the refusal. The nodes are read oldest first (creationTimestamp, then name), so
-    the first to name a host subnet keeps it. Within a network every host subnet has its cidr's hostSubnet length
-    and cidrs never overlap, and advertised networks never overlap each other: two host subnets overlap only when
-    they are the same prefix (held by its `key`).
-    """
-    rules = [
-        (network.name, host_subnet_check(network), _placement_spans(network), network, attrs[network.name])
-        for network in layer3
-    ]
-    holder: dict[tuple[int, int, int], NodeInfo] = {}
-    held = holder.get
+    """The host subnet routes of the Layer3 networks (into `routes`): each host subnet towards the node that holds
+    it (`host_subnets.holders`, on a node the network's RouteAdvertisements select), and the refusals of the others
+    (into `refusals`): a node's malformed annotation (once), a malformed or misplaced entry, one on a node not
+    selected, a subnet an older node holds, and a node without a next hop of the family."""
     subnet = RouteKind.SUBNET
     route = make_route
-    for node in oldest_first(nodes.values()):
-        info = index.get(node.name)
-        if info is None:
+    node: NodeInfo | None = None
+    ref, node_name, hop4, hop6 = None, "", None, None
+    last: Network | None = None
+    name, network_attrs = "", None
+    ordered = oldest_first(nodes.values())
+    for info, network, net, entry in holders(ordered, lambda node: index.get(node.name), layer3, refusals):
+        if info is not node:  # a node's host subnets come one after the other: read once per node and network
+            node, ref, node_name, hop4, hop6 = info, info.ref, info.name, info.address(4), info.address(6)
+        if network is not last:
+            last, name, network_attrs = network, network.name, attrs[network.name]
+        version = net.version
+        next_hop = hop4 if version == 4 else hop6
+        if next_hop is None:
+            reason, message = info.no_address(version)
+            refusals.append(Refusal(info.ref, entry.text, reason, message, name))
             continue
-        problem = node.host_subnets_problem
-        if problem is not None:
-            refusals.append(Refusal(info.ref, problem.value, problem.reason, problem.message, ""))
-            continue
-        named = node.host_subnets
-        if not named:
-            continue
-        ref, node_name, labels = info.ref, info.name, info.labels
-        hop4, hop6 = info.address(4), info.address(6)
-        for name, check, spans, network, network_attrs in rules:
-            entries = named.get(name)
-            if not entries:
-                continue
-            fast = spans is not None and (network.node_selectors is None or network.selects_node(labels))
-            for entry in entries:
-                net = entry.prefix
-                if fast and net is not None:
-                    version, first, length = net.version, net.value, net.length
-                    for lo, hi, cidr_length, required in spans[version]:  # type: ignore[index]
-                        if lo <= first <= hi and length >= cidr_length:
-                            ok = required is None or required == length
-                            break
-                    else:
-                        ok = False
-                    if not ok:
-                        refusal = check(info, entry)
-                        assert refusal is not None  # the fast path accepts only what check() accepts
-                        refusals.append(refusal)
-                        continue
-                else:
-                    refusal = check(info, entry)
-                    if refusal is not None:
-                        refusals.append(refusal)
-                        continue
-                    assert net is not None  # check() refuses an entry that does not parse
-                    version = net.version
-                key = net.key
-                older = held(key)
-                if older is not None:
-                    if older is not info:
-                        message = f"host subnet {net} is also named by node {older.name}, which is older and keeps it"
-                        refusals.append(Refusal(ref, entry.text, checks.HOST_SUBNET_CONFLICT, message, name))
-                    continue  # the same node naming it twice: once is enough
-                holder[key] = info
-                next_hop = hop4 if version == 4 else hop6
-                if next_hop is None:
-                    reason, message = info.no_address(version)
-                    refusals.append(Refusal(ref, entry.text, reason, message, name))
-                    continue
-                routes.append(route(net, next_hop, name, subnet, ref, node_name, network_attrs))
+        routes.append(route(net, next_hop, name, subnet, ref, node_name, network_attrs))
 
 
 def subnet_routes(

@@ -37,10 +37,11 @@ from bgpadv.core import reasons
 from bgpadv.core.bounded import describe
 from bgpadv.core.state import ClusterState
 from bgpadv.core.views import Claim, LauncherPod, VmAddress, Vmi
+from bgpadv.planner.advertised import Network
 from bgpadv.planner.candidates import POD_NETWORKS, Collector, Record
 from bgpadv.planner.claims import Referenced, References, claim_vms
 from bgpadv.planner.host_subnets import HostSubnets
-from bgpadv.planner.networks import CUDN_PREFIX, Network, Networks
+from bgpadv.planner.networks import CUDN_PREFIX, Networks
 from bgpadv.planner.placement import LauncherPods
 
 ClaimLink = tuple[str, str, str]

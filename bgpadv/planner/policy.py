@@ -20,16 +20,13 @@ recomputes a host route when its VMI's or Namespace's labels change (`uses_vm_la
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
 
 from bgpadv.config import Config
 from bgpadv.core.model import Attributes, RouteKind
 from bgpadv.core.state import ClusterState
 from bgpadv.core.views import EMPTY_LABELS
-
-if TYPE_CHECKING:
-    from bgpadv.planner.candidates import Candidate
-    from bgpadv.planner.networks import Network
+from bgpadv.planner.advertised import Network
+from bgpadv.planner.candidates import Candidate
 
 __all__ = ["Policies", "host_attributes"]
 

@@ -127,13 +127,14 @@ from bgpadv.core.prefix import Prefix
 from bgpadv.core.state import ClusterState
 from bgpadv.core.views import MAX_CLAIM_IPS, address_key
 from bgpadv.planner import checks
+from bgpadv.planner.advertised import Network
 from bgpadv.planner.candidates import Candidate, Collector
 from bgpadv.planner.claims import claim_references, read_claims
 from bgpadv.planner.conflicts import resolve_conflict, resolve_conflicts
 from bgpadv.planner.fast import make_route
 from bgpadv.planner.guest_reports import namespace_networks, read_vmi_interfaces
 from bgpadv.planner.host_subnets import HostSubnets
-from bgpadv.planner.networks import Network, Networks
+from bgpadv.planner.networks import Networks
 from bgpadv.planner.nodes import NodeInfo, node_address_keys
 from bgpadv.planner.placement import LauncherPods, needs_pods, placements, vmi_node
 from bgpadv.planner.pod_networks import claim_links, primary_networks, read_pod_networks

@@ -74,7 +74,7 @@ __all__ = ["MOVE_WITHDRAW_SECONDS", "BfdChanged", "Controller", "LoopSettings", 
 if TYPE_CHECKING:  # the importer (pyroute2) is loaded only where routes are imported (bgpadv.runtime.wiring)
     from bgpadv.importer.reconciler import Importer
 
-log = logging.getLogger("bgpadv.service")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,7 +49,7 @@ from bgpadv.runtime.lifecycle import (
     controller_preexec,
 )
 
-log = logging.getLogger("bgpadv.lifecycle")
+log = logging.getLogger(__name__)
 
 _ACCEPT_POLL = 0.25  # how often the accepting thread looks whether the supervisor stopped it
 _ADOPT_TIMEOUT = 2.0  # the shim's wait for the supervisor's answer (it answers at once: a thread does nothing else)

@@ -23,7 +23,7 @@ from bgpadv.config import Config
 from bgpadv.core.views import Node
 from bgpadv.runtime.peering import Served
 
-log = logging.getLogger("bgpadv.service")
+log = logging.getLogger(__name__)
 
 MOVE_WITHDRAW_SECONDS = 5.0
 """A node's peers change (`peers[].nodeSelector`): how long the leaving peers' withdrawals may take to be acknowledged

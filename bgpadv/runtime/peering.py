@@ -31,7 +31,7 @@ from bgpadv.core.addressing import special_address_reason
 from bgpadv.core.prefix import Address
 from bgpadv.core.views import Node
 
-log = logging.getLogger("bgpadv.peering")
+log = logging.getLogger(__name__)
 
 InterfaceAddresses = Callable[[Address, int], Sequence[Address]]
 """(peer address, IP version) → the global addresses of that version on the interface the session to the peer uses."""

@@ -57,7 +57,7 @@ from bgpadv.core.runfiles import PID_FILE
 from bgpadv.runtime.lifecycle import CANDIDATE, EXABGP_CONF, LAST_GOOD
 from bgpadv.speaker.exabgp_config import render_exabgp_config, write_private
 
-log = logging.getLogger("bgpadv.reload")
+log = logging.getLogger(__name__)
 
 """In the runtime directory: the bytes of the last configuration file this pod validated."""
 

@@ -33,7 +33,7 @@ from bgpadv.observe.logs import setup_logging
 from bgpadv.runtime.handover import Adopted, adopt
 from bgpadv.runtime.lifecycle import DRAIN_FILE, DRAINING_ENV, RUNTIME_DIR_ENV, SHIM_PID_FILE, controller_preexec
 
-log = logging.getLogger("bgpadv.lifecycle")
+log = logging.getLogger(__name__)
 
 _READ = 65536
 _MAX_PARTIAL_LINE = 2 * 1024 * 1024  # ExaBGP kills an API process at 1 MiB without a newline

@@ -63,7 +63,7 @@ from bgpadv.speaker.bfd import bfdd_argv, bfdd_dir
 if TYPE_CHECKING:
     from bgpadv.runtime.handover import EarlyController
 
-log = logging.getLogger("bgpadv.lifecycle")
+log = logging.getLogger(__name__)
 
 
 @dataclass

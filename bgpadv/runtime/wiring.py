@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from bgpadv.sources.sessionstate import SessionStateWriter
     from bgpadv.speaker.bfd import BfdControl
 
-log = logging.getLogger("bgpadv.service")
+log = logging.getLogger(__name__)
 
 ApiClient = Any
 """The Kubernetes client's `ApiClient` (`bgpadv.sources.client.make_api_client`): only the sources and the Event

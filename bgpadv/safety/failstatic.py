@@ -46,7 +46,7 @@ from bgpadv.core.model import Route
 from bgpadv.core.resources import Resource
 from bgpadv.safety.hold import MASS_DELETION, SETTLE_SECONDS, HoldDecision, HoldDelta, PrefixKey, WithdrawalHold
 
-log = logging.getLogger("bgpadv.hold")
+log = logging.getLogger(__name__)
 
 Confirmation = Literal["replan", "relist"]
 

@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 
 from bgpadv.core.model import Route
 
-log = logging.getLogger("bgpadv.hold")
+log = logging.getLogger(__name__)
 
 
 PrefixKey = tuple[int, int, int]  # `Prefix.key`: (IP version, network value, prefix length)

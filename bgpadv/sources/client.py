@@ -11,7 +11,7 @@ from kubernetes.config.incluster_config import load_incluster_config
 from bgpadv import __version__
 from bgpadv.config import KubernetesConfig
 
-log = logging.getLogger("bgpadv.sources")
+log = logging.getLogger(__name__)
 
 # One long-lived watch per resource plus lists, events and retries: more than the client's default of 5 per CPU.
 POOL_SIZE = 32

@@ -20,7 +20,7 @@ from bgpadv.core.views import Node
 from bgpadv.sources.decode.dispatch import decode
 from bgpadv.sources.rest import list_call
 
-log = logging.getLogger("bgpadv.sources")
+log = logging.getLogger(__name__)
 
 
 def read_node(api_client: ApiClient, name: str, timeout: float = 10.0) -> Node | None:

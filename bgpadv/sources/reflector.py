@@ -24,7 +24,7 @@ open watch is cut and the loop lists before it watches again. Events from a LIST
 `listed_at`, when that LIST began. A LIST answered 404/403 after a `relist()` also ends in SYNCED, so a confirmation
 never waits for a resource that cannot be listed.
 
-Nothing escapes the thread: every failure is logged on the "bgpadv.sources" logger and retried. A watch line that
+Nothing escapes the thread: every failure is logged on this module's logger and retried. A watch line that
 cannot be decoded, or whose object nests deeper than `yamlsafe.MAX_DEPTH` (`json.loads` alone raises
 RecursionError near depth 1000), is skipped with a warning and counted (`watch_line_skipped`, reasons
 `undecodable` and `too-deep`); so is a listed object nested too deep, even one that makes its whole page too deep
@@ -63,7 +63,7 @@ from bgpadv.sources import rest
 from bgpadv.sources.decode.dispatch import decode, stored_key
 from bgpadv.sources.decode.vmis import decode_migration
 
-log = logging.getLogger("bgpadv.sources")
+log = logging.getLogger(__name__)
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED", "SYNCED"]
 _OBJECT_EVENTS = frozenset({"ADDED", "MODIFIED", "DELETED"})

@@ -42,7 +42,7 @@ from typing import Any, Protocol
 from bgpadv.config import PeerConfig
 from bgpadv.core.runfiles import BFDD_DIR
 
-log = logging.getLogger("bgpadv.bfd")
+log = logging.getLogger(__name__)
 
 BFDD_SOCKET = "bfdd.sock"  # bfdd's control socket, in BFDD_DIR
 BFDD_PID = "bfdd.pid"

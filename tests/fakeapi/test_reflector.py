@@ -555,7 +555,7 @@ def test_unknown_and_undecodable_watch_lines_are_skipped_with_a_warning(caplog: 
         return CannedResponse()
 
     reflector._call = call
-    with caplog.at_level("WARNING", logger="bgpadv.sources"):
+    with caplog.at_level("WARNING", logger="bgpadv.sources.reflector"):
         reflector._run()
     assert [(e.type, e.object_key()) for e in events] == [("SYNCED", None), ("ADDED", (NS, "vm-d.default"))]
     assert calls[2]["resource_version"] == "7"  # resumed after the newest object seen

@@ -6,20 +6,25 @@ before and after its target is ready, a duplicate claim, a network not selected,
 verdict, exit code, routes (next hop, peers) and the rules that met it; per-node mode (which instance announces a
 migrating VM); the reason codes explained from `bgpadv.core.reasons` alone (every published code, and no code spelt
 out in the command); the JSON document; the command's exit codes and usage errors; the example dump explained as
-`render` sees it.
+`render` sees it; each of the command's modules keeping to its job (parse, answer, print, read), and a table cell
+made printable exactly once.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
 import pytest
 
-from bgpadv.commands import explain
-from bgpadv.commands.explain import Explainer, meaning, parse_query, reason_meanings
+from bgpadv.commands import explain, explain_render
+from bgpadv.commands.explain_engine import Explainer, meaning, reason_meanings
+from bgpadv.commands.explain_query import parse_query
 from bgpadv.commands.outcome import instances
+from bgpadv.commands.table import Column, table
 from bgpadv.core import reasons
+from bgpadv.core.printable import printable
 from bgpadv_lab import objects as k8s
 from tests import guide
 
@@ -256,7 +261,7 @@ def test_per_node_mode_names_the_instance_of_each_route_and_both_during_a_migrat
         ("worker-2", "10.0.0.12"),
     }
     assert result.verdict == "announced"
-    assert "INSTANCE" in explain.render(result, "table")
+    assert "INSTANCE" in explain_render.render(result, "table")
 
 
 RACK = "topology.bgpadv.io/rack"
@@ -307,13 +312,49 @@ def test_every_published_reason_code_is_explained_from_its_docstring():
 
 def test_the_command_spells_out_no_reason_code():
     """explain reads the codes generically: a code another change adds to core/reasons.py is explained as is."""
-    source = (ROOT / "bgpadv" / "commands" / "explain.py").read_text()
-    spelt = [code for code in reasons.ALL_REASONS if f'"{code}"' in source]
+    modules = sorted((ROOT / "bgpadv" / "commands").glob("explain*.py"))
+    assert len(modules) >= 4  # the entry point, the query, the engine, the rendering
+    spelt = [(m.name, c) for m in modules for c in reasons.ALL_REASONS if f'"{c}"' in m.read_text()]
     assert spelt == []
 
 
+def _commands_imported(module: str) -> set[str]:
+    tree = ast.parse((ROOT / "bgpadv" / "commands" / f"{module}.py").read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "bgpadv.commands":  # from bgpadv.commands import x
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bgpadv.commands."):
+            found.add(node.module.removeprefix("bgpadv.commands.").partition(".")[0])
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".")[2] for a in node.names if a.name.startswith("bgpadv.commands.")}
+    return found
+
+
+@pytest.mark.parametrize(
+    ("module", "never"),
+    [
+        pytest.param("explain_query", {"explain", "explain_engine", "explain_objects", "explain_render"}, id="query"),
+        pytest.param("explain_objects", {"explain", "explain_engine", "explain_render"}, id="objects"),
+        pytest.param("explain_engine", {"explain", "explain_render", "statusclient", "inputs"}, id="engine"),
+        pytest.param("explain_render", {"explain", "statusclient", "inputs", "outcome"}, id="rendering"),
+    ],
+)
+def test_each_part_of_the_command_keeps_to_its_job(module, never):
+    """The question is parsed without the engine, answered without printing or reading, printed without reading:
+    only the entry point reads the cluster (`inputs`) and the live instances (`statusclient`)."""
+    assert _commands_imported(module) & never == set()
+
+
+def test_a_table_cell_is_made_printable_exactly_once():
+    """A value escaped twice would print `\\\\n` where the cluster wrote a newline: the operator could not tell."""
+    hostile = "vm\nannounce route 0.0.0.0/0\\x"
+    lines = table([Column("NAME", str), Column("SAYS", lambda _: "-")], [hostile])
+    assert lines == [f"  NAME{' ' * (len(printable(hostile)) - 4)}  SAYS", f"  {printable(hostile)}  -"]
+
+
 def test_the_table_carries_verdict_objects_rules_meanings_and_routes():
-    text = explain.render(
+    text = explain_render.render(
         explained(cluster(k8s.ipam_claim(NS, "gw.default", "gw", NET, ["192.168.100.1/24"])), "192.168.100.1"), "table"
     )
     lines = text.splitlines()
@@ -323,7 +364,7 @@ def test_the_table_carries_verdict_objects_rules_meanings_and_routes():
 
 
 def test_the_json_document():
-    doc = json.loads(explain.render(explained(cluster(), "192.168.100.10"), "json"))
+    doc = json.loads(explain_render.render(explained(cluster(), "192.168.100.10"), "json"))
     assert set(doc) == {"query", "kind", "verdict", "summary", "objects", "rules", "routes", "covering", "instances"}
     assert (doc["query"], doc["kind"], doc["verdict"]) == ("192.168.100.10", "address", "announced")
     route = doc["routes"][0]

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import pytest
 
-from bgpadv.commands.explain import Explainer, parse_query
+from bgpadv.commands.explain_engine import Explainer
+from bgpadv.commands.explain_query import parse_query
 from bgpadv.commands.outcome import instances, unrouted
 from bgpadv.core import reasons
 from bgpadv_lab import objects as k8s

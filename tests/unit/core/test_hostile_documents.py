@@ -361,7 +361,7 @@ def test_a_watch_line_nested_too_deep_is_skipped_with_a_warning_and_a_count(dept
     deep = {"type": "ADDED", "object": {"metadata": {"name": "x", "namespace": NS}, "spec": "@"}}
     line = json.dumps(deep).replace('"@"', "[" * depth + "]" * depth).encode()
     good = {"type": "ADDED", "object": k8s.ipam_claim(NS, "vm-a.default", "vm-a", "cluster_udn_vmnet-a", [])}
-    with caplog.at_level("WARNING", logger="bgpadv.sources"):
+    with caplog.at_level("WARNING", logger="bgpadv.sources.reflector"):
         # one watch line at a time: the reflector's public surface is a thread against a live apiserver
         reflector._handle(line, 1.0)
         reflector._handle(json.dumps(good).encode(), 2.0)
@@ -396,7 +396,7 @@ def test_a_listed_object_nested_too_deep_is_left_out_and_the_rest_of_the_page_is
     )  # fmt: skip
     # one LIST page at a time: the reflector's public surface is a thread against a live apiserver
     reflector._call = lambda **kwargs: _Page(page)
-    with caplog.at_level("WARNING", logger="bgpadv.sources"):
+    with caplog.at_level("WARNING", logger="bgpadv.sources.reflector"):
         reflector._list()
     assert [(e.type, e.object_key()) for e in events] == [
         ("ADDED", (NS, "vm-a.default")),

@@ -21,7 +21,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bgpadv.commands import status
+from bgpadv.commands import status, statusclient
 from bgpadv.commands.render import main as render_main
 from bgpadv.core.printable import join_lines, printable, printable_line, shown, write_text
 from bgpadv_lab import objects as k8s
@@ -149,7 +149,7 @@ def test_status_tables_escape_every_string_of_the_status_document():
 
 def test_status_json_is_the_document_exactly(monkeypatch, capsys):
     doc = hostile_status()
-    monkeypatch.setattr(status, "fetch", lambda url: doc)
+    monkeypatch.setattr(statusclient, "status", lambda url: doc)
     assert status.main("http://127.0.0.1:1", as_json=True) == 0
     assert json.loads(capsys.readouterr().out) == doc
 

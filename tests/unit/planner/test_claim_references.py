@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import pytest
 
-from bgpadv.commands.explain import Explainer, parse_query
+from bgpadv.commands.explain_engine import Explainer
+from bgpadv.commands.explain_query import parse_query
 from bgpadv.commands.outcome import instances
 from bgpadv.commands.render import render_plan
 from bgpadv.core import reasons

@@ -18,8 +18,9 @@ import time
 
 import pytest
 
-from bgpadv.commands import explain
-from bgpadv.commands.explain import Explainer, parse_query
+from bgpadv.commands import explain_render
+from bgpadv.commands.explain_engine import Explainer
+from bgpadv.commands.explain_query import parse_query
 from bgpadv.commands.outcome import instances
 from bgpadv.core import reasons
 from bgpadv.core.state import ClusterState
@@ -197,4 +198,4 @@ def test_explain_shows_the_later_nodes_refusal_on_the_address():
     assert {(str(v.source), v.reason) for v in result.rules if v.verdict == "refused"} == {
         ("Node worker-2", reasons.DUPLICATE_NODE_ADDRESS)
     }
-    assert "node worker-1, which reported it first" in explain.render(result, "table")
+    assert "node worker-1, which reported it first" in explain_render.render(result, "table")

@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bgpadv.commands import render
-from bgpadv.commands.explain import Explainer, parse_query
+from bgpadv.commands.explain_engine import Explainer
+from bgpadv.commands.explain_query import parse_query
 from bgpadv.commands.outcome import instances
 from bgpadv.core import reasons
 from bgpadv.planner import plan

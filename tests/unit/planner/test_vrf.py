@@ -146,6 +146,33 @@ def test_layer3_host_subnets_of_unselected_nodes_are_refused():
     assert refused(p) == {("Node worker-2", "10.132.2.0/24", "node-not-selected")}
 
 
+@pytest.mark.parametrize(
+    ("host_subnet", "address", "reason"),
+    [
+        pytest.param("10.132.2.0/24", "10.132.2.5/24", "node-not-selected", id="own-host-subnet-the-node-refused"),
+        pytest.param("10.132.0.0/20", "10.132.0.5/24", "outside-node-subnet", id="misplaced-host-subnet-nobodys"),
+    ],
+)
+def test_a_layer3_pod_address_on_an_unselected_node_meets_the_host_subnet_rules_first(host_subnet, address, reason):
+    """A launcher pod's Layer3 address on a node the RouteAdvertisements leave out: a host subnet of that node that
+    passes the network's rules holds it (the VM is then refused because the node is not selected), one that breaks
+    them (not the hostSubnet length) is nobody's, as for its route, so the address lies in no node's host subnet."""
+    nodes = [
+        k8s.node("worker-1", "10.0.0.11", labels={"bgp": "enabled"}, node_subnets={"cluster_udn_l3": "10.132.1.0/24"}),
+        k8s.node("worker-2", "10.0.0.12", node_subnets={"cluster_udn_l3": host_subnet}),
+    ]
+    l3 = k8s.cudn_layer3("l3", [("10.132.0.0/16", 24)], labels=ADV, namespaces=[NS])
+    vm_a = [k8s.vmi(NS, "vm-a", "worker-2"), k8s.launcher_pod(NS, "vm-a", "worker-2", ips=[address], nad="l3")]
+    p = planned_both_ways(
+        k8s.state(nodes, l3, ra(node_selector={"matchLabels": {"bgp": "enabled"}}), *vm_a), k8s.config(**FOLLOW)
+    )
+    assert {(str(r.prefix), r.node) for r in p.routes} == {("10.132.1.0/24", "worker-1")}
+    assert refused(p) == {
+        ("Node worker-2", host_subnet, "node-not-selected"),
+        (f"VirtualMachineInstance {NS}/vm-a", address, reason),
+    }
+
+
 def test_relabelling_a_node_into_the_selector_announces_its_vm():
     state = k8s.state(NODES, vmnet(), ra(node_selector={"matchLabels": {"bgp": "enabled"}}), vm(node="worker-2"))
     inc = IncrementalPlanner(k8s.config(**FOLLOW))

@@ -61,7 +61,7 @@ def runtime(tmp_path: Path) -> Path:
 def test_a_bfdd_without_its_capabilities_is_reported_once_and_not_restarted(tmp_path, runtime, monkeypatch, caplog):
     starts = fake_bfdd(tmp_path, monkeypatch, NO_CAPS)
     bfdd = Bfdd(runtime, {}, backoff=Backoff(first=0.01, cap=0.01, healthy_after=60.0))
-    with caplog.at_level(logging.ERROR, logger="bgpadv.lifecycle"):
+    with caplog.at_level(logging.ERROR, logger="bgpadv.runtime.supervisor"):
         run_for(bfdd, 1.5)  # a restarting supervisor would have started it ~50 times
     assert starts.read_text().splitlines() == ["started"]
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]

@@ -194,7 +194,7 @@ def test_a_hold_and_a_confirmation_are_logged_as_warnings_with_their_cause(
     caplog: pytest.LogCaptureFixture, clock
 ) -> None:
     hold = hold_with(hosts(1, 2, 3, 4), clock=clock)
-    with caplog.at_level(logging.WARNING, logger="bgpadv.hold"):
+    with caplog.at_level(logging.WARNING, logger="bgpadv.safety.hold"):
         hold.apply({"tor": ()}, bulk=True, origin="relist")
         clock.now += H
         hold.apply({"tor": ()}, bulk=True, listed_since=clock.now)
