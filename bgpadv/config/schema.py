@@ -42,6 +42,7 @@ from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import InitErrorDetails, PydanticCustomError, PydanticKnownError, core_schema
 
 from bgpadv.config import communities as well_known
+from bgpadv.config import unnumbered
 from bgpadv.core import selectors
 from bgpadv.core.addressing import special_address_reason
 from bgpadv.core.bounded import brief
@@ -731,7 +732,13 @@ def _local_address_from_env(spec: Mapping[str, Any], peer_address: Any, environ:
 class PeerConfig(_Section):
     """A BGP neighbour (`peers[]`): a top-of-rack router."""
 
-    address: Annotated[Unicast, Field(description="The peer's address.")]
+    address: Annotated[
+        Unicast,
+        Field(
+            description="The peer's address. With `interface`: its IPv6 link-local address on that link, or omitted "
+            "to discover it when the controller starts."
+        ),
+    ]
     asn: Annotated[Asn, Field(description="The peer's AS number.")]
     local_address: Annotated[
         Unicast | None,
@@ -814,6 +821,19 @@ class PeerConfig(_Section):
         Description | None,
         Field(description=f"Free text for the ExaBGP neighbor (`description`), {DESCRIPTION_RULE}."),
     ] = None
+    # --- unnumbered: a session over an interface's link-local addresses (bgpadv.config.unnumbered) ---
+    interface: Annotated[
+        StrictStr | None,
+        Field(
+            description="Peer over this interface's IPv6 link-local addresses (unnumbered, RFC 8950: IPv4 routes "
+            "with the node's link-local next hop); per node, the uplink toward the ToR. Not with localAddress, "
+            "passive or ebgpMultihop.",
+        ),
+    ] = None
+    on_link: Annotated[IPAddress | None, PlainValidator(_not_in_file), SkipJsonSchema()] = None
+    """An interface peer's next hop, the node's link-local address on `interface`: found when the controller starts
+    (`bgpadv.runtime.peering`), never written in the file."""
+    # --- end of unnumbered ---
     # --- BFD ---
     bfd: Annotated[
         BfdConfig,
@@ -865,6 +885,24 @@ class PeerConfig(_Section):
 
     @model_validator(mode="before")
     @classmethod
+    def _undiscovered(cls, data: Any) -> Any:
+        """An interface peer without `address`: discovered at start (`bgpadv.config.unnumbered.UNDISCOVERED`)."""
+        if isinstance(data, dict) and data.get("interface") is not None and data.get("address") is None:
+            return {**data, "address": unnumbered.UNDISCOVERED}
+        return data
+
+    @field_validator("address", mode="wrap")
+    @classmethod
+    def _address_or_undiscovered(cls, value: Any, handler: Callable[[Any], Any]) -> Any:
+        return value if value is unnumbered.UNDISCOVERED else handler(value)
+
+    @property
+    def undiscovered(self) -> bool:
+        """An interface peer whose address is not known yet (found when the controller starts)."""
+        return self.address is unnumbered.UNDISCOVERED
+
+    @model_validator(mode="before")
+    @classmethod
     def _hold_from_keepalive(cls, data: Any) -> Any:
         """`keepaliveTime` without `holdTime`: holdTime = 3 x keepaliveTime (ExaBGP's keepalive interval)."""
         if isinstance(data, dict) and "holdTime" not in data:
@@ -896,9 +934,11 @@ class PeerConfig(_Section):
                     f"must be an IPv{address.version} address like the peer address {address}, got {local}",
                 )
             )
-        if self.passive and local is None:
+        if self.passive and local is None and self.interface is None:
             problems.append((("localAddress",), "is required when passive is true: bgpadv listens there for the peer"))
-        problems += _session_problems(address, local)
+        problems += unnumbered.interface_problems(self.interface, address, local, self.passive, self.ebgp_multihop)
+        if self.interface is None:
+            problems += _session_problems(address, local)
         if self.md5_password_file is not None and self.md5_password is not None:
             problems.append(
                 (("md5PasswordFile",), "must not be set together with md5Password (keep the password in a Secret)")
@@ -966,8 +1006,8 @@ def _session_problems(address: IPAddress, local: IPAddress | None) -> list[tuple
         problems.append(
             (
                 ("address",),
-                f"{address} is link-local: a link-local peer needs the interface it is reached on, which bgpadv "
-                "cannot configure; use the peer's global or unique-local address",
+                f"{address} is link-local: a link-local peer needs the interface it is reached on: set `interface` "
+                "(an unnumbered session), or use the peer's global or unique-local address",
             )
         )
     if local is None or local.version != address.version:
@@ -1705,8 +1745,10 @@ class Config(_Section):
     @field_validator("peers", mode="after")
     @classmethod
     def _peers(cls, peers: tuple[PeerConfig, ...], info: ValidationInfo) -> tuple[PeerConfig, ...]:
-        _unique(lambda p: p.address, lambda i: (i, "address"), lambda a: f"peer {a} is listed twice")(peers)
-        surroundings(info).peers = frozenset(p.address for p in peers)  # for importRoutes.networks[].accept[].peers
+        # an interface peer's address may be found only at start (each such peer is its own until then)
+        address = lambda p: object() if p.undiscovered else p.address  # noqa: E731
+        _unique(address, lambda i: (i, "address"), lambda a: f"peer {a} is listed twice")(peers)
+        surroundings(info).peers = frozenset(p.address for p in peers if not p.undiscovered)  # for importRoutes.networks[].accept[].peers
         return peers
 
     @model_validator(mode="after")
