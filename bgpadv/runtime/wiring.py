@@ -171,8 +171,14 @@ def controller_main(config_path: str, *, hold_seconds: float | None = None) -> i
             extra={"node": config.speaker_node},
         )
 
+    from bgpadv.runtime.unnumbered import Advertising, KernelLinks, with_links  # interface peers (unnumbered)
+
+    advertising = Advertising(metrics.metrics.registry)
+
     def placement(c: Config, n: Node | None) -> Config:
-        return effective(c, n, kernel_interface_addresses)
+        placed = with_links(effective(c, n, kernel_interface_addresses), KernelLinks())  # unnumbered
+        advertising.serve(placed)  # unnumbered: RAs on the interface peers' links
+        return placed
 
     config = placement(configured, node)
     text = reloader.render(config)  # `bgpadv run` started ExaBGP with the peers without nodeSelector only
@@ -260,6 +266,7 @@ def controller_main(config_path: str, *, hold_seconds: float | None = None) -> i
         return controller.run()
     finally:
         _follow_bfd(bfd, None)
+        advertising.stop()  # unnumbered
         watch.stop()
         for part in background:
             part.stop()

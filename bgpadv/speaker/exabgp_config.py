@@ -28,6 +28,7 @@ from pathlib import Path
 from netaddr import IPAddress
 
 from bgpadv.config import DESCRIPTION, MD5_PASSWORD, Config, PeerConfig
+from bgpadv.config.unnumbered import valid_interface
 from bgpadv.core.runfiles import PID_FILE
 
 PROCESS_NAME = "bgpadv"
@@ -61,6 +62,10 @@ def _neighbor(config: Config, peer: PeerConfig, receive_routes: bool) -> list[st
         lines.append(f"    connect {int(peer.port)};")
     if peer.ebgp_multihop is not None:
         lines.append(f"    outgoing-ttl {int(peer.ebgp_multihop)};")
+    if peer.interface is not None:  # unnumbered (bgpadv.config.unnumbered): bound to the link, RFC 8950
+        if not valid_interface(peer.interface):
+            raise ValueError(f"peer {peer.address}: the interface name is not one ExaBGP can carry")
+        lines.append(f"    source-interface {peer.interface};")
     if peer.md5_password:
         if not MD5_PASSWORD.fullmatch(peer.md5_password):
             raise ValueError(f"peer {peer.address}: the MD5 password contains characters ExaBGP cannot parse")
@@ -72,10 +77,19 @@ def _neighbor(config: Config, peer: PeerConfig, receive_routes: bool) -> list[st
     if peer.graceful_restart is not None:
         lines.append(f"        graceful-restart {int(peer.graceful_restart)};")
     lines.append("        route-refresh;")
+    families = [f for f in peer.families if f in ("ipv4 unicast", "ipv6 unicast")]
+    if peer.interface is not None:
+        # Extended Next Hop (RFC 8950); ExaBGP 5.0.15 sends its capability empty unless ipv6 unicast is negotiated
+        lines.append("        nexthop enable;")
+        families = [*families, *(["ipv6 unicast"] if "ipv6 unicast" not in families else [])]
     lines.append("    }")
     lines.append("    family {")
-    lines.extend(f"        {family};" for family in peer.families if family in ("ipv4 unicast", "ipv6 unicast"))
+    lines.extend(f"        {family};" for family in families)
     lines.append("    }")
+    if peer.interface is not None:
+        lines.append("    nexthop {")
+        lines.append("        ipv4 unicast ipv6;")
+        lines.append("    }")
     lines.append("    api {")
     lines.append(f"        processes [ {PROCESS_NAME} ];")
     lines.append("        neighbor-changes;")
@@ -113,6 +127,9 @@ def render_exabgp_config(config: Config, api_argv: Sequence[str], *, receive_rou
         "",
     ]
     for peer in config.peers:
+        if peer.undiscovered:  # found by the controller at start (bgpadv.runtime.unnumbered), then rendered
+            lines += [f"# the peer on {peer.interface}: its link-local address is discovered at start", ""]
+            continue
         lines.extend(_neighbor(config, peer, receive_routes))
         lines.append("")
     return "\n".join(lines)
