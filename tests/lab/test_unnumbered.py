@@ -1,0 +1,134 @@
+"""Unnumbered fabric against a real router: BGP over each link's IPv6 link-local addresses, IPv4 routes with IPv6
+next hops (RFC 8950).
+
+Scope: two per-node instances (worker-1 in w1, worker-2 in w2) each peer with the FRR ToR over a point-to-point
+veth that holds no IPv4 address (ToR `swp1` to w1's `eth1`, `swp2` to w2's `eth1`), configured by interface only
+(`peers: [{interface: eth1, asn: 64512}]`: the ToR's link-local address is discovered); the ToR runs zebra and
+`neighbor swpN interface peer-group CLUSTER` (Extended Next Hop on, as for every FRR interface neighbour). What the
+fabric must see: the session Established with Extended Next Hop advertised and received; each VM's /32 valid and
+best in FRR's IPv4 table with the node's link-local address on that link as next hop, and in the ToR kernel's FIB
+`via inet6 fe80::… dev swpN`; a live migration worker-1 → worker-2 moving the /32 from swp1 to swp2; the session
+dropped (the link down) and back, routes included. The Kubernetes API is a fake one on the management network
+(br0, 10.0.0.0/24, as the standard lab's), which carries no BGP here.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import urllib.request
+
+import pytest
+
+from bgpadv_lab import objects as k8s
+from bgpadv_lab.chain import METRICS_PORT, BgpadvInLab, lab_config, shared_api
+from bgpadv_lab.frr import FrrRouter, TorSettings
+from bgpadv_lab.netns import in_netns, sh
+from bgpadv_lab.objects import VM_NAMESPACE as NS
+from bgpadv_lab.topology import Lab
+
+pytestmark = pytest.mark.lab
+
+LINKS = {"w1": "swp1", "w2": "swp2"}  # the ToR's port toward each worker's eth1
+VM_A, VM_M = "192.168.100.10", "192.168.100.30"
+READY = "2025-03-01T10:00:10Z"
+TARGET_LABEL = "kubevirt.io/migrationTargetNodeName"
+
+
+def cluster() -> list[dict]:
+    return [
+        k8s.node("worker-1", "10.0.0.11", "fd00::11"),
+        k8s.node("worker-2", "10.0.0.12", "fd00::12"),
+        k8s.cudn_layer2("vmnet-a", ["192.168.100.0/24"], labels=k8s.ADVERTISED),
+        *vm("vm-a", VM_A, "worker-1"),
+        *vm("vm-m", VM_M, "worker-1"),
+    ]
+
+
+def vm(name: str, ip: str, node: str) -> list[dict]:
+    return [
+        k8s.ipam_claim(NS, f"{name}.default", name, "cluster_udn_vmnet-a", [f"{ip}/24"]),
+        k8s.vmi(NS, name, node, interfaces=[k8s.interface([ip])]),
+        k8s.launcher_pod(NS, name, node, suffix="src01"),
+    ]
+
+
+def link_local(lab: Lab, role: str, dev: str) -> str:
+    """The IPv6 link-local address of `dev` in `role`'s namespace."""
+    out = sh(["ip", "-6", "-j", "addr", "show", "dev", dev, "scope", "link"], netns=lab.ns(role)).stdout
+    return next(a["local"] for link in json.loads(out) for a in link["addr_info"] if "tentative" not in a)
+
+
+def best(frr: FrrRouter, prefix: str) -> list[tuple[str, str]]:
+    """(next hop, its address family) of the best path of `prefix` in FRR's IPv4 table (`[]`: none valid)."""
+    for path in (frr.vtysh_json("show bgp ipv4 unicast json").get("routes") or {}).get(prefix, []):
+        if path.get("valid") and path.get("bestpath"):
+            return [(h.get("ip", ""), h.get("afi", "")) for h in path.get("nexthops", []) if h.get("ip") != "::"]
+    return []
+
+
+def fib(frr: FrrRouter, prefix: str) -> list[tuple[str, str, str]]:
+    """(family, gateway, device) of each next hop of `prefix` in the ToR kernel's IPv4 table: an RFC 8950 route is
+    `via inet6 fe80::… dev swp1`, which `ip -j` gives as `"via": {"family": "inet6", "host": …}`."""
+    routes = json.loads(sh(["ip", "-4", "-j", "route", "show", prefix], netns=frr.ns).stdout or "[]")
+    out = []
+    for r in routes:
+        for hop in r.get("nexthops") or [r]:
+            via = hop.get("via") or {"family": "inet", "host": hop.get("gateway", "")}
+            out.append((via.get("family", ""), via.get("host", ""), hop.get("dev", "")))
+    return out
+
+
+def metric(running: BgpadvInLab, name: str) -> float:
+    """A sample's value from the instance's /metrics (0 when absent), read inside its namespace."""
+    with in_netns(running.ns):
+        text = urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=5).read().decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
+
+
+@pytest.fixture(scope="module")
+def fabric():
+    if sys.platform != "linux":
+        pytest.skip("needs Linux network namespaces")
+    settings = TorSettings(cluster_ranges=(), listen="::", interfaces=tuple(LINKS.values()), hold=9, keepalive=3)
+    with Lab("bgpun", tor=settings, start_frr=False) as lab:
+        for role, port in LINKS.items():  # point-to-point, link-local addresses only
+            lab.net.veth(lab.ns("tor"), port, lab.ns(role), "eth1")
+        lab.frr = FrrRouter(lab.net, lab.ns("tor"), lab.workdir / "frr", settings)
+        lab.frr.start()
+        api = shared_api(lab)  # on the management network (br0)
+        with api:
+            api.load(cluster())
+            instances = []
+            for role, node in (("w1", "worker-1"), ("w2", "worker-2")):
+                config = lab_config(lab.workdir / f"bgpadv-{role}" / "kubeconfig", role, nodeName=node)
+                config["peers"] = [{"interface": "eth1", "asn": 64512, "holdTime": 9, "gracefulRestart": 60}]
+                del config["nextHopSelf"]
+                instances.append(BgpadvInLab(lab, node=role, config=config, api=api))
+            try:
+                for running in instances:
+                    running.start(wait_established=False)
+                for running in instances:
+                    port = LINKS[running.node]
+                    FrrRouter.wait_for(lambda p=port: lab.frr.neighbor_state(p) == "Established", 60, f"{port} up")
+                yield lab, api, instances
+            finally:
+                for running in instances:
+                    running.stop()
+
+
+def test_the_session_runs_over_the_link_local_addresses_with_extended_next_hop(fabric):
+    lab, _api, (one, _two) = fabric
+    neighbor = lab.frr.neighbor("swp1")
+    assert neighbor["bgpState"] == "Established"
+    assert neighbor["bgpNeighborAddr"] == link_local(lab, "w1", "eth1"), "discovered by the ToR from the node's RAs"
+    assert neighbor["neighborCapabilities"]["extendedNexthop"] == "advertisedAndReceived"
+    assert metric(one, "bgpadv_router_adverts_sent_total") >= 1
+
+
+def test_vm_host_routes_are_best_at_the_tor_via_the_nodes_link_local_address(fabric):
+    lab, *_ = fabric
+    w1 = link_local(lab, "w1", "eth1")
+    FrrRouter.wait_for(lambda: best(lab.frr, f"{VM_A}/32") == [(w1, "ipv6")], 30, f"{VM_A}/32 via {w1}")
+    FrrRouter.wait_for(lambda: fib(lab.frr, VM_A) == [("inet6", w1, "swp1")], 15, f"{VM_A} in the ToR's FIB")
+
