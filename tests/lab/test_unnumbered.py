@@ -132,3 +132,42 @@ def test_vm_host_routes_are_best_at_the_tor_via_the_nodes_link_local_address(fab
     FrrRouter.wait_for(lambda: best(lab.frr, f"{VM_A}/32") == [(w1, "ipv6")], 30, f"{VM_A}/32 via {w1}")
     FrrRouter.wait_for(lambda: fib(lab.frr, VM_A) == [("inet6", w1, "swp1")], 15, f"{VM_A} in the ToR's FIB")
 
+
+
+def test_a_live_migration_moves_the_vm_route_to_the_target_nodes_link(fabric):
+    lab, api, _instances = fabric
+    w1, w2 = link_local(lab, "w1", "eth1"), link_local(lab, "w2", "eth1")
+    FrrRouter.wait_for(lambda: best(lab.frr, f"{VM_M}/32") == [(w1, "ipv6")], 30, f"{VM_M}/32 via worker-1")
+    vmi = api.get("kubevirt.io/v1", "VirtualMachineInstance", "vm-m", NS)
+    target = k8s.launcher_pod(NS, "vm-m", "worker-2", suffix="tgt01", migration_job="migration-vm-m")
+    k8s.owned_by(target, vmi["metadata"]["uid"])
+    api.create(target)
+    state = k8s.migration_state("worker-1", "worker-2", vmi="vm-m")
+    patch = {"metadata": {"labels": {TARGET_LABEL: "worker-2"}}, "status": {"migrationState": state}}
+    api.patch("kubevirt.io/v1", "VirtualMachineInstance", "vm-m", NS, patch)
+    annotation = {"kubevirt.io/migration-target-ready-timestamp": READY}
+    api.patch("v1", "Pod", target["metadata"]["name"], NS, {"metadata": {"annotations": annotation}})
+    both = sorted([("inet6", w1, "swp1"), ("inet6", w2, "swp2")])
+    FrrRouter.wait_for(lambda: sorted(fib(lab.frr, VM_M)) == both, 30, f"{VM_M} via both links (ECMP)")
+    done = k8s.migration_state("worker-1", "worker-2", vmi="vm-m", target_ready=READY, completed=True)
+    patch = {"metadata": {"labels": {"kubevirt.io/nodeName": "worker-2"}}, "status": {"migrationState": done}}
+    patch["status"]["nodeName"] = "worker-2"
+    api.patch("kubevirt.io/v1", "VirtualMachineInstance", "vm-m", NS, patch)
+    api.patch("kubevirt.io/v1", "VirtualMachineInstance", "vm-m", NS, {"metadata": {"labels": {TARGET_LABEL: None}}})
+    api.delete("v1", "Pod", "virt-launcher-vm-m-src01", NS)
+    FrrRouter.wait_for(lambda: best(lab.frr, f"{VM_M}/32") == [(w2, "ipv6")], 30, f"{VM_M}/32 via worker-2")
+    FrrRouter.wait_for(lambda: fib(lab.frr, VM_M) == [("inet6", w2, "swp2")], 15, f"{VM_M} via swp2 in the FIB")
+
+
+def test_the_session_drops_with_its_link_and_comes_back_with_the_routes(fabric):
+    lab, *_ = fabric
+    w1 = link_local(lab, "w1", "eth1")
+    FrrRouter.wait_for(lambda: fib(lab.frr, VM_A) == [("inet6", w1, "swp1")], 30, f"{VM_A} via swp1")
+    sh(["ip", "link", "set", "eth1", "down"], netns=lab.ns("w1"))
+    try:
+        FrrRouter.wait_for(lambda: lab.frr.neighbor_state("swp1") != "Established", 15, "swp1's session down")
+        FrrRouter.wait_for(lambda: not fib(lab.frr, VM_A), 15, f"{VM_A} out of the ToR's FIB")
+    finally:
+        sh(["ip", "link", "set", "eth1", "up"], netns=lab.ns("w1"))
+    FrrRouter.wait_for(lambda: lab.frr.neighbor_state("swp1") == "Established", 60, "swp1's session back")
+    FrrRouter.wait_for(lambda: fib(lab.frr, VM_A) == [("inet6", w1, "swp1")], 30, f"{VM_A} back via swp1")
