@@ -732,6 +732,7 @@ def _local_address_from_env(spec: Mapping[str, Any], peer_address: Any, environ:
 class PeerConfig(_Section):
     """A BGP neighbour (`peers[]`): a top-of-rack router."""
 
+    __pydantic_config__ = ConfigDict(extra="forbid", json_schema_extra=unnumbered.address_or_interface)
     address: Annotated[
         Unicast,
         Field(

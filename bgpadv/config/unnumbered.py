@@ -14,6 +14,7 @@ This module holds the rules of the file's side only; the schema calls them (`Pee
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from netaddr import IPAddress
 
@@ -60,3 +61,11 @@ def interface_problems(
     if multihop is not None and multihop > 1:
         problems.append((("ebgpMultihop",), "is not for an interface peer: the peer is on the link (one hop)"))
     return problems
+
+
+def address_or_interface(schema: dict[str, Any]) -> None:
+    """The peer's JSON Schema: `address` is required unless `interface` is given (then discovered at start)."""
+    required = [key for key in schema.get("required", []) if key != "address"]
+    schema["required"] = required
+    schema["if"] = {"not": {"required": ["interface"]}}
+    schema["then"] = {"required": ["address"]}
