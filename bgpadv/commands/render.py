@@ -194,7 +194,7 @@ def render_peers(peers: list[dict]) -> str:
             (
                 p["peer"],
                 p["asn"],
-                p["session"],
+                p["session"] + (f" unnumbered on {p['interface']}" if p.get("interface") else ""),
                 p["nodeSelector"] or "-",
                 ", ".join(p["nodes"]) or "no node",
             )

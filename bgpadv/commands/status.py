@@ -92,7 +92,7 @@ SESSION_HEADER = ["PEER", "ASN", "NODE", "STATE", "UPTIME", "SENT", "RECEIVED", 
 def _session_row(name: str, p: dict[str, Any]) -> list[str]:
     sent = p.get("routes_sent", p.get("routes_advertised"))
     return [
-        name,
+        f"{name}%{p['interface']}" if p.get("interface") else name,  # an unnumbered session: the link-local's zone
         _num(p.get("asn")),
         str(p.get("node") or "-"),
         str(p.get("state", "?")),

@@ -856,8 +856,8 @@ class PeerConfig(_Section):
 
     @property
     def name(self) -> str:
-        """The peer's label in metrics and logs."""
-        return str(self.address)
+        """The peer's label in metrics and logs: its address (`%eth1` for an interface peer not discovered yet)."""
+        return f"%{self.interface}" if self.undiscovered else str(self.address)
 
     def ibgp(self, local_asn: int) -> bool:
         """An internal session (the peer is in our AS)."""

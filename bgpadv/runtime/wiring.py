@@ -102,7 +102,13 @@ def session_info(config: Config) -> dict[str, dict[str, object]]:
     """What the configuration says of each served peer's session, for /status and the BGPSessionState objects."""
     node = config.speaker_node or config.node_name
     return {
-        p.name: {"asn": p.asn, "address": str(p.address), "localASN": config.local_asn, "node": node}
+        p.name: {
+            "asn": p.asn,
+            "address": str(p.address),
+            "localASN": config.local_asn,
+            "node": node,
+            **({"interface": p.interface} if p.interface is not None else {}),  # unnumbered
+        }
         for p in config.peers
     }
 
