@@ -937,7 +937,9 @@ class PeerConfig(_Section):
             )
         if self.passive and local is None and self.interface is None:
             problems.append((("localAddress",), "is required when passive is true: bgpadv listens there for the peer"))
-        problems += unnumbered.interface_problems(self.interface, address, local, self.passive, self.ebgp_multihop)
+        problems += unnumbered.interface_problems(
+            self.interface, address, local, self.passive, self.ebgp_multihop, self.bfd.enabled
+        )
         if self.interface is None:
             problems += _session_problems(address, local)
         if self.md5_password_file is not None and self.md5_password is not None:

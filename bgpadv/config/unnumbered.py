@@ -33,7 +33,12 @@ def valid_interface(name: str) -> bool:
 
 
 def interface_problems(
-    interface: str | None, address: IPAddress, local: IPAddress | None, passive: bool, multihop: int | None
+    interface: str | None,
+    address: IPAddress,
+    local: IPAddress | None,
+    passive: bool,
+    multihop: int | None,
+    bfd: bool = False,
 ) -> list[tuple[Loc, str]]:
     """What is wrong with an interface peer's fields (nothing for a peer without `interface`)."""
     if interface is None:
@@ -60,6 +65,14 @@ def interface_problems(
         problems.append((("passive",), "is not for an interface peer: bgpadv connects to the ToR on the link"))
     if multihop is not None and multihop > 1:
         problems.append((("ebgpMultihop",), "is not for an interface peer: the peer is on the link (one hop)"))
+    if bfd:
+        problems.append(
+            (
+                ("bfd", "enabled"),
+                "is not supported on an interface peer yet: a BFD session over link-local addresses must be bound to "
+                "the interface, which FRR's bfdd learns only from zebra, and bgpadv runs bfdd without zebra",
+            )
+        )
     return problems
 
 

@@ -109,6 +109,13 @@ def test_a_peer_given_by_interface_is_read(peer, address, undiscovered):
             id="multihop",
         ),
         pytest.param(
+            {"interface": "eth1", "asn": 64512, "bfd": {"enabled": True}},
+            "peers[0].bfd.enabled: is not supported on an interface peer yet: a BFD session over link-local "
+            "addresses must be bound to the interface, which FRR's bfdd learns only from zebra, and bgpadv runs "
+            "bfdd without zebra",
+            id="bfd",
+        ),
+        pytest.param(
             {"interface": "eth1; }", "asn": 64512},
             "peers[0].interface: must be a Linux interface name: 1 to 15 characters, none of them '/', ':', "
             "whitespace or quotes, got 'eth1; }'",
