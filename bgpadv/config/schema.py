@@ -1751,7 +1751,9 @@ class Config(_Section):
         # an interface peer's address may be found only at start (each such peer is its own until then)
         address = lambda p: object() if p.undiscovered else p.address  # noqa: E731
         _unique(address, lambda i: (i, "address"), lambda a: f"peer {a} is listed twice")(peers)
-        surroundings(info).peers = frozenset(p.address for p in peers if not p.undiscovered)  # for importRoutes.networks[].accept[].peers
+        surroundings(info).peers = frozenset(
+            p.address for p in peers if not p.undiscovered
+        )  # for importRoutes.networks[].accept[].peers
         return peers
 
     @model_validator(mode="after")

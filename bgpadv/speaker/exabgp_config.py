@@ -38,6 +38,23 @@ def _derived_router_id(config: Config) -> IPAddress:
     return IPAddress((10 << 24) | (config.local_asn & 0x00FFFFFF))
 
 
+def _unnumbered(peer: PeerConfig, part: str) -> list[str]:
+    """An interface peer's lines in `part` of its neighbor block (bgpadv.config.unnumbered): bound to the link
+    (`source-interface`), the Extended Next Hop capability for IPv4 unicast (RFC 8950), and ipv6 unicast among the
+    families (ExaBGP 5.0.15 sends the capability empty without it). Nothing for another peer."""
+    if peer.interface is None:
+        return []
+    if part == "session":
+        if not valid_interface(peer.interface):
+            raise ValueError(f"peer {peer.address}: the interface name is not one ExaBGP can carry")
+        return [f"    source-interface {peer.interface};"]
+    if part == "capability":
+        return ["        nexthop enable;"]
+    if part == "family":
+        return [] if "ipv6 unicast" in peer.families else ["        ipv6 unicast;"]
+    return ["    nexthop {", "        ipv4 unicast ipv6;", "    }"]
+
+
 def _neighbor(config: Config, peer: PeerConfig, receive_routes: bool) -> list[str]:
     rid = config.router_id
     if rid is None:
@@ -62,10 +79,7 @@ def _neighbor(config: Config, peer: PeerConfig, receive_routes: bool) -> list[st
         lines.append(f"    connect {int(peer.port)};")
     if peer.ebgp_multihop is not None:
         lines.append(f"    outgoing-ttl {int(peer.ebgp_multihop)};")
-    if peer.interface is not None:  # unnumbered (bgpadv.config.unnumbered): bound to the link, RFC 8950
-        if not valid_interface(peer.interface):
-            raise ValueError(f"peer {peer.address}: the interface name is not one ExaBGP can carry")
-        lines.append(f"    source-interface {peer.interface};")
+    lines += _unnumbered(peer, "session")
     if peer.md5_password:
         if not MD5_PASSWORD.fullmatch(peer.md5_password):
             raise ValueError(f"peer {peer.address}: the MD5 password contains characters ExaBGP cannot parse")
@@ -77,19 +91,13 @@ def _neighbor(config: Config, peer: PeerConfig, receive_routes: bool) -> list[st
     if peer.graceful_restart is not None:
         lines.append(f"        graceful-restart {int(peer.graceful_restart)};")
     lines.append("        route-refresh;")
-    families = [f for f in peer.families if f in ("ipv4 unicast", "ipv6 unicast")]
-    if peer.interface is not None:
-        # Extended Next Hop (RFC 8950); ExaBGP 5.0.15 sends its capability empty unless ipv6 unicast is negotiated
-        lines.append("        nexthop enable;")
-        families = [*families, *(["ipv6 unicast"] if "ipv6 unicast" not in families else [])]
+    lines += _unnumbered(peer, "capability")
     lines.append("    }")
     lines.append("    family {")
-    lines.extend(f"        {family};" for family in families)
+    lines.extend(f"        {family};" for family in peer.families if family in ("ipv4 unicast", "ipv6 unicast"))
+    lines += _unnumbered(peer, "family")
     lines.append("    }")
-    if peer.interface is not None:
-        lines.append("    nexthop {")
-        lines.append("        ipv4 unicast ipv6;")
-        lines.append("    }")
+    lines += _unnumbered(peer, "nexthop")
     lines.append("    api {")
     lines.append(f"        processes [ {PROCESS_NAME} ];")
     lines.append("        neighbor-changes;")

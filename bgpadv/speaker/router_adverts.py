@@ -142,4 +142,3 @@ class RouterAdvertiser:
             )
         self.errors[interface] = why
         self.on_error(interface, why)
-

@@ -133,7 +133,6 @@ def test_vm_host_routes_are_best_at_the_tor_via_the_nodes_link_local_address(fab
     FrrRouter.wait_for(lambda: fib(lab.frr, VM_A) == [("inet6", w1, "swp1")], 15, f"{VM_A} in the ToR's FIB")
 
 
-
 def test_a_live_migration_moves_the_vm_route_to_the_target_nodes_link(fabric):
     lab, api, _instances = fabric
     w1, w2 = link_local(lab, "w1", "eth1"), link_local(lab, "w2", "eth1")

@@ -182,7 +182,7 @@ def test_a_peer_still_to_be_discovered_is_left_to_the_controller():
     assert "# the peer on eth1: its link-local address is discovered at start" in text
 
 
-# -- the controller's resolution ----------------------------------------------------------------------------------------
+# -- the controller's resolution ---------------------------------------------------------------------------------------
 
 
 def test_the_tors_address_is_discovered_and_the_nodes_link_local_becomes_the_next_hop():
@@ -223,7 +223,7 @@ def test_two_links_answering_with_one_address_serve_the_first_only():
     assert [p.interface for p in resolved.peers] == ["eth1"]
 
 
-# -- the speaker --------------------------------------------------------------------------------------------------------
+# -- the speaker -------------------------------------------------------------------------------------------------------
 
 STATE = k8s.state(
     [
@@ -255,7 +255,7 @@ def test_every_route_to_an_interface_peer_goes_via_the_nodes_link_local_address(
     assert numbered and not [line for line in numbered if "fe80:" in line], "a link-local next hop stays on its link"
 
 
-# -- neighbour discovery ------------------------------------------------------------------------------------------------
+# -- neighbour discovery -----------------------------------------------------------------------------------------------
 
 MAC = bytes.fromhex("aac1ab112233")
 
