@@ -23,6 +23,7 @@ from netaddr import IPAddress
 from prometheus_client import CollectorRegistry, Counter
 
 from bgpadv.config import Config, PeerConfig
+from bgpadv.core.prefix import Address
 from bgpadv.speaker import ndp
 from bgpadv.speaker.router_adverts import RouterAdvertiser
 
@@ -89,6 +90,12 @@ def with_links(config: Config, links: Links, timeout: float = DISCOVERY_SECONDS)
             )
         peers.append(found)
     return dataclasses.replace(config, peers=tuple(peers))
+
+
+def next_hop_links(config: Config) -> dict[Address, str]:
+    """The imported routes' link-local next hops that can be installed: each interface peer's own address → its
+    interface (`bgpadv.importer.netlink.Netlink.links`)."""
+    return {Address(6, p.address.value): p.interface for p in config.peers if p.interface and not p.undiscovered}
 
 
 def interfaces(config: Config) -> list[str]:

@@ -224,7 +224,9 @@ def controller_main(config_path: str, *, hold_seconds: float | None = None) -> i
         from bgpadv.importer.reconciler import Importer  # (it imports the netlink module too)
 
         raise_net_admin(log)  # the netlink writes need it (reads do not: without it the import still reports)
-        importer = Importer(config, Netlink(), metrics.metrics, time.monotonic())
+        from bgpadv.runtime.unnumbered import next_hop_links
+
+        importer = Importer(config, Netlink(links=next_hop_links(config)), metrics.metrics, time.monotonic())
         speaker.on_received = importer.handle
         metrics.import_status = importer.snapshot
         # the import guard's refusals get Events on the CUDN, as the plan's do (their own recorder: each holds

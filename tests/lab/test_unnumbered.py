@@ -8,7 +8,9 @@ veth that holds no IPv4 address (ToR `swp1` to w1's `eth1`, `swp2` to w2's `eth1
 fabric must see: the session Established with Extended Next Hop advertised and received; each VM's /32 valid and
 best in FRR's IPv4 table with the node's link-local address on that link as next hop, and in the ToR kernel's FIB
 `via inet6 fe80::… dev swpN`; a live migration worker-1 → worker-2 moving the /32 from swp1 to swp2; the session
-dropped (the link down) and back, routes included. The Kubernetes API is a fake one on the management network
+dropped (the link down) and back, routes included; the ToR's IPv4 default route imported (`importRoutes`) into
+worker-1's table 1001 `via inet6 <the ToR's link-local> dev eth1` (table 1001 stands in for the network's VRF:
+this kernel has no VRF devices, lab-kernel.md). BFD is not exercised: bgpadv refuses it on an interface peer. The Kubernetes API is a fake one on the management network
 (br0, 10.0.0.0/24, as the standard lab's), which carries no BGP here.
 """
 
@@ -29,6 +31,7 @@ from bgpadv_lab.topology import Lab
 
 pytestmark = pytest.mark.lab
 
+TABLE = 1001  # stands in for the network's VRF table (this kernel has no VRF devices: lab-kernel.md)
 LINKS = {"w1": "swp1", "w2": "swp2"}  # the ToR's port toward each worker's eth1
 VM_A, VM_M = "192.168.100.10", "192.168.100.30"
 READY = "2025-03-01T10:00:10Z"
@@ -104,6 +107,7 @@ def fabric():
                 config = lab_config(lab.workdir / f"bgpadv-{role}" / "kubeconfig", role, nodeName=node)
                 config["peers"] = [{"interface": "eth1", "asn": 64512, "holdTime": 9, "gracefulRestart": 60}]
                 del config["nextHopSelf"]
+                config["importRoutes"] = {"enabled": True, "networks": [{"name": "vmnet-a", "table": TABLE}]}
                 instances.append(BgpadvInLab(lab, node=role, config=config, api=api))
             try:
                 for running in instances:
@@ -170,3 +174,21 @@ def test_the_session_drops_with_its_link_and_comes_back_with_the_routes(fabric):
         sh(["ip", "link", "set", "eth1", "up"], netns=lab.ns("w1"))
     FrrRouter.wait_for(lambda: lab.frr.neighbor_state("swp1") == "Established", 60, "swp1's session back")
     FrrRouter.wait_for(lambda: fib(lab.frr, VM_A) == [("inet6", w1, "swp1")], 30, f"{VM_A} back via swp1")
+
+
+def test_the_tors_default_route_is_installed_via_its_link_local_address_on_the_uplink(fabric):
+    lab, *_ = fabric
+    tor = link_local(lab, "tor", "swp1")
+    lab.frr.announce_to_cluster("0.0.0.0/0")
+    try:
+        want = [{"dst": "default", "via": {"family": "inet6", "host": tor}, "dev": "eth1"}]
+
+        def installed() -> list[dict]:
+            argv = ["ip", "-4", "-j", "route", "show", "table", str(TABLE), "proto", "bgp"]
+            out = sh(argv, netns=lab.ns("w1"), check=False)  # the table exists once a route is in it
+            routes = json.loads((out.stdout if out.returncode == 0 else "") or "[]")
+            return [{k: r.get(k) for k in ("dst", "via", "dev")} for r in routes]
+
+        FrrRouter.wait_for(lambda: installed() == want, 30, f"0.0.0.0/0 via inet6 {tor} dev eth1 in table {TABLE}")
+    finally:
+        lab.frr.withdraw_from_cluster("0.0.0.0/0")
