@@ -5,8 +5,9 @@ localAddress, passive or ebgpMultihop); the ExaBGP neighbor block it renders (so
 Hop capability, ipv6 unicast among the families, `nexthop { ipv4 unicast ipv6; }`; a peer still to be discovered
 left out); the controller's resolution of each interface peer's link (`bgpadv.runtime.unnumbered`: the node's
 link-local address as next hop, the ToR's discovered, clear reasons when the link fails, the peer then not served);
-the speaker sending every route to such a peer via the node's link-local address, and only to it; the neighbour
-discovery messages (`bgpadv.speaker.ndp`) and the RA sender's bookkeeping. The lab proves the session, the routes at
+the speaker sending every route to such a peer via the node's link-local address, and only to it; the import
+taking the peer's routes via its own link-local address (IPv4 ones too), installed with the interface, and no other
+link-local or cross-family next hop; the neighbour discovery messages (`bgpadv.speaker.ndp`) and the RA sender's bookkeeping. The lab proves the session, the routes at
 a real FRR ToR and its kernel FIB (tests/lab/test_unnumbered.py).
 """
 
@@ -18,8 +19,13 @@ from pathlib import Path
 
 import pytest
 from netaddr import IPAddress
+from pyroute2.netlink.rtnl.rtmsg import rtmsg
 
-from bgpadv.config import ConfigError, parse
+from bgpadv.config import ConfigError, ImportNetwork, parse
+from bgpadv.core.prefix import Address, Prefix
+from bgpadv.importer.guard import context_of
+from bgpadv.importer.netlink import RTPROT_BGP, Netlink, route_of_message
+from bgpadv.importer.policy import desired_routes
 from bgpadv.planner import plan
 from bgpadv.runtime import unnumbered
 from bgpadv.safety.guard import Guard, GuardContext
@@ -305,3 +311,88 @@ def test_the_advertiser_reports_an_interface_it_cannot_use_and_counts_nothing():
         advertiser.stop()
     assert errors[0] == ("nosuch0", "no interface nosuch0 on this node")
     assert advertiser.sent == {} and advertiser.errors == {"nosuch0": "no interface nosuch0 on this node"}
+
+
+# -- import: the ToR's routes via its link-local address ---------------------------------------------------------------
+
+
+def imported(raw_peers: list[dict], learned: dict[str, dict[str, str]]):
+
+    c = unnumbered.with_links(config(*raw_peers), Links(eth1=(NODE_LL, TOR)))
+    paths = {peer: {Prefix.parse(p): Address.parse(h) for p, h in routes.items()} for peer, routes in learned.items()}
+    return desired_routes(paths, ImportNetwork("vmnet-a"), [Prefix.parse("192.168.100.0/24")], 1000, context_of(c))
+
+
+def test_the_unnumbered_peers_ipv4_default_via_its_link_local_address_is_imported():
+    out = imported([{"interface": "eth1", "asn": 64512}], {TOR: {"0.0.0.0/0": TOR, "::/0": TOR}})
+    assert {str(p): sorted(str(h) for h in hops) for p, hops in out.routes.items()} == {
+        "0.0.0.0/0": [TOR],
+        "::/0": [TOR],
+    }
+    assert out.refusals == []
+
+
+@pytest.mark.parametrize(
+    ("peers", "learned", "reason"),
+    [
+        pytest.param(
+            [{"interface": "eth1", "asn": 64512}],
+            {TOR: {"0.0.0.0/0": "fe80::99"}},
+            "next-hop-special",
+            id="another-link-local-address-than-the-peers",
+        ),
+        pytest.param(
+            [{"address": "10.0.0.1", "asn": 64512}],
+            {"10.0.0.1": {"0.0.0.0/0": "fd00::1"}},
+            "next-hop",
+            id="an-ipv6-next-hop-from-a-numbered-peer",
+        ),
+    ],
+)
+def test_other_link_local_or_cross_family_next_hops_stay_refused(peers, learned, reason):
+    out = imported(peers, learned)
+    assert out.routes == {} and [r.reason for r in out.refusals] == [reason]
+
+
+class IPRoute:
+    def __init__(self, links: dict[str, int]) -> None:
+        self.links, self.calls = links, []
+
+    def link_lookup(self, ifname: str) -> list[int]:
+        return [self.links[ifname]] if ifname in self.links else []
+
+    def route(self, command, **kwargs):
+        self.calls.append((command, kwargs))
+
+
+def test_a_link_local_next_hop_is_installed_on_its_interface_and_an_ipv4_route_uses_via():
+    ipr = IPRoute({"eth1": 3})
+    nl = Netlink(ipr, links={Address.parse(TOR): "eth1"})  # type: ignore[arg-type]
+    nl.replace(1001, Prefix.parse("0.0.0.0/0"), [Address.parse(TOR)])
+    nl.replace(1001, Prefix.parse("::/0"), [Address.parse(TOR)])
+    assert [kwargs for _command, kwargs in ipr.calls] == [
+        {
+            "dst": "0.0.0.0/0",
+            "table": 1001,
+            "proto": 186,
+            "family": socket.AF_INET,
+            "via": {"family": socket.AF_INET6, "addr": TOR},
+            "oif": 3,
+        },
+        {"dst": "::/0", "table": 1001, "proto": 186, "family": socket.AF_INET6, "gateway": TOR, "oif": 3},
+    ]
+    with pytest.raises(OSError, match="fe80::99 is on no known interface"):
+        nl.replace(1001, Prefix.parse("0.0.0.0/0"), [Address.parse("fe80::99")])
+    gone = Netlink(IPRoute({}), links={Address.parse(TOR): "eth1"})  # type: ignore[arg-type]
+    with pytest.raises(OSError, match=r"\(eth1\)"):
+        gone.replace(1001, Prefix.parse("0.0.0.0/0"), [Address.parse(TOR)])
+
+
+def test_an_ipv4_route_via_an_ipv6_address_is_read_back_with_that_next_hop():
+    msg = rtmsg()
+    msg["family"], msg["dst_len"], msg["proto"], msg["table"] = socket.AF_INET, 0, RTPROT_BGP, 252
+    msg["attrs"] = [("RTA_TABLE", 1001), ("RTA_VIA", {"family": socket.AF_INET6, "addr": TOR}), ("RTA_OIF", 3)]
+    msg.encode()
+    decoded = rtmsg(msg.data)
+    decoded.decode()
+    assert route_of_message(decoded) == (1001, Prefix.parse("0.0.0.0/0"), frozenset({Address.parse(TOR)}))
