@@ -1,16 +1,16 @@
-"""Unnumbered fabric against a real router: BGP over each link's IPv6 link-local addresses, IPv4 routes with IPv6
-next hops (RFC 8950).
+"""Unnumbered fabric against a real router: BGP over each link's IPv6 link-local addresses, IPv4 routes with IPv6 next
+hops (RFC 8950).
 
-Scope: two per-node instances (worker-1 in w1, worker-2 in w2) each peer with the FRR ToR over a point-to-point
-veth that holds no IPv4 address (ToR `swp1` to w1's `eth1`, `swp2` to w2's `eth1`), configured by interface only
-(`peers: [{interface: eth1, asn: 64512}]`: the ToR's link-local address is discovered); the ToR runs zebra and
-`neighbor swpN interface peer-group CLUSTER` (Extended Next Hop on, as for every FRR interface neighbour). What the
-fabric must see: the session Established with Extended Next Hop advertised and received; each VM's /32 valid and
-best in FRR's IPv4 table with the node's link-local address on that link as next hop, and in the ToR kernel's FIB
-`via inet6 fe80::… dev swpN`; a live migration worker-1 → worker-2 moving the /32 from swp1 to swp2; the session
-dropped (the link down) and back, routes included; the ToR's IPv4 default route imported (`importRoutes`) into
-worker-1's table 1001 `via inet6 <the ToR's link-local> dev eth1` (table 1001 stands in for the network's VRF:
-this kernel has no VRF devices, lab-kernel.md). BFD is not exercised: bgpadv refuses it on an interface peer. The Kubernetes API is a fake one on the management network
+Scope: two per-node instances (worker-1 in w1, worker-2 in w2) each peer with the FRR ToR over a point-to-point veth
+that holds no IPv4 address (ToR `swp1` to w1's `eth1`, `swp2` to w2's `eth1`), configured by interface only (`peers:
+[{interface: eth1, asn: 64512}]`: the ToR's link-local address is discovered); the ToR runs zebra and `neighbor swpN
+interface peer-group CLUSTER` (Extended Next Hop on, as for every FRR interface neighbour). What the fabric must see:
+the session Established with Extended Next Hop advertised and received; each VM's /32 valid and best in FRR's IPv4 table
+with the node's link-local address on that link as next hop, and in the ToR kernel's FIB `via inet6 fe80::… dev swpN`; a
+live migration worker-1 → worker-2 moving the /32 from swp1 to swp2; the session dropped (the link down) and back,
+routes included; the ToR's IPv4 default route imported (`importRoutes`) into worker-1's table 1001 `via inet6 <the ToR's
+link-local> dev eth1` (table 1001 stands in for the network's VRF: this kernel has no VRF devices, lab-kernel.md). BFD
+is not exercised: bgpadv refuses it on an interface peer. The Kubernetes API is a fake one on the management network
 (br0, 10.0.0.0/24, as the standard lab's), which carries no BGP here.
 """
 
