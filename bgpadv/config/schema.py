@@ -833,7 +833,7 @@ class PeerConfig(_Section):
     ] = None
     on_link: Annotated[IPAddress | None, PlainValidator(_not_in_file), SkipJsonSchema()] = None
     """An interface peer's next hop, the node's link-local address on `interface`: found when the controller starts
-    (`bgpadv.runtime.peering`), never written in the file."""
+    (`bgpadv.runtime.unnumbered`), never written in the file."""
     # --- end of unnumbered ---
     # --- BFD ---
     bfd: Annotated[
@@ -1751,9 +1751,8 @@ class Config(_Section):
         # an interface peer's address may be found only at start (each such peer is its own until then)
         address = lambda p: object() if p.undiscovered else p.address  # noqa: E731
         _unique(address, lambda i: (i, "address"), lambda a: f"peer {a} is listed twice")(peers)
-        surroundings(info).peers = frozenset(
-            p.address for p in peers if not p.undiscovered
-        )  # for importRoutes.networks[].accept[].peers
+        known = frozenset(p.address for p in peers if not p.undiscovered)
+        surroundings(info).peers = known  # for importRoutes.networks[].accept[].peers
         return peers
 
     @model_validator(mode="after")

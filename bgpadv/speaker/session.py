@@ -296,13 +296,14 @@ class Speaker:
         self_ok = self._self_ok(peer)
         own_self = self._self_of[name]
         on_link = name in self._on_link  # every route goes via the node's link-local address (RFC 8950)
+        unresolved = peer.interface is not None and not on_link  # no next hop valid on its link: nothing goes
 
         def admit(route: Route) -> Route | None:
             if self.draining:
                 route = self._graceful_shutdown(route)
             version = route.prefix.key[0]
-            if on_link:
-                return route if version in self_ok else None
+            if on_link or unresolved:
+                return route if on_link and version in self_ok else None
             hop = route.next_hop if route.next_hop is not None else own_self.get(version)
             if version in self_ok and (self_ok[version] if hop is None else hop.version == version):
                 return route

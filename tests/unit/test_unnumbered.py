@@ -396,3 +396,18 @@ def test_an_ipv4_route_via_an_ipv6_address_is_read_back_with_that_next_hop():
     decoded = rtmsg(msg.data)
     decoded.decode()
     assert route_of_message(decoded) == (1001, Prefix.parse("0.0.0.0/0"), frozenset({Address.parse(TOR)}))
+
+
+def test_an_interface_peer_whose_link_was_not_resolved_gets_no_route():
+    """Defence in depth: the controller serves only resolved interface peers; one without the node's link-local
+    address would otherwise get next hops that are not on its link."""
+    c = config({"interface": "eth1", "address": TOR, "asn": 64512}, nodeName="worker-1")
+    routes = Guard(c).check(plan(STATE, c).routes, GuardContext.from_state(STATE, c))
+    lines: list[str] = []
+    speaker = Speaker.from_config(c, lines.append)
+    speaker.start()
+    for reply in ("[]", "done", "done"):
+        speaker.handle_line(reply)
+    lines.clear()
+    speaker.set_desired(routes.per_peer)
+    assert not [line for line in lines if "nlri" in line], "EoR only"
