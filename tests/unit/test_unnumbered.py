@@ -188,6 +188,21 @@ def test_a_peer_still_to_be_discovered_is_left_to_the_controller():
     assert "# the peer on eth1: its link-local address is discovered at start" in text
 
 
+def test_check_config_accepts_interface_peers_and_exabgp_takes_their_neighbor_block(tmp_path, capsys):
+    from bgpadv.commands.cli import main
+
+    path = tmp_path / "bgpadv.yaml"
+    path.write_text(
+        "localASN: 64513\npeers:\n  - interface: eth1\n    address: fe80::1\n    asn: 64512\n"
+        "  - interface: eth2\n    asn: 64512\n"
+    )
+    assert main(["check-config", str(path)]) == 0
+    assert capsys.readouterr().out == (
+        f"{path}: valid — local AS64513, peers: fe80::1 (AS64512), %eth2 (AS64512); ExaBGP accepts the rendered "
+        "configuration\n"
+    )
+
+
 # -- the controller's resolution ---------------------------------------------------------------------------------------
 
 
