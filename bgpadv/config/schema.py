@@ -828,7 +828,7 @@ class PeerConfig(_Section):
         Field(
             description="Peer over this interface's IPv6 link-local addresses (unnumbered, RFC 8950: IPv4 routes "
             "with the node's link-local next hop); per node, the uplink toward the ToR. Not with localAddress, "
-            "passive or ebgpMultihop.",
+            "passive, ebgpMultihop or BFD. See docs/unnumbered.md.",
         ),
     ] = None
     on_link: Annotated[IPAddress | None, PlainValidator(_not_in_file), SkipJsonSchema()] = None

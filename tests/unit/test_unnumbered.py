@@ -1,14 +1,14 @@
 """Unnumbered peers: a session over an interface's IPv6 link-local addresses, IPv4 routes with IPv6 next hops.
 
 Scope: the `peers[].interface` key and its field errors (with or without the ToR's link-local address, never with
-localAddress, passive or ebgpMultihop); the ExaBGP neighbor block it renders (source-interface, the Extended Next Hop
-capability, ipv6 unicast among the families, `nexthop { ipv4 unicast ipv6; }`; a peer still to be discovered left out);
-the controller's resolution of each interface peer's link (`bgpadv.runtime.unnumbered`: the node's link-local address as
-next hop, the ToR's discovered, clear reasons when the link fails, the peer then not served); the speaker sending every
-route to such a peer via the node's link-local address, and only to it; the import taking the peer's routes via its own
-link-local address (IPv4 ones too), installed with the interface, and no other link-local or cross-family next hop; the
-neighbour discovery messages (`bgpadv.speaker.ndp`) and the RA sender's bookkeeping. The lab proves the session, the
-routes at a real FRR ToR and its kernel FIB (tests/lab/test_unnumbered.py).
+localAddress, passive, ebgpMultihop or BFD); the ExaBGP neighbor block it renders (source-interface, the Extended Next
+Hop capability, ipv6 unicast among the families, `nexthop { ipv4 unicast ipv6; }`; a peer still to be discovered left
+out); the controller's resolution of each interface peer's link (`bgpadv.runtime.unnumbered`: the node's link-local
+address as next hop, the ToR's discovered, clear reasons when the link fails, the peer then not served); the speaker
+sending every route to such a peer via the node's link-local address, and only to it; the import taking the peer's
+routes via its own link-local address (IPv4 ones too), installed with the interface, and no other link-local or cross-
+family next hop; the neighbour discovery messages (`bgpadv.speaker.ndp`) and the RA sender's bookkeeping. The lab proves
+the session, the routes at a real FRR ToR and its kernel FIB (tests/lab/test_unnumbered.py).
 """
 
 from __future__ import annotations
