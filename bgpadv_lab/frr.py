@@ -50,6 +50,9 @@ class TorSettings:
     # BFD: (receive-interval ms, transmit-interval ms, detect-multiplier) of profile `fast`; the ToR runs bfdd
     # (on zebra's socket) and ties every CLUSTER neighbor to it (`neighbor CLUSTER bfd`, `bfd profile fast`)
     bfd: tuple[int, int, int] | None = None
+    # unnumbered: `neighbor IFACE interface` in the CLUSTER peer-group, one per interface (a point-to-point link to a
+    # node, peering over the link-local addresses; bgpd has zebra send RAs there and learns the node from its RAs)
+    interfaces: tuple[str, ...] = ()
 
 
 def render_frr_config(s: TorSettings, log_file: Path) -> str:
@@ -65,6 +68,8 @@ def render_frr_config(s: TorSettings, log_file: Path) -> str:
         ranges += f"\n neighbor {n.address} peer-group CLUSTER\n neighbor {n.address} port {n.port}"
         if n.password is not None:
             ranges += f"\n neighbor {n.address} password {n.password}"
+    for interface in s.interfaces:
+        ranges += f"\n neighbor {interface} interface peer-group CLUSTER"
     gr = (
         f" bgp graceful-restart\n bgp graceful-restart stalepath-time {s.stalepath_time}\n"
         if s.graceful_restart

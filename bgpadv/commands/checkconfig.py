@@ -188,7 +188,7 @@ def main(path: str, out: TextIO | None = None, err: TextIO | None = None, *, off
     ]
     for warning in judged.notes + notes + warnings(cfg):
         write_line(err, f"{printable(path)}: warning: {warning}")
-    peers = ", ".join(f"{p.address} (AS{p.asn})" for p in cfg.peers)
+    peers = ", ".join(f"{p.name} (AS{p.asn})" for p in cfg.peers)
     valid = f"valid — local AS{cfg.local_asn}, peers: {peers}; ExaBGP accepts the rendered configuration"
     write_line(out, f"{printable(path)}: {valid}")
     return 0

@@ -98,7 +98,7 @@ UNROUTED_COLUMNS: tuple[Column[Unrouted], ...] = (
 PEER_COLUMNS: tuple[Column[dict], ...] = (
     Column("PEER", lambda p: p["peer"]),
     Column("ASN", lambda p: p["asn"]),
-    Column("SESSION", lambda p: p["session"]),
+    Column("SESSION", lambda p: p["session"] + (f" unnumbered on {p['interface']}" if p.get("interface") else "")),
     Column("NODE SELECTOR", lambda p: p["nodeSelector"] or "-"),
     Column("SERVED BY", lambda p: ", ".join(p["nodes"]) or "no node"),
 )

@@ -92,7 +92,8 @@ def render(status: dict[str, Any]) -> str:
 Session = tuple[str, dict[str, Any]]
 """A peer's name and its session, as /status serves it under `peers`."""
 SESSION_COLUMNS: tuple[Column[Session], ...] = (
-    Column("PEER", lambda s: s[0]),
+    # an unnumbered session: the peer's link-local address with its zone, the interface
+    Column("PEER", lambda s: f"{s[0]}%{s[1]['interface']}" if s[1].get("interface") else s[0]),
     Column("ASN", lambda s: _num(s[1].get("asn")), right=True),
     Column("NODE", lambda s: str(s[1].get("node") or "-")),
     Column("STATE", lambda s: str(s[1].get("state", "?"))),

@@ -141,6 +141,7 @@ PEER = record(
     asn=_COUNT,
     local_asn=_COUNT,
     address=_TEXT,
+    interface=_TEXT,
     node=_TEXT,
     routes_sent=_COUNT,
     routes_advertised=_COUNT,

@@ -343,7 +343,8 @@ IMPORT_OWN_SUBNET = "own-subnet"
 inside the overlay."""
 
 IMPORT_NEXT_HOP = "next-hop"
-"""The learned path has no next hop, the unspecified one, or one of the other family than its prefix."""
+"""The learned path has no next hop, the unspecified one, or one of the other family than its prefix (an IPv4 route
+with an IPv6 next hop is taken from an unnumbered peer only: RFC 8950)."""
 
 IMPORT_LIMIT = "limit"
 """Over `importRoutes.maxRoutes` for the network and family: the longest prefixes are left out."""

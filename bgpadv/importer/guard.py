@@ -25,7 +25,9 @@ path is bad is not installed at all. In order:
    the same link, what FRR sends by default; or the reverse) the node's connected subnets of that family on the
    interfaces holding those. When the node's connected subnets are unknown, or none of the family is on the link,
    only a configured peer's own address is provably on the link. A link-local next hop (fe80::/10) was refused at
-   3: it is only valid with the interface it was learned on, which a kernel route made from it would not carry.
+   3: it is only valid with the interface it was learned on, which a kernel route made from it would not carry;
+   except an unnumbered peer's own link-local address (`peers[].interface`), which passes every rule: it is on the
+   session's link, and the route is installed with that interface (`via inet6 fe80::… dev eth1` for IPv4).
    iBGP peers' next hops are not checked for it (the kernel resolves them, or refuses).
 
 `ImportContext` holds what the checks read, built once per change of the configuration, the selected networks, the
@@ -88,6 +90,7 @@ class ImportContext:
     ebgp_single_hop: frozenset[Address] = frozenset()
     connected: tuple[Prefix, ...] | None = None
     links: tuple[tuple[Prefix, ...], ...] = ()
+    unnumbered: frozenset[Address] = frozenset()  # the interface peers' (link-local) addresses
     _on_link: dict[tuple[Address, int], tuple[Prefix, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     def on_link(self, peer: Address, version: int) -> tuple[Prefix, ...]:
@@ -144,6 +147,7 @@ def context_of(
         ebgp_single_hop=frozenset(p.address for p in config.peers if p.asn != config.local_asn),
         connected=connected,
         links=tuple(tuple(subnets) for subnets in links.values()),
+        unnumbered=frozenset(p.address for p in config.peers if p.interface is not None),
     )
 
 
@@ -189,6 +193,8 @@ def check_destination(prefix: Prefix, context: ImportContext) -> Refused | None:
 
 
 def check_next_hop(peer: Address, next_hop: Address, context: ImportContext) -> Refused | None:
+    if next_hop == peer and peer in context.unnumbered:
+        return None  # an interface peer's own link-local address: on the session's link, installed with it
     what = special(next_hop.version, next_hop.value, next_hop.value)
     if what is not None:
         return reasons.IMPORT_NEXT_HOP_SPECIAL, f"the next hop {next_hop} is {what}"

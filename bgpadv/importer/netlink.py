@@ -10,7 +10,7 @@ VRF names: `bgpadv.importer.vrfs` (re-exported here).
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from pyroute2 import IPRoute
 from pyroute2.netlink.exceptions import NetlinkError
@@ -51,21 +51,28 @@ def route_of_message(msg: object) -> tuple[int, Prefix, frozenset[Address]] | No
     dst = get("RTA_DST") or ("0.0.0.0" if family == socket.AF_INET else "::")
     prefix = Prefix.parse(f"{dst}/{msg['dst_len']}", strict=False)  # type: ignore[index]
     hops = set()
-    gateway = get("RTA_GATEWAY")
-    if gateway:
-        hops.add(Address.parse(gateway))
+    for gateway in (get("RTA_GATEWAY"), _via(get("RTA_VIA"))):
+        if gateway:
+            hops.add(Address.parse(gateway))
     for hop in get("RTA_MULTIPATH") or ():
-        gw = hop.get_attr("RTA_GATEWAY")
-        if gw:
-            hops.add(Address.parse(gw))
+        for gw in (hop.get_attr("RTA_GATEWAY"), _via(hop.get_attr("RTA_VIA"))):
+            if gw:
+                hops.add(Address.parse(gw))
     return int(table), prefix, frozenset(hops)
+
+
+def _via(value: object) -> str | None:
+    """RTA_VIA's address (a next hop of the other family: an IPv4 route via an IPv6 address, RFC 8950)."""
+    return str(value["addr"]) if isinstance(value, dict) and value.get("addr") else None
 
 
 class Netlink:
     """One netlink socket (pyroute2's IPRoute) in the namespace the process runs in."""
 
-    def __init__(self, ipr: IPRoute | None = None) -> None:
+    def __init__(self, ipr: IPRoute | None = None, links: Mapping[Address, str] | None = None) -> None:
         self._ipr = ipr if ipr is not None else IPRoute()
+        # a link-local next hop → the interface it is on (an unnumbered peer's address: its session's interface)
+        self.links = dict(links or {})
 
     def close(self) -> None:
         self._ipr.close()
@@ -118,14 +125,29 @@ class Netlink:
         hops = sorted(next_hops)
         kwargs: dict[str, object] = {"dst": str(prefix), "table": table, "proto": RTPROT_BGP}
         kwargs["family"] = socket.AF_INET if prefix.version == 4 else socket.AF_INET6
-        if len(hops) == 1:
-            kwargs["gateway"] = str(hops[0])
-        else:
-            kwargs["multipath"] = [{"gateway": str(h)} for h in hops]
         try:
+            if len(hops) == 1:
+                kwargs.update(self._hop(prefix, hops[0]))
+            else:
+                kwargs["multipath"] = [self._hop(prefix, h) for h in hops]
             self._ipr.route("replace", **kwargs)
         except NetlinkError as e:
             raise OSError(e.code, f"replace {prefix} in table {table}: {e}") from e
+
+    def _hop(self, prefix: Prefix, hop: Address) -> dict[str, object]:
+        """One next hop as netlink takes it: `via` for an IPv6 next hop of an IPv4 route (RFC 8950), and the
+        interface of a link-local one (`links`; raises OSError when it is unknown or gone)."""
+        if hop.version == prefix.version:
+            out: dict[str, object] = {"gateway": str(hop)}
+        else:
+            out = {"via": {"family": socket.AF_INET6 if hop.version == 6 else socket.AF_INET, "addr": str(hop)}}
+        if hop.version == 6 and hop.value >> 118 == 0x3FA:  # fe80::/10
+            interface = self.links.get(hop)
+            index = self._ipr.link_lookup(ifname=interface) if interface is not None else []
+            if not index:
+                raise OSError(f"the link-local next hop {hop} is on no known interface ({interface or 'none'})")
+            out["oif"] = index[0]
+        return out
 
     def delete(self, table: int, prefix: Prefix) -> None:
         family = socket.AF_INET if prefix.version == 4 else socket.AF_INET6

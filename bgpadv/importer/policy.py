@@ -89,6 +89,14 @@ class _Rule:
         return prefix.length <= self.max_length
 
 
+def _same_family(peer: Address, prefix: Prefix, next_hop: Address, context: ImportContext) -> bool:
+    """The next hop is of the prefix's family, or an IPv6 one of an IPv4 route from an unnumbered peer (RFC 8950:
+    its session negotiated Extended Next Hop)."""
+    if next_hop.version == prefix.version:
+        return True
+    return prefix.version == 4 and next_hop.version == 6 and peer in context.unnumbered
+
+
 def desired_routes(
     learned: Mapping[str, Mapping[Prefix, Address | None]],
     network: ImportNetwork,
@@ -121,7 +129,7 @@ def desired_routes(
                 refuse(POLICY)
             elif any(prefix in s for s in subnets):
                 refuse(OWN_SUBNET)
-            elif next_hop is None or next_hop.version != prefix.version or next_hop.value == 0:
+            elif next_hop is None or next_hop.value == 0 or not _same_family(peer, prefix, next_hop, context):
                 refuse(NEXT_HOP, (peer_text, prefix, next_hop), "no next hop, or one of the other family")
             elif (refused := check(peer, prefix, next_hop, context)) is not None:
                 refuse(refused[0], (peer_text, prefix, next_hop), refused[1])

@@ -125,6 +125,8 @@ def session_fields(
         about = info.get(name) or {}
         peer["asn"] = about.get("asn")
         peer["address"] = about.get("address", name)
+        if about.get("interface") is not None:  # an unnumbered session: the address is the ToR's link-local there
+            peer["interface"] = about["interface"]
         peer["local_asn"] = about.get("localASN")
         peer["node"] = about.get("node")
         peer["routes_received"] = len(learned.get(name) or {}) if imported is not None else None
@@ -146,7 +148,7 @@ def _stamp(note: Mapping[str, Any] | None) -> dict[str, Any] | None:
 def session_spec(instance: str, peer_name: str, peer: Mapping[str, Any]) -> dict[str, Any]:
     """Who the session is between (changes only with the configuration or the node)."""
     spec: dict[str, Any] = {"instance": instance, "peer": peer_name, "peerAddress": str(peer.get("address") or "")}
-    for key, field in (("asn", "peerASN"), ("local_asn", "localASN"), ("node", "node")):
+    for key, field in (("asn", "peerASN"), ("local_asn", "localASN"), ("node", "node"), ("interface", "interface")):
         if peer.get(key) is not None:
             spec[field] = peer[key]
     return spec
@@ -230,6 +232,7 @@ def peer_entry(obj: Mapping[str, Any], now: float) -> dict[str, Any]:
         "instance": spec.get("instance") or (obj.get("metadata") or {}).get("name"),
         "peer": spec.get("peer"),
         "address": spec.get("peerAddress"),
+        **({"interface": spec["interface"]} if spec.get("interface") else {}),
         "asn": spec.get("peerASN"),
         "local_asn": spec.get("localASN"),
         "node": spec.get("node"),

@@ -165,6 +165,7 @@ def serving_nodes(config: Config, nodes: Mapping[str, Node]) -> list[dict[str, o
                 "session": "iBGP" if peer.ibgp(config.local_asn) else "eBGP",
                 "nodeSelector": selector_text(peer),
                 "nodes": [n for n in candidates if peer.serves(nodes[n].labels)],
+                **({"interface": peer.interface} if peer.interface is not None else {}),  # unnumbered
             }
         )
     return out

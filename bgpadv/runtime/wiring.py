@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from bgpadv.observe.metrics_observer import MetricsObserver
     from bgpadv.runtime.controller import Controller
     from bgpadv.runtime.handover import EarlyController
+    from bgpadv.runtime.unnumbered import Advertising
     from bgpadv.sources.reflector import Sources
     from bgpadv.sources.sessionstate import SessionStateWriter
     from bgpadv.speaker.bfd import BfdControl
@@ -114,7 +115,13 @@ def session_info(config: Config) -> dict[str, dict[str, object]]:
     """What the configuration says of each served peer's session, for /status and the BGPSessionState objects."""
     node = config.speaker_node or config.node_name
     return {
-        p.name: {"asn": p.asn, "address": str(p.address), "localASN": config.local_asn, "node": node}
+        p.name: {
+            "asn": p.asn,
+            "address": str(p.address),
+            "localASN": config.local_asn,
+            "node": node,
+            **({"interface": p.interface} if p.interface is not None else {}),  # unnumbered
+        }
         for p in config.peers
     }
 
@@ -180,8 +187,14 @@ def controller_main(
             extra={"node": config.speaker_node},
         )
 
+    from bgpadv.runtime.unnumbered import Advertising, KernelLinks, with_links  # interface peers (unnumbered)
+
+    advertising = Advertising(metrics.metrics.registry)
+
     def placement(c: Config, n: Node | None) -> Config:
-        return effective(c, n, kernel_interface_addresses)
+        placed = with_links(effective(c, n, kernel_interface_addresses), KernelLinks())  # unnumbered
+        advertising.serve(placed)  # unnumbered: RAs on the interface peers' links
+        return placed
 
     config = placement(configured, node)
     _serve_placed_peers(reloader, config, runtime)
@@ -227,7 +240,8 @@ def controller_main(
             sessions=lambda: session_info(controller.config),
         )
     )
-    return _serve(controller, metrics, ConfigFileWatch(config_path, controller.queue.put, seen=seen), background, bfd)
+    watch = ConfigFileWatch(config_path, controller.queue.put, seen=seen)
+    return _serve(controller, metrics, watch, background, bfd, advertising)
 
 
 def _start_sources(
@@ -256,9 +270,11 @@ def _serve(
     watch: ConfigFileWatch,
     background: Sequence[EventRecorder | SessionStateWriter],
     bfd: BfdControl | None,
+    advertising: Advertising,
 ) -> int:
     """Run the controller's loop with what runs beside it (the BFD client, the configuration file's `watch`, the
-    drain signal, the health server, the `background` threads), all stopped when the loop ends."""
+    drain signal, the health server, the `background` threads, the router advertisements of interface peers), all
+    stopped when the loop ends."""
     from bgpadv.observe.health import HealthServer
 
     if bfd is not None:
@@ -279,6 +295,7 @@ def _serve(
     finally:
         if bfd is not None:
             bfd.stop()
+        advertising.stop()  # unnumbered
         watch.stop()
         for part in background:
             part.stop()
@@ -340,10 +357,12 @@ def _egress_import(config: Config, api_client: ApiClient, metrics: MetricsObserv
     from bgpadv.importer.netlink import Netlink  # pyroute2: ~0.2 s CPU, only when importing routes
     from bgpadv.importer.reconciler import Importer  # (it imports the netlink module too)
     from bgpadv.observe.events import EventRecorder
+    from bgpadv.runtime.unnumbered import next_hop_links
 
     raise_net_admin(log)  # the netlink writes need it (reads do not: without it the import still reports)
     events = EventRecorder(api_client, metrics=metrics.metrics, verb="not importing")
-    importer = Importer(config, Netlink(), metrics.metrics, time.monotonic(), on_refusals=events.record)
+    links = next_hop_links(config)  # unnumbered: the interface of each peer's link-local next hop
+    importer = Importer(config, Netlink(links=links), metrics.metrics, time.monotonic(), on_refusals=events.record)
     return _EgressImport(importer, events)
 
 

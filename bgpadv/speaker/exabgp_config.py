@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bgpadv.config import DESCRIPTION, MD5_PASSWORD, Config, PeerConfig
+from bgpadv.config.unnumbered import valid_interface
 from bgpadv.core.prefix import Address
 from bgpadv.core.runfiles import PID_FILE
 
@@ -34,6 +35,23 @@ PROCESS_NAME = "bgpadv"
 
 def _derived_router_id(config: Config) -> Address:
     return Address(4, (10 << 24) | (config.local_asn & 0x00FFFFFF))
+
+
+def _unnumbered(peer: PeerConfig, part: str) -> list[str]:
+    """An interface peer's lines in `part` of its neighbor block (bgpadv.config.unnumbered): bound to the link
+    (`source-interface`), the Extended Next Hop capability for IPv4 unicast (RFC 8950), and ipv6 unicast among the
+    families (ExaBGP 5.0.15 sends the capability empty without it). Nothing for another peer."""
+    if peer.interface is None:
+        return []
+    if part == "session":
+        if not valid_interface(peer.interface):
+            raise ValueError(f"peer {peer.address}: the interface name is not one ExaBGP can carry")
+        return [f"    source-interface {peer.interface};"]
+    if part == "capability":
+        return ["        nexthop enable;"]
+    if part == "family":
+        return [] if "ipv6 unicast" in peer.families else ["        ipv6 unicast;"]
+    return ["    nexthop {", "        ipv4 unicast ipv6;", "    }"]
 
 
 def _neighbor(config: Config, peer: PeerConfig, receive_routes: bool) -> list[str]:
@@ -60,6 +78,7 @@ def _neighbor(config: Config, peer: PeerConfig, receive_routes: bool) -> list[st
         lines.append(f"    connect {int(peer.port)};")
     if peer.ebgp_multihop is not None:
         lines.append(f"    outgoing-ttl {int(peer.ebgp_multihop)};")
+    lines += _unnumbered(peer, "session")
     if peer.md5_password:
         if not MD5_PASSWORD.fullmatch(peer.md5_password):
             raise ValueError(f"peer {peer.address}: the MD5 password contains characters ExaBGP cannot parse")
@@ -71,10 +90,13 @@ def _neighbor(config: Config, peer: PeerConfig, receive_routes: bool) -> list[st
     if peer.graceful_restart is not None:
         lines.append(f"        graceful-restart {int(peer.graceful_restart)};")
     lines.append("        route-refresh;")
+    lines += _unnumbered(peer, "capability")
     lines.append("    }")
     lines.append("    family {")
     lines.extend(f"        {family};" for family in peer.families if family in ("ipv4 unicast", "ipv6 unicast"))
+    lines += _unnumbered(peer, "family")
     lines.append("    }")
+    lines += _unnumbered(peer, "nexthop")
     lines.append("    api {")
     lines.append(f"        processes [ {PROCESS_NAME} ];")
     lines.append("        neighbor-changes;")
@@ -112,6 +134,9 @@ def render_exabgp_config(config: Config, api_argv: Sequence[str], *, receive_rou
         "",
     ]
     for peer in config.peers:
+        if peer.undiscovered:  # found by the controller at start (bgpadv.runtime.unnumbered), then rendered
+            lines += [f"# the peer on {peer.interface}: its link-local address is discovered at start", ""]
+            continue
         lines.extend(_neighbor(config, peer, receive_routes))
         lines.append("")
     return "\n".join(lines)

@@ -101,6 +101,11 @@ class _Command:
     changes: list[RouteChange] = field(default_factory=list)
 
 
+def _on_link(peers: Sequence[PeerConfig]) -> dict[str, Address]:
+    """Per interface peer (`PeerConfig.on_link`): the node's link-local address, every route's next hop to it."""
+    return {p.name: p.on_link for p in peers if p.on_link is not None}
+
+
 class Speaker:
     """Drives one ExaBGP through its process API. Not thread-safe: one thread calls every method."""
 
@@ -131,6 +136,7 @@ class Speaker:
         # per peer: the configured addresses, then what was derived for the session where nothing is configured
         # (PeerConfig.self_addresses: the node's global address of that family, bgpadv.runtime.peering)
         self._self_of = {p.name: {**{a.version: a for a in p.self_addresses}, **self._self} for p in peers}
+        self._on_link = _on_link(peers)
         # iBGP peers get no AS-path prepend: our own AS in the path makes the peer drop the route (loop detection)
         self._ibgp = {p.name for p in peers if local_asn is not None and p.ibgp(local_asn)}
         self._no_prepend: dict[tuple[bool, Attributes], Attributes] = {}
@@ -293,11 +299,15 @@ class Speaker:
         cannot resolve on this session)."""
         self_ok = self._self_ok(peer)
         own_self = self._self_of[name]
+        on_link = name in self._on_link  # every route goes via the node's link-local address (RFC 8950)
+        unresolved = peer.interface is not None and not on_link  # no next hop valid on its link: nothing goes
 
         def admit(route: Route) -> Route | None:
             if self.draining:
                 route = self._graceful_shutdown(route)
             version = route.prefix.key[0]
+            if on_link or unresolved:
+                return route if on_link and version in self_ok else None
             hop = route.next_hop if route.next_hop is not None else own_self.get(version)
             if version in self_ok and (self_ok[version] if hop is None else hop.version == version):
                 return route
@@ -352,6 +362,7 @@ class Speaker:
         self._peers = new
         self.sent.set_peers(new)
         self._self_of = {p.name: {**{a.version: a for a in p.self_addresses}, **self._self} for p in peers}
+        self._on_link = _on_link(peers)
         self._ibgp = {p.name for p in peers if self._local_asn is not None and p.ibgp(self._local_asn)}
         log.info("peer set changed", extra={"peers": list(new), "removed": removed})
 
@@ -459,7 +470,11 @@ class Speaker:
         return {v: v == 4 or v == session for v, family in _FAMILY.items() if family in peer.families}
 
     def _next_hop(self, route: Route, peer: str) -> Address | None:
-        """The next hop to render: the route's own, or the address `self` stands for on `peer`'s session."""
+        """The next hop to render: the node's link-local address toward an interface peer (the only next hop valid
+        on that link), else the route's own, or the address `self` stands for on `peer`'s session."""
+        on_link = self._on_link.get(peer)
+        if on_link is not None:
+            return on_link
         return route.next_hop if route.next_hop is not None else self._self_of[peer].get(route.prefix.version)
 
     def _wire_attributes(self, attributes: Attributes, peer: str) -> Attributes:

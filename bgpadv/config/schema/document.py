@@ -241,8 +241,11 @@ class Config(_Section):
     @field_validator("peers", mode="after")
     @classmethod
     def _peers(cls, peers: tuple[PeerConfig, ...], info: ValidationInfo) -> tuple[PeerConfig, ...]:
-        _unique(lambda p: p.address, lambda i: (i, "address"), lambda a: f"peer {a} is listed twice")(peers)
-        surroundings(info).peers = frozenset(p.address for p in peers)  # for importRoutes.networks[].accept[].peers
+        # an interface peer's address may be found only at start (each such peer is its own until then)
+        address = lambda p: object() if p.undiscovered else p.address  # noqa: E731
+        _unique(address, lambda i: (i, "address"), lambda a: f"peer {a} is listed twice")(peers)
+        known = frozenset(p.address for p in peers if not p.undiscovered)
+        surroundings(info).peers = known  # for importRoutes.networks[].accept[].peers
         return peers
 
     @model_validator(mode="after")

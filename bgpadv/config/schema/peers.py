@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Self
 
 from pydantic import (
+    ConfigDict,
     Field,
     PlainValidator,
     StrictBool,
@@ -20,6 +21,7 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
+from bgpadv.config import unnumbered
 from bgpadv.config.schema.bfd import BfdConfig
 from bgpadv.config.schema.fields import (
     DESCRIPTION_RULE,
@@ -119,7 +121,14 @@ def _local_address_from_env(spec: Mapping[str, Any], peer_address: Any, environ:
 class PeerConfig(_Section):
     """A BGP neighbour (`peers[]`): a top-of-rack router."""
 
-    address: Annotated[Unicast, Field(description="The peer's address.")]
+    __pydantic_config__ = ConfigDict(extra="forbid", json_schema_extra=unnumbered.address_or_interface)
+    address: Annotated[
+        Unicast,
+        Field(
+            description="The peer's address. With `interface`: its IPv6 link-local address on that link, or omitted "
+            "to discover it when the controller starts."
+        ),
+    ]
     asn: Annotated[Asn, Field(description="The peer's AS number.")]
     local_address: Annotated[
         Unicast | None,
@@ -202,6 +211,19 @@ class PeerConfig(_Section):
         Description | None,
         Field(description=f"Free text for the ExaBGP neighbor (`description`), {DESCRIPTION_RULE}."),
     ] = None
+    # --- unnumbered: a session over an interface's link-local addresses (bgpadv.config.unnumbered) ---
+    interface: Annotated[
+        StrictStr | None,
+        Field(
+            description="Peer over this interface's IPv6 link-local addresses (unnumbered, RFC 8950: IPv4 routes "
+            "with the node's link-local next hop); per node, the uplink toward the ToR. Not with localAddress, "
+            "passive, ebgpMultihop or BFD. See docs/unnumbered.md.",
+        ),
+    ] = None
+    on_link: Annotated[Address | None, PlainValidator(_not_in_file), SkipJsonSchema()] = None
+    """An interface peer's next hop, the node's link-local address on `interface`: found when the controller starts
+    (`bgpadv.runtime.unnumbered`), never written in the file."""
+    # --- end of unnumbered ---
     # --- BFD ---
     bfd: Annotated[
         BfdConfig,
@@ -223,8 +245,8 @@ class PeerConfig(_Section):
 
     @property
     def name(self) -> str:
-        """The peer's label in metrics and logs."""
-        return str(self.address)
+        """The peer's label in metrics and logs: its address (`%eth1` for an interface peer not discovered yet)."""
+        return f"%{self.interface}" if self.undiscovered else str(self.address)
 
     def ibgp(self, local_asn: int) -> bool:
         """An internal session (the peer is in our AS)."""
@@ -250,6 +272,24 @@ class PeerConfig(_Section):
             where = ("localAddress", LOCAL_ADDRESS_FROM_ENV) if context.get("at") else ("localAddress",)
             refuse(data, [(where, str(context.get("problem", e)))])
         return {**data, "localAddress": local}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _undiscovered(cls, data: Any) -> Any:
+        """An interface peer without `address`: discovered at start (`bgpadv.config.unnumbered.UNDISCOVERED`)."""
+        if isinstance(data, dict) and data.get("interface") is not None and data.get("address") is None:
+            return {**data, "address": unnumbered.UNDISCOVERED}
+        return data
+
+    @field_validator("address", mode="wrap")
+    @classmethod
+    def _address_or_undiscovered(cls, value: Any, handler: Callable[[Any], Any]) -> Any:
+        return value if value is unnumbered.UNDISCOVERED else handler(value)
+
+    @property
+    def undiscovered(self) -> bool:
+        """An interface peer whose address is not known yet (found when the controller starts)."""
+        return self.address is unnumbered.UNDISCOVERED
 
     @model_validator(mode="before")
     @classmethod
@@ -284,9 +324,13 @@ class PeerConfig(_Section):
                     f"must be an IPv{address.version} address like the peer address {address}, got {local}",
                 )
             )
-        if self.passive and local is None:
+        if self.passive and local is None and self.interface is None:
             problems.append((("localAddress",), "is required when passive is true: bgpadv listens there for the peer"))
-        problems += _session_problems(address, local)
+        problems += unnumbered.interface_problems(
+            self.interface, address, local, self.passive, self.ebgp_multihop, self.bfd.enabled
+        )
+        if self.interface is None:
+            problems += _session_problems(address, local)
         if self.md5_password_file is not None and self.md5_password is not None:
             problems.append(
                 (("md5PasswordFile",), "must not be set together with md5Password (keep the password in a Secret)")
@@ -354,8 +398,8 @@ def _session_problems(address: Address, local: Address | None) -> list[tuple[Loc
         problems.append(
             (
                 ("address",),
-                f"{address} is link-local: a link-local peer needs the interface it is reached on, which bgpadv "
-                "cannot configure; use the peer's global or unique-local address",
+                f"{address} is link-local: a link-local peer needs the interface it is reached on: set `interface` "
+                "(an unnumbered session), or use the peer's global or unique-local address",
             )
         )
     if local is None or local.version != address.version:

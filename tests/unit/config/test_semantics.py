@@ -152,8 +152,8 @@ ERRORS = [
     pytest.param(
         config(peers=[{"address": "fe80::1", "asn": 64512}]),
         [
-            "peers[0].address: fe80::1 is link-local: a link-local peer needs the interface it is reached on, which "
-            "bgpadv cannot configure; use the peer's global or unique-local address"
+            "peers[0].address: fe80::1 is link-local: a link-local peer needs the interface it is reached on: set "
+            "`interface` (an unnumbered session), or use the peer's global or unique-local address"
         ],
         id="link-local-peer-without-an-interface",
     ),
