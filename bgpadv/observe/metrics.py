@@ -130,6 +130,19 @@ class Metrics:
             "see docs/bfd.md); every BFD session then stays down. 0 otherwise.",
             registry=r,
         )
+        self.router_adverts_sent = Counter(
+            "bgpadv_router_adverts_sent_total",
+            "IPv6 Router Advertisements sent on an interface peer's link (so the ToR learns the node's link-local "
+            "address).",
+            ["interface"],
+            registry=r,
+        )
+        self.router_advert_errors = Counter(
+            "bgpadv_router_advert_errors_total",
+            "Times a Router Advertisement could not be sent on an interface peer's link.",
+            ["interface"],
+            registry=r,
+        )
         self.peer_transitions = Counter(
             "bgpadv_peer_transitions_total", "Changes of a peer's session between up and not up.", ["peer"], registry=r
         )

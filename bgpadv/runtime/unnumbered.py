@@ -19,10 +19,9 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from prometheus_client import CollectorRegistry, Counter
-
 from bgpadv.config import Config, PeerConfig
 from bgpadv.core.prefix import Address
+from bgpadv.observe.metrics import Metrics
 from bgpadv.speaker import ndp
 from bgpadv.speaker.router_adverts import RouterAdvertiser
 
@@ -105,23 +104,11 @@ def interfaces(config: Config) -> list[str]:
 class Advertising:
     """The controller's RA sender and its metrics (see the module)."""
 
-    def __init__(self, registry: CollectorRegistry | None, advertiser: Callable[..., RouterAdvertiser] | None = None):
-        self.sent = Counter(
-            "bgpadv_router_adverts_sent_total",
-            "IPv6 Router Advertisements sent on an interface peer's link (so the ToR learns the node's link-local "
-            "address).",
-            ["interface"],
-            registry=registry,
-        )
-        self.errors = Counter(
-            "bgpadv_router_advert_errors_total",
-            "Times a Router Advertisement could not be sent on an interface peer's link.",
-            ["interface"],
-            registry=registry,
-        )
+    def __init__(self, metrics: Metrics, advertiser: Callable[..., RouterAdvertiser] | None = None):
+        sent, errors = metrics.router_adverts_sent, metrics.router_advert_errors
         make = advertiser or RouterAdvertiser
         self.advertiser: RouterAdvertiser = make(
-            on_sent=lambda i: self.sent.labels(i).inc(), on_error=lambda i, _why: self.errors.labels(i).inc()
+            on_sent=lambda i: sent.labels(i).inc(), on_error=lambda i, _why: errors.labels(i).inc()
         )
 
     def serve(self, config: Config) -> None:

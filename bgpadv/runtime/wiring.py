@@ -189,7 +189,7 @@ def controller_main(
 
     from bgpadv.runtime.unnumbered import Advertising, KernelLinks, with_links  # interface peers (unnumbered)
 
-    advertising = Advertising(metrics.metrics.registry)
+    advertising = Advertising(metrics.metrics)
 
     def placement(c: Config, n: Node | None) -> Config:
         placed = with_links(effective(c, n, kernel_interface_addresses), KernelLinks())  # unnumbered
