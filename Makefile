@@ -79,7 +79,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 ## docs: the user guide (docs/) as a static site in site/: MkDocs in strict mode, a broken link or anchor fails
-## (tests/unit/test_docs.py builds it too); scripts/gen-docs.py first rewrites the generated reference tables
+## (tests/unit/project/test_docs.py builds it too); scripts/gen-docs.py first rewrites the generated reference tables
 docs: $(STAMP)
 	$(PY) scripts/gen-docs.py
 	$(VENV)/bin/mkdocs build --strict --site-dir site

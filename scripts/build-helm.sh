@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the `helm` binary the chart tests (tests/unit/test_helm.py) run, from Helm's own Go module at a pinned
+# Builds the `helm` binary the chart tests (tests/unit/project/test_helm.py) run, from Helm's own Go module at a pinned
 # version, with the Go toolchain (no prebuilt binary is downloaded). Prints the binary's path on the last line of
 # stdout. Idempotent: a binary already built for this version is reused at once.
 #

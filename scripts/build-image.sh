@@ -83,7 +83,7 @@ fi
 rm -rf build/wheels build/lib build/bdist.*
 mkdir -p "$CACHE_DIR"
 # The pins make the image reproducible: the same versions whatever PyPI serves today (a dependency missing from the
-# file is taken unpinned; tests/unit/test_packaging.py checks that the pins cover every dependency).
+# file is taken unpinned; tests/unit/project/test_packaging.py checks that the pins cover every dependency).
 if ! "$PYTHON" -m pip wheel --quiet --disable-pip-version-check --constraint requirements/image.txt \
   --wheel-dir build/wheels . >"$CACHE_DIR/wheels.log" 2>&1
 then

@@ -34,10 +34,10 @@ EOF
 tools=$(sed -n 's/^tools //p' <<<"$ends")
 
 TESTS=(
-  tests/unit/test_exabgp_boot.py
-  tests/unit/test_exabgp_boot_guard.py
-  tests/unit/test_kubernetes_standin_guard.py
-  tests/unit/test_start_imports.py
+  tests/unit/speaker/test_exabgp_boot.py
+  tests/unit/speaker/test_exabgp_boot_guard.py
+  tests/unit/sources/test_kubernetes_standin_guard.py
+  tests/unit/runtime/test_start_imports.py
   tests/lab/test_speaker_frr.py
   tests/lab/test_exabgp_runtimes.py
   tests/lab/test_chain.py::test_selected_network_subnets_and_running_vm_addresses_reach_the_tor

@@ -8,7 +8,7 @@
   docstring, the words `bgpadv explain` prints.
 
 Usage: `.venv/bin/python scripts/gen-docs.py` (writes), `--check` (exit 1 naming the stale files, writes nothing).
-tests/unit/test_docs.py runs the check.
+tests/unit/project/test_docs.py runs the check.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@
 # pypy3 (ExaBGP under PyPy: `exabgp.runtime: pypy`, its lab test and `make bench`).
 # Idempotent; needs root. Go (>= 1.26, for scripts/kube/build.sh) is not Debian's (bookworm's is 1.19): install the
 # Go project's release (for example in /usr/local/go).
-# `kubectl` (for `kubectl kustomize` in tests/unit/test_kustomize.py) is not installed from here: Debian bookworm's
-# kubernetes-client is 1.20, whose kustomize (v2) is too old for deploy/; install kubectl >= 1.27 from the
+# `kubectl` (for `kubectl kustomize` in tests/unit/project/test_kustomize.py) is not installed from here: Debian
+# bookworm's kubernetes-client is 1.20, whose kustomize (v2) is too old for deploy/; install kubectl >= 1.27 from the
 # Kubernetes project.
 #
 # Usage: scripts/install-system-deps.sh [all|image]

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates requirements/image.txt, the pinned versions of everything the image installs (bgpadv's dependencies,
 # transitively), as `pip freeze` reports them in a clean virtualenv that installed this checkout. Run it after a
-# change of `dependencies` in pyproject.toml (tests/unit/test_packaging.py fails until the pins satisfy them), or to
-# take newer versions on purpose; review the diff like code.
+# change of `dependencies` in pyproject.toml (tests/unit/project/test_packaging.py fails until the pins satisfy them),
+# or to take newer versions on purpose; review the diff like code.
 #
 # Usage: scripts/lock-image.sh            (PYTHON=python3.11 to choose the interpreter: the image's is 3.11)
 set -euo pipefail

@@ -1,7 +1,7 @@
 """Test doubles for the controller's seams (bgpadv.runtime.seams, bgpadv.observe.observers).
 
-Each implements its whole Protocol, so the controller accepts it; `tests/unit/test_seams.py` checks that they and
-the real classes do, and that a double lacking a method is refused.
+Each implements its whole Protocol, so the controller accepts it; `tests/unit/runtime/test_seams.py` checks that
+they and the real classes do, and that a double lacking a method is refused.
 """
 
 from __future__ import annotations
@@ -84,13 +84,23 @@ class OnePeerSpeaker(RecordingSpeaker):
 
 
 class ManualClock:
-    """A monotonic clock the test moves by hand (`now`), starting at the real clock's reading."""
+    """A monotonic clock the test moves by hand (`now`), starting at `start` or else at the real clock's reading.
 
-    def __init__(self) -> None:
-        self.now = time.monotonic()
+    Read as the callable the controller and the event recorder take, or as `monotonic` and `wall` (1.7e9 s ahead),
+    the pair the metrics observer takes.
+    """
+
+    def __init__(self, start: float | None = None) -> None:
+        self.now = time.monotonic() if start is None else start
 
     def __call__(self) -> float:
         return self.now
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def wall(self) -> float:
+        return self.now + 1_700_000_000.0
 
 
 class RecordingSources:

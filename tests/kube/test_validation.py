@@ -3,7 +3,8 @@
 Scope: hostile network and claim shapes built with `bgpadv_lab.objects`, each sent with `kubectl apply
 --dry-run=server` (the whole admission chain, nothing stored). A shape the API admits reaches bgpadv in a real
 cluster, so bgpadv's own checks (the planner's checks and the guard) are what keeps it off the fabric: the
-`admitted` rows are the cases those checks must cover, and tests/unit/test_planner_checks.py and test_guard.py do.
+`admitted` rows are the cases those checks must cover, and tests/unit/planner/test_checks.py and
+tests/unit/safety/test_guard.py do.
 A row whose outcome changes with a new OVN-K or ipamclaims pin fails here first.
 """
 

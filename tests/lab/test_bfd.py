@@ -233,7 +233,7 @@ def test_a_bfd_failure_takes_the_imported_routes_out_of_the_table_at_once_and_re
     bgpadv's side ends on BFD's word: the route leaves the kernel table at once (well inside the BGP hold time), the
     peer is down in /status and in bgpadv_peer_up, with BFD down and the reason as its last error.
 
-    The way back is not asserted here (unit-tested in tests/unit/test_bfd.py): the ToR (FRR 8.4) tears its BGP
+    The way back is not asserted here (unit-tested in tests/unit/speaker/test_bfd.py): the ToR (FRR 8.4) tears its BGP
     session down on its own BFD down (Cease 6/10), and in 2 of 4 runs registered no BFD session for the listen-range
     neighbor re-established at once (`show bfd peers` empty, ExaBGP reconnecting without delay), so bgpadv's BFD
     session had no partner; in one more run the route was not back 30 s after the ToR's BFD was up again (not

@@ -9,7 +9,7 @@ were.
 This kernel has no VRF devices (shared reference lab-kernel.md): a plain routing table (1001, named explicitly in
 `importRoutes.networks[].table`) stands in for the VRF's, and an `ip rule` for the VM subnet's sources (lookup
 1001, then `unreachable`) for the VRF's l3mdev rule, so the VM's egress has only the imported routes. The lookup
-of a VRF's table by name (`mp<id>-udn-vrf` included) is unit-tested in tests/unit/test_importer_netlink.py. Assertions
+of a VRF's table by name (`mp<id>-udn-vrf` included) is unit-tested in tests/unit/importer/test_netlink.py. Assertions
 read the kernel table and FRR's RIB/FIB, never bgpadv's logs.
 """
 

@@ -3,7 +3,7 @@
 Scope (route import on every node): each node's bgpadv imports what the ToR sends into the routing table of every
 selected network listed in `importRoutes` on its own node — a network with a short name and one whose name is longer
 than 15 characters (its VRF would be `mp<networkID>-udn-vrf`; that name rule and the netlink table lookup are
-unit-tested in tests/unit/test_importer_netlink.py) — with protocol 186 (`bgp`); a withdrawal at the ToR leaves both
+unit-tested in tests/unit/importer/test_netlink.py) — with protocol 186 (`bgp`); a withdrawal at the ToR leaves both
 nodes' tables; the main tables and a static route in the same table are untouched.
 
 This kernel has no VRF devices (shared reference lab-kernel.md): plain routing tables 1001 and 1002, named
