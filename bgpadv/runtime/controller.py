@@ -63,6 +63,7 @@ from bgpadv.runtime.derive import handovers_of, import_networks, node_addresses
 from bgpadv.runtime.peer_moves import MOVE_WITHDRAW_SECONDS, PeerMove, PeerMoves
 from bgpadv.runtime.reload import ConfigFileChanged, Reloader, peers_only_moved
 from bgpadv.runtime.seams import ControllerSources, ControllerSpeaker
+from bgpadv.runtime.unnumbered import LinksFound
 from bgpadv.safety.failstatic import FailStatic
 from bgpadv.safety.guard import Guard, Guarded, GuardedDelta, PrefixKey
 from bgpadv.sources.reflector import WatchEvent
@@ -349,6 +350,8 @@ class Controller:
             return True
         if isinstance(item, ConfigFileChanged):
             return self._reload()
+        if isinstance(item, LinksFound):
+            return self._links_found()
         if isinstance(item, WatchEvent):
             self._apply(item)
             return self._follow_node(item)
@@ -398,6 +401,17 @@ class Controller:
         node = self.store.state.nodes.get(name)
         new = self.moves.node_changed(self.configured, node) if node is not None else None
         return self._move_peers(new, self.configured, from_file=False) if new is not None else True
+
+    def _links_found(self) -> bool:
+        """The link of an interface peer left out answered (`bgpadv.runtime.unnumbered.LinkRetry`, off this thread):
+        place the peers again, which takes it as found, and move to them (`_move_peers`: the other sessions kept)."""
+        if self.moves.placement is None:
+            return True
+        new = self.moves.narrow(self.configured)
+        if new.peers == self.config.peers:
+            return True
+        log.info("an interface peer's link answered: adding it", extra={"peers": [p.name for p in new.peers]})
+        return self._move_peers(new, self.configured, from_file=False)
 
     def _move_peers(self, new: Config, configured: Config, *, from_file: bool) -> bool:
         """Serve `new`'s peers (narrowed from the file's `configured`): withdraw every route from the leaving peers

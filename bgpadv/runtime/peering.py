@@ -171,9 +171,11 @@ def serving_nodes(config: Config, nodes: Mapping[str, Node]) -> list[dict[str, o
     return out
 
 
-def placement_status(configured: Config, running: Config) -> dict[str, object]:
+def placement_status(
+    configured: Config, running: Config, waiting: list[dict[str, object]] | None = None
+) -> dict[str, object]:
     """For `/status`: this instance's node, the peers it serves and the configured ones it does not (with their
-    selectors)."""
+    selectors), and the interface peers waiting for their link (`bgpadv.runtime.unnumbered.LinkRetry.status`)."""
     served = {p.name for p in running.peers}
     return {
         "node": running.speaker_node,
@@ -181,4 +183,5 @@ def placement_status(configured: Config, running: Config) -> dict[str, object]:
         "notServed": [
             {"peer": p.name, "nodeSelector": selector_text(p)} for p in configured.peers if p.name not in served
         ],
+        **({"waitingForLink": waiting} if waiting else {}),
     }
