@@ -425,3 +425,190 @@ def test_an_interface_peer_whose_link_was_not_resolved_gets_no_route():
     lines.clear()
     speaker.set_desired(routes.per_peer)
     assert not [line for line in lines if "nlri" in line], "EoR only"
+
+
+# -- a link that fails at start is tried again -------------------------------------------------------------------------
+
+UPLINK = {"interface": "eth1", "asn": 64512}
+NUMBERED = {"address": "10.0.0.1", "asn": 64512}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def retrying(links: Links, clock: Clock, posted: list | None = None, shown: list | None = None) -> unnumbered.LinkRetry:
+    """A LinkRetry on `links` without jitter, posting to `posted` and showing the waiting interfaces in `shown`."""
+    return unnumbered.LinkRetry(
+        links,
+        posted.append if posted is not None else None,
+        clock=clock,
+        jitter=lambda delay: delay,
+        on_waiting=(lambda interfaces: shown.append(list(interfaces))) if shown is not None else None,
+    )
+
+
+def tries_at(retry: unnumbered.LinkRetry, links: Links, clock: Clock, until: float) -> list[float]:
+    """Run the retry on `clock` until `until` seconds after now: the offsets at which it solicited the link."""
+    start, offsets = clock.now, []
+    while clock.now - start <= until:
+        asked = len(links.asked)
+        retry.attempt()
+        if len(links.asked) > asked:
+            offsets.append(clock.now - start)
+        clock.now += 0.5
+    return offsets
+
+
+def test_a_peer_whose_link_failed_is_tried_again_every_2_s_doubling_to_30_s():
+    links, clock = Links(eth1=(NODE_LL, None)), Clock()
+    retry = retrying(links, clock)
+    placed = retry.place(config(NUMBERED, UPLINK))
+    assert [p.name for p in placed.peers] == ["10.0.0.1"] and links.asked == ["eth1"]
+    assert tries_at(retry, links, clock, 120) == [2, 6, 14, 30, 60, 90, 120]
+
+
+def test_the_back_off_is_jittered_so_a_racks_nodes_do_not_solicit_together():
+    links, clock = Links(eth1=(NODE_LL, None)), Clock()
+    retry = unnumbered.LinkRetry(links, clock=clock)
+    retry.place(config(UPLINK))
+    due = retry.next_due()
+    assert due is not None
+    low, high = (1 - unnumbered.RETRY_JITTER) * 2, (1 + unnumbered.RETRY_JITTER) * 2
+    assert low <= due - clock.now <= high
+
+
+def test_each_reason_a_peer_waits_for_is_logged_once(caplog):
+    links, clock = Links(eth1=(NODE_LL, None)), Clock()
+    retry = retrying(links, clock)
+    retry.place(config(UPLINK))
+    tries_at(retry, links, clock, 40)
+    del links.links["eth1"]  # the interface went away meanwhile
+    tries_at(retry, links, clock, 70)
+    retry.place(config(UPLINK))  # placed again (a label change): still waiting, not logged again
+    logged = [r.getMessage() for r in caplog.records if r.name == "bgpadv.runtime.unnumbered"]
+    assert len(logged) == 2
+    assert "no router answered" in logged[0] and "no interface eth1 on this node" in logged[1]
+
+
+def test_a_link_that_answers_is_handed_to_the_loop_and_the_next_placement_takes_it_without_soliciting():
+    links, clock, posted, shown = Links(eth1=(NODE_LL, None)), Clock(), [], []
+    retry = retrying(links, clock, posted, shown)
+    configured = config(NUMBERED, UPLINK)
+    retry.place(configured)
+    assert shown == [["eth1"]] and retry.status()[0]["reason"].startswith("no router answered")
+    links.links["eth1"] = (NODE_LL, TOR)  # the ToR's zebra answers now
+    clock.now += 2
+    assert retry.attempt() is True and posted == [unnumbered.LinksFound()]
+    asked = len(links.asked)
+    placed = retry.place(configured)
+    assert len(links.asked) == asked, "the loop took the retry's answer: no Router Solicitation on its thread"
+    assert [(p.name, p.on_link) for p in placed.peers] == [("10.0.0.1", None), (TOR, Address.parse(NODE_LL))]
+    assert shown[-1] == [] and retry.status() == [] and retry.next_due() is None
+
+
+def test_a_placement_leaves_a_waiting_peer_to_the_retry_instead_of_soliciting_on_the_loop():
+    links, clock = Links(eth1=(NODE_LL, None)), Clock()
+    retry = retrying(links, clock)
+    retry.place(config(UPLINK))
+    retry.place(config(UPLINK))
+    assert links.asked == ["eth1"]
+
+
+def test_a_peer_no_longer_placed_is_no_longer_tried():
+    links, clock, shown = Links(eth1=(NODE_LL, None)), Clock(), []
+    retry = retrying(links, clock, shown=shown)
+    retry.place(config(NUMBERED, UPLINK))
+    retry.place(config(NUMBERED))  # the node's labels no longer select it
+    clock.now += 60
+    assert retry.attempt() is False and links.asked == ["eth1"] and shown == [["eth1"], []]
+
+
+def test_the_retry_thread_hands_a_found_peer_to_the_queue():
+    import queue
+
+    links, inbox = Links(eth1=(NODE_LL, None)), queue.SimpleQueue()
+    retry = unnumbered.LinkRetry(links, inbox.put, jitter=lambda delay: delay / 1000)  # ms instead of seconds
+    retry.place(config(UPLINK))
+    retry.start()
+    try:
+        links.links["eth1"] = (NODE_LL, TOR)
+        assert inbox.get(timeout=5) == unnumbered.LinksFound()
+    finally:
+        retry.stop()
+    assert [p.name for p in retry.place(config(UPLINK)).peers] == [TOR]
+
+
+class Reloads:
+    """ExaBGP's reload as the controller sees it: the peer sets it was asked to run."""
+
+    def __init__(self) -> None:
+        self.reloaded: list[list[str]] = []
+
+    def reload_exabgp(self, config) -> bool:
+        self.reloaded.append([p.name for p in config.peers])
+        return True
+
+    def tick(self) -> None:
+        pass
+
+
+def test_the_controller_adds_a_found_peer_by_a_live_move_and_keeps_the_other_sessions():
+    import queue
+
+    from bgpadv.runtime.controller import Controller, LoopSettings, watched_resources
+    from bgpadv.sources.reflector import WatchEvent
+    from tests.doubles import RecordingObserver, RecordingSources, RecordingSpeaker
+
+    links, clock, inbox = Links(eth1=(NODE_LL, None)), Clock(), queue.SimpleQueue()
+    retry = retrying(links, clock)
+    retry.post = inbox.put
+    configured = config(NUMBERED, UPLINK, nodeName="worker-1")
+    speaker, reloads = RecordingSpeaker(), Reloads()
+    c = Controller(
+        retry.place(configured),
+        speaker=speaker,
+        sources=RecordingSources(),
+        events=inbox,
+        observer=RecordingObserver(),
+        settings=LoopSettings(coalesce_window=0.0),
+        clock=clock,
+        reloader=reloads,  # type: ignore[arg-type]
+        configured=configured,
+        placement=lambda file, _node: retry.place(file),
+    )
+    for res in watched_resources(configured):
+        inbox.put(WatchEvent(res, "SYNCED", None, clock.now, None))
+    assert c.step() is True and [p.name for p in c.config.peers] == ["10.0.0.1"]
+    links.links["eth1"] = (NODE_LL, TOR)
+    clock.now += 2
+    assert retry.attempt() is True
+    assert c.step() is True and c.restart_requested is False, "a live move, not a new controller"
+    assert reloads.reloaded == [["10.0.0.1", TOR]] and speaker.peer_sets == [["10.0.0.1", TOR]]
+    assert [(p.name, p.on_link) for p in c.config.peers] == [("10.0.0.1", None), (TOR, Address.parse(NODE_LL))]
+    assert c.guard.config is c.config
+
+
+def test_status_shows_a_peer_waiting_for_its_link():
+    from bgpadv.commands.status import render_placement
+    from bgpadv.commands.statusdoc import STATUS
+    from bgpadv.runtime.peering import placement_status
+
+    links, clock = Links(eth1=(NODE_LL, None)), Clock()
+    retry = retrying(links, clock)
+    configured = config(NUMBERED, UPLINK, nodeName="worker-1")
+    running = retry.place(configured)
+    clock.now += 7
+    retry.attempt()
+    placement = placement_status(configured, running, retry.status())
+    STATUS({"placement": placement}, "")
+    assert render_placement(placement) == [
+        "node worker-1 serves: 10.0.0.1",
+        "waiting for its link: %eth1 on eth1 for 7 s (2 tries, next in 4 s): no router answered a Router "
+        "Solicitation on eth1 within 5 s",
+        "",
+    ]
