@@ -63,7 +63,7 @@ from bgpadv.runtime.derive import handovers_of, import_networks, node_addresses
 from bgpadv.runtime.peer_moves import MOVE_WITHDRAW_SECONDS, PeerMove, PeerMoves
 from bgpadv.runtime.reload import ConfigFileChanged, Reloader, peers_only_moved
 from bgpadv.runtime.seams import ControllerSources, ControllerSpeaker
-from bgpadv.runtime.unnumbered import LinksFound
+from bgpadv.runtime.unnumbered import LinksFound, next_hop_links
 from bgpadv.safety.failstatic import FailStatic
 from bgpadv.safety.guard import Guard, Guarded, GuardedDelta, PrefixKey
 from bgpadv.sources.reflector import WatchEvent
@@ -442,10 +442,13 @@ class Controller:
 
     def _swap_peers(self, move: PeerMove) -> None:
         """ExaBGP has the new neighbors: the speaker learns the peer set (new peers start empty and get the whole
-        desired set from the next plan, queued by ExaBGP until their session is up), then the configuration, planner,
-        guard and BFD sessions are swapped (`apply_live`) and the next plan compares everything."""
+        desired set from the next plan, queued by ExaBGP until their session is up), so does the import, then the
+        configuration, planner, guard and BFD sessions are swapped (`apply_live`) and the next plan compares
+        everything."""
         before = [p.name for p in self.config.peers]
         self.speaker.set_peers(move.config.peers)
+        if self.importer is not None:  # what the new peers send is imported, the removed ones' forgotten
+            self.importer.set_peers(move.config, next_hop_links(move.config))
         self.apply_live(move.config, move.configured)
         self._maybe_plan()  # now: the move may complete in the timers, after this step's plan
         if self.on_peers is not None:

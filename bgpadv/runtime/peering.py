@@ -175,7 +175,8 @@ def placement_status(
     configured: Config, running: Config, waiting: list[dict[str, object]] | None = None
 ) -> dict[str, object]:
     """For `/status`: this instance's node, the peers it serves and the configured ones it does not (with their
-    selectors), and the interface peers selected but waiting for their link (`bgpadv.runtime.unnumbered.LinkRetry.status`)."""
+    selectors), and the interface peers selected but waiting for their link
+    (`bgpadv.runtime.unnumbered.LinkRetry.status`)."""
     served = {p.name for p in running.peers} | {str(w.get("peer")) for w in waiting or ()}
     return {
         "node": running.speaker_node,

@@ -612,3 +612,51 @@ def test_status_shows_a_peer_waiting_for_its_link():
         "Solicitation on eth1 within 5 s",
         "",
     ]
+
+
+class Kernel:
+    """The import's kernel side: its protocol-186 tables and the link of each link-local next hop."""
+
+    def __init__(self) -> None:
+        self.tables: dict[int, dict] = {}
+        self.links: dict[Address, str] = {}
+
+    def vrf_tables(self):
+        return {}
+
+    def interfaces(self):
+        return []
+
+    def installed(self, tables):
+        return {t: dict(self.tables.get(t, {})) for t in tables}
+
+    def replace(self, table, prefix, hops):
+        self.tables.setdefault(table, {})[prefix] = frozenset(hops)
+
+    def delete(self, table, prefix):
+        del self.tables[table][prefix]
+
+
+def test_a_peer_added_live_has_its_routes_imported_via_its_link():
+    """A peer whose link answered later joins the import too: what it sends is learned, installed on its link."""
+    from bgpadv.importer.reconciler import Importer, SelectedNetwork
+    from bgpadv.speaker.protocol import NeighborList, RibInDone, UpdateEvent
+
+    imports = {"enabled": True, "networks": [{"name": "vmnet-a", "table": 1001, "accept": [{"prefix": "0.0.0.0/0"}]}]}
+    configured = config(UPLINK, importRoutes=imports)
+    running = unnumbered.with_links(configured, Links(eth1=(NODE_LL, None)))
+    kernel = Kernel()
+    importer = Importer(running, kernel, None, 0.0)  # type: ignore[arg-type]
+    importer.handle(NeighborList(()), 0.0)
+    importer.handle(RibInDone(), 0.0)
+    importer.set_networks({"vmnet-a": SelectedNetwork((Prefix.parse("192.168.100.0/24"),))}, 0.0)
+    found = unnumbered.with_links(configured, Links(eth1=(NODE_LL, TOR)))
+    importer.set_peers(found, unnumbered.next_hop_links(found))
+    default = Prefix.parse("0.0.0.0/0")
+    importer.handle(UpdateEvent(TOR, "receive", ((default, Address.parse(TOR)),), (), ()), 1.0)
+    importer.tick(1.0, full=True)
+    assert kernel.tables == {1001: {default: frozenset({Address.parse(TOR)})}}
+    assert kernel.links == {Address.parse(TOR): "eth1"}
+    importer.set_peers(running, unnumbered.next_hop_links(running))  # gone again: its routes are forgotten
+    importer.tick(2.0, full=True)
+    assert kernel.tables == {1001: {}}
