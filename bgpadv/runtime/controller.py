@@ -179,7 +179,7 @@ class Controller:
         # instance runs of it on `node` (`placement(configured, node)`); a label change of the node that selects
         # other peers reloads ExaBGP with them and swaps the peers live (`_move_peers`, bgpadv.runtime.peer_moves)
         self.configured = configured if configured is not None else config
-        self.moves = PeerMoves(config, node=node, placement=placement, clock=clock)
+        self.moves = PeerMoves(config, node=node, placement=placement, clock=clock, configured=self.configured)
         self.on_peers = on_peers
         self._last_desired: Mapping[str, Iterable[Route]] | None = None
         self.importer = importer  # egress import (bgpadv.importer), fed by the speaker's on_received hook

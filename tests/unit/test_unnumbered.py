@@ -557,40 +557,87 @@ class Reloads:
         pass
 
 
-def test_the_controller_adds_a_found_peer_by_a_live_move_and_keeps_the_other_sessions():
+RACK = "topology.bgpadv.io/rack"
+
+
+def rack_node(rack: str, version: str) -> dict:
+    node = k8s.node("worker-1", "10.0.0.11", "fd00::11", labels={RACK: rack})
+    node["metadata"]["resourceVersion"] = version
+    return node
+
+
+def controller_waiting_for_eth1(links: Links, clock: Clock):
+    """A per-node controller on worker-1 (rack a) whose uplink peer (rack a's) waits for its link, beside a numbered
+    peer for every node; ExaBGP's reloads are recorded (`Reloads`), the retry posts to the loop's queue."""
     import queue
 
+    from bgpadv.core import resources
     from bgpadv.runtime.controller import Controller, LoopSettings, watched_resources
+    from bgpadv.sources.decode.dispatch import decode
     from bgpadv.sources.reflector import WatchEvent
     from tests.doubles import RecordingObserver, RecordingSources, RecordingSpeaker
 
-    links, clock, inbox = Links(eth1=(NODE_LL, None)), Clock(), queue.SimpleQueue()
+    inbox: queue.SimpleQueue = queue.SimpleQueue()
     retry = retrying(links, clock)
     retry.post = inbox.put
-    configured = config(NUMBERED, UPLINK, nodeName="worker-1")
-    speaker, reloads = RecordingSpeaker(), Reloads()
+    uplink = {**UPLINK, "nodeSelector": {"matchLabels": {RACK: "a"}}}
+    configured = config(NUMBERED, uplink, nodeName="worker-1")
+    node = decode(resources.NODE, rack_node("a", "1"), "worker-1")
+    assert node is not None
+
+    def placement(file, n):
+        return retry.place(file.serving(n.labels if n is not None else None))
+
     c = Controller(
-        retry.place(configured),
-        speaker=speaker,
+        placement(configured, node),
+        speaker=RecordingSpeaker(),
         sources=RecordingSources(),
         events=inbox,
         observer=RecordingObserver(),
         settings=LoopSettings(coalesce_window=0.0),
         clock=clock,
-        reloader=reloads,  # type: ignore[arg-type]
+        reloader=Reloads(),  # type: ignore[arg-type]
         configured=configured,
-        placement=lambda file, _node: retry.place(file),
+        placement=placement,
+        node=node,
     )
     for res in watched_resources(configured):
         inbox.put(WatchEvent(res, "SYNCED", None, clock.now, None))
+    inbox.put(WatchEvent(resources.NODE, "ADDED", rack_node("a", "1"), clock.now, None))
     assert c.step() is True and [p.name for p in c.config.peers] == ["10.0.0.1"]
+    return c, retry
+
+
+def test_the_controller_adds_a_found_peer_by_a_live_move_and_keeps_the_other_sessions():
+    links, clock = Links(eth1=(NODE_LL, None)), Clock()
+    c, retry = controller_waiting_for_eth1(links, clock)
     links.links["eth1"] = (NODE_LL, TOR)
     clock.now += 2
     assert retry.attempt() is True
     assert c.step() is True and c.restart_requested is False, "a live move, not a new controller"
-    assert reloads.reloaded == [["10.0.0.1", TOR]] and speaker.peer_sets == [["10.0.0.1", TOR]]
+    assert c.reloader.reloaded == [["10.0.0.1", TOR]] and c.speaker.peer_sets == [["10.0.0.1", TOR]]
     assert [(p.name, p.on_link) for p in c.config.peers] == [("10.0.0.1", None), (TOR, Address.parse(NODE_LL))]
     assert c.guard.config is c.config
+
+
+def test_node_events_that_select_the_same_peers_move_nothing_while_a_peer_waits_or_after():
+    """The node's labels select the uplink peer all along: its discovered name, or its absence while it waits, is no
+    reason to place the peers again (a Router Solicitation on the loop, ExaBGP reloaded) on every Node update."""
+    from bgpadv.core import resources
+    from bgpadv.sources.reflector import WatchEvent
+
+    links, clock = Links(eth1=(NODE_LL, None)), Clock()
+    c, retry = controller_waiting_for_eth1(links, clock)
+    c.queue.put(WatchEvent(resources.NODE, "MODIFIED", rack_node("a", "2"), clock.now, None))
+    assert c.step() is True and c.reloader.reloaded == [] and links.asked == ["eth1"]
+    links.links["eth1"] = (NODE_LL, TOR)
+    clock.now += 2
+    retry.attempt()
+    c.step()
+    c.queue.put(WatchEvent(resources.NODE, "MODIFIED", rack_node("a", "3"), clock.now, None))
+    assert c.step() is True and c.reloader.reloaded == [["10.0.0.1", TOR]], "the one move that added it"
+    c.queue.put(WatchEvent(resources.NODE, "MODIFIED", rack_node("b", "4"), clock.now, None))
+    assert c.step() is True and c.reloader.reloaded[-1] == ["10.0.0.1"], "another rack: the uplink peer leaves"
 
 
 def test_status_shows_a_peer_waiting_for_its_link():
