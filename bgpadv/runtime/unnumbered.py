@@ -134,6 +134,7 @@ class LinkRetry:
         self.jitter = jitter or (lambda d: d * random.uniform(1 - RETRY_JITTER, 1 + RETRY_JITTER))
         self.on_waiting = on_waiting
         self._lock = threading.Lock()
+        self._showing = threading.Lock()  # `on_waiting` is called from the loop and the retry thread
         self._waiting: dict[_Key, _Waiting] = {}
         self._found: dict[_Key, PeerConfig] = {}
         self._wake = threading.Event()
@@ -215,8 +216,10 @@ class LinkRetry:
         )
 
     def _changed(self) -> None:
+        """The waiting peers changed: the metric follows (from either thread, one at a time), the thread re-times."""
         if self.on_waiting is not None:
-            self.on_waiting(self.interfaces())
+            with self._showing:
+                self.on_waiting(self.interfaces())
         self._wake.set()
 
     def interfaces(self) -> list[str]:
@@ -281,8 +284,7 @@ class LinkRetry:
                 },
             )
         if answered:
-            if self.on_waiting is not None:
-                self.on_waiting(self.interfaces())
+            self._changed()
             if self.post is not None:
                 self.post(LinksFound())
         return answered
@@ -297,7 +299,7 @@ class LinkRetry:
         self._stopped.set()
         self._wake.set()
         if self._thread is not None:
-            self._thread.join(timeout=self.timeout + 1)
+            self._thread.join(timeout=1.0)  # a daemon thread: a Router Solicitation in flight does not hold the exit
 
     def _run(self) -> None:
         while not self._stopped.is_set():
