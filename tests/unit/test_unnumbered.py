@@ -4,7 +4,9 @@ Scope: the `peers[].interface` key and its field errors (with or without the ToR
 localAddress, passive, ebgpMultihop or BFD); the ExaBGP neighbor block it renders (source-interface, the Extended Next
 Hop capability, ipv6 unicast among the families, `nexthop { ipv4 unicast ipv6; }`; a peer still to be discovered left
 out); the controller's resolution of each interface peer's link (`bgpadv.runtime.unnumbered`: the node's link-local
-address as next hop, the ToR's discovered, clear reasons when the link fails, the peer then not served); the speaker
+address as next hop, the ToR's discovered, clear reasons when the link fails, the peer then not served, tried again
+on a jittered back-off off the loop, each reason logged once, and added by a live peer move once its link answers,
+its routes imported, Node updates moving nothing meanwhile, /status showing it waiting); the speaker
 sending every route to such a peer via the node's link-local address, and only to it; the import taking the peer's
 routes via its own link-local address (IPv4 ones too), installed with the interface, and no other link-local or cross-
 family next hop; the neighbour discovery messages (`bgpadv.speaker.ndp`) and the RA sender's bookkeeping. The lab proves
