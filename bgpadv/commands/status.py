@@ -206,7 +206,17 @@ def render_placement(placement: dict[str, Any]) -> list[str]:
             "not served here: "
             + ", ".join(f"{printable(p.get('peer'))} ({printable(p.get('nodeSelector'))})" for p in others)
         )
+    for w in placement.get("waitingForLink") or []:  # interface peers whose link failed, tried again
+        lines.append(
+            f"waiting for its link: {printable(w.get('peer'))} on {printable(w.get('interface'))} for "
+            f"{_secs(w.get('waitingSeconds'))} ({w.get('attempts') or 0} tries, next in "
+            f"{_secs(w.get('nextAttemptSeconds'))}): {printable(w.get('reason'))}"
+        )
     return [*lines, ""]
+
+
+def _secs(value: object) -> str:
+    return f"{value:g} s" if isinstance(value, int | float) else "?"
 
 
 def render_import(imported: dict[str, Any]) -> list[str]:

@@ -187,6 +187,18 @@ STATUS = record(
             node=_TEXT,
             serves=optional(listing(text)),
             notServed=optional(listing(record(peer=_TEXT, nodeSelector=_TEXT))),
+            waitingForLink=optional(
+                listing(
+                    record(
+                        peer=_TEXT,
+                        interface=_TEXT,
+                        reason=_TEXT,
+                        waitingSeconds=optional(seconds),
+                        attempts=optional(count),
+                        nextAttemptSeconds=optional(seconds),
+                    )
+                )
+            ),
         )
     ),
     routes=optional(

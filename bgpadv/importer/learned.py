@@ -152,6 +152,21 @@ class LearnedRoutes:
             self._complete.update(self.routes)
             self.version += 1
 
+    def set_peers(self, peers: Sequence[PeerConfig]) -> None:
+        """The peers changed while running (a live peer move): a new one starts empty and complete (nothing this
+        instance installed can be its), a removed one's routes are forgotten."""
+        names = {p.name for p in peers}
+        for peer in [name for name in self.routes if name not in names]:
+            for table in (self.routes, self._stale, self._gr, self._stale_until, self._state, self._complete_at):
+                table.pop(peer, None)
+            self._complete.discard(peer)
+        for p in peers:
+            if p.name not in self.routes:
+                self._gr[p.name] = float(p.graceful_restart or 0)
+                self.routes[p.name], self._stale[p.name] = {}, set()
+                self._complete.add(p.name)
+        self.version += 1
+
     def _drop_stale(self, peer: str) -> None:
         routes = self.routes[peer]
         for prefix in self._stale[peer]:

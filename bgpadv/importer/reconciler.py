@@ -104,6 +104,15 @@ class Importer:
             self.learned.end_dump(at)
         self.tick(at)
 
+    def set_peers(self, config: Config, links: Mapping[Address, str]) -> None:
+        """The running configuration's peers changed live (`config`, a live peer move): their learned routes follow
+        (`LearnedRoutes.set_peers`), and `links` are the interfaces of their link-local next hops
+        (`Netlink.links`)."""
+        self.config = config
+        self.learned.set_peers(config.peers)
+        self.netlink.links = dict(links)
+        self._refresh_context()
+
     def set_networks(
         self, selected: Mapping[str, SelectedNetwork], at: float, node_addresses: Iterable[Address] | None = None
     ) -> None:

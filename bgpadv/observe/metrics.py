@@ -143,6 +143,14 @@ class Metrics:
             ["interface"],
             registry=r,
         )
+        self.interface_peer_waiting = Gauge(
+            "bgpadv_interface_peer_waiting",
+            "1 while an interface peer (peers[].interface) is not served because its link failed (no such interface, "
+            "no link-local address, no router answering): it is tried again every 2 s, doubling to 30 s. No series "
+            "otherwise.",
+            ["interface"],
+            registry=r,
+        )
         self.peer_transitions = Counter(
             "bgpadv_peer_transitions_total", "Changes of a peer's session between up and not up.", ["peer"], registry=r
         )

@@ -63,6 +63,7 @@ from bgpadv.runtime.derive import handovers_of, import_networks, node_addresses
 from bgpadv.runtime.peer_moves import MOVE_WITHDRAW_SECONDS, PeerMove, PeerMoves
 from bgpadv.runtime.reload import ConfigFileChanged, Reloader, peers_only_moved
 from bgpadv.runtime.seams import ControllerSources, ControllerSpeaker
+from bgpadv.runtime.unnumbered import LinksFound, next_hop_links
 from bgpadv.safety.failstatic import FailStatic
 from bgpadv.safety.guard import Guard, Guarded, GuardedDelta, PrefixKey
 from bgpadv.sources.reflector import WatchEvent
@@ -178,7 +179,7 @@ class Controller:
         # instance runs of it on `node` (`placement(configured, node)`); a label change of the node that selects
         # other peers reloads ExaBGP with them and swaps the peers live (`_move_peers`, bgpadv.runtime.peer_moves)
         self.configured = configured if configured is not None else config
-        self.moves = PeerMoves(config, node=node, placement=placement, clock=clock)
+        self.moves = PeerMoves(config, node=node, placement=placement, clock=clock, configured=self.configured)
         self.on_peers = on_peers
         self._last_desired: Mapping[str, Iterable[Route]] | None = None
         self.importer = importer  # egress import (bgpadv.importer), fed by the speaker's on_received hook
@@ -349,6 +350,8 @@ class Controller:
             return True
         if isinstance(item, ConfigFileChanged):
             return self._reload()
+        if isinstance(item, LinksFound):
+            return self._links_found()
         if isinstance(item, WatchEvent):
             self._apply(item)
             return self._follow_node(item)
@@ -399,6 +402,17 @@ class Controller:
         new = self.moves.node_changed(self.configured, node) if node is not None else None
         return self._move_peers(new, self.configured, from_file=False) if new is not None else True
 
+    def _links_found(self) -> bool:
+        """The link of an interface peer left out answered (`bgpadv.runtime.unnumbered.LinkRetry`, off this thread):
+        place the peers again, which takes it as found, and move to them (`_move_peers`: the other sessions kept)."""
+        if self.moves.placement is None:
+            return True
+        new = self.moves.narrow(self.configured)
+        if new.peers == self.config.peers:
+            return True
+        log.info("an interface peer's link answered: adding it", extra={"peers": [p.name for p in new.peers]})
+        return self._move_peers(new, self.configured, from_file=False)
+
     def _move_peers(self, new: Config, configured: Config, *, from_file: bool) -> bool:
         """Serve `new`'s peers (narrowed from the file's `configured`): withdraw every route from the leaving peers
         first, then reload ExaBGP with the new neighbors and swap the configuration live (`_reload_peers`)."""
@@ -428,10 +442,13 @@ class Controller:
 
     def _swap_peers(self, move: PeerMove) -> None:
         """ExaBGP has the new neighbors: the speaker learns the peer set (new peers start empty and get the whole
-        desired set from the next plan, queued by ExaBGP until their session is up), then the configuration, planner,
-        guard and BFD sessions are swapped (`apply_live`) and the next plan compares everything."""
+        desired set from the next plan, queued by ExaBGP until their session is up), so does the import, then the
+        configuration, planner, guard and BFD sessions are swapped (`apply_live`) and the next plan compares
+        everything."""
         before = [p.name for p in self.config.peers]
         self.speaker.set_peers(move.config.peers)
+        if self.importer is not None:  # what the new peers send is imported, the removed ones' forgotten
+            self.importer.set_peers(move.config, next_hop_links(move.config))
         self.apply_live(move.config, move.configured)
         self._maybe_plan()  # now: the move may complete in the timers, after this step's plan
         if self.on_peers is not None:

@@ -58,11 +58,17 @@ class PeerMoves:
         node: Node | None,
         placement: Callable[[Config, Node | None], Config] | None,
         clock: Callable[[], float],
+        configured: Config | None = None,
     ) -> None:
         self.node = node
         self.placement = placement
         self.clock = clock
-        self.served = Served(tuple(p.name for p in running.peers))
+        # the peers the node's labels select of the file (`configured`), as the file names them: an interface peer's
+        # placed name is its discovered address, or it is not placed yet while its link fails (bgpadv.runtime.
+        # unnumbered); neither is a change of the selection
+        self.served = (
+            self._selected(configured) if configured is not None else Served(tuple(p.name for p in running.peers))
+        )
         self.moving: PeerMove | None = None
         """The move waiting for the leaving peers' withdrawals (None: none)."""
 
@@ -98,10 +104,13 @@ class PeerMoves:
         carries out a move that does not wait at once."""
         kept = {p.name for p in new.peers}
         leaving = frozenset(p.name for p in running.peers if p.name not in kept)
-        self.served = Served(tuple(p.name for p in new.peers))  # do not start the same move on every Node event
+        self.served = self._selected(configured)  # do not start the same move on every Node event
         move = PeerMove(new, configured, leaving, self.clock(), from_file)
         self.moving = move if leaving and withdraw else None
         return move
+
+    def _selected(self, configured: Config) -> Served:
+        return Served.of(configured, self.node.labels if self.node is not None else None)
 
     def due(self, held: Callable[[str], Collection[object]]) -> PeerMove | None:
         """The waiting move, once ExaBGP holds nothing more for its leaving peers (`held(peer)`: what ExaBGP holds

@@ -171,14 +171,18 @@ def serving_nodes(config: Config, nodes: Mapping[str, Node]) -> list[dict[str, o
     return out
 
 
-def placement_status(configured: Config, running: Config) -> dict[str, object]:
+def placement_status(
+    configured: Config, running: Config, waiting: list[dict[str, object]] | None = None
+) -> dict[str, object]:
     """For `/status`: this instance's node, the peers it serves and the configured ones it does not (with their
-    selectors)."""
-    served = {p.name for p in running.peers}
+    selectors), and the interface peers selected but waiting for their link
+    (`bgpadv.runtime.unnumbered.LinkRetry.status`)."""
+    served = {p.name for p in running.peers} | {str(w.get("peer")) for w in waiting or ()}
     return {
         "node": running.speaker_node,
         "serves": [p.name for p in running.peers],
         "notServed": [
             {"peer": p.name, "nodeSelector": selector_text(p)} for p in configured.peers if p.name not in served
         ],
+        **({"waitingForLink": waiting} if waiting else {}),
     }

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from bgpadv.observe.metrics_observer import MetricsObserver
     from bgpadv.runtime.controller import Controller
     from bgpadv.runtime.handover import EarlyController
-    from bgpadv.runtime.unnumbered import Advertising
+    from bgpadv.runtime.unnumbered import Advertising, LinkRetry
     from bgpadv.sources.reflector import Sources
     from bgpadv.sources.sessionstate import SessionStateWriter
     from bgpadv.speaker.bfd import BfdControl
@@ -187,12 +187,14 @@ def controller_main(
             extra={"node": config.speaker_node},
         )
 
-    from bgpadv.runtime.unnumbered import Advertising, KernelLinks, with_links  # interface peers (unnumbered)
+    from bgpadv.runtime.unnumbered import Advertising, KernelLinks, LinkRetry, waiting_gauge  # interface peers
 
     advertising = Advertising(metrics.metrics)
+    # interface peers whose link failed are tried again off the loop, found ones handed to it through its queue
+    links = LinkRetry(KernelLinks(), inbox.put, on_waiting=waiting_gauge(metrics.metrics))
 
     def placement(c: Config, n: Node | None) -> Config:
-        placed = with_links(effective(c, n, kernel_interface_addresses), KernelLinks())  # unnumbered
+        placed = links.place(effective(c, n, kernel_interface_addresses))  # unnumbered
         advertising.serve(placed)  # unnumbered: RAs on the interface peers' links
         return placed
 
@@ -234,14 +236,14 @@ def controller_main(
     status_parts.bind(
         StatusParts(
             imported=importer.snapshot if importer is not None else None,
-            placement=lambda: placement_status(controller.configured, controller.config),
+            placement=lambda: placement_status(controller.configured, controller.config, links.status()),
             bfd=(lambda: bfd_status(bfd)) if bfd is not None else None,
             sent=speaker.sent.report,  # /sent?prefix=P: when each peer was last sent P
             sessions=lambda: session_info(controller.config),
         )
     )
     watch = ConfigFileWatch(config_path, controller.queue.put, seen=seen)
-    return _serve(controller, metrics, watch, background, bfd, advertising)
+    return _serve(controller, metrics, watch, background, bfd, (advertising, links))
 
 
 def _start_sources(
@@ -270,11 +272,11 @@ def _serve(
     watch: ConfigFileWatch,
     background: Sequence[EventRecorder | SessionStateWriter],
     bfd: BfdControl | None,
-    advertising: Advertising,
+    unnumbered: tuple[Advertising, LinkRetry],
 ) -> int:
     """Run the controller's loop with what runs beside it (the BFD client, the configuration file's `watch`, the
-    drain signal, the health server, the `background` threads, the router advertisements of interface peers), all
-    stopped when the loop ends."""
+    drain signal, the health server, the `background` threads, the router advertisements of interface peers and the
+    retries of their links), all stopped when the loop ends."""
     from bgpadv.observe.health import HealthServer
 
     if bfd is not None:
@@ -290,12 +292,15 @@ def _serve(
     for part in background:
         part.start()
     controller.feed_exabgp(sys.stdin)
+    advertising, links = unnumbered
+    links.start()
     try:
         return controller.run()
     finally:
         if bfd is not None:
             bfd.stop()
         advertising.stop()  # unnumbered
+        links.stop()
         watch.stop()
         for part in background:
             part.stop()

@@ -9,7 +9,10 @@ the session Established with Extended Next Hop advertised and received; each VM'
 with the node's link-local address on that link as next hop, and in the ToR kernel's FIB `via inet6 fe80::… dev swpN`; a
 live migration worker-1 → worker-2 moving the /32 from swp1 to swp2; the session dropped (the link down) and back,
 routes included; the ToR's IPv4 default route imported (`importRoutes`) into worker-1's table 1001 `via inet6 <the ToR's
-link-local> dev eth1` (table 1001 stands in for the network's VRF: this kernel has no VRF devices, lab-kernel.md). BFD
+link-local> dev eth1` (table 1001 stands in for the network's VRF: this kernel has no VRF devices, lab-kernel.md); and,
+last, worker-1's instance started while the ToR's port is down (its peer waiting for its link, in /status and the
+metric), then the port up: the session comes up and the VM's /32 reaches FRR's RIB and FIB with the same controller
+process, no restart. BFD
 is not exercised: bgpadv refuses it on an interface peer. The Kubernetes API is a fake one on the management network
 (br0, 10.0.0.0/24, as the standard lab's), which carries no BGP here.
 """
@@ -192,3 +195,29 @@ def test_the_tors_default_route_is_installed_via_its_link_local_address_on_the_u
         FrrRouter.wait_for(lambda: installed() == want, 30, f"0.0.0.0/0 via inet6 {tor} dev eth1 in table {TABLE}")
     finally:
         lab.frr.withdraw_from_cluster("0.0.0.0/0")
+
+
+def test_an_instance_started_while_the_tors_port_is_down_peers_once_it_comes_up(fabric):
+    """Last in the module: it restarts worker-1's instance."""
+    lab, _api, (one, _two) = fabric
+    w1 = link_local(lab, "w1", "eth1")
+    one.stop()
+    sh(["ip", "link", "set", "swp1", "down"], netns=lab.ns("tor"))
+    try:
+        FrrRouter.wait_for(lambda: not fib(lab.frr, VM_A), 15, f"{VM_A} out of the ToR's FIB")
+        one.spawn()
+
+        def waiting() -> list[dict]:
+            placement = one.status().get("placement") if one.answers("/status") else None
+            return (placement or {}).get("waitingForLink") or []
+
+        FrrRouter.wait_for(lambda: [w.get("attempts", 0) >= 2 for w in waiting()] == [True], 60, "eth1 tried again")
+        assert metric(one, 'bgpadv_interface_peer_waiting{interface="eth1"}') == 1
+        controllers = one.controller_pids()
+    finally:
+        sh(["ip", "link", "set", "swp1", "up"], netns=lab.ns("tor"))
+    FrrRouter.wait_for(lambda: lab.frr.neighbor_state("swp1") == "Established", 60, "swp1's session up")
+    FrrRouter.wait_for(lambda: best(lab.frr, f"{VM_A}/32") == [(w1, "ipv6")], 30, f"{VM_A}/32 via {w1}")
+    FrrRouter.wait_for(lambda: fib(lab.frr, VM_A) == [("inet6", w1, "swp1")], 15, f"{VM_A} in the ToR's FIB")
+    assert one.controller_pids() == controllers, "taken on live: the controller was not restarted"
+    assert waiting() == [] and metric(one, "bgpadv_interface_peer_waiting") == 0

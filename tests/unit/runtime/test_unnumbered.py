@@ -4,7 +4,9 @@ Scope: the `peers[].interface` key and its field errors (with or without the ToR
 localAddress, passive, ebgpMultihop or BFD); the ExaBGP neighbor block it renders (source-interface, the Extended Next
 Hop capability, ipv6 unicast among the families, `nexthop { ipv4 unicast ipv6; }`; a peer still to be discovered left
 out); the controller's resolution of each interface peer's link (`bgpadv.runtime.unnumbered`: the node's link-local
-address as next hop, the ToR's discovered, clear reasons when the link fails, the peer then not served); the speaker
+address as next hop, the ToR's discovered, clear reasons when the link fails, the peer then not served, tried again
+on a jittered back-off off the loop, each reason logged once, and added by a live peer move once its link answers,
+its routes imported, Node updates moving nothing meanwhile, /status showing it waiting); the speaker
 sending every route to such a peer via the node's link-local address, and only to it; the import taking the peer's
 routes via its own link-local address (IPv4 ones too), installed with the interface, and no other link-local or cross-
 family next hop; the neighbour discovery messages (`bgpadv.speaker.ndp`) and the RA sender's bookkeeping. The lab proves
@@ -426,3 +428,285 @@ def test_an_interface_peer_whose_link_was_not_resolved_gets_no_route():
     lines.clear()
     speaker.set_desired(routes.per_peer)
     assert not [line for line in lines if "nlri" in line], "EoR only"
+
+
+# -- a link that fails at start is tried again -------------------------------------------------------------------------
+
+UPLINK = {"interface": "eth1", "asn": 64512}
+NUMBERED = {"address": "10.0.0.1", "asn": 64512}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def retrying(links: Links, clock: Clock, posted: list | None = None, shown: list | None = None) -> unnumbered.LinkRetry:
+    """A LinkRetry on `links` without jitter, posting to `posted` and showing the waiting interfaces in `shown`."""
+    return unnumbered.LinkRetry(
+        links,
+        posted.append if posted is not None else None,
+        clock=clock,
+        jitter=lambda delay: delay,
+        on_waiting=(lambda interfaces: shown.append(list(interfaces))) if shown is not None else None,
+    )
+
+
+def tries_at(retry: unnumbered.LinkRetry, links: Links, clock: Clock, until: float) -> list[float]:
+    """Run the retry on `clock` until `until` seconds after now: the offsets at which it solicited the link."""
+    start, offsets = clock.now, []
+    while clock.now - start <= until:
+        asked = len(links.asked)
+        retry.attempt()
+        if len(links.asked) > asked:
+            offsets.append(clock.now - start)
+        clock.now += 0.5
+    return offsets
+
+
+def test_a_peer_whose_link_failed_is_tried_again_every_2_s_doubling_to_30_s():
+    links, clock = Links(eth1=(NODE_LL, None)), Clock()
+    retry = retrying(links, clock)
+    placed = retry.place(config(NUMBERED, UPLINK))
+    assert [p.name for p in placed.peers] == ["10.0.0.1"] and links.asked == ["eth1"]
+    assert tries_at(retry, links, clock, 120) == [2, 6, 14, 30, 60, 90, 120]
+
+
+def test_the_back_off_is_jittered_so_a_racks_nodes_do_not_solicit_together():
+    links, clock = Links(eth1=(NODE_LL, None)), Clock()
+    retry = unnumbered.LinkRetry(links, clock=clock)
+    retry.place(config(UPLINK))
+    due = retry.next_due()
+    assert due is not None
+    low, high = (1 - unnumbered.RETRY_JITTER) * 2, (1 + unnumbered.RETRY_JITTER) * 2
+    assert low <= due - clock.now <= high
+
+
+def test_each_reason_a_peer_waits_for_is_logged_once(caplog):
+    links, clock = Links(eth1=(NODE_LL, None)), Clock()
+    retry = retrying(links, clock)
+    retry.place(config(UPLINK))
+    tries_at(retry, links, clock, 40)
+    del links.links["eth1"]  # the interface went away meanwhile
+    tries_at(retry, links, clock, 70)
+    retry.place(config(UPLINK))  # placed again (a label change): still waiting, not logged again
+    logged = [r.getMessage() for r in caplog.records if r.name == "bgpadv.runtime.unnumbered"]
+    assert len(logged) == 2
+    assert "no router answered" in logged[0] and "no interface eth1 on this node" in logged[1]
+
+
+def test_a_link_that_answers_is_handed_to_the_loop_and_the_next_placement_takes_it_without_soliciting():
+    links, clock, posted, shown = Links(eth1=(NODE_LL, None)), Clock(), [], []
+    retry = retrying(links, clock, posted, shown)
+    configured = config(NUMBERED, UPLINK)
+    retry.place(configured)
+    assert shown == [["eth1"]] and retry.status()[0]["reason"].startswith("no router answered")
+    links.links["eth1"] = (NODE_LL, TOR)  # the ToR's zebra answers now
+    clock.now += 2
+    assert retry.attempt() is True and posted == [unnumbered.LinksFound()]
+    asked = len(links.asked)
+    placed = retry.place(configured)
+    assert len(links.asked) == asked, "the loop took the retry's answer: no Router Solicitation on its thread"
+    assert [(p.name, p.on_link) for p in placed.peers] == [("10.0.0.1", None), (TOR, Address.parse(NODE_LL))]
+    assert shown[-1] == [] and retry.status() == [] and retry.next_due() is None
+
+
+def test_a_placement_leaves_a_waiting_peer_to_the_retry_instead_of_soliciting_on_the_loop():
+    links, clock = Links(eth1=(NODE_LL, None)), Clock()
+    retry = retrying(links, clock)
+    retry.place(config(UPLINK))
+    retry.place(config(UPLINK))
+    assert links.asked == ["eth1"]
+
+
+def test_a_peer_no_longer_placed_is_no_longer_tried():
+    links, clock, shown = Links(eth1=(NODE_LL, None)), Clock(), []
+    retry = retrying(links, clock, shown=shown)
+    retry.place(config(NUMBERED, UPLINK))
+    retry.place(config(NUMBERED))  # the node's labels no longer select it
+    clock.now += 60
+    assert retry.attempt() is False and links.asked == ["eth1"] and shown == [["eth1"], []]
+
+
+def test_the_retry_thread_hands_a_found_peer_to_the_queue():
+    import queue
+
+    links, inbox = Links(eth1=(NODE_LL, None)), queue.SimpleQueue()
+    retry = unnumbered.LinkRetry(links, inbox.put, jitter=lambda delay: delay / 1000)  # ms instead of seconds
+    retry.place(config(UPLINK))
+    retry.start()
+    try:
+        links.links["eth1"] = (NODE_LL, TOR)
+        assert inbox.get(timeout=5) == unnumbered.LinksFound()
+    finally:
+        retry.stop()
+    assert [p.name for p in retry.place(config(UPLINK)).peers] == [TOR]
+
+
+class Reloads:
+    """ExaBGP's reload as the controller sees it: the peer sets it was asked to run."""
+
+    def __init__(self) -> None:
+        self.reloaded: list[list[str]] = []
+
+    def reload_exabgp(self, config) -> bool:
+        self.reloaded.append([p.name for p in config.peers])
+        return True
+
+    def tick(self) -> None:
+        pass
+
+
+RACK = "topology.bgpadv.io/rack"
+
+
+def rack_node(rack: str, version: str) -> dict:
+    node = k8s.node("worker-1", "10.0.0.11", "fd00::11", labels={RACK: rack})
+    node["metadata"]["resourceVersion"] = version
+    return node
+
+
+def controller_waiting_for_eth1(links: Links, clock: Clock):
+    """A per-node controller on worker-1 (rack a) whose uplink peer (rack a's) waits for its link, beside a numbered
+    peer for every node; ExaBGP's reloads are recorded (`Reloads`), the retry posts to the loop's queue."""
+    import queue
+
+    from bgpadv.core import resources
+    from bgpadv.runtime.controller import Controller, LoopSettings, watched_resources
+    from bgpadv.sources.decode.dispatch import decode
+    from bgpadv.sources.reflector import WatchEvent
+    from tests.doubles import RecordingObserver, RecordingSources, RecordingSpeaker
+
+    inbox: queue.SimpleQueue = queue.SimpleQueue()
+    retry = retrying(links, clock)
+    retry.post = inbox.put
+    uplink = {**UPLINK, "nodeSelector": {"matchLabels": {RACK: "a"}}}
+    configured = config(NUMBERED, uplink, nodeName="worker-1")
+    node = decode(resources.NODE, rack_node("a", "1"), "worker-1")
+    assert node is not None
+
+    def placement(file, n):
+        return retry.place(file.serving(n.labels if n is not None else None))
+
+    c = Controller(
+        placement(configured, node),
+        speaker=RecordingSpeaker(),
+        sources=RecordingSources(),
+        events=inbox,
+        observer=RecordingObserver(),
+        settings=LoopSettings(coalesce_window=0.0),
+        clock=clock,
+        reloader=Reloads(),  # type: ignore[arg-type]
+        configured=configured,
+        placement=placement,
+        node=node,
+    )
+    for res in watched_resources(configured):
+        inbox.put(WatchEvent(res, "SYNCED", None, clock.now, None))
+    inbox.put(WatchEvent(resources.NODE, "ADDED", rack_node("a", "1"), clock.now, None))
+    assert c.step() is True and [p.name for p in c.config.peers] == ["10.0.0.1"]
+    return c, retry
+
+
+def test_the_controller_adds_a_found_peer_by_a_live_move_and_keeps_the_other_sessions():
+    links, clock = Links(eth1=(NODE_LL, None)), Clock()
+    c, retry = controller_waiting_for_eth1(links, clock)
+    links.links["eth1"] = (NODE_LL, TOR)
+    clock.now += 2
+    assert retry.attempt() is True
+    assert c.step() is True and c.restart_requested is False, "a live move, not a new controller"
+    assert c.reloader.reloaded == [["10.0.0.1", TOR]] and c.speaker.peer_sets == [["10.0.0.1", TOR]]
+    assert [(p.name, p.on_link) for p in c.config.peers] == [("10.0.0.1", None), (TOR, Address.parse(NODE_LL))]
+    assert c.guard.config is c.config
+
+
+def test_node_events_that_select_the_same_peers_move_nothing_while_a_peer_waits_or_after():
+    """The node's labels select the uplink peer all along: its discovered name, or its absence while it waits, is no
+    reason to place the peers again (a Router Solicitation on the loop, ExaBGP reloaded) on every Node update."""
+    from bgpadv.core import resources
+    from bgpadv.sources.reflector import WatchEvent
+
+    links, clock = Links(eth1=(NODE_LL, None)), Clock()
+    c, retry = controller_waiting_for_eth1(links, clock)
+    c.queue.put(WatchEvent(resources.NODE, "MODIFIED", rack_node("a", "2"), clock.now, None))
+    assert c.step() is True and c.reloader.reloaded == [] and links.asked == ["eth1"]
+    links.links["eth1"] = (NODE_LL, TOR)
+    clock.now += 2
+    retry.attempt()
+    c.step()
+    c.queue.put(WatchEvent(resources.NODE, "MODIFIED", rack_node("a", "3"), clock.now, None))
+    assert c.step() is True and c.reloader.reloaded == [["10.0.0.1", TOR]], "the one move that added it"
+    c.queue.put(WatchEvent(resources.NODE, "MODIFIED", rack_node("b", "4"), clock.now, None))
+    assert c.step() is True and c.reloader.reloaded[-1] == ["10.0.0.1"], "another rack: the uplink peer leaves"
+
+
+def test_status_shows_a_peer_waiting_for_its_link():
+    from bgpadv.commands.status import render_placement
+    from bgpadv.commands.statusdoc import STATUS
+    from bgpadv.runtime.peering import placement_status
+
+    links, clock = Links(eth1=(NODE_LL, None)), Clock()
+    retry = retrying(links, clock)
+    configured = config(NUMBERED, UPLINK, nodeName="worker-1")
+    running = retry.place(configured)
+    clock.now += 7
+    retry.attempt()
+    placement = placement_status(configured, running, retry.status())
+    STATUS({"placement": placement}, "")
+    assert render_placement(placement) == [
+        "node worker-1 serves: 10.0.0.1",
+        "waiting for its link: %eth1 on eth1 for 7 s (2 tries, next in 4 s): no router answered a Router "
+        "Solicitation on eth1 within 5 s",
+        "",
+    ]
+
+
+class Kernel:
+    """The import's kernel side: its protocol-186 tables and the link of each link-local next hop."""
+
+    def __init__(self) -> None:
+        self.tables: dict[int, dict] = {}
+        self.links: dict[Address, str] = {}
+
+    def vrf_tables(self):
+        return {}
+
+    def interfaces(self):
+        return []
+
+    def installed(self, tables):
+        return {t: dict(self.tables.get(t, {})) for t in tables}
+
+    def replace(self, table, prefix, hops):
+        self.tables.setdefault(table, {})[prefix] = frozenset(hops)
+
+    def delete(self, table, prefix):
+        del self.tables[table][prefix]
+
+
+def test_a_peer_added_live_has_its_routes_imported_via_its_link():
+    """A peer whose link answered later joins the import too: what it sends is learned, installed on its link."""
+    from bgpadv.importer.reconciler import Importer, SelectedNetwork
+    from bgpadv.speaker.protocol import NeighborList, RibInDone, UpdateEvent
+
+    imports = {"enabled": True, "networks": [{"name": "vmnet-a", "table": 1001, "accept": [{"prefix": "0.0.0.0/0"}]}]}
+    configured = config(UPLINK, importRoutes=imports)
+    running = unnumbered.with_links(configured, Links(eth1=(NODE_LL, None)))
+    kernel = Kernel()
+    importer = Importer(running, kernel, None, 0.0)  # type: ignore[arg-type]
+    importer.handle(NeighborList(()), 0.0)
+    importer.handle(RibInDone(), 0.0)
+    importer.set_networks({"vmnet-a": SelectedNetwork((Prefix.parse("192.168.100.0/24"),))}, 0.0)
+    found = unnumbered.with_links(configured, Links(eth1=(NODE_LL, TOR)))
+    importer.set_peers(found, unnumbered.next_hop_links(found))
+    default = Prefix.parse("0.0.0.0/0")
+    importer.handle(UpdateEvent(TOR, "receive", ((default, Address.parse(TOR)),), (), ()), 1.0)
+    importer.tick(1.0, full=True)
+    assert kernel.tables == {1001: {default: frozenset({Address.parse(TOR)})}}
+    assert kernel.links == {Address.parse(TOR): "eth1"}
+    importer.set_peers(running, unnumbered.next_hop_links(running))  # gone again: its routes are forgotten
+    importer.tick(2.0, full=True)
+    assert kernel.tables == {1001: {}}
