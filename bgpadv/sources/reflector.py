@@ -630,6 +630,11 @@ class Reflector:
             response.release_conn()
         return delivered
 
+    def _wanted(self, key: tuple[str, str] | str, view: View | None) -> bool:
+        """A watched object is kept (every one here; per-node IPAMClaims keep their node's VMs' only). `view` is
+        None for a DELETED."""
+        return True
+
     def _handle(self, line: bytes, at: float) -> None:
         plural = self.resource.plural
         try:
@@ -666,6 +671,8 @@ class Reflector:
         if rv:
             self._rv = rv
         key = self.resource.key(obj)
+        if kind == "DELETED" and not self._wanted(key, None):
+            return
         wall = object_wall_time(obj)
         if kind == "DELETED":
             self._cache.pop(key, None)
@@ -673,6 +680,8 @@ class Reflector:
             return
         view = decode(self.resource, obj, key)
         key = stored_key(view, key)
+        if not self._wanted(key, view):
+            return
         if unchanged(self._cache.get(key), view, obj):  # the store keeps the equal view it has (one object)
             try:
                 self._observer.watch_event(plural, kind, at, wall)  # observed (its lag), never queued
@@ -694,7 +703,20 @@ class Sources:
         settings: ReflectorSettings | None = None,
         observer: SourcesObserver | None = None,
     ) -> None:
-        self.reflectors = [Reflector(api_client, r, emit, settings, observer) for r in resources]
+        claims = next((r for r in resources if r.on_demand), None)
+        vmi_emit = emit
+        self.reflectors: list[Reflector] = []
+        if claims is not None:  # per-node: the node's VMIs pass through the claim reflector (`sources.claims`)
+            from bgpadv.sources.claims import ClaimReflector
+
+            claim_reflector = ClaimReflector(api_client, claims, emit, settings, observer)
+            self.reflectors.append(claim_reflector)
+            vmi_emit = claim_reflector.offer
+        self.reflectors += [
+            Reflector(api_client, r, vmi_emit if r.field == "vmis" else emit, settings, observer)
+            for r in resources
+            if not r.on_demand
+        ]
 
     def start(self) -> None:
         for reflector in self.reflectors:
