@@ -42,7 +42,7 @@ from bgpadv.core.resources import Resource
 from bgpadv.core.selectors import valid_value
 from bgpadv.core.views import Claim, View
 from bgpadv.observe.observers import SourcesObserver
-from bgpadv.sources.decode import VM_LABEL, decode, stored_key
+from bgpadv.sources.decode import VM_LABEL, decode
 from bgpadv.sources.reflector import (
     Reflector,
     ReflectorSettings,
@@ -236,7 +236,7 @@ class ClaimReflector(Reflector):
                 key = r.key(obj)
                 view = decode(r, obj, key)
                 if isinstance(view, Claim) and view.vm is not None and (view.key[0], view.vm) in wanted:
-                    found[stored_key(view, key)] = view  # type: ignore[index]
+                    found[view.key] = view  # the view's own key (`stored_key`): one tuple per claim
             meta = page.get("metadata") or {}
             version = version or str(meta.get("resourceVersion") or "")
             token = meta.get("continue") or None
@@ -258,7 +258,8 @@ class ClaimReflector(Reflector):
                 return
         with self._lock:
             listing = _Listing()
-            listing.views.update(fresh)
+            for claim_key, claim in fresh.items():
+                listing.views[claim_key] = claim
             for key, view in self._cache.items():  # read on arrival or watched while this LIST ran: kept as is
                 if key in fresh or not isinstance(view, Claim) or view.vm is None:
                     continue
@@ -331,7 +332,7 @@ class ClaimReflector(Reflector):
         while (batch := self._next_batch()) is not None:
             try:
                 found, _ = self._fetch(batch)
-            except (ApiException, OSError, ValueError, Exception) as e:
+            except Exception as e:  # any failure: the VMs wait and the read is retried (nothing escapes the thread)
                 self._retry(batch, e)
                 continue
             with self._lock:
@@ -362,4 +363,3 @@ class ClaimReflector(Reflector):
                     self._tries[vm] = tries
                     self._todo[vm] = due
             self._work.notify()
-

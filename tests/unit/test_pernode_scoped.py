@@ -136,6 +136,7 @@ class Instance:
         for obj in [*objs, *(claim(i) for i in vms)]:
             res = resources.resource_for(obj)
             assert res is not None
+            res = next(w for w in WATCHED if w.field == res.field)  # the watch as scoped (claims: the node's VMs')
             self.c.queue.put(event(res, "ADDED", obj, from_list=True))
         for i in vms:
             self.c.queue.put(event(ON, "ADDED", vmi(i), from_list=True))
