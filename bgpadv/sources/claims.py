@@ -63,6 +63,9 @@ DEPARTED_GRACE = 10.0
 """Seconds a VM that left the node's watches keeps its claims (a completed migration in may arrive in either
 order through the two VMI watches), after which they leave the view."""
 
+TOMBSTONE_SECONDS = 120.0
+"""How long a claim the watch saw deleted is remembered: longer than a read of arriving VMs' claims can take."""
+
 
 def _newer_than(view: View, version: str) -> bool:
     """`view` was written after the list at `version` (delivered by the watch while the list ran)."""
@@ -103,6 +106,9 @@ class ClaimReflector(Reflector):
         self._barriers: list[tuple[set[Key], WatchEvent]] = []  # a SYNCED waiting for these VMs' claims
         self._departed: dict[Key, float] = {}  # VMs that left every VMI watch, since (monotonic)
         self._workers: list[threading.Thread] = []
+        # claims the watch saw deleted, with the deletion's resourceVersion and when: a read that began before the
+        # deletion and answers after it must not bring the claim back (kept `TOMBSTONE_SECONDS`)
+        self._tombstones: dict[Key, tuple[str, float]] = {}
 
     # -- the VMI side: which VMs are local -------------------------------------------------------------------------
     def offer(self, event: WatchEvent) -> None:
@@ -270,12 +276,34 @@ class ClaimReflector(Reflector):
             listing.pages.append((len(listing.views), time.monotonic()))
             self._replace(listing, version)
 
+    def _emit(
+        self,
+        kind: Any,
+        obj: dict | None,
+        at: float,
+        from_list: bool = False,
+        view: View | None = None,
+        wall: float | None = None,
+        key: tuple[str, str] | str | None = None,
+    ) -> None:
+        if kind == "DELETED" and obj is not None and not from_list:  # a deletion the watch delivered
+            gone = self.resource.key(obj)
+            if isinstance(gone, tuple):
+                version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+                self._tombstones[gone] = (version, time.monotonic())
+        super()._emit(kind, obj, at, from_list, view, wall, key)
+
+    def _buried(self, key: Key, view: View) -> bool:
+        """The watch saw `key` deleted after `view` was read."""
+        tomb = self._tombstones.get(key)
+        return tomb is not None and not _newer_than(view, tomb[0])
+
     def _settle(self, vms: list[Key], found: dict[Key, View], at: float) -> None:
         """Claims read for arriving `vms`: the new or newer ones emitted, then the VMs' held events."""
         for key, view in found.items():
             vm = (key[0], view.vm) if isinstance(view, Claim) else None
             old = self._cache.get(key)
-            if vm not in self._pending or not _newer(old, view.resource_version):
+            if vm not in self._pending or not _newer(old, view.resource_version) or self._buried(key, view):
                 continue
             self._cache[key] = view
             self._emit("ADDED" if old is None else "MODIFIED", None, at, view=view, key=key)
@@ -293,7 +321,8 @@ class ClaimReflector(Reflector):
         for key, view in list(self._cache.items()):
             if isinstance(view, Claim) and view.vm is not None and (view.key[0], view.vm) in gone:
                 del self._cache[key]
-                self._emit("DELETED", deleted_object(self.resource, key, view.resource_version), now, key=key)
+                moved = deleted_object(self.resource, key, view.resource_version)
+                Reflector._emit(self, "DELETED", moved, now, key=key)  # moved away: no tombstone, it may come back
 
     # -- reading arriving VMs' claims -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -319,6 +348,8 @@ class ClaimReflector(Reflector):
             while not self._stop.is_set():
                 now = time.monotonic()
                 self._drop_departed(now)
+                for key in [k for k, (_, since) in self._tombstones.items() if now - since >= TOMBSTONE_SECONDS]:
+                    del self._tombstones[key]
                 due = [vm for vm, when in self._todo.items() if when <= now][:BATCH_NAMES]
                 if due:
                     for vm in due:
