@@ -212,9 +212,14 @@ class ClaimReflector(Reflector):
         page, _, _ = yamlsafe.loads_list_page(data)
         return str((page.get("metadata") or {}).get("resourceVersion") or "")
 
-    def _fetch(self, vms: Iterable[Key]) -> tuple[dict[Key, View], str]:
+    def _fetch(self, vms: Iterable[Key], at: str | None) -> tuple[dict[Key, View], str]:
         """The claims of `vms` (by their `kubevirt.io/vm` label, filtered to the VMs' namespaces), by store key, and
-        the resourceVersion they were read at. Raises what the request raises."""
+        the resourceVersion they were read at. Raises what the request raises.
+
+        `at`: the claim watch's resourceVersion; the read asks for a state not older than it
+        (`resourceVersionMatch=NotOlderThan`), which the apiserver serves from its watch cache, filtering in memory,
+        instead of reading every claim of the cluster from etcd for each request (what a read without a
+        resourceVersion costs before consistent reads from the cache, Kubernetes 1.31)."""
         wanted = set(vms)
         names = sorted({name for _, name in wanted})
         selector = f"{VM_LABEL} in ({','.join(names)})"
@@ -229,6 +234,9 @@ class ClaimReflector(Reflector):
                 "_request_timeout": (s.connect_timeout, s.request_timeout),
                 "label_selector": selector,
             }
+            if at and not token:
+                kwargs["resource_version"] = at
+                kwargs["resource_version_match"] = "NotOlderThan"
             if token:
                 kwargs["_continue"] = token
             response = self._call(**kwargs)
@@ -258,7 +266,7 @@ class ClaimReflector(Reflector):
         read = set(vms)
         fresh: dict[Key, View] = {}
         for start in range(0, len(vms), BATCH_NAMES):
-            found, _ = self._fetch(vms[start : start + BATCH_NAMES])
+            found, _ = self._fetch(vms[start : start + BATCH_NAMES], version)
             fresh.update(found)
             if self._stop.is_set():
                 return
@@ -362,7 +370,7 @@ class ClaimReflector(Reflector):
     def _fetch_loop(self) -> None:
         while (batch := self._next_batch()) is not None:
             try:
-                found, _ = self._fetch(batch)
+                found, _ = self._fetch(batch, self._rv)
             except Exception as e:  # any failure: the VMs wait and the read is retried (nothing escapes the thread)
                 self._retry(batch, e)
                 continue

@@ -225,6 +225,10 @@ def test_a_list_of_one_gives_the_current_version_and_a_set_selector_reads_some_v
         page = server.list_page(1, token, label_selector=selector)
         seen += page["items"]
     assert names(seen) == ["one-0.default", "one-2.default"]
+    # as the claim reads ask: not older than the watch's resourceVersion (the real one serves it from its cache)
+    page = server.list_page(500, label_selector=selector, resource_version=rv, resource_version_match="NotOlderThan")
+    assert names(page["items"]) == ["one-0.default", "one-2.default"]
+    assert int(page["metadata"]["resourceVersion"]) >= int(rv)
 
 
 def test_a_deleting_object_goes_away_when_its_finalizers_are_removed(server: Server) -> None:
