@@ -95,37 +95,32 @@ def test_claim_changes_elsewhere_are_dropped_and_a_local_vms_are_kept(server: Fa
     assert claim_names(harness) == {"vm-0.default", "vm-2.default", "vm-4.default"}
 
 
+def label_vm(server: FakeApiServer, vm: str, label: str, node: str | None = NODE) -> None:
+    """Set (or, `node` None, remove) one of a VMI's node labels, as KubeVirt writes it."""
+    server.patch("kubevirt.io/v1", "VirtualMachineInstance", vm, NS, {"metadata": {"labels": {label: node}}})
+
+
+def arrives_with_its_claim_first(h: Harness, vm: str) -> None:
+    """`vm` reaches the store, its claim before it."""
+    h.wait(lambda: (NS, vm) in h.store.state.vmis)
+    assert (NS, f"{vm}.default") in h.store.state.ipam_claims
+    seq = order(h)
+    assert seq.index(("ipamclaims", "ADDED", f"{vm}.default")) < seq.index(("virtualmachineinstances", "ADDED", vm))
+
+
 def test_a_vm_migrating_in_is_delivered_once_its_claim_is_read(server: FakeApiServer, harness: Harness) -> None:
     harness.sources.start()
     harness.wait(lambda: harness.store.synced)
-    server.patch(
-        "kubevirt.io/v1",
-        "VirtualMachineInstance",
-        "vm-1",
-        NS,
-        {"metadata": {"labels": {resources.MIGRATION_TARGET_LABEL: NODE}}},
-    )
-    harness.wait(lambda: (NS, "vm-1") in harness.store.state.vmis)
-    assert (NS, "vm-1.default") in harness.store.state.ipam_claims
-    seq = order(harness)
-    assert seq.index(("ipamclaims", "ADDED", "vm-1.default")) < seq.index(("virtualmachineinstances", "ADDED", "vm-1"))
+    label_vm(server, "vm-1", resources.MIGRATION_TARGET_LABEL)
+    arrives_with_its_claim_first(harness, "vm-1")
 
 
 def test_a_failed_read_keeps_the_vm_back_and_is_retried(server: FakeApiServer, harness: Harness) -> None:
     harness.sources.start()
     harness.wait(lambda: harness.store.synced)
     server.fail_next(2, 500, verb="list", plural="ipamclaims")
-    server.patch(
-        "kubevirt.io/v1",
-        "VirtualMachineInstance",
-        "vm-3",
-        NS,
-        {"metadata": {"labels": {resources.NODE_NAME_LABEL: NODE}}},
-    )
-    harness.wait(lambda: (NS, "vm-3") in harness.store.state.vmis)
-    assert (NS, "vm-3.default") in harness.store.state.ipam_claims
-    seq = order(harness)
-    assert seq.index(("ipamclaims", "ADDED", "vm-3.default")) < seq.index(("virtualmachineinstances", "ADDED", "vm-3"))
+    label_vm(server, "vm-3", resources.NODE_NAME_LABEL)
+    arrives_with_its_claim_first(harness, "vm-3")
 
 
 def test_410_on_the_claim_watch_re_reads_the_held_claims(server: FakeApiServer, harness: Harness) -> None:
@@ -147,13 +142,7 @@ def test_a_vm_that_left_gives_its_claims_up_after_the_grace_as_moved(
     monkeypatch.setattr(claim_source, "DEPARTED_GRACE", 0.2)
     harness.sources.start()
     harness.wait(lambda: harness.store.synced)
-    server.patch(
-        "kubevirt.io/v1",
-        "VirtualMachineInstance",
-        "vm-0",
-        NS,
-        {"metadata": {"labels": {resources.NODE_NAME_LABEL: "worker-2"}}},
-    )
+    label_vm(server, "vm-0", resources.NODE_NAME_LABEL, "worker-2")
     harness.wait(lambda: (NS, "vm-0") not in harness.store.state.vmis)
     harness.wait(lambda: (NS, "vm-0.default") not in harness.store.state.ipam_claims)
     gone = [e for e in harness.events if e.resource.plural == "ipamclaims" and e.type == "DELETED"]
