@@ -224,6 +224,7 @@ def _parse_field_selector(text: str, extra: tuple[str, ...] = ()) -> Predicate:
     absent field compares as "" (an unscheduled pod has no spec.nodeName and matches `spec.nodeName=`)."""
     labels = ("metadata.name", "metadata.namespace", *extra)
     terms: list[Predicate] = []
+    hint: tuple[tuple[str, ...], str] | None = None  # a field a match must equal (`_Kind.with_field`)
     for raw in filter(None, (p.strip() for p in text.split(","))):
         m = re.fullmatch(r"([A-Za-z.]+)\s*(==|=|!=)\s*(.*)", raw)
         if m is None or m[1] not in labels:
@@ -233,7 +234,13 @@ def _parse_field_selector(text: str, extra: tuple[str, ...] = ()) -> Predicate:
             terms.append(lambda o, a=path, v=value: _field(o, a) != v)
         else:
             terms.append(lambda o, a=path, v=value: _field(o, a) == v)
-    return lambda obj: all(term(obj) for term in terms)
+            hint = hint or (path, value)
+
+    def predicate(obj: dict) -> bool:
+        return all(term(obj) for term in terms)
+
+    predicate.hint = hint  # type: ignore[attr-defined]
+    return predicate
 
 
 def _field(obj: object, path: tuple[str, ...]) -> str:
@@ -336,6 +343,17 @@ class _Kind:
                 if isinstance(value, str):
                     index.setdefault(value, []).append(key)
         return sorted(key for value in values for key in index.get(value, ()))
+
+    def with_field(self, path: tuple[str, ...], value: str) -> list[str]:
+        """The sorted keys of the objects whose field `path` is `value` (an absent field is "", `_field`); indexed as
+        labels are, under the field's dotted path (as a real apiserver indexes a pod's spec.nodeName)."""
+        name = "field:" + ".".join(path)
+        index = self.labelled.get(name)
+        if index is None:
+            index = self.labelled[name] = {}
+            for key, obj in self.objects.items():
+                index.setdefault(_field(obj, path), []).append(key)
+        return sorted(index.get(value, ()))
 
 
 def _store_key(t: ApiType, namespace: str | None, name: str) -> str:
@@ -834,8 +852,10 @@ class FakeApiServer:
             if overlay:
                 objects = {**kind.objects, **overlay}
                 keys = sorted(k for k, v in objects.items() if v is not None)
-        hint = getattr(labels, "hint", None)
-        if hint is not None and objects is kind.objects:  # the candidates the selector allows, in key order
+        hint, field_hint = getattr(labels, "hint", None), getattr(fields, "hint", None)
+        if field_hint is not None and objects is kind.objects:  # the candidates the selectors allow, in key order
+            keys = kind.with_field(*field_hint)
+        elif hint is not None and objects is kind.objects:
             keys = kind.indexed(*hint)
         prefix = f"{namespace}/" if namespace and t.namespaced else ""
         lo = bisect.bisect_right(keys, max(after, prefix)) if (after or prefix) else 0
