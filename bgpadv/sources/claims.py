@@ -14,8 +14,8 @@ selector that extension lists a VM's claims by):
   claims are read by label, in batches (`kubevirt.io/vm in (...)`, up to `BATCH_NAMES` VMs a request) by
   `FETCH_WORKERS` threads, retried with backoff. Until they are read, the VM's events are held back: the VM is
   not in the instance's view, so nothing about it is announced from a lower-trust source (a launcher pod's
-  annotation, a guest report) that its claim may contradict. A watch's SYNCED waits for the VMs it delivered,
-  so the first plan sees every VM with its claims;
+  annotation, a guest report) that its claim may contradict. A VMI watch's SYNCED waits for every VM whose claims
+  are being read when it arrives, so the first plan sees every VM with its claims;
 - a VM that leaves both VMI watches (migrated away, a failed migration into the node over) keeps its claims for
   `DEPARTED_GRACE` seconds (a VMI whose migration completed arrives through the node watch as it leaves the
   target watch, in whichever order the two streams deliver it), then they leave the view as objects that moved,
