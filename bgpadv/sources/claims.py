@@ -185,7 +185,7 @@ class ClaimReflector(Reflector):
                 self._forward(synced)
 
     # -- the claim side ---------------------------------------------------------------------------------------------
-    def _wanted(self, key: Any, view: View | None) -> bool:
+    def _wanted(self, key: Any, view: View) -> bool:
         """A watched claim is kept: it is held already, or it belongs to a local VM (or one that just left)."""
         if key in self._cache:
             return True
@@ -193,6 +193,16 @@ class ClaimReflector(Reflector):
             return False
         vm = (view.key[0], view.vm)
         return vm in self._vms or vm in self._departed
+
+    def _wanted_deletion(self, key: Any, obj: dict) -> bool:
+        """A watched deletion goes on for a claim held; for one of a local VM not held yet (its read in flight) it
+        is only remembered, so that the read does not bring it back (`_buried`)."""
+        if key in self._cache:
+            return True
+        if isinstance(key, tuple) and self._wanted(key, decode(self.resource, obj, key)):
+            version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+            self._tombstones[key] = (version, time.monotonic())
+        return False
 
     def _handle(self, line: bytes, at: float) -> None:
         with self._lock:

@@ -630,9 +630,12 @@ class Reflector:
             response.release_conn()
         return delivered
 
-    def _wanted(self, key: tuple[str, str] | str, view: View | None) -> bool:
-        """A watched object is kept (every one here; per-node IPAMClaims keep their node's VMs' only). `view` is
-        None for a DELETED."""
+    def _wanted(self, key: tuple[str, str] | str, view: View) -> bool:
+        """A watched ADDED/MODIFIED is kept (every one here; per-node IPAMClaims keep their node's VMs' only)."""
+        return True
+
+    def _wanted_deletion(self, key: tuple[str, str] | str, obj: dict) -> bool:
+        """A watched DELETED is kept (every one here)."""
         return True
 
     def _handle(self, line: bytes, at: float) -> None:
@@ -671,7 +674,7 @@ class Reflector:
         if rv:
             self._rv = rv
         key = self.resource.key(obj)
-        if kind == "DELETED" and not self._wanted(key, None):
+        if kind == "DELETED" and not self._wanted_deletion(key, obj):
             return
         wall = object_wall_time(obj)
         if kind == "DELETED":

@@ -10,6 +10,8 @@ deleted meanwhile is found); a VM that leaves the node gives its claims up after
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from bgpadv.core import resources
@@ -148,3 +150,55 @@ def test_a_vm_that_left_gives_its_claims_up_after_the_grace_as_moved(
     gone = [e for e in harness.events if e.resource.plural == "ipamclaims" and e.type == "DELETED"]
     assert gone and gone[-1].resource.moves
     assert not (gone[-1].obj or {}).get("metadata", {}).get("deletionTimestamp")
+
+
+def test_a_claim_deleted_while_its_vm_s_read_is_answered_late_is_not_brought_back() -> None:
+    """The read of an arriving VM's claims began before the watch delivered the claim's deletion, and answers
+    after it with the claim as it was: the claim stays gone; the VM goes on, without it."""
+    import json
+    import threading
+
+    from kubernetes import client
+
+    from bgpadv.sources.claims import ClaimReflector
+    from bgpadv.sources.reflector import WatchEvent
+    from tests.fakeapi.test_reflector import CannedResponse
+
+    claims = next(r for r in WATCHED if r.field == "ipam_claims")
+    on_node = WATCHED_ON_NODE
+    old = claim("vm-0", "192.168.100.10")
+    old["metadata"]["resourceVersion"] = "5"
+    gone = json.loads(json.dumps(old))
+    gone["metadata"]["resourceVersion"] = "12"
+    events: list[WatchEvent] = []
+    reflector = ClaimReflector(client.ApiClient(), claims, events.append, FAST)
+    deleted, answered = threading.Event(), threading.Event()
+
+    def call(**kwargs):
+        if kwargs.get("watch"):
+            if deleted.is_set():
+                reflector._wake.wait(5)  # nothing more to say
+                return CannedResponse()
+            deleted.set()
+            return CannedResponse(chunks=(json.dumps({"type": "DELETED", "object": gone}).encode() + b"\n",))
+        if kwargs.get("limit") == 1:
+            return CannedResponse(json.dumps({"metadata": {"resourceVersion": "10"}, "items": []}).encode())
+        deleted.wait(5)  # the read answers after the deletion was delivered, with the claim as it was before
+        answered.set()
+        return CannedResponse(json.dumps({"metadata": {"resourceVersion": "9"}, "items": [old]}).encode())
+
+    reflector._call = call
+    vm = vmi("vm-0", NODE, "192.168.100.10")
+    vm["metadata"]["resourceVersion"] = "3"
+    reflector.offer(WatchEvent(on_node, "ADDED", vm, 0.0, key=(NS, "vm-0")))
+    reflector.start()
+    try:
+        assert answered.wait(5)
+        end = time.monotonic() + 5
+        while not any(e.resource is on_node for e in events) and time.monotonic() < end:
+            time.sleep(0.01)
+    finally:
+        reflector.stop()
+    seen = [(e.resource.plural, e.type) for e in events if e.type != "SYNCED"]
+    assert ("virtualmachineinstances", "ADDED") in seen
+    assert ("ipamclaims", "ADDED") not in seen
