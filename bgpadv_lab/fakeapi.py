@@ -179,6 +179,7 @@ Predicate = Callable[[dict], bool]
 def parse_label_selector(text: str) -> Predicate:
     """Compile a label selector string into a predicate over label dicts; ValueError when it does not parse."""
     terms: list[Callable[[dict], bool]] = []
+    hint: tuple[str, frozenset[str]] | None = None  # a term naming the values a match must have (`_Kind.indexed`)
     pos, text = 0, text.strip()
     while pos < len(text):
         m = _TERM.match(text, pos)
@@ -190,19 +191,26 @@ def parse_label_selector(text: str) -> Predicate:
             raise ValueError(f"unable to parse requirement: {m.group(0)!r}")
         if op in ("=", "=="):
             terms.append(lambda labels, k=key, v=m["val"]: labels.get(k) == v)
+            hint = hint or (key, frozenset([m["val"]]))
         elif op == "!=":
             terms.append(lambda labels, k=key, v=m["val"]: labels.get(k) != v)
         elif setop:
             values = frozenset(v.strip() for v in m["vals"].split(",") if v.strip())
             if setop == "in":
                 terms.append(lambda labels, k=key, vs=values: labels.get(k) in vs)
+                hint = hint or (key, values)
             else:
                 terms.append(lambda labels, k=key, vs=values: labels.get(k) not in vs)
         elif neg:
             terms.append(lambda labels, k=key: k not in labels)
         else:
             terms.append(lambda labels, k=key: k in labels)
-    return lambda labels: all(term(labels) for term in terms)
+
+    def predicate(labels: dict) -> bool:
+        return all(term(labels) for term in terms)
+
+    predicate.hint = hint  # type: ignore[attr-defined]
+    return predicate
 
 
 FIELD_LABELS: dict[tuple[str, str], tuple[str, ...]] = {("", "pods"): ("spec.nodeName",)}
@@ -216,6 +224,7 @@ def _parse_field_selector(text: str, extra: tuple[str, ...] = ()) -> Predicate:
     absent field compares as "" (an unscheduled pod has no spec.nodeName and matches `spec.nodeName=`)."""
     labels = ("metadata.name", "metadata.namespace", *extra)
     terms: list[Predicate] = []
+    hint: tuple[tuple[str, ...], str] | None = None  # a field a match must equal (`_Kind.with_field`)
     for raw in filter(None, (p.strip() for p in text.split(","))):
         m = re.fullmatch(r"([A-Za-z.]+)\s*(==|=|!=)\s*(.*)", raw)
         if m is None or m[1] not in labels:
@@ -225,7 +234,13 @@ def _parse_field_selector(text: str, extra: tuple[str, ...] = ()) -> Predicate:
             terms.append(lambda o, a=path, v=value: _field(o, a) != v)
         else:
             terms.append(lambda o, a=path, v=value: _field(o, a) == v)
-    return lambda obj: all(term(obj) for term in terms)
+            hint = hint or (path, value)
+
+    def predicate(obj: dict) -> bool:
+        return all(term(obj) for term in terms)
+
+    predicate.hint = hint  # type: ignore[attr-defined]
+    return predicate
 
 
 def _field(obj: object, path: tuple[str, ...]) -> str:
@@ -313,6 +328,32 @@ class _Kind:
     # LISTs from its watch cache at Go speed; re-encoding every object for every LIST made this server, not the
     # client under test, most of a big LIST's time (2 s of CPU for 20k objects, measured).
     encoded: dict[str, tuple[dict, bytes]] = field(default_factory=dict)
+    # label key -> value -> the keys of the objects carrying it, built when a selector names the label and dropped
+    # by any write of the kind: a LIST selected by `k=v` or `k in (...)` reads the candidates, not every object (a
+    # real apiserver filters its watch cache at Go speed; 100,000 label tests per LIST here took 0.6 s, measured)
+    labelled: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+
+    def indexed(self, label: str, values: frozenset[str]) -> list[str]:
+        """The sorted keys of the objects whose label `label` is one of `values`."""
+        index = self.labelled.get(label)
+        if index is None:
+            index = self.labelled[label] = {}
+            for key, obj in self.objects.items():
+                value = _labels(obj).get(label)
+                if isinstance(value, str):
+                    index.setdefault(value, []).append(key)
+        return sorted(key for value in values for key in index.get(value, ()))
+
+    def with_field(self, path: tuple[str, ...], value: str) -> list[str]:
+        """The sorted keys of the objects whose field `path` is `value` (an absent field is "", `_field`); indexed as
+        labels are, under the field's dotted path (as a real apiserver indexes a pod's spec.nodeName)."""
+        name = "field:" + ".".join(path)
+        index = self.labelled.get(name)
+        if index is None:
+            index = self.labelled[name] = {}
+            for key, obj in self.objects.items():
+                index.setdefault(_field(obj, path), []).append(key)
+        return sorted(index.get(value, ()))
 
 
 def _store_key(t: ApiType, namespace: str | None, name: str) -> str:
@@ -770,6 +811,7 @@ class FakeApiServer:
         self._rv += 1
         new["metadata"]["resourceVersion"] = str(self._rv)
         objects = self._kinds[t].objects
+        self._kinds[t].labelled.clear()
         if event == "DELETED":
             objects.pop(key, None)
             self._kinds[t].encoded.pop(key, None)
@@ -810,6 +852,11 @@ class FakeApiServer:
             if overlay:
                 objects = {**kind.objects, **overlay}
                 keys = sorted(k for k, v in objects.items() if v is not None)
+        hint, field_hint = getattr(labels, "hint", None), getattr(fields, "hint", None)
+        if field_hint is not None and objects is kind.objects:  # the candidates the selectors allow, in key order
+            keys = kind.with_field(*field_hint)
+        elif hint is not None and objects is kind.objects:
+            keys = kind.indexed(*hint)
         prefix = f"{namespace}/" if namespace and t.namespaced else ""
         lo = bisect.bisect_right(keys, max(after, prefix)) if (after or prefix) else 0
         hi = bisect.bisect_left(keys, prefix[:-1] + "0") if prefix else len(keys)  # "0" sorts right after "/"

@@ -20,6 +20,7 @@ class Resource:
     label_selector: str = ""  # what the watch asks for (server-side filter)
     field_selector: str = ""  # likewise (per-node mode: launcher pods of this node only, see `for_node`)
     moves: bool = False  # objects leave this watch when they move to another node (per-node VMIs, `for_node`)
+    on_demand: bool = False  # read for the node's VMs only, not listed whole (per-node IPAMClaims, `for_node`)
     optional: bool = True  # a CRD that may be absent (KubeVirt not installed): logged and retried, never fatal
     also_served: tuple[str, ...] = ()  # other versions upstream still serves in the same shape (read as `version`)
 
@@ -88,9 +89,11 @@ def for_node(resource: Resource, node: str) -> tuple[Resource, ...]:
     label: those on the node (`kubevirt.io/nodeName`) and those migrating to it (`kubevirt.io/migrationTargetNodeName`,
     set before the target is ready, so the target can announce at target-ready). Both watches fill one view (the
     store keeps an object while either holds it); a VMI that leaves a watch without a deletionTimestamp moved, it was
-    not deleted (`moves`: no mass deletion, `bgpadv.safety.failstatic`). Every other resource whole: custom
-    resources select on labels and metadata.name/namespace only, and nothing else names a node (IPAMClaims,
-    networks, nodes, namespaces)."""
+    not deleted (`moves`: no mass deletion, `bgpadv.safety.failstatic`). IPAMClaims name no node: those of the
+    node's VMs only, read when a VM arrives and kept by one filtered watch (`on_demand`, `bgpadv.sources.claims`);
+    they leave the view when their VM leaves the node (`moves`). Every other resource whole: custom resources
+    select on labels and metadata.name/namespace only, and nothing else names a node (networks, nodes,
+    namespaces)."""
     if resource is LAUNCHER_POD:
         return (replace(resource, field_selector=f"spec.nodeName={node}"),)
     if resource is VMI:
@@ -98,6 +101,8 @@ def for_node(resource: Resource, node: str) -> tuple[Resource, ...]:
             replace(resource, label_selector=f"{NODE_NAME_LABEL}={node}", moves=True),
             replace(resource, label_selector=f"{MIGRATION_TARGET_LABEL}={node}", moves=True),
         )
+    if resource is IPAM_CLAIM:
+        return (replace(resource, moves=True, on_demand=True),)
     return (resource,)
 
 

@@ -1,6 +1,6 @@
 """What the controller needs from the parts it drives: the speaker and the sources, as typed seams.
 
-The real classes (`bgpadv.speaker.session.Speaker`, `bgpadv.sources.reflector.Sources`) and every test double
+The real classes (`bgpadv.speaker.session.Speaker`, `bgpadv.sources.watches.Sources`) and every test double
 implement these Protocols; the controller checks them when it is built, so a double that lacks something the real
 speaker has fails at once instead of being probed around. The observer seams are in `bgpadv.observe.observers`.
 """

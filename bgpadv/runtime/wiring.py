@@ -50,8 +50,8 @@ if TYPE_CHECKING:
     from bgpadv.runtime.controller import Controller
     from bgpadv.runtime.handover import EarlyController
     from bgpadv.runtime.unnumbered import Advertising, LinkRetry
-    from bgpadv.sources.reflector import Sources
     from bgpadv.sources.sessionstate import SessionStateWriter
+    from bgpadv.sources.watches import Sources
     from bgpadv.speaker.bfd import BfdControl
 
 log = logging.getLogger(__name__)
@@ -254,8 +254,9 @@ def _start_sources(
     placement, the health server, BFD): its events wait in the queue, and nothing is planned before every resource
     is listed and ExaBGP has told what it advertises. What is watched is the file's configuration (the placement
     narrows the peers only)."""
-    from bgpadv.sources.reflector import ReflectorSettings, Sources
+    from bgpadv.sources.reflector import ReflectorSettings
     from bgpadv.sources.store import watched_resources
+    from bgpadv.sources.watches import Sources
 
     # per-node mode: one instance per node lost its watches together when the apiserver restarted; spread their
     # relists (cluster mode's one or two replicas list at once)

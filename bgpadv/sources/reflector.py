@@ -45,7 +45,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -631,6 +631,14 @@ class Reflector:
             response.release_conn()
         return delivered
 
+    def _wanted(self, key: tuple[str, str] | str, view: View) -> bool:
+        """A watched ADDED/MODIFIED is kept (every one here; per-node IPAMClaims keep their node's VMs' only)."""
+        return True
+
+    def _wanted_deletion(self, key: tuple[str, str] | str, obj: dict) -> bool:
+        """A watched DELETED is kept (every one here)."""
+        return True
+
     def _handle(self, line: bytes, at: float) -> None:
         plural = self.resource.plural
         try:
@@ -667,6 +675,8 @@ class Reflector:
         if rv:
             self._rv = rv
         key = self.resource.key(obj)
+        if kind == "DELETED" and not self._wanted_deletion(key, obj):
+            return
         wall = object_wall_time(obj)
         if kind == "DELETED":
             self._cache.pop(key, None)
@@ -674,6 +684,8 @@ class Reflector:
             return
         view = decode(self.resource, obj, key)
         key = stored_key(view, key)
+        if not self._wanted(key, view):
+            return
         if unchanged(self._cache.get(key), view, obj):  # the store keeps the equal view it has (one object)
             try:
                 self._observer.watch_event(plural, kind, at, wall)  # observed (its lag), never queued
@@ -682,39 +694,3 @@ class Reflector:
             return
         self._cache[key] = view
         self._emit(kind, obj, at, view=view, wall=wall, key=key)
-
-
-class Sources:
-    """One reflector per resource, started and stopped together."""
-
-    def __init__(
-        self,
-        api_client: ApiClient,
-        resources: Sequence[Resource],
-        emit: Callable[[WatchEvent], None],
-        settings: ReflectorSettings | None = None,
-        observer: SourcesObserver | None = None,
-    ) -> None:
-        self.reflectors = [Reflector(api_client, r, emit, settings, observer) for r in resources]
-
-    def start(self) -> None:
-        for reflector in self.reflectors:
-            reflector.start()
-
-    def relist(self) -> None:
-        """Ask every reflector for a fresh full LIST (each ends in SYNCED with its `listed_at`)."""
-        for reflector in self.reflectors:
-            reflector.relist()
-
-    def stop(self) -> None:
-        for reflector in self.reflectors:
-            reflector._stop.set()
-            reflector._wake.set()
-            reflector._cut()
-        for reflector in self.reflectors:
-            reflector.stop()
-
-    @property
-    def synced(self) -> bool:
-        """Every resource finished its first list (or is not installed)."""
-        return all(r.synced for r in self.reflectors)

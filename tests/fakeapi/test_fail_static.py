@@ -25,8 +25,9 @@ import pytest
 from kubernetes import client
 
 from bgpadv.core import resources
-from bgpadv.sources.reflector import ReflectorSettings, Sources, WatchEvent
+from bgpadv.sources.reflector import ReflectorSettings, WatchEvent
 from bgpadv.sources.store import Store
+from bgpadv.sources.watches import Sources
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.fakeapi import FakeApiServer
 from bgpadv_lab.objects import VM_NAMESPACE as NS

@@ -22,8 +22,9 @@ import pytest
 from kubernetes import client
 
 from bgpadv.core import resources
-from bgpadv.sources.reflector import ReflectorSettings, Sources, WatchEvent, deleted_object, object_wall_time
+from bgpadv.sources.reflector import ReflectorSettings, WatchEvent, deleted_object, object_wall_time
 from bgpadv.sources.store import Store
+from bgpadv.sources.watches import Sources
 from bgpadv_lab import objects
 from bgpadv_lab.fakeapi import FakeApiServer
 from bgpadv_lab.objects import VM_NAMESPACE as NS

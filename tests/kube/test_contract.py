@@ -207,6 +207,30 @@ def test_a_label_selected_watch_sees_an_object_leave_as_deleted_and_one_arrive_a
     assert int(rv) < int(left["resourceVersion"]) < int(arrived["resourceVersion"])
 
 
+def test_a_list_of_one_gives_the_current_version_and_a_set_selector_reads_some_vms_claims(server: Server) -> None:
+    """What a per-node instance's IPAMClaim reads rely on (`bgpadv.sources.claims`): a LIST with `limit=1` carries
+    the collection's current resourceVersion (a watch from it delivers exactly the later changes); a LIST selected by
+    `kubevirt.io/vm in (...)` holds exactly the claims of those VMs, across pages."""
+    server.write.apply(claims("one", 4))
+    first = server.list_page(1)
+    assert len(first["items"]) == 1 and first["metadata"].get("continue")
+    rv = first["metadata"]["resourceVersion"]
+    server.write.patch(*CLAIM, "one-3.default", NS, {"metadata": {"labels": {"bgpadv.test/touched": "yes"}}})
+    events = [e for e in server.watch(rv, timeout=3) if e["type"] != "BOOKMARK"]
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("MODIFIED", "one-3.default")]
+    selector = "kubevirt.io/vm in (one-0,one-2,one-9)"
+    page = server.list_page(1, label_selector=selector)
+    seen = list(page["items"])
+    while token := page["metadata"].get("continue"):
+        page = server.list_page(1, token, label_selector=selector)
+        seen += page["items"]
+    assert names(seen) == ["one-0.default", "one-2.default"]
+    # as the claim reads ask: not older than the watch's resourceVersion (the real one serves it from its cache)
+    page = server.list_page(500, label_selector=selector, resource_version=rv, resource_version_match="NotOlderThan")
+    assert names(page["items"]) == ["one-0.default", "one-2.default"]
+    assert int(page["metadata"]["resourceVersion"]) >= int(rv)
+
+
 def test_a_deleting_object_goes_away_when_its_finalizers_are_removed(server: Server) -> None:
     server.write.apply(claims("fin", 1))
     rv = server.list_page(500)["metadata"]["resourceVersion"]

@@ -48,6 +48,7 @@ def config() -> Config:
 WATCHED = watched_resources(config())
 (ON,) = (r for r in WATCHED if r.label_selector == f"kubevirt.io/nodeName={NODE}")
 (TO,) = (r for r in WATCHED if r.label_selector == f"kubevirt.io/migrationTargetNodeName={NODE}")
+(CLAIMS,) = (r for r in WATCHED if r.field == "ipam_claims")
 SETTLE = config().safety.deletion_settle_seconds
 
 
@@ -132,6 +133,7 @@ class Instance(FedController):
         for obj in [*objs, *(claim(i) for i in vms)]:
             res = resources.resource_for(obj)
             assert res is not None
+            res = next(w for w in WATCHED if w.field == res.field)  # the watch as scoped (claims: the node's VMs')
             self.c.queue.put(event(res, "ADDED", obj, from_list=True))
         for i in vms:
             self.c.queue.put(event(ON, "ADDED", vmi(i), from_list=True))
@@ -164,6 +166,24 @@ def test_a_node_drained_is_not_a_mass_deletion_its_vms_are_withdrawn_at_once(fou
     four.step()
     assert four.handed == [SUBNET]
     assert four.observer.held[-1] == {PEER: 0}
+
+
+def test_the_claims_of_vms_that_left_go_as_moved_and_count_towards_no_mass_deletion(four: Instance, clock: ManualClock):
+    """The instance keeps only its VMs' IPAMClaims (`bgpadv.sources.claims`): when VMs leave, their claims leave the
+    view too, as DELETED without a deletionTimestamp of the claims' scoped watch. They count towards no mass
+    deletion: the two claims really deleted next (their VMs still on the node) are withdrawn at once, not held as
+    they would be if four claims of four had been deleted."""
+    four.watch(ON, "DELETED", *(vmi(i, 2) for i in range(10, 12)))
+    four.watch(CLAIMS, "DELETED", *(claim(i) for i in range(10, 12)))
+    deleted = [claim(i) for i in range(12, 14)]
+    for obj in deleted:
+        obj["metadata"]["deletionTimestamp"] = "2025-03-01T11:00:00Z"
+    four.watch(CLAIMS, "DELETED", *deleted)
+    clock.now += SETTLE
+    four.step()
+    assert four.handed == [SUBNET]
+    assert four.observer.held[-1] == {PEER: 0}
+    assert four.c.store.state.ipam_claims == {}
 
 
 def test_vms_deleted_through_a_scoped_watch_are_still_a_mass_deletion(four: Instance, clock: ManualClock):

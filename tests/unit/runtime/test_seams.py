@@ -24,7 +24,7 @@ from bgpadv.observe.observers import (
 )
 from bgpadv.runtime.controller import Controller
 from bgpadv.runtime.seams import ControllerSources, ControllerSpeaker
-from bgpadv.sources.reflector import Sources
+from bgpadv.sources.watches import Sources
 from bgpadv.speaker.session import Speaker
 from tests.doubles import RecordingObserver, RecordingSources, RecordingSpeaker
 
