@@ -81,7 +81,11 @@ def _with_ipam(ipam: object, role: str = "Primary") -> dict:
         pytest.param(k8s.cudn_localnet("legacy", "physnet", ["10.200.0.0/24"]), True, id="localnet-persistent"),
         # an older CRD lets these through: each is read as OVN-K renders the NAD (allowPersistentIPs only for
         # `Persistent` with IPAM enabled), the CRD's default, and the network stays valid
-        pytest.param(_with_ipam({"mode": "Disabled", "lifecycle": "Persistent"}, "Secondary"), False, id="persistent-without-ipam"),
+        pytest.param(
+            _with_ipam({"mode": "Disabled", "lifecycle": "Persistent"}, "Secondary"),
+            False,
+            id="persistent-without-ipam",
+        ),
         pytest.param(_with_ipam({"lifecycle": "persistent"}), False, id="unknown-value-lowercase"),
         pytest.param(_with_ipam({"lifecycle": ["Persistent"]}), False, id="wrong-type"),
         pytest.param(_with_ipam("Persistent"), False, id="ipam-not-an-object"),
