@@ -12,13 +12,11 @@ and the per-node instances (`render --per-node`) give the instance's answer.
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from bgpadv.commands.explain_engine import Explainer
 from bgpadv.commands.explain_query import parse_query
-from bgpadv.commands.outcome import instances
+from bgpadv.commands.outcome import instances, node_view
 from bgpadv.core import reasons
 from bgpadv.planner import plan
 from bgpadv.planner.incremental import IncrementalPlanner
@@ -47,13 +45,9 @@ def attack() -> list[dict]:
 
 
 def per_node(node: str, *objects, **config):
-    """The plan of the instance on `node`, from the objects it watches (its node's VMIs, their launcher pods and
-    claims), made both ways."""
-    state = k8s.state(*objects)
-    vmis = {k: v for k, v in state.vmis.items() if v.node_name == node}
-    pods = {k: p for k, p in state.pods.items() if p.node == node}
-    claims = {k: c for k, c in state.ipam_claims.items() if (c.key[0], c.vm) in vmis}
-    state = dataclasses.replace(state, vmis=vmis, pods=pods, ipam_claims=claims)
+    """The plan of the instance on `node`, from the objects it holds (`outcome.node_view`: its node's VMIs, their
+    launcher pods and claims), made both ways."""
+    state = node_view(k8s.state(*objects), node)
     return planned_both_ways(state, k8s.config(nodeName=node, **config))
 
 
