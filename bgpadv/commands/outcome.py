@@ -57,17 +57,23 @@ class Unrouted:
     network: str = ""
 
 
+def node_view(state: ClusterState, node: str) -> ClusterState:
+    """What the instance on `node` holds of `state`: its own node's launcher pods and VMIs (`resources.for_node`),
+    and the IPAMClaims of those VMs."""
+    pods = {k: p for k, p in state.pods.items() if p.node == node}
+    vmis = {k: v for k, v in state.vmis.items() if watched_on(v.labels, node)}
+    claims = {k: c for k, c in state.ipam_claims.items() if c.vm is not None and (c.key[0], c.vm) in vmis}
+    return dataclasses.replace(state, pods=pods, vmis=vmis, ipam_claims=claims)
+
+
 def guarded(state: ClusterState, config: Config, node: str | None = None) -> Instance:
     """The instance of `config` (per-node mode: on `node`, default `config.node_name`): its plan through the guard
     for the configured peers, as the controller applies it (`bgpadv.safety.guard`). An instance on a node sees the
     launcher pods and the VMIs of its node only (running there or migrating there), and the IPAMClaims of those VMs,
     as the service watches them."""
     node = node or config.node_name
-    if node is not None:  # the instance on `node` lists its own node's launcher pods and VMIs (resources.for_node)
-        pods = {k: p for k, p in state.pods.items() if p.node == node}
-        vmis = {k: v for k, v in state.vmis.items() if watched_on(v.labels, node)}
-        claims = {k: c for k, c in state.ipam_claims.items() if c.vm is not None and (c.key[0], c.vm) in vmis}
-        state = dataclasses.replace(state, pods=pods, vmis=vmis, ipam_claims=claims)
+    if node is not None:
+        state = node_view(state, node)
     plan = make_plan(state, config, node)
     guard = Guard(config if node is None else dataclasses.replace(config, node_name=node))
     result = guard.check(plan.routes, guard.context(plan))

@@ -56,6 +56,15 @@ naming the same subnet keeps it), in another node's host subnet or in none. OVN-
 from its node's host subnet, so such an annotation was edited (or is stale): a host route for it would pull another
 node's traffic. Refused before the duplicate rule."""
 
+CLAIM_REQUIRED = "claim-required"
+"""Per-node mode: a VM address read from its launcher pod's `k8s.ovn.org/pod-networks` annotation on a network with
+persistent IPs (Layer2, `ipam.lifecycle: Persistent`), for a VM that has no IPAMClaim on it. There every VM's
+address comes from an IPAMClaim, and a per-node instance holds only the claims of its own node's VMs: it cannot tell
+whether a VM on another node claims the address, and tenants may patch their pods' annotations, so announcing it
+could give the fabric a second path to another VM. The VM's IPAMClaim (created by KubeVirt's ipam-extensions) brings
+its address back; without one, run the VM on a network without persistent IPs, or let a cluster-mode instance
+announce it (it sees every claim and refuses a taken address `outranked-address`)."""
+
 NAMESPACED_UDN_NOT_ADVERTISABLE = "namespaced-udn-not-advertisable"
 """The claim's `spec.network` names a namespaced UserDefinedNetwork (`<namespace>_<name>`), which RouteAdvertisements
 cannot select."""
@@ -290,6 +299,7 @@ ALL_REASONS: tuple[str, ...] = (
     DUPLICATE_ADDRESS,
     OUTRANKED_ADDRESS,
     OUTSIDE_NODE_SUBNET,
+    CLAIM_REQUIRED,
     NAMESPACED_UDN_NOT_ADVERTISABLE,
     UNKNOWN_NETWORK,
     NETWORK_NOT_SELECTED,

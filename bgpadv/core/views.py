@@ -83,7 +83,8 @@ class Network:
     `withdrawn`: being deleted or `NetworkCreated` False (contributes nothing, claims skipped silently). `problems`:
     the refusals of the CUDN itself (malformed `spec.network`, not advertisable, an invalid definition); when there
     are any, `claim_problem` is the (reason, message) every claim on it gets, and the definition fields are empty.
-    `secondary`: an IPAM-less secondary Layer2 network (guest-reported addresses). `gateways` include the implied
+    `secondary`: an IPAM-less secondary Layer2 network (guest-reported addresses). `persistent_ips`: IPAM enabled
+    and `ipam.lifecycle: Persistent` (its VMs' addresses come from IPAMClaims). `gateways` include the implied
     ones (OVN-K's first host, or the first host of the first infrastructure subnet of the family);
     `infrastructure_addresses` are the implied management-port addresses (the second host) of families without
     infrastructure subnets. `host_subnet_lengths`: Layer3 (cidr, hostSubnet), OVN-K's default when unset.
@@ -99,6 +100,7 @@ class Network:
     topology: str | None = None
     role: str | None = None
     ipam_disabled: bool = False
+    persistent_ips: bool = False
     secondary: bool = False
     problems: tuple[Problem, ...] = ()
     claim_problem: tuple[str, str] | None = None

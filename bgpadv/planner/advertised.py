@@ -31,6 +31,7 @@ class Network:
     infrastructure: tuple[SubnetRange, ...] = ()
     infrastructure_addresses: frozenset[Address] = frozenset()  # implied management-port addresses
     ipam_disabled: bool = False
+    persistent_ips: bool = False  # `ipam.lifecycle: Persistent`: its VMs' addresses come from IPAMClaims
     host_subnet_lengths: tuple[tuple[SubnetRange, int], ...] = ()  # Layer3: (cidr, hostSubnet) when set
     # the namespaces its namespaceSelector selects among those listed (real labels), and those it does not select:
     namespaces: frozenset[str] = frozenset()

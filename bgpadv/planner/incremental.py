@@ -907,7 +907,8 @@ class IncrementalPlanner:
             return  # no launcher pod to read (or a claim holds the address): nothing to contribute, nothing to keep
         out = Collector()
         claimed_links = {(key[0], key[1], c) for c in signature[2]}
-        read_vmi_pods(vmi, signature[1], primary, claimed_links, out, self._host_subnets)  # type: ignore[arg-type]
+        per_node = self.config.node_name is not None
+        read_vmi_pods(vmi, signature[1], primary, claimed_links, out, self._host_subnets, per_node)  # type: ignore[arg-type]
         entry = _Entry(signature, *out.take())
         self._pod_entries[key] = entry
         self._add_entry(entry, dirty)

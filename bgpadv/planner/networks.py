@@ -214,6 +214,7 @@ def _from_view(view: views.Network) -> Network:
         infrastructure=tuple(SubnetRange.of(p) for p in view.infrastructure),
         infrastructure_addresses=frozenset((a.version, a.value) for a in view.infrastructure_addresses),
         ipam_disabled=view.ipam_disabled,
+        persistent_ips=view.persistent_ips,
         host_subnet_lengths=tuple((SubnetRange.of(p), n) for p, n in view.host_subnet_lengths),
         network_id=view.network_id,
         labels=view.labels,

@@ -21,6 +21,13 @@ the launcher pod's node holds (`host_subnets`: in another node's, or in none) is
 before the duplicate rule (an edited annotation must not even contest another VM's address). An address that is not
 valid on the network at all keeps its own refusal (`outside-network-subnets`, ...).
 
+Per-node mode (`per_node`): on a network with persistent IPs (Layer2, `ipam.lifecycle: Persistent`) every VM's
+address comes from an IPAMClaim, and an instance holds only the claims of its own node's VMs, so it cannot see a
+claim of another node's VM that an edited annotation names. An annotation address of a VM without a claim there is
+refused `claim-required` (before the duplicate rule, like `outside-node-subnet`): announced, it could give the
+fabric a second path to another node's VM. Cluster mode sees every claim and refuses such an address
+`outranked-address` instead; a network without persistent IPs has no claims to hide.
+
 Not read: the VMI's `status.interfaces[]` entry of the pod network. KubeVirt merges there what the guest agent
 reports with Multus' network status (`infoSource: domain, guest-agent, multus-status`), so it cannot tell OVN-K's
 assignment from an address the guest configured itself inside the subnet (an IPv6 privacy address, a static one),
@@ -129,6 +136,20 @@ def on_node(
     return tuple(kept) if len(kept) != len(addresses) else addresses
 
 
+def claim_required(
+    addresses: tuple[VmAddress, ...], network: Network, pod: LauncherPod, vmi: Vmi, out: Collector
+) -> None:
+    """Per-node mode, a network with persistent IPs: refuse each annotation address `claim-required` (see the
+    module)."""
+    message = (
+        f"launcher pod {pod.key[1]} lists it, but the VM has no IPAMClaim on CUDN {network.name}, whose addresses "
+        "are persistent IPs (IPAMClaims): a per-node instance holds only its own node's claims and cannot tell "
+        "whether a VM elsewhere claims the address"
+    )
+    for a in addresses:
+        out.refuse(vmi.ref, a.text, reasons.CLAIM_REQUIRED, message, network.name)
+
+
 def read_vmi_pods(
     vmi: Vmi,
     pods: tuple[LauncherPod, ...],
@@ -136,9 +157,10 @@ def read_vmi_pods(
     claimed: set[ClaimLink],
     out: Collector,
     subnets: HostSubnets | None = None,
+    per_node: bool = False,
 ) -> None:
     """One VMI's addresses from its launcher pods (`vmi_pods`) into `out`; `subnets`: the Layer3 host subnets as
-    held (`host_subnets`; None: no node holds any)."""
+    held (`host_subnets`; None: no node holds any); `per_node`: an instance of per-node mode (`claim-required`)."""
     namespace, name = vmi.key
     if not vmi.identified or not vmi.running or not pods or claimed_here(namespace, name, primary, claimed):
         return
@@ -157,6 +179,9 @@ def read_vmi_pods(
             out.refuse(vmi.ref, describe(namespace), reasons.NAMESPACE_NOT_SELECTED, message, network.name)
             continue  # never a party to the duplicate rule
         addresses = entry.addresses
+        if per_node and network.persistent_ips and entry.refused is None:
+            claim_required(addresses, network, pod, vmi, out)
+            continue  # never a party to the duplicate rule
         if network.topology == "Layer3" and entry.refused is None:
             addresses = on_node(addresses, network, pod, vmi, subnets or HostSubnets((), ()), out)
         if addresses or entry.refused is not None:
@@ -170,9 +195,11 @@ def read_pod_networks(
     claimed: set[ClaimLink],
     out: Collector,
     subnets: HostSubnets | None = None,
+    per_node: bool = False,
 ) -> None:
     """Read the pod-assigned addresses of Running VMIs (`ClusterState.vmis`, or any part of it) into `out`;
-    `subnets`: the Layer3 host subnets as held (`host_subnets`; None: no node holds any)."""
+    `subnets`: the Layer3 host subnets as held (`host_subnets`; None: no node holds any); `per_node`: an instance
+    of per-node mode (`claim-required`)."""
     primary = primary_networks(networks)
     if not primary:
         return
@@ -182,4 +209,4 @@ def read_pod_networks(
         return
     pods = LauncherPods(state.pods, wanted_keys(running))
     for vmi in running:
-        read_vmi_pods(vmi, vmi_pods(vmi, pods), primary, claimed, out, subnets)
+        read_vmi_pods(vmi, vmi_pods(vmi, pods), primary, claimed, out, subnets, per_node)

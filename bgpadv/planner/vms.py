@@ -105,7 +105,9 @@ advertised, refused by rule 1 before any conflict.
    not being deleted, allocated or not) wins: the pod is not read for it. The VMI is the source and its age counts
    in conflicts within its trust rank (below any claim's: tenants may patch their pods' annotations); rules 3-8
    apply as for claims. On a Layer3 CUDN an address outside every host subnet the pod's node holds
-   (`k8s.ovn.org/node-subnets`; in another node's, or in none) is refused `outside-node-subnet` first.
+   (`k8s.ovn.org/node-subnets`; in another node's, or in none) is refused `outside-node-subnet` first. In per-node
+   mode, on a network with persistent IPs (`ipam.lifecycle: Persistent`), every such address is refused
+   `claim-required` first: the instance holds only its own node's claims and cannot check it against the others.
 
 The reading of each object is the decoder's (`bgpadv.sources.decode`, into `bgpadv.core.views`): a claim's
 addresses, its VM, a VMI's migration and guest reports arrive parsed, with their problems. The rules live in the
@@ -174,7 +176,7 @@ def host_routes(
     if config.networks.pod_network_addresses:
         subnets = HostSubnets(state.nodes.values(), primary_networks(networks).values())
         claimed = claim_links(state.ipam_claims.values(), references)
-        read_pod_networks(state.vmis, state, networks, claimed, out, subnets)
+        read_pod_networks(state.vmis, state, networks, claimed, out, subnets, config.node_name is not None)
         del claimed
     del references  # with the links, 6 MiB at 20,000 claims: not held while the routes are made
     out.validate()

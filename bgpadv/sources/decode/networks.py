@@ -19,6 +19,7 @@ CUDN_KIND = "ClusterUserDefinedNetwork"
 NETWORK_ID_ANNOTATION = "k8s.ovn.org/network-id"
 # A CUDN's: OVN-K's userdefinednetwork controller and its network cluster controller.
 CREATED_CONDITION, NETWORK_ALLOCATED_CONDITION = "NetworkCreated", "NetworkAllocationSucceeded"
+PERSISTENT = "Persistent"  # `ipam.lifecycle`: the VMs' addresses are kept in IPAMClaims
 NADS_DELETED = "NetworkAttachmentDefinitionDeleted"  # NetworkCreated False while its NADs go away
 DEFAULT_HOST_SUBNET = {4: 24, 6: 64}
 """OVN-K's host subnet length when a Layer3 subnet sets no `hostSubnet` (its cluster-subnet parser's defaults)."""
@@ -360,11 +361,13 @@ def decode_network(obj: object, key: object = None) -> Network:
     topology = network_spec.get("topology")
     block = network_spec.get(topology.lower()) if isinstance(topology, str) else None
     role = block.get("role") if isinstance(block, dict) else None
-    ipam_disabled = isinstance(block, dict) and _map(block.get("ipam")).get("mode") == "Disabled"
+    ipam = _map(block.get("ipam")) if isinstance(block, dict) else {}
+    ipam_disabled = ipam.get("mode") == "Disabled"
     common.update(
         topology=topology if isinstance(topology, str) else None,
         role=role if isinstance(role, str) else None,
         ipam_disabled=ipam_disabled,
+        persistent_ips=_persistent_ips(ipam, ipam_disabled),
     )
     refused = _classify(name, topology, block, role, ipam_disabled) or _not_created(name, status)
     if refused is not None:
@@ -390,6 +393,13 @@ def decode_network(obj: object, key: object = None) -> Network:
         transport=describe(transport) if transport is not None else None,
         evpn=_evpn(network_spec.get("evpn")),
     )
+
+
+def _persistent_ips(ipam: Mapping, ipam_disabled: bool) -> bool:
+    """Whether the network's VMs keep their addresses in IPAMClaims: `ipam.lifecycle: Persistent` with IPAM enabled
+    (the only value the CRD allows, and only with mode Enabled). Any other value, or none, is the CRD's default, no
+    persistent IPs, as OVN-K reads it when it renders the NAD (`allowPersistentIPs` only for `Persistent`)."""
+    return not ipam_disabled and ipam.get("lifecycle") == PERSISTENT
 
 
 def _malformed_namespace_selector(name: str, problems: list[tuple[str, str]]) -> dict[str, Any]:

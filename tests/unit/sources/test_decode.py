@@ -66,6 +66,38 @@ def test_a_secondary_ipamless_network_carries_its_namespace_selector():
     assert view.namespace_selector.matches({"kubernetes.io/metadata.name": "tenant-a"})
 
 
+def _with_ipam(ipam: object, role: str = "Primary") -> dict:
+    obj = k8s.cudn_layer2("vmnet-a", ["10.100.0.0/24"] if role == "Primary" else None, role=role)
+    obj["spec"]["network"]["layer2"]["ipam"] = ipam
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("obj", "persistent"),
+    [
+        pytest.param(k8s.cudn_layer2("vmnet-a", ["10.100.0.0/24"]), True, id="layer2-lifecycle-persistent"),
+        pytest.param(k8s.cudn_layer2("vmnet-a", ["10.100.0.0/24"], persistent=False), False, id="layer2-no-lifecycle"),
+        pytest.param(k8s.cudn_layer3("l3", [("10.132.0.0/16", 24)]), False, id="layer3-has-no-ipam-block"),
+        pytest.param(k8s.cudn_localnet("legacy", "physnet", ["10.200.0.0/24"]), True, id="localnet-persistent"),
+        # an older CRD lets these through: each is read as OVN-K renders the NAD (allowPersistentIPs only for
+        # `Persistent` with IPAM enabled), the CRD's default, and the network stays valid
+        pytest.param(
+            _with_ipam({"mode": "Disabled", "lifecycle": "Persistent"}, "Secondary"),
+            False,
+            id="persistent-without-ipam",
+        ),
+        pytest.param(_with_ipam({"lifecycle": "persistent"}), False, id="unknown-value-lowercase"),
+        pytest.param(_with_ipam({"lifecycle": ["Persistent"]}), False, id="wrong-type"),
+        pytest.param(_with_ipam("Persistent"), False, id="ipam-not-an-object"),
+    ],
+)
+def test_a_network_says_whether_its_vms_addresses_are_persistent_ips(obj, persistent):
+    """`ipam.lifecycle: Persistent` (IPAMClaims hold the VMs' addresses) decides `claim-required` in per-node mode."""
+    view = _network(obj)
+    assert view.persistent_ips is persistent
+    assert view.problems == () or view.topology == "Localnet"
+
+
 @pytest.mark.parametrize(
     ("obj", "reason", "claim_reason"),
     [
