@@ -187,8 +187,9 @@ def controller_main(
             extra={"node": config.speaker_node},
         )
 
-    from bgpadv.runtime.unnumbered import Advertising, KernelLinks, LinkRetry, waiting_gauge  # interface peers
+    from bgpadv.runtime.unnumbered import Advertising, KernelLinks, LinkRetry, raise_net_raw, waiting_gauge
 
+    raise_net_raw(configured, log)  # interface peers: the Router Solicitations and Advertisements need it
     advertising = Advertising(metrics.metrics)
     # interface peers whose link failed are tried again off the loop, found ones handed to it through its queue
     links = LinkRetry(KernelLinks(), inbox.put, on_waiting=waiting_gauge(metrics.metrics))
