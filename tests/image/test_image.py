@@ -176,7 +176,9 @@ def raise_with(container: str, interpreter: str, capability: str) -> subprocess.
 
 
 @pytest.mark.parametrize("capability", sorted(RAISE))
-def test_the_controller_raises_its_capability_only_where_the_container_grants_it(container: str, capability: str) -> None:
+def test_the_controller_raises_its_capability_only_where_the_container_grants_it(
+    container: str, capability: str
+) -> None:
     granted = raise_with(container, "/opt/bgpadv/bin/python3-netadmin", capability)
     assert granted.stdout.strip() == "None", granted.stdout + granted.stderr
     plain = raise_with(container, "/opt/bgpadv/bin/python3", capability)

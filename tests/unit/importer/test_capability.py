@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from bgpadv.core.runfiles import NETADMIN_INTERPRETER, controller_argv, controller_interpreter
 from bgpadv.config import parse
+from bgpadv.core.runfiles import NETADMIN_INTERPRETER, controller_argv, controller_interpreter
 from bgpadv.importer.capability import raise_net_admin
 from bgpadv.runtime import unnumbered
 from bgpadv_lab import objects as k8s
