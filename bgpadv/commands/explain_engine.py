@@ -111,7 +111,8 @@ class Verdict:
 
 @dataclass(frozen=True, slots=True)
 class Announced:
-    """A route of the plan with where it goes: the instance announcing it and the peers that get it."""
+    """A route of the plan with where it goes: the instance announcing it and the peers that get it (an unnumbered
+    peer scoped to its interface, `fe80::1%eth1`)."""
 
     route: Route
     instance: str
@@ -165,7 +166,7 @@ class Explainer:
         self.found = tuple(found)
         self.refusals = unique_refusals(self.found)
         self.by_guard = frozenset(k for i in self.found for k in i.by_guard)
-        self.announced = [Announced(r, i.name, i.peers_of(r)) for i in self.found for r in i.plan.routes]
+        self.announced = [Announced(r, i.name, i.peer_labels_of(r)) for i in self.found for r in i.plan.routes]
         self.networks = index_networks(state, config)
         self.per_node = config.node_name is not None
         self.references = claim_references(state.pods.values(), state.vmis)

@@ -42,9 +42,19 @@ class Instance:
     plan: Plan
     peers: Mapping[int, tuple[str, ...]] = field(default_factory=dict)  # id(route) -> peer names
     by_guard: frozenset[tuple[ObjectRef, str, str]] = frozenset()  # (source, value, reason) of the guard's refusals
+    interfaces: Mapping[str, str] = field(default_factory=dict)  # peer name -> interface, of unnumbered peers
 
     def peers_of(self, route: Route) -> tuple[str, ...]:
         return self.peers.get(id(route), ())
+
+    def peer_labels_of(self, route: Route) -> tuple[str, ...]:
+        """The peers `route` goes to as people read them: an unnumbered peer's address scoped to its interface
+        (`fe80::1%eth1`; one left to discovery is named `%eth1` already)."""
+        return tuple(self._label(name) for name in self.peers_of(route))
+
+    def _label(self, name: str) -> str:
+        interface = self.interfaces.get(name)
+        return name if interface is None or name.startswith("%") else f"{name}%{interface}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +93,8 @@ def guarded(state: ClusterState, config: Config, node: str | None = None) -> Ins
             peers.setdefault(id(route), []).append(peer)
     name = node or CLUSTER
     by_guard = frozenset((r.source, r.value, r.reason) for r in result.rejected)
-    return Instance(name, result.observed(plan), {k: tuple(v) for k, v in peers.items()}, by_guard)
+    interfaces = {p.name: p.interface for p in config.peers if p.interface is not None}
+    return Instance(name, result.observed(plan), {k: tuple(v) for k, v in peers.items()}, by_guard, interfaces)
 
 
 def served_on(state: ClusterState, config: Config, node: str | None) -> Config:

@@ -18,7 +18,8 @@ BFDD_DIR = "bfdd"  # bfdd's own directory (its socket, configuration and pid fil
 BFDD_FAILED = "bfdd.failed"  # the supervisor gave up on bfdd (the reason, one line)
 BFD_WANTED = "bfdd.wanted"  # the controller wants bfdd to run (its peers enable BFD)
 NETADMIN_INTERPRETER = "python3-netadmin"
-"""The image's interpreter for the controller: file capability cap_net_admin+p (`bgpadv.importer.capability`)."""
+"""The image's interpreter for the controller: file capabilities cap_net_admin,cap_net_raw+p
+(`bgpadv.core.capability`)."""
 PID_FILE = "exabgp.pid"
 """ExaBGP's pid file (`bgpadv run` removes a stale one before it starts ExaBGP)."""
 

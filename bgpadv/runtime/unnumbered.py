@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from bgpadv.config import Config, PeerConfig
+from bgpadv.core.capability import CAP_NET_RAW, raise_capability
 from bgpadv.core.prefix import Address
 from bgpadv.observe.metrics import Metrics
 from bgpadv.speaker import ndp
@@ -46,6 +47,24 @@ RETRY_JITTER = 0.2
 the same instant."""
 
 
+NET_RAW_DEPLOY = "kustomize: deploy/components/unnumbered; Helm: a peer in config has interface, or unnumbered.enabled"
+"""Where the pod gets CAP_NET_RAW, for the errors that say it has not."""
+
+
+def raise_net_raw(config: Config | None = None, log: logging.Logger | None = None) -> str | None:
+    """Make CAP_NET_RAW effective in this process when `config` (None: unconditionally) has interface peers: the
+    raw ICMPv6 socket of their Router Solicitations and Advertisements needs it. None when it is (or nothing needs
+    it), else why it cannot be (also logged as an error on `log`: the interface peers then wait for their link in
+    /status and `bgpadv_interface_peer_waiting`, and each failed advertisement counts in
+    `bgpadv_router_advert_errors_total`)."""
+    if config is not None and not any(p.interface is not None for p in config.peers):
+        return None
+    why = raise_capability(CAP_NET_RAW, "NET_RAW", NET_RAW_DEPLOY)
+    if why is not None and log is not None:
+        log.error("interface peers cannot discover the ToR or send it router advertisements: %s", why)
+    return why
+
+
 class Links(Protocol):
     """What `with_links` reads of the node's links (`KernelLinks` on a node; a table in tests)."""
 
@@ -61,7 +80,10 @@ class KernelLinks:
         return ndp.link_local(interface)
 
     def router(self, interface: str, timeout: float) -> Address:
-        return ndp.discover_router(interface, timeout)
+        try:
+            return ndp.discover_router(interface, timeout)
+        except PermissionError as e:
+            raise ndp.LinkError(f"a Router Solicitation needs CAP_NET_RAW ({NET_RAW_DEPLOY}): {e}") from e
 
 
 def resolve(peer: PeerConfig, links: Links, timeout: float = DISCOVERY_SECONDS) -> PeerConfig:

@@ -187,13 +187,14 @@ def controller_main(
             extra={"node": config.speaker_node},
         )
 
-    from bgpadv.runtime.unnumbered import Advertising, KernelLinks, LinkRetry, waiting_gauge  # interface peers
+    from bgpadv.runtime.unnumbered import Advertising, KernelLinks, LinkRetry, raise_net_raw, waiting_gauge
 
     advertising = Advertising(metrics.metrics)
     # interface peers whose link failed are tried again off the loop, found ones handed to it through its queue
     links = LinkRetry(KernelLinks(), inbox.put, on_waiting=waiting_gauge(metrics.metrics))
 
     def placement(c: Config, n: Node | None) -> Config:
+        raise_net_raw(c, log)  # interface peers (the file's, live-reloaded too): their RS and RAs need it
         placed = links.place(effective(c, n, kernel_interface_addresses))  # unnumbered
         advertising.serve(placed)  # unnumbered: RAs on the interface peers' links
         return placed

@@ -134,7 +134,10 @@ class RouterAdvertiser:
     def _failed(self, interface: str, error: Exception) -> None:
         why = str(error) if isinstance(error, ndp.LinkError) else f"{type(error).__name__}: {error}"
         if isinstance(error, PermissionError):
-            why += " (sending router advertisements needs CAP_NET_RAW)"
+            why += (
+                " (sending router advertisements needs CAP_NET_RAW: kustomize deploy/components/unnumbered, Helm "
+                "unnumbered.enabled)"
+            )
         if self.errors.get(interface) != why:
             log.error(
                 "cannot send router advertisements: the ToR cannot learn this node on the link",

@@ -142,10 +142,13 @@ def test_bfdd_carries_the_three_file_capabilities_frr_insists_on_and_nothing_els
     )
 
 
-def test_the_controllers_interpreter_carries_net_admin_as_a_file_capability_and_nothing_else(container: str) -> None:
-    # permitted only: the controller raises it when it imports routes (bgpadv.importer.capability)
+def test_the_controllers_interpreter_carries_net_admin_and_net_raw_as_file_capabilities_and_nothing_else(
+    container: str,
+) -> None:
+    # permitted only: the controller raises each when it imports routes (bgpadv.importer.capability) or has interface
+    # peers (bgpadv.runtime.unnumbered)
     result = run_as(container, OPENSHIFT_USER, "getcap", "/opt/bgpadv/bin/python3-netadmin")
-    assert result.stdout.split() == ["/opt/bgpadv/bin/python3-netadmin", "cap_net_admin=p"], result.stderr
+    assert result.stdout.split() == ["/opt/bgpadv/bin/python3-netadmin", "cap_net_admin,cap_net_raw=p"], result.stderr
     result = run_as(container, OPENSHIFT_USER, "getcap", "/opt/bgpadv/bin/python3")
     assert result.stdout.strip() == "", result.stdout
     chosen = run_as(
@@ -159,21 +162,28 @@ def test_the_controllers_interpreter_carries_net_admin_as_a_file_capability_and_
     assert chosen.stdout.split() == ["/opt/bgpadv/bin/python3-netadmin", "/opt/bgpadv/bin/python3"], chosen.stderr
 
 
-RAISE = "from bgpadv.importer.capability import raise_net_admin; print(raise_net_admin())"
+RAISE = {
+    "CAP_NET_ADMIN": "from bgpadv.importer.capability import raise_net_admin; print(raise_net_admin())",
+    "CAP_NET_RAW": "from bgpadv.runtime.unnumbered import raise_net_raw; print(raise_net_raw())",
+}
 
 
-def raise_with_net_admin(container: str, interpreter: str) -> subprocess.CompletedProcess[str]:
-    """`raise_net_admin()` under `interpreter`, as the import component's pod runs: an arbitrary UID, NET_ADMIN in
-    the bounding set, escalation allowed."""
-    argv = ["--isolation", "chroot", "--user", OPENSHIFT_USER, "--cap-add", "CAP_NET_ADMIN", container]
-    return buildah("run", *argv, "--", interpreter, "-c", RAISE)
+def raise_with(container: str, interpreter: str, capability: str) -> subprocess.CompletedProcess[str]:
+    """The controller's raise of `capability` under `interpreter`, as the import's or the unnumbered component's pod
+    runs: an arbitrary UID, that capability alone in the bounding set, escalation allowed."""
+    argv = ["--isolation", "chroot", "--user", OPENSHIFT_USER, "--cap-add", capability, container]
+    return buildah("run", *argv, "--", interpreter, "-c", RAISE[capability])
 
 
-def test_the_controller_raises_net_admin_only_where_the_container_grants_it(container: str) -> None:
-    granted = raise_with_net_admin(container, "/opt/bgpadv/bin/python3-netadmin")
+@pytest.mark.parametrize("capability", sorted(RAISE))
+def test_the_controller_raises_its_capability_only_where_the_container_grants_it(
+    container: str, capability: str
+) -> None:
+    granted = raise_with(container, "/opt/bgpadv/bin/python3-netadmin", capability)
     assert granted.stdout.strip() == "None", granted.stdout + granted.stderr
-    plain = raise_with_net_admin(container, "/opt/bgpadv/bin/python3")
-    assert "NET_ADMIN is not in this process' permitted set" in plain.stdout, plain.stdout + plain.stderr
+    plain = raise_with(container, "/opt/bgpadv/bin/python3", capability)
+    name = capability.removeprefix("CAP_")
+    assert f"{name} is not in this process' permitted set" in plain.stdout, plain.stdout + plain.stderr
 
 
 def test_every_module_the_service_loads_imports_from_the_trimmed_virtualenv(container: str) -> None:

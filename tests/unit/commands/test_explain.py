@@ -302,6 +302,31 @@ def test_per_node_explain_names_only_the_peers_the_nodes_labels_select(query, ex
     assert (result.verdict, host) == ("announced", expected)
 
 
+UNNUMBERED_A = {"interface": "eth1", "address": "fe80::1", "asn": 64512, "nodeSelector": {"matchLabels": {RACK: "a"}}}
+UNNUMBERED_B = {"interface": "eth2", "asn": 64512, "nodeSelector": {"matchLabels": {RACK: "b"}}}  # discovered at start
+
+
+@pytest.mark.parametrize(
+    ("query", "peers"),
+    [
+        pytest.param("192.168.100.10", ("fe80::1%eth1", "192.0.2.1"), id="link-local-address-scoped-to-its-link"),
+        pytest.param("192.168.100.11", ("%eth2", "192.0.2.1"), id="left-to-discovery-named-by-its-link"),
+    ],
+)
+def test_explain_names_an_unnumbered_peer_with_its_interface(query, peers):
+    """A peer given by interface is reached over that link: its link-local address alone does not say which one, so
+    explain scopes it (`fe80::1%eth1`, as `status` does); a peer whose address is discovered when the controller
+    starts is its interface (`%eth2`). Numbered peers read as before, in the table and the JSON document."""
+    state = k8s.state(racks())
+    cfg = k8s.config(mode="per-node", nodeName="worker-1", peers=[UNNUMBERED_A, UNNUMBERED_B, SPINE])
+    result = Explainer(state, cfg, instances(state, cfg)).explain(parse_query(query))
+    assert result.verdict == "announced"
+    assert {a.peers for a in result.routes if a.route.kind == "host"} == {peers}
+    assert ", ".join(peers) in explain_render.render(result, "table")
+    (host,) = (r for r in json.loads(explain_render.render(result, "json"))["routes"] if r["kind"] == "host")
+    assert host["peers"] == list(peers)
+
+
 def test_every_published_reason_code_is_explained_from_its_docstring():
     meanings = reason_meanings()
     missing = [code for code in reasons.ALL_REASONS if not meanings.get(code)]

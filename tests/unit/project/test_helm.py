@@ -491,9 +491,10 @@ def test_the_runbooks_base_url_is_a_value(helm: str) -> None:
     assert moved == {alert: base + "#" + alert.lower() for alert in shipped}
 
 
-# -- egress import: NET_ADMIN only when the configuration imports; OpenShift's SCC admits exactly the pod --------------
+# -- egress import and unnumbered peers: NET_ADMIN, NET_RAW only when needed; OpenShift's SCC admits exactly the pod ---
 
 IMPORTING = {"enabled": True, "networks": [{"name": "blue"}]}
+UNNUMBERED_PEER = {"interface": "eth1", "asn": 64512}
 
 
 @pytest.mark.parametrize("mode", ["cluster", "per-node"])
@@ -509,10 +510,22 @@ IMPORTING = {"enabled": True, "networks": [{"name": "blue"}]}
             ["NET_BIND_SERVICE", "NET_RAW", "SYS_ADMIN", "NET_ADMIN"],
             id="bfd-and-import",
         ),
+        pytest.param({"config": {"peers": [UNNUMBERED_PEER]}}, ["NET_RAW"], id="config-interface-peer"),
+        pytest.param({"unnumbered": {"enabled": True}}, ["NET_RAW"], id="values-unnumbered-enabled"),
+        pytest.param(
+            {"import": {"enabled": True}, "config": {"peers": [UNNUMBERED_PEER]}},
+            ["NET_ADMIN", "NET_RAW"],
+            id="import-and-unnumbered",
+        ),
+        pytest.param(  # bfdd's NET_RAW and the controller's are one entry
+            {"bfd": {"enabled": True}, "unnumbered": {"enabled": True}},
+            ["NET_BIND_SERVICE", "NET_RAW", "SYS_ADMIN"],
+            id="bfd-and-unnumbered",
+        ),
     ],
 )
 @pytest.mark.parametrize("openshift", [False, True], ids=["kubernetes", "openshift"])
-def test_the_container_and_the_scc_grant_exactly_what_bfd_and_the_import_need(
+def test_the_container_and_the_scc_grant_exactly_what_bfd_the_import_and_unnumbered_peers_need(
     helm: str, mode: str, values: dict, wanted: list, openshift: bool
 ) -> None:
     from .test_kustomize import HARDENED, check_scc
@@ -537,6 +550,16 @@ def test_the_container_and_the_scc_grant_exactly_what_bfd_and_the_import_need(
             ("per-node", "openshift", "bfd", "import"),
             {"mode": "per-node", "openshift": {"enabled": True}, "bfd": {"enabled": True}, "import": {"enabled": True}},
             id="per-node-openshift-bfd-import",
+        ),
+        pytest.param(
+            ("per-node", "openshift", "import", "unnumbered"),
+            {
+                "mode": "per-node",
+                "openshift": {"enabled": True},
+                "import": {"enabled": True},
+                "unnumbered": {"enabled": True},
+            },
+            id="per-node-openshift-import-unnumbered",
         ),
     ],
 )

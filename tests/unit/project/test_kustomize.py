@@ -19,6 +19,7 @@ over zones besides its required anti-affinity by hostname; every object and pod 
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -593,12 +594,15 @@ def test_the_runbook_url_component_moves_every_runbook_to_the_given_base(tmp_pat
     assert [d for d in docs if d["kind"] != "PrometheusRule"] == [d for d in shipped if d["kind"] != "PrometheusRule"]
 
 
-# -- egress import (deploy/components/import) and OpenShift's SCC, in every combination -------------------------------
+# -- egress import (deploy/components/import), unnumbered peers (deploy/components/unnumbered) and OpenShift's SCC, in
+# every combination --------------------------------------------------------------------------------------------------
 
 BFD_CAPABILITIES = ["NET_BIND_SERVICE", "NET_RAW", "SYS_ADMIN"]
 IMPORT_CAPABILITIES = ["NET_ADMIN"]  # route writes into a VRF's table (RTM_NEWROUTE/RTM_DELROUTE); reads need none
+UNNUMBERED_CAPABILITIES = ["NET_RAW"]  # the raw ICMPv6 socket of Router Solicitations and Advertisements
+ORDER = ("per-node", "openshift", "bfd", "import", "unnumbered")
 COMBINATIONS = [
-    pytest.param(tuple(c for c in ("per-node", "openshift", "bfd", "import") if c in chosen), id="+".join(chosen))
+    pytest.param(tuple(c for c in ORDER if c in chosen), id="+".join(chosen))
     for chosen in (
         ("cluster",),
         ("per-node",),
@@ -612,6 +616,13 @@ COMBINATIONS = [
         ("per-node", "openshift", "import"),
         ("per-node", "openshift", "bfd", "import"),
         ("openshift", "bfd"),
+        ("unnumbered",),
+        ("per-node", "unnumbered"),
+        ("per-node", "import", "unnumbered"),
+        ("per-node", "bfd", "unnumbered"),
+        ("per-node", "openshift", "unnumbered"),
+        ("per-node", "openshift", "bfd", "unnumbered"),
+        ("per-node", "openshift", "bfd", "import", "unnumbered"),
     )
 ]
 SCC_REQUIRED = (  # security.openshift.io/v1 SecurityContextConstraints: the fields its schema requires
@@ -679,7 +690,9 @@ def check_scc(scc: dict, pod: dict) -> None:
 
 
 @pytest.mark.parametrize("components", COMBINATIONS)
-def test_each_combination_grants_exactly_what_bfd_and_the_import_need(tmp_path: Path, components: tuple) -> None:
+def test_each_combination_grants_exactly_what_bfd_the_import_and_unnumbered_peers_need(
+    tmp_path: Path, components: tuple
+) -> None:
     docs = with_components(tmp_path, *components)
     for doc in docs:
         if doc["kind"] not in CUSTOM_RESOURCES:
@@ -687,6 +700,7 @@ def test_each_combination_grants_exactly_what_bfd_and_the_import_need(tmp_path: 
     wanted = [
         *(BFD_CAPABILITIES if "bfd" in components else []),
         *(IMPORT_CAPABILITIES if "import" in components else []),
+        *(UNNUMBERED_CAPABILITIES if "unnumbered" in components else []),  # NET_RAW twice with bfd: one to the kernel
     ]
     context = container(docs)["securityContext"]
     assert context == {
@@ -701,20 +715,26 @@ def test_each_combination_grants_exactly_what_bfd_and_the_import_need(tmp_path: 
         check_scc(scc, workload(docs))
 
 
-def test_bfd_and_import_compose_in_either_order(tmp_path: Path) -> None:
-    one_way = with_components(tmp_path, "per-node", "openshift", "bfd", "import")
-    other = with_components(tmp_path, "per-node", "openshift", "import", "bfd")
-    assert sorted(container(one_way)["securityContext"]["capabilities"]["add"]) == sorted(
-        container(other)["securityContext"]["capabilities"]["add"]
-    )
-    scc = lambda docs: sorted(one(docs, "SecurityContextConstraints")["allowedCapabilities"])  # noqa: E731
-    assert scc(one_way) == scc(other) == sorted(BFD_CAPABILITIES + IMPORT_CAPABILITIES)
+@pytest.mark.parametrize(
+    "order",
+    [pytest.param(order, id="+".join(order)) for order in itertools.permutations(("bfd", "import", "unnumbered"))],
+)
+def test_bfd_import_and_unnumbered_compose_in_any_order(tmp_path: Path, order: tuple[str, ...]) -> None:
+    docs = with_components(tmp_path, "per-node", "openshift", *order)
+    everything = sorted(BFD_CAPABILITIES + IMPORT_CAPABILITIES + UNNUMBERED_CAPABILITIES)
+    assert sorted(container(docs)["securityContext"]["capabilities"]["add"]) == everything
+    assert container(docs)["securityContext"]["allowPrivilegeEscalation"] is True
+    scc = one(docs, "SecurityContextConstraints")
+    assert sorted(scc["allowedCapabilities"]) == everything and scc["allowPrivilegeEscalation"] is True
 
 
 def test_the_docs_name_each_component_and_what_it_grants() -> None:
     egress = (ROOT / "docs" / "egress.md").read_text()
     for needed in ("deploy/components/import", "allowPrivilegeEscalation: true", "NET_ADMIN", "python3-netadmin"):
         assert needed in egress, needed
+    unnumbered = (ROOT / "docs" / "unnumbered.md").read_text()
+    for needed in ("deploy/components/unnumbered", "unnumbered.enabled", "NET_RAW", "python3-netadmin", "radvd"):
+        assert needed in unnumbered, needed
     openshift = (ROOT / "docs" / "openshift.md").read_text()
     for needed in ("bgpadv-speaker", "frrConfigurationSelector", "localAddress: {fromEnv: BGPADV_NODE_IPS}"):
         assert needed in openshift, needed

@@ -55,12 +55,23 @@ importRoutes.enabled. Its netlink writes need NET_ADMIN. */}}
 {{- if $on -}}true{{- end -}}
 {{- end -}}
 
+{{/* "true" when the controller serves unnumbered peers (docs/unnumbered.md): unnumbered.enabled, or some peer of
+the configuration has an interface. Its Router Solicitations and Advertisements need NET_RAW. */}}
+{{- define "bgpadv.unnumbered" -}}
+{{- $on := .Values.unnumbered.enabled -}}
+{{- range .Values.config.peers -}}
+{{- if kindIs "map" . -}}{{- if .interface -}}{{- $on = true -}}{{- end -}}{{- end -}}
+{{- end -}}
+{{- if $on -}}true{{- end -}}
+{{- end -}}
+
 {{/* The capabilities the container adds to its bounding set (JSON list): bfdd's three with BFD, NET_ADMIN with the
-import; [] otherwise. Each takes effect only through the image's file capabilities, so escalation must be allowed
-when the list is not empty. */}}
+import, NET_RAW with unnumbered peers (once, BFD's too); [] otherwise. Each takes effect only through the image's
+file capabilities, so escalation must be allowed when the list is not empty. */}}
 {{- define "bgpadv.capabilities" -}}
 {{- $caps := list -}}
 {{- if include "bgpadv.bfd" . -}}{{- $caps = concat $caps (list "NET_BIND_SERVICE" "NET_RAW" "SYS_ADMIN") -}}{{- end -}}
 {{- if include "bgpadv.import" . -}}{{- $caps = append $caps "NET_ADMIN" -}}{{- end -}}
-{{- toJson $caps -}}
+{{- if include "bgpadv.unnumbered" . -}}{{- $caps = append $caps "NET_RAW" -}}{{- end -}}
+{{- toJson (uniq $caps) -}}
 {{- end -}}

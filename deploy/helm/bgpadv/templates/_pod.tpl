@@ -108,9 +108,9 @@ spec:
         runAsNonRoot: true
         {{- $caps := include "bgpadv.capabilities" $root }}
         {{- if ne $caps "[]" }}
-        # BFD and the egress import (docs/bfd.md, docs/egress.md): the image's bfdd and controller interpreter carry
-        # file capabilities (+p) for these; they take effect only inside the bounding set (add) and without
-        # no_new_privs. Every other capability stays dropped.
+        # BFD, the egress import, unnumbered peers (docs/bfd.md, docs/egress.md, docs/unnumbered.md): the image's bfdd
+        # and controller interpreter carry file capabilities (+p) for these; they take effect only inside the
+        # bounding set (add) and without no_new_privs. Every other capability stays dropped.
         allowPrivilegeEscalation: true
         {{- else }}
         allowPrivilegeEscalation: false
