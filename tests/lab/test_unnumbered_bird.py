@@ -17,17 +17,16 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-import urllib.request
 
 import pytest
 
 from bgpadv_lab import objects as k8s
 from bgpadv_lab.bird import BIRD, BirdNeighbor, BirdRouter
-from bgpadv_lab.chain import METRICS_PORT, BgpadvInLab, lab_config, shared_api
+from bgpadv_lab.chain import BgpadvInLab, lab_config, metric, shared_api
 from bgpadv_lab.frr import FrrRouter
-from bgpadv_lab.netns import in_netns, sh
+from bgpadv_lab.netns import sh
 from bgpadv_lab.objects import VM_NAMESPACE as NS
-from bgpadv_lab.topology import Lab
+from bgpadv_lab.topology import Lab, link_local
 
 pytestmark = pytest.mark.lab
 
@@ -51,13 +50,6 @@ def vm(name: str, ip: str) -> list[dict]:
     ]
 
 
-def link_local(lab: Lab, role: str, dev: str) -> str:
-    """The IPv6 link-local address of `dev` in `role`'s namespace once past duplicate address detection ('' before)."""
-    out = sh(["ip", "-6", "-j", "addr", "show", "dev", dev, "scope", "link"], netns=lab.ns(role)).stdout
-    usable = [a["local"] for link in json.loads(out or "[]") for a in link["addr_info"] if not a.get("tentative")]
-    return usable[0] if usable else ""
-
-
 def fib(bird: BirdRouter, prefix: str) -> list[tuple[str, str, str, str]]:
     """(family, gateway, device, protocol) of each route of `prefix` in the ToR kernel's IPv4 main table."""
     routes = json.loads(sh(["ip", "-4", "-j", "route", "show", prefix], netns=bird.ns).stdout or "[]")
@@ -66,13 +58,6 @@ def fib(bird: BirdRouter, prefix: str) -> list[tuple[str, str, str, str]]:
         via = r.get("via") or {"family": "inet", "host": r.get("gateway", "")}
         out.append((via.get("family", ""), via.get("host", ""), r.get("dev", ""), r.get("protocol", "")))
     return out
-
-
-def metric(running: BgpadvInLab, name: str) -> float:
-    """A sample's value from the instance's /metrics (0 when absent), read inside its namespace."""
-    with in_netns(running.ns):
-        text = urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=5).read().decode()
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
 
 
 @pytest.fixture(scope="module")
