@@ -15,6 +15,7 @@ is a fake one on the management network (br0), which carries no BGP here.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 
@@ -97,8 +98,9 @@ def test_the_session_runs_over_the_link_local_addresses_with_extended_next_hop(f
     session = bird.protocol("worker1")
     assert session["state"] == "Established"
     assert session["Neighbor address"] == f"{node}%swp1"
-    for side in ("Local capabilities", "Neighbor capabilities"):
-        assert "Extended next hop" in session["text"].split(side, 1)[1].split("Session:", 1)[0], side
+    for side in ("Local capabilities", "Neighbor capabilities"):  # each: `Extended next hop` / `IPv6 nexthop: ipv4`
+        capabilities = session["text"].split(side, 1)[1].split("Session:", 1)[0]
+        assert re.search(r"Extended next hop\n\s+IPv6 nexthop: ipv4\n", capabilities), side
     sent = lambda: running.answers("/metrics") and metric(running, "bgpadv_router_adverts_sent_total") >= 1  # noqa: E731
     FrrRouter.wait_for(sent, 15, "bgpadv's Router Advertisements on eth1 (sent, and harmless: BIRD ignores them)")
 
