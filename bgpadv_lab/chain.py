@@ -250,6 +250,13 @@ class BgpadvInLab:
             return ""
 
 
+def metric(running: BgpadvInLab, name: str) -> float:
+    """The sum of the samples whose line starts with `name` (a metric, or one series: `name{label="…"}`) in the
+    instance's /metrics; 0 when absent."""
+    _code, text = running.get("/metrics")
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
+
+
 def wait_for_routes(
     frr: FrrRouter, expected: dict[str, list[str]], afi: str = "ipv4", timeout: float = 20.0
 ) -> dict[str, list[str]]:

@@ -11,6 +11,7 @@ a worker. Everything is named from `prefix`, so concurrent labs (bgpsp, bgpe2e, 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -38,6 +39,13 @@ def unique_prefix(base: str) -> str:
         for stale in dead:
             sweep(stale)
     return f"{base}-{os.getpid()}"
+
+
+def link_local(lab: Lab, role: str, dev: str) -> str:
+    """The IPv6 link-local address of `dev` in `role`'s namespace once past duplicate address detection ('' before)."""
+    out = sh(["ip", "-6", "-j", "addr", "show", "dev", dev, "scope", "link"], netns=lab.ns(role)).stdout
+    usable = [a["local"] for link in json.loads(out or "[]") for a in link["addr_info"] if not a.get("tentative")]
+    return usable[0] if usable else ""
 
 
 class Lab:

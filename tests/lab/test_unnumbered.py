@@ -21,16 +21,15 @@ from __future__ import annotations
 
 import json
 import sys
-import urllib.request
 
 import pytest
 
 from bgpadv_lab import objects as k8s
-from bgpadv_lab.chain import METRICS_PORT, BgpadvInLab, lab_config, shared_api
+from bgpadv_lab.chain import BgpadvInLab, lab_config, metric, shared_api
 from bgpadv_lab.frr import FrrRouter, TorSettings
-from bgpadv_lab.netns import in_netns, sh
+from bgpadv_lab.netns import sh
 from bgpadv_lab.objects import VM_NAMESPACE as NS
-from bgpadv_lab.topology import Lab
+from bgpadv_lab.topology import Lab, link_local
 
 pytestmark = pytest.mark.lab
 
@@ -59,12 +58,6 @@ def vm(name: str, ip: str, node: str) -> list[dict]:
     ]
 
 
-def link_local(lab: Lab, role: str, dev: str) -> str:
-    """The IPv6 link-local address of `dev` in `role`'s namespace."""
-    out = sh(["ip", "-6", "-j", "addr", "show", "dev", dev, "scope", "link"], netns=lab.ns(role)).stdout
-    return next(a["local"] for link in json.loads(out) for a in link["addr_info"] if "tentative" not in a)
-
-
 def best(frr: FrrRouter, prefix: str) -> list[tuple[str, str]]:
     """(next hop, its address family) of the best path of `prefix` in FRR's IPv4 table (`[]`: none valid)."""
     for path in (frr.vtysh_json("show bgp ipv4 unicast json").get("routes") or {}).get(prefix, []):
@@ -83,13 +76,6 @@ def fib(frr: FrrRouter, prefix: str) -> list[tuple[str, str, str]]:
             via = hop.get("via") or {"family": "inet", "host": hop.get("gateway", "")}
             out.append((via.get("family", ""), via.get("host", ""), hop.get("dev", "")))
     return out
-
-
-def metric(running: BgpadvInLab, name: str) -> float:
-    """A sample's value from the instance's /metrics (0 when absent), read inside its namespace."""
-    with in_netns(running.ns):
-        text = urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=5).read().decode()
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
 
 
 @pytest.fixture(scope="module")
