@@ -78,7 +78,8 @@ def with_self_addresses(config: Config, node: Node | None, on_interface: Interfa
                     extra={"peer": peer.name, "family": f"ipv{version} unicast"},
                 )
                 continue
-            log.info("next-hop self on this session", extra={"peer": peer.name, "address": str(chosen)})
+            if peer.interface is None:  # an interface peer's routes leave via its link-local (runtime.unnumbered)
+                log.info("next-hop self on this session", extra={"peer": peer.name, "address": str(chosen)})
             derived.append(chosen)
         peers.append(dataclasses.replace(peer, self_addresses=tuple(derived)) if derived else peer)
     return dataclasses.replace(config, peers=tuple(peers))
