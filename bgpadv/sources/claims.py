@@ -52,7 +52,7 @@ from bgpadv.sources.reflector import (
     deleted_object,
 )
 
-log = logging.getLogger("bgpadv.sources")
+log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
 
