@@ -307,6 +307,7 @@ class _Failure:
     status: int
     verb: str | None
     plural: str | None
+    when: Callable[[dict[str, str]], bool] | None = None
 
 
 @dataclass
@@ -620,12 +621,21 @@ class FakeApiServer:
             self._watch_generation += 1
             self._cond.notify_all()
 
-    def fail_next(self, n: int, status: int = 500, *, verb: str | None = None, plural: str | None = None) -> None:
-        """Answer the next `n` resource requests (optionally only one verb/plural) with `status`; n=0 clears."""
+    def fail_next(
+        self,
+        n: int,
+        status: int = 500,
+        *,
+        verb: str | None = None,
+        plural: str | None = None,
+        when: Callable[[dict[str, str]], bool] | None = None,
+    ) -> None:
+        """Answer the next `n` resource requests (optionally only one verb/plural, only those whose query parameters
+        `when` accepts) with `status`; n=0 clears."""
         with self._lock:
             if n == 0:
                 self._failures.clear()
-            self._failures.extend(_Failure(status, verb, plural) for _ in range(n))
+            self._failures.extend(_Failure(status, verb, plural, when) for _ in range(n))
 
     # -- the write path (lock held) -----------------------------------------------------------------------------
     def _get(self, t: ApiType, namespace: str | None, name: str) -> dict | None:
@@ -910,10 +920,10 @@ class FakeApiServer:
             cached = encoded[key] = (obj, json.dumps(item, separators=(",", ":")).encode())
         return cached[1]
 
-    def _take_failure(self, verb: str, plural: str) -> int | None:
+    def _take_failure(self, verb: str, plural: str, query: dict[str, str]) -> int | None:
         with self._lock:
             for i, f in enumerate(self._failures):
-                if f.verb in (None, verb) and f.plural in (None, plural):
+                if f.verb in (None, verb) and f.plural in (None, plural) and (f.when is None or f.when(query)):
                     del self._failures[i]
                     return f.status
         return None
@@ -1175,9 +1185,11 @@ class _Handler(BaseHTTPRequestHandler):
         with api._lock:
             api.requests[(verb, req.type.plural)] += 1
         body = self._parse(raw) if method in ("POST", "PUT", "PATCH") else None
-        failure = api._take_failure(verb, req.type.plural)
+        failure = api._take_failure(verb, req.type.plural, query)
         if failure is not None:
-            reason = {429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable"}.get(failure, "Failure")
+            reason = {400: "BadRequest", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable"}.get(
+                failure, "Failure"
+            )
             raise ApiError(failure, reason, f"injected failure ({failure})")
         manager = query.get("fieldManager") or (self.headers.get("User-Agent") or "unknown").split("/")[0]
         if verb == "watch":

@@ -64,6 +64,15 @@ DEPARTED_GRACE = 10.0
 """Seconds a VM that left the node's watches keeps its claims (a completed migration in may arrive in either
 order through the two VMI watches), after which they leave the view."""
 
+READS = (
+    "by the VMs' label, not older than the claim watch",
+    "by the VMs' label, at the latest state",
+    "one VM at a time (kubevirt.io/vm=<VM>), at the latest state",
+)
+"""How the claims of arriving VMs are read, from the cheapest for the apiserver down: an apiserver (or a proxy in
+front of it) that refuses a read as malformed (400, 422) gets the next way from then on, rather than a retry of what
+it refused, which would keep the node's VMs back for ever."""
+
 TOMBSTONE_SECONDS = 120.0
 """How long a claim the watch saw deleted is remembered: longer than a read of arriving VMs' claims can take."""
 
@@ -110,6 +119,7 @@ class ClaimReflector(Reflector):
         # claims the watch saw deleted, with the deletion's resourceVersion and when: a read that began before the
         # deletion and answers after it must not bring the claim back (kept `TOMBSTONE_SECONDS`)
         self._tombstones: dict[Key, tuple[str, float]] = {}
+        self._way = 0  # index into READS: how claims are read (`_fetch`)
 
     # -- the VMI side: which VMs are local -------------------------------------------------------------------------
     def offer(self, event: WatchEvent) -> None:
@@ -225,15 +235,43 @@ class ClaimReflector(Reflector):
 
     def _fetch(self, vms: Iterable[Key], at: str | None) -> tuple[dict[Key, View], str]:
         """The claims of `vms` (by their `kubevirt.io/vm` label, filtered to the VMs' namespaces), by store key, and
-        the resourceVersion they were read at. Raises what the request raises.
+        the resourceVersion they were read at, read the cheapest way the apiserver accepts (`READS`). Raises what the
+        request raises."""
+        wanted = set(vms)
+        names = sorted({name for _, name in wanted})
+        while True:
+            way = self._way
+            try:
+                if way < 2:
+                    return self._read_selected(f"{VM_LABEL} in ({','.join(names)})", wanted, at if way == 0 else None)
+                found: dict[Key, View] = {}
+                version = ""
+                for name in names:
+                    part, read_at = self._read_selected(f"{VM_LABEL}={name}", wanted, None)
+                    found.update(part)
+                    version = version or read_at
+                return found, version
+            except ApiException as e:
+                if e.status not in (400, 422) or way + 1 >= len(READS):
+                    raise
+                with self._lock:
+                    if self._way == way:
+                        self._way = way + 1
+                        log.warning(
+                            "the apiserver refused a claim read (%s %s): reading claims %s from now on",
+                            e.status,
+                            e.reason,
+                            READS[way + 1],
+                            extra={"resource": self.resource.plural},
+                        )
+
+    def _read_selected(self, selector: str, wanted: set[Key], at: str | None) -> tuple[dict[Key, View], str]:
+        """One selected read of claims (every page), kept to the claims of `wanted` VMs.
 
         `at`: the claim watch's resourceVersion; the read asks for a state not older than it
         (`resourceVersionMatch=NotOlderThan`), which the apiserver serves from its watch cache, filtering in memory,
         instead of reading every claim of the cluster from etcd for each request (what a read without a
         resourceVersion costs before consistent reads from the cache, Kubernetes 1.31)."""
-        wanted = set(vms)
-        names = sorted({name for _, name in wanted})
-        selector = f"{VM_LABEL} in ({','.join(names)})"
         r, s = self.resource, self.settings
         found: dict[Key, View] = {}
         token: str | None = None

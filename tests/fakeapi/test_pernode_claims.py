@@ -125,6 +125,31 @@ def test_a_failed_read_keeps_the_vm_back_and_is_retried(server: FakeApiServer, h
     arrives_with_its_claim_first(harness, "vm-3")
 
 
+@pytest.mark.parametrize(
+    "refused",
+    [
+        pytest.param(lambda q: "resourceVersionMatch" in q, id="no-resource-version-match"),
+        pytest.param(lambda q: " in (" in q.get("labelSelector", ""), id="no-set-based-selector"),
+    ],
+)
+def test_a_read_the_apiserver_refuses_as_malformed_is_made_a_plainer_way(server: FakeApiServer, refused) -> None:
+    """An apiserver (or a proxy before it) that answers 400 to a form of the claim read keeps refusing it: the
+    instance reads the claims a plainer way from then on (`claims.READS`) instead of holding its VMs back for ever."""
+    server.fail_next(1000, 400, verb="list", plural="ipamclaims", when=refused)
+    h = Harness(server, WATCHED, FAST)
+    try:
+        h.sources.start()
+        h.wait(lambda: h.store.synced)
+        assert claim_names(h) == {"vm-0.default", "vm-2.default", "vm-4.default"}
+        assert {name for _, name in h.store.state.vmis} == {"vm-0", "vm-2", "vm-4"}
+        label_vm(server, "vm-3", resources.NODE_NAME_LABEL)
+        arrives_with_its_claim_first(h, "vm-3")
+    finally:
+        h.sources.stop()
+        h.api.close()
+    server.fail_next(0)
+
+
 def test_410_on_the_claim_watch_re_reads_the_held_claims(server: FakeApiServer, harness: Harness) -> None:
     harness.sources.start()
     harness.wait(lambda: harness.store.synced)
