@@ -15,9 +15,10 @@ Commands (ExaBGP 5.0, checked against its `reactor/api/command/*.py`):
   `exabgp.api.show-routes-format=v2`): both run on ExaBGP's ordered async queue, which the start-up resync uses.
 
 Replies: `done` / `error` (plain text even with the JSON encoder; the JSON answer form is accepted too), JSON events
-(`{"exabgp": ..., "type": "state" | "negotiated" | "update" | "notification", ...}`), and the answers of the show commands. An
-UPDATE event comes parsed (`"update": {"announce": ..., "withdraw": ...}`, what ExaBGP receives) or as its bytes
-(`"body": "0x..."`, what bgpadv's ExaBGP sends: `bgpadv.speaker.exabgp_boot`, read by `bgpadv.speaker.wire`).
+(`{"exabgp": ..., "type": "state" | "negotiated" | "update" | "notification", ...}`), and the answers of the show
+commands. An UPDATE event comes parsed (`"update": {"announce": ..., "withdraw": ...}`, what ExaBGP receives) or as
+its bytes (`"body": "0x..."`, what bgpadv's ExaBGP sends: `bgpadv.speaker.exabgp_boot`, read by
+`bgpadv.speaker.wire`). A `negotiated` event (interface peers only) says what a session negotiated, before its `up`.
 """
 
 from __future__ import annotations

@@ -49,8 +49,8 @@ from bgpadv.observe.observers import NullObserver, RouteChange, SpeakerObserver
 from bgpadv.speaker import protocol
 from bgpadv.speaker.protocol import (
     Ack,
-    NeighborList,
     Negotiated,
+    NeighborList,
     Notification,
     PeerState,
     RibInDone,
