@@ -336,7 +336,11 @@ class Controller:
     def _handle(self, item: object) -> bool:
         if isinstance(item, _ExaBGPLine):
             self.speaker.handle_line(item.line, item.at)
-            self._follow_sessions()
+            if self._follow_sessions():
+                # at once, before the next line: ExaBGP says what a session negotiated before its `up`, which makes
+                # the speaker send End-of-RIB; the IPv4 routes must be queued ahead of it (a ToR under graceful
+                # restart drops the stale routes the End-of-RIB finds not re-announced)
+                self._maybe_plan()
             return self._moved_when_withdrawn()
         if isinstance(item, _StdinClosed):
             log.info("ExaBGP closed our input: exiting")
@@ -360,16 +364,18 @@ class Controller:
         log.warning("ignoring unexpected queue item %r", type(item).__name__)
         return True
 
-    def _follow_sessions(self) -> None:
+    def _follow_sessions(self) -> bool:
         """An interface peer's session negotiated Extended Next Hop or lost it (or went down): the guard's context
-        changes, and the next plan (the whole guard check) announces or withdraws that peer's IPv4 routes."""
+        changes, and the next plan (the whole guard check) announces or withdraws that peer's IPv4 routes. True when
+        it changed."""
         missing = self.speaker.no_extended_next_hop
         if missing == self.guard.no_extended_next_hop:
-            return
+            return False
         log.info("Extended Next Hop changed on interface peers", extra={"without": sorted(missing)})
         self.guard.no_extended_next_hop = missing
         if self._pending_since is None:
             self._pending_since = time.monotonic()
+        return True
 
     def _apply(self, event: WatchEvent) -> None:
         """A watch event: tell the observer, follow (re)LISTs for fail static, apply it to the store and note what

@@ -287,3 +287,39 @@ def test_a_vm_added_while_the_capability_is_missing_is_refused_on_the_delta_path
     assert "192.168.100.11/32" not in handed(c, TOR) and "192.168.100.11/32" in handed(c, NUMBERED)
     refused = {(r.value, r.reason) for r in c.observer.plans[-1].rejected}
     assert ("192.168.100.11/32", checks.EXTENDED_NEXT_HOP_NOT_NEGOTIATED) in refused
+
+
+def test_the_ipv4_routes_are_queued_ahead_of_the_end_of_rib_of_the_session_that_negotiated_it():
+    """ExaBGP says `negotiated` before `up`, and `up` makes the speaker send End-of-RIB: the IPv4 routes go first, or a
+    ToR under graceful restart would drop them as stale at the End-of-RIB."""
+    c_config = config()
+    lines: list[str] = []
+    speaker = Speaker.from_config(c_config, lines.append)
+    c = Controller(
+        c_config,
+        speaker=speaker,
+        sources=RecordingSources(),
+        observer=RecordingObserver(),
+        settings=LoopSettings(coalesce_window=0.0),
+    )
+    speaker.start()
+    now = time.monotonic()
+    for reply in ("[]", "done", "done"):  # show neighbor json, show adj-rib out json
+        c.queue.put(_ExaBGPLine(reply, now))
+    for res, obj in OBJECTS:
+        c.queue.put(WatchEvent(res, "ADDED", obj, now, None))
+    for res in watched_resources(c_config):
+        c.queue.put(WatchEvent(res, "SYNCED", None, now, None))
+    assert c.step()
+    while speaker.inflight:  # the first desired set acknowledged: its End-of-RIB goes too
+        c.queue.put(_ExaBGPLine("done", time.monotonic()))
+        assert c.step()
+    assert not [line for line in lines if line.startswith(f"neighbor {TOR} announce") and f" {VM_V4}/32" in line]
+    lines.clear()
+    c.queue.put(_ExaBGPLine(negotiated(), time.monotonic()))
+    c.queue.put(_ExaBGPLine(state_line("up"), time.monotonic()))
+    assert c.step()
+    to_tor = [line for line in lines if line.startswith(f"neighbor {TOR} ")]
+    ipv4 = next(i for i, line in enumerate(to_tor) if f" {VM_V4}/32" in line and " announce " in line)
+    assert f"next-hop {NODE_LL} " in to_tor[ipv4]
+    assert ipv4 < to_tor.index(f"neighbor {TOR} announce eor ipv4 unicast")
