@@ -17,12 +17,14 @@ PrefixKey = tuple[int, int, int]
 
 
 class RecordingSpeaker:
-    """Records every desired set, ExaBGP line and drain; `ready`, `closed` and `needs_retry` are set by the test."""
+    """Records every desired set, ExaBGP line and drain; `ready`, `closed`, `needs_retry` and `no_extended_next_hop`
+    are set by the test."""
 
     def __init__(self) -> None:
         self.ready = True
         self.closed = False
         self.needs_retry = False
+        self.no_extended_next_hop: frozenset[str] = frozenset()  # set by the test (the speaker's, from ExaBGP)
         self.started = False
         self.desired: list[dict[str, tuple[Route, ...]]] = []
         self.lines: list[str] = []

@@ -200,6 +200,15 @@ its `self` next hop in the session's family (an IPv6 `self` over an IPv4 session
 instead of silently skipped, so the counters tell the truth. A peer simply not configured for a family that another
 peer carries does not get those routes, without a refusal."""
 
+EXTENDED_NEXT_HOP_NOT_NEGOTIATED = "extended-next-hop-not-negotiated"
+"""An IPv4 route toward an interface peer (`peers[].interface`) whose session has not negotiated the Extended Next
+Hop capability for IPv4 unicast (RFC 8950): over such a session every next hop is the node's IPv6 link-local address,
+which RFC 8950 forbids sending with an IPv4 prefix unless both sides advertised the capability. Withheld from that
+peer until a session negotiates it (IPv6 routes still go); withdrawn if the session comes back without it. Also
+while the session is not (yet) established, and after a controller restart found the session up with no IPv4 route
+sent on it. What to do: enable the capability on the ToR's neighbour (FRR: `neighbor ... capability
+extended-nexthop`, on by itself only for `neighbor IFACE interface`), then reset the session."""
+
 MAX_ROUTES_EXCEEDED = "max-routes-exceeded"
 """More routes for one peer than `safety.maxRoutes`: the newest routes are refused and the rest stay announced
 (the ToR's own max-prefix limit would tear the whole session down)."""
@@ -320,6 +329,7 @@ ALL_REASONS: tuple[str, ...] = (
     INVALID_NEXT_HOP,
     DUPLICATE_PREFIX,
     FAMILY_NOT_CARRIED,
+    EXTENDED_NEXT_HOP_NOT_NEGOTIATED,
     MAX_ROUTES_EXCEEDED,
     OUTSIDE_ALLOWED_PREFIXES,
     TOO_MANY_ADDRESSES,

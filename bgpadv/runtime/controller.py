@@ -195,6 +195,7 @@ class Controller:
         # equal to planner.plan(store.state, config), at the cost of what changed since the previous plan
         self.incremental = IncrementalPlanner(config)
         self.guard = Guard(config)  # every route passes it on its way to the speaker
+        self.guard.no_extended_next_hop = speaker.no_extended_next_hop  # sessions' facts (`_follow_sessions`)
         self._changed: set[tuple[str, object]] | None = None  # (field, key) applied since the last plan; None: all
         self.speaker = speaker
         # the loop's queue; `events`: the one `sources`, started before the controller existed, already fill (the
@@ -335,6 +336,11 @@ class Controller:
     def _handle(self, item: object) -> bool:
         if isinstance(item, _ExaBGPLine):
             self.speaker.handle_line(item.line, item.at)
+            if self._follow_sessions():
+                # at once, before the next line: ExaBGP says what a session negotiated before its `up`, which makes
+                # the speaker send End-of-RIB; the IPv4 routes must be queued ahead of it (a ToR under graceful
+                # restart drops the stale routes the End-of-RIB finds not re-announced)
+                self._maybe_plan()
             return self._moved_when_withdrawn()
         if isinstance(item, _StdinClosed):
             log.info("ExaBGP closed our input: exiting")
@@ -356,6 +362,19 @@ class Controller:
             self._apply(item)
             return self._follow_node(item)
         log.warning("ignoring unexpected queue item %r", type(item).__name__)
+        return True
+
+    def _follow_sessions(self) -> bool:
+        """An interface peer's session negotiated Extended Next Hop or lost it (or went down): the guard's context
+        changes, and the next plan (the whole guard check) announces or withdraws that peer's IPv4 routes. True when
+        it changed."""
+        missing = self.speaker.no_extended_next_hop
+        if missing == self.guard.no_extended_next_hop:
+            return False
+        log.info("Extended Next Hop changed on interface peers", extra={"without": sorted(missing)})
+        self.guard.no_extended_next_hop = missing
+        if self._pending_since is None:
+            self._pending_since = time.monotonic()
         return True
 
     def _apply(self, event: WatchEvent) -> None:
@@ -500,6 +519,7 @@ class Controller:
             self.bfd.set_desired(sessions_of(new.peers))
         self.incremental = IncrementalPlanner(new)
         self.guard = Guard(new)
+        self.guard.no_extended_next_hop = self.speaker.no_extended_next_hop
         self.failstatic.reconfigure(
             new.safety.max_withdraw_fraction, new.safety.hold_seconds, new.safety.deletion_settle_seconds
         )

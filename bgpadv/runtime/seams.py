@@ -30,6 +30,11 @@ class ControllerSpeaker(Protocol):
     def needs_retry(self) -> bool:
         """ExaBGP refused a command: the last desired set should be diffed again (`resync`)."""
 
+    @property
+    def no_extended_next_hop(self) -> frozenset[str]:
+        """The interface peers whose session has not negotiated Extended Next Hop for IPv4 (the guard withholds
+        their IPv4 routes)."""
+
     def held(self, peer: str) -> Collection[tuple[int, int, int]]:
         """The prefix keys ExaBGP holds for `peer` (the guard keeps a peer over its route limit on them)."""
 

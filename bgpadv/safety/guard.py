@@ -33,6 +33,9 @@ see `bgpadv.planner.checks`):
    without a global IPv6 address of the node found for the session, `PeerConfig.self_addresses`); or no
    configured peer carries the route's family at all. A peer whose `families` lack a family that another peer
    carries simply does not get those routes (one session per family is a common design, not a refusal).
+   `extended-next-hop-not-negotiated` (per peer, the same rule): an IPv4 route toward an interface peer whose
+   session has not negotiated the Extended Next Hop capability for IPv4 unicast (`GuardContext.no_extended_next_hop`,
+   what the speaker learnt from ExaBGP): its next hop would be IPv6, which RFC 8950 allows only then.
 7b. the peer's `exportFilter` (per peer, after rule 7): a prefix list (first matching rule, else its
    `defaultAction`). What it keeps from a peer is the operator's choice, not a refusal: no reason code, no Event.
 8. `duplicate-prefix` (per peer): two routes for one prefix (after rule 7); the oldest origin keeps it — the source
@@ -105,9 +108,10 @@ class PeerRules:
     configured: int  # bit mask of route classes of the families the peer is configured for
     session_version: int
     export: ExportRules | None = None  # the peer's exportFilter (rule 7b)
+    ipv4_withheld: bool = False  # an interface peer whose session has not negotiated Extended Next Hop (rule 7)
 
     @staticmethod
-    def of(peer: PeerConfig, self_versions: Collection[int]) -> PeerRules:
+    def of(peer: PeerConfig, self_versions: Collection[int], no_extended_next_hop: bool = False) -> PeerRules:
         session = (peer.local_address or peer.address).version
         carried = configured = 0
         for version, family in ((4, "ipv4 unicast"), (6, "ipv6 unicast")):
@@ -118,7 +122,12 @@ class PeerRules:
                 if version in self_versions or version == 4 or version == session:
                     carried |= _route_class(version, explicit=False)
         export = ExportRules.of(peer.export_filter) if peer.export_filter is not None else None
-        return PeerRules(peer.name, carried, configured, session, export)
+        # over an interface peer's session every next hop is IPv6 (the node's link-local address): IPv4 goes only
+        # where the session negotiated Extended Next Hop for it (RFC 8950)
+        withheld = no_extended_next_hop and peer.interface is not None
+        if withheld:
+            carried &= ~(_route_class(4, explicit=True) | _route_class(4, explicit=False))
+        return PeerRules(peer.name, carried, configured, session, export, withheld)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +180,7 @@ class GuardContext:
     shared: Mapping[tuple[int, int], str] = field(default_factory=dict)  # address two nodes report -> the oldest
     peer_addresses: tuple[tuple[int, int, str], ...] = ()  # (version, value, what) of the peers: never a next hop
     allowed_special: frozenset[str] = frozenset()  # networks.allowSpecialRanges: special ranges that are VM networks
+    no_extended_next_hop: frozenset[str] = frozenset()  # interface peers whose session has not negotiated it
 
     @staticmethod
     def of(
@@ -179,10 +189,12 @@ class GuardContext:
         config: Config,
         space: InfrastructureSpace = EMPTY_SPACE,
         node_ages: Mapping[str, tuple[str, str]] | None = None,
+        no_extended_next_hop: frozenset[str] = frozenset(),
     ) -> GuardContext:
         """A context from the advertised networks' subnets, every node's addresses (by node name), the config,
-        the node and infrastructure space the planner refused networks by (`PlanContext.space`) and the nodes' ages
-        (`PlanContext.node_ages`; a node without one is the youngest)."""
+        the node and infrastructure space the planner refused networks by (`PlanContext.space`), the nodes' ages
+        (`PlanContext.node_ages`; a node without one is the youngest) and the interface peers (by name) whose
+        session has not negotiated Extended Next Hop for IPv4 (the speaker's `no_extended_next_hop`)."""
         infra: dict[tuple[int, int], str] = {}
         first: dict[tuple[int, int], str] = {}
         shared: dict[tuple[int, int], str] = {}
@@ -203,7 +215,10 @@ class GuardContext:
         return GuardContext(
             subnets=tuple(nets),
             infrastructure=infra,
-            peers=tuple(PeerRules.of(p, self_versions | {a.version for a in p.self_addresses}) for p in config.peers),
+            peers=tuple(
+                PeerRules.of(p, self_versions | {a.version for a in p.self_addresses}, p.name in no_extended_next_hop)
+                for p in config.peers
+            ),
             min_prefix_length=(config.safety.min_prefix_length_v4, config.safety.min_prefix_length_v6),
             max_routes=config.safety.max_routes,
             sessions=tuple(sessions),
@@ -211,6 +226,7 @@ class GuardContext:
             shared=shared,
             peer_addresses=tuple((r.version, r.value, r.what) for r in rows if r.role == "peer"),
             allowed_special=frozenset(config.networks.allow_special_ranges),
+            no_extended_next_hop=no_extended_next_hop,
         )
 
     def subnet_networks(self) -> list[Prefix]:
@@ -227,9 +243,12 @@ class GuardContext:
         return GuardContext.from_plan_context(plan.context, config)
 
     @staticmethod
-    def from_plan_context(context: PlanContext, config: Config) -> GuardContext:
+    def from_plan_context(
+        context: PlanContext, config: Config, no_extended_next_hop: frozenset[str] = frozenset()
+    ) -> GuardContext:
         subnets = [s for n in context.networks.values() for s in n.subnets]
-        return GuardContext.of(subnets, context.node_addresses, config, context.space, context.node_ages)
+        nodes = context.node_addresses
+        return GuardContext.of(subnets, nodes, config, context.space, context.node_ages, no_extended_next_hop)
 
     @staticmethod
     def from_state(state: ClusterState, config: Config) -> GuardContext:
@@ -346,6 +365,7 @@ class _Evaluator:
 
 
 _UNSEEN = "\0unseen"
+_RULE_7 = (checks.FAMILY_NOT_CARRIED, checks.EXTENDED_NEXT_HOP_NOT_NEGOTIATED)
 
 
 # -- rules 7-9: one peer's set ----------------------------------------------------------------------------------------
@@ -354,6 +374,17 @@ _UNSEEN = "\0unseen"
 def _age(route: Route) -> tuple[str, str, str, str]:
     src = route.source
     return (src.created or _NEWEST, src.namespace, src.name, src.kind)
+
+
+def _not_carried(route: Route, peer: PeerRules) -> Refusal:
+    """Rule 7's refusal of `route` by `peer`."""
+    if peer.ipv4_withheld and route.prefix.version == 4:
+        message = (
+            f"the session with {peer.name} has not negotiated Extended Next Hop for IPv4 unicast (RFC 8950): an IPv4 "
+            "route with an IPv6 next hop is not sent"
+        )
+        return _refuse(route, checks.EXTENDED_NEXT_HOP_NOT_NEGOTIATED, message)
+    return _refuse(route, checks.FAMILY_NOT_CARRIED, _not_carried_message(route, peer))
 
 
 def _not_carried_message(route: Route, peer: PeerRules) -> str:
@@ -383,7 +414,7 @@ def _carried(
         if cls & peer.carried:
             kept.append(r)
         elif cls & peer.configured or not cls & elsewhere:
-            refusals.append(_refuse(r, checks.FAMILY_NOT_CARRIED, _not_carried_message(r, peer)))
+            refusals.append(_not_carried(r, peer))
     return kept
 
 
@@ -556,7 +587,7 @@ class _Base:
         out = []
         for peer in self.ctx.peers:
             if not cls & peer.carried and (cls & peer.configured or not cls & self.elsewhere[peer.name]):
-                out.append(_refuse(route, checks.FAMILY_NOT_CARRIED, _not_carried_message(route, peer)))
+                out.append(_not_carried(route, peer))
         return out
 
     def note_refused(self, route: Route, refusals: list[Refusal]) -> None:
@@ -599,23 +630,26 @@ class Guard:
         self.config = config  # needed by `context()` only
         self.evaluated = 0  # routes whose rules 1-6 were (re)evaluated, for tests and benchmarks
         self._context: GuardContext | None = None
-        self._seen: tuple[object, object, object] | None = None
+        self._seen: tuple[object, object, object, object] | None = None
         self._verdicts: dict[int, _Verdict] = {}
         self._verdict_context: GuardContext | None = None
         self._evaluate: _Evaluator | None = None
         self._base: _Base | None = None  # what the delta path continues from (`check_delta`)
+        # interface peers whose session has not negotiated Extended Next Hop (the speaker's `no_extended_next_hop`):
+        # part of the context, so a change is a new context (the whole check runs)
+        self.no_extended_next_hop: frozenset[str] = frozenset()
 
     def context(self, plan: Plan) -> GuardContext:
         """The context of `plan` (`GuardContext.from_plan`), cached by the identity of the network, node-address and
         node-age mappings the plan carries (the planner hands over the same ones while no CUDN,
         RouteAdvertisements, Namespace or Node changed)."""
         pc = plan.context
-        seen = (pc.networks, pc.node_addresses, pc.node_ages)
+        seen = (pc.networks, pc.node_addresses, pc.node_ages, self.no_extended_next_hop)
         previous = self._seen
         if self._context is None or previous is None or any(a is not b for a, b in zip(seen, previous, strict=True)):
             if self.config is None:
                 raise ValueError("Guard.context() needs the configuration")
-            self._context = GuardContext.from_plan_context(pc, self.config)
+            self._context = GuardContext.from_plan_context(pc, self.config, self.no_extended_next_hop)
         self._seen = seen
         return self._context
 
@@ -726,7 +760,7 @@ class Guard:
                 if id(r) not in reached:
                     base.unreached[id(r)] = r
         base.counts = {name: len(out) for name, out in per_peer.items()}
-        base.cross = [r for r in cross if r.reason != checks.FAMILY_NOT_CARRIED]
+        base.cross = [r for r in cross if r.reason not in _RULE_7]
         self._base = base
 
     def check_delta(self, delta: RouteDelta, ctx: GuardContext) -> GuardedDelta | None:

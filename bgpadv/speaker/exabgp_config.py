@@ -100,6 +100,8 @@ def _neighbor(config: Config, peer: PeerConfig, receive_routes: bool) -> list[st
     lines.append("    api {")
     lines.append(f"        processes [ {PROCESS_NAME} ];")
     lines.append("        neighbor-changes;")
+    if peer.interface is not None:  # what the session negotiated: IPv4 goes only with Extended Next Hop (RFC 8950)
+        lines.append("        negotiated;")
     # `parsed` is needed for the echo to be written (bgpadv's ExaBGP writes a sent UPDATE as its bytes even so:
     # exabgp_boot.raw_update_echo); the NOTIFICATIONs both ways are the session objects' "last notification"
     # (bgpadv.observe.sessionstate)

@@ -15,9 +15,10 @@ Commands (ExaBGP 5.0, checked against its `reactor/api/command/*.py`):
   `exabgp.api.show-routes-format=v2`): both run on ExaBGP's ordered async queue, which the start-up resync uses.
 
 Replies: `done` / `error` (plain text even with the JSON encoder; the JSON answer form is accepted too), JSON events
-(`{"exabgp": ..., "type": "state" | "update" | "notification", ...}`), and the answers of the show commands. An
-UPDATE event comes parsed (`"update": {"announce": ..., "withdraw": ...}`, what ExaBGP receives) or as its bytes
-(`"body": "0x..."`, what bgpadv's ExaBGP sends: `bgpadv.speaker.exabgp_boot`, read by `bgpadv.speaker.wire`).
+(`{"exabgp": ..., "type": "state" | "negotiated" | "update" | "notification", ...}`), and the answers of the show
+commands. An UPDATE event comes parsed (`"update": {"announce": ..., "withdraw": ...}`, what ExaBGP receives) or as
+its bytes (`"body": "0x..."`, what bgpadv's ExaBGP sends: `bgpadv.speaker.exabgp_boot`, read by
+`bgpadv.speaker.wire`). A `negotiated` event (interface peers only) says what a session negotiated, before its `up`.
 """
 
 from __future__ import annotations
@@ -243,6 +244,25 @@ class Notification:
     message: str = ""
 
 
+ENH_IPV4 = "ipv4 unicast ipv6"
+"""ExaBGP's name of the Extended Next Hop capability's IPv4 unicast entry with IPv6 next hops (RFC 8950)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Negotiated:
+    """What a session negotiated (`api { negotiated; }`, interface peers only): ExaBGP writes it once the OPEN
+    messages are exchanged, before the session's `up`. `nexthop`: the Extended Next Hop entries both sides
+    advertised, as ExaBGP names them (`"ipv4 unicast ipv6"`); empty when the peer did not advertise the capability."""
+
+    peer: str
+    nexthop: tuple[str, ...]
+
+    @property
+    def extended_next_hop(self) -> bool:
+        """IPv4 unicast with IPv6 next hops may be sent on the session (RFC 8950)."""
+        return ENH_IPV4 in self.nexthop
+
+
 @dataclass(frozen=True, slots=True)
 class NeighborList:
     """The answer to `show neighbor json`: (peer address, "up" | "down") for every configured neighbor."""
@@ -271,7 +291,7 @@ class Other:
     line: str
 
 
-Reply = Ack | Shutdown | PeerState | UpdateEvent | Notification | NeighborList | RibRoute | Other
+Reply = Ack | Shutdown | PeerState | Negotiated | UpdateEvent | Notification | NeighborList | RibRoute | Other
 
 _DONE = {"done", '{ "answer": "done", "message": "command completed" }'}
 _ERROR = {"error"}
@@ -426,6 +446,8 @@ def _event(data: dict[str, Any], text: str) -> Reply:
         return PeerState(_peer_of(data), str(neighbor.get("state", "")), str(neighbor.get("reason", "")))
     if kind == "update":
         return _update(data)
+    if kind == "negotiated":
+        return _negotiated(data, text)
     if kind == "notification":
         if data.get("notification") == "shutdown":
             return Shutdown()
@@ -438,6 +460,16 @@ def _event(data: dict[str, Any], text: str) -> Reply:
             message=str(note.get("message", "")),
         )
     return Other(text)
+
+
+def _negotiated(data: dict[str, Any], text: str) -> Reply:
+    """`{"type": "negotiated", "neighbor": {"address": ..., "negotiated": {"nexthop": ["ipv4 unicast ipv6"], ...}}}`;
+    a message without a peer or whose `nexthop` is not a list of strings is `Other` (nothing is assumed negotiated)."""
+    peer = _peer_of(data)
+    nexthop = _dict(_dict(data.get("neighbor")).get("negotiated")).get("nexthop")
+    if not peer or not isinstance(nexthop, list) or not all(isinstance(n, str) for n in nexthop):
+        return Other(text)
+    return Negotiated(peer, tuple(" ".join(n.split()) for n in nexthop))
 
 
 def _rib_route(data: dict[str, Any], text: str) -> Reply:

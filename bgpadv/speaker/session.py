@@ -49,6 +49,7 @@ from bgpadv.observe.observers import NullObserver, RouteChange, SpeakerObserver
 from bgpadv.speaker import protocol
 from bgpadv.speaker.protocol import (
     Ack,
+    Negotiated,
     NeighborList,
     Notification,
     PeerState,
@@ -157,6 +158,9 @@ class Speaker:
         self._ready = False
         self._eor_done = False  # the first full desired set was acknowledged and EoR sent
         self._peer_states: dict[str, str] = {}
+        # per interface peer: whether its current session negotiated Extended Next Hop for IPv4 (ExaBGP's
+        # `negotiated` message); absent: unknown (no session, or not told yet): IPv4 withheld (`no_extended_next_hop`)
+        self._extended_next_hop: dict[str, bool] = {}
         self._synced: dict[str, bool] = {name: False for name in self._peers}
         self.errors = 0  # commands answered `error` (EoR excluded)
         self.skipped = 0  # desired routes a peer cannot carry that got past the guard (logged as errors; a bug)
@@ -210,6 +214,17 @@ class Speaker:
     @property
     def peer_states(self) -> dict[str, str]:
         return dict(self._peer_states)
+
+    @property
+    def no_extended_next_hop(self) -> frozenset[str]:
+        """The interface peers whose session has not negotiated the Extended Next Hop capability for IPv4 unicast
+        (RFC 8950): not up, up before ExaBGP said what it negotiated, or negotiated without it. The guard refuses
+        their IPv4 routes (`extended-next-hop-not-negotiated`). Other peers are never in it."""
+        return frozenset(
+            name
+            for name, peer in self._peers.items()
+            if peer.interface is not None and not self._extended_next_hop.get(name, False)
+        )
 
     def advertised(self, peer: str) -> Mapping[Prefix, Route]:
         """Routes ExaBGP holds for `peer` according to acknowledged commands (unknown prefixes left out)."""
@@ -344,6 +359,7 @@ class Speaker:
             self._unknown.pop(name, None)
             self._pending.pop(name, None)
             self._peer_states.pop(name, None)
+            self._extended_next_hop.pop(name, None)
             self._synced.pop(name, None)
             self._rib_dump.pop(name, None)
             if self._desired is not None:
@@ -420,6 +436,20 @@ class Speaker:
         if self.on_received is not None and reply.peer in self._peers:
             self.on_received(reply, at)
 
+    def _reply_negotiated(self, reply: Negotiated, at: float) -> None:
+        """A session's OPEN messages were exchanged (before its `up`): what it may carry from now on."""
+        peer = self._peers.get(reply.peer)
+        if peer is None or peer.interface is None:
+            return
+        self._extended_next_hop[reply.peer] = reply.extended_next_hop
+        log.log(
+            logging.INFO if reply.extended_next_hop else logging.WARNING,
+            "session negotiated"
+            if reply.extended_next_hop
+            else "session negotiated without Extended Next Hop for IPv4 unicast: IPv4 routes are not sent to this peer",
+            extra={"peer": reply.peer, "nexthop": list(reply.nexthop)},
+        )
+
     def _reply_update(self, reply: UpdateEvent, at: float) -> None:
         if reply.direction == "receive" and self.on_received is not None:
             self.on_received(reply, at)
@@ -443,6 +473,7 @@ class Speaker:
         RibRoute: _reply_rib_route,
         NeighborList: _reply_neighbors,
         PeerState: _reply_peer_state,
+        Negotiated: _reply_negotiated,
         UpdateEvent: _reply_update,
         Notification: _reply_notification,
         Shutdown: _reply_shutdown,
@@ -688,6 +719,7 @@ class Speaker:
                 log.debug("End-of-RIB refused (peer not established)", extra={"peer": cmd.peer})
         elif cmd.kind == _SHOW_RIB:
             self._advertised = {name: self._rib_dump.get(name, {}) for name in self._peers}
+            self._inherit_extended_next_hop()
             self._unknown = {name: {k for k, r in rib.items() if r is None} for name, rib in self._advertised.items()}
             self._rib_dump = {}
             self._ready = True
@@ -735,6 +767,17 @@ class Speaker:
             )
         self._check_synced(cmd.peer, at)
 
+    def _inherit_extended_next_hop(self) -> None:
+        """A restarted controller finds sessions up whose `negotiated` message went to its predecessor (ExaBGP says
+        it once per session, and `show neighbor json` has no Extended Next Hop). The predecessor sent an interface
+        peer IPv4 routes only when the session had negotiated it: IPv4 routes in ExaBGP's adj-rib-out for an
+        interface peer that is up mean it was; none leave it unknown (withheld until the next session)."""
+        for name, peer in self._peers.items():
+            if peer.interface is None or name in self._extended_next_hop or self._peer_states.get(name) != "up":
+                continue
+            if any(key[0] == 4 for key in self._advertised[name]):
+                self._extended_next_hop[name] = True
+
     def _on_rib_route(self, route: RibRoute) -> None:
         if route.peer in self._rib_dump:
             self._rib_dump[route.peer][route.prefix.key] = None  # present; attributes not compared
@@ -743,6 +786,8 @@ class Speaker:
         if event.peer not in self._peers:
             return
         self._peer_states[event.peer] = event.state
+        if event.state != "up":  # the next session says again what it negotiated
+            self._extended_next_hop.pop(event.peer, None)
         self._observer.peer_state(event.peer, event.state, at)
         if event.state == "down" and event.reason:
             self._observer.peer_error(event.peer, f"session down: {event.reason}", at)
