@@ -50,6 +50,7 @@ from bgpadv.sources.reflector import (
     WatchEvent,
     _Listing,
     deleted_object,
+    list_page_arguments,
 )
 
 log = logging.getLogger(__name__)
@@ -277,17 +278,10 @@ class ClaimReflector(Reflector):
         token: str | None = None
         version = ""
         while True:
-            kwargs: dict[str, Any] = {
-                "limit": s.page_size,
-                "_preload_content": False,
-                "_request_timeout": (s.connect_timeout, s.request_timeout),
-                "label_selector": selector,
-            }
+            kwargs = list_page_arguments(r, s, token) | {"label_selector": selector}
             if at and not token:
                 kwargs["resource_version"] = at
                 kwargs["resource_version_match"] = "NotOlderThan"
-            if token:
-                kwargs["_continue"] = token
             response = self._call(**kwargs)
             try:
                 data = response.data
