@@ -146,9 +146,14 @@ def test_any_bytes_read_without_raising(data: bytes) -> None:
     assert all(isinstance(p, Prefix) for p, _ in read.announced) and read.malformed >= 0
 
 
+UNICAST_V4 = st.integers(0, 2**32 - 1).filter(lambda v: not 224 <= v >> 24 < 240)
+"""An IPv4 address outside 224.0.0.0/4: ExaBGP files a prefix there under the multicast SAFI (never sent here: the
+guard refuses special-purpose space)."""
+
+
 @settings(max_examples=40, deadline=None)
 @given(
-    st.sets(st.tuples(st.integers(0, 2**32 - 1), st.integers(8, 32)), min_size=1, max_size=300),
+    st.sets(st.tuples(UNICAST_V4, st.integers(8, 32)), min_size=1, max_size=300),
 )
 def test_any_ipv4_prefixes_exabgp_packs_read_back_as_themselves(packer: Packer, nets: set[tuple[int, int]]) -> None:
     prefixes = {Prefix(4, value & ~((1 << (32 - length)) - 1) & 0xFFFFFFFF, length) for value, length in nets}
