@@ -6,7 +6,8 @@ toward its ToR. Its address is the ToR's link-local address on that link, writte
 or, when omitted, discovered when the controller starts (a Router Solicitation on the interface, the source of the
 Router Advertisement that answers it: `bgpadv.speaker.ndp`). Every route this session carries, IPv4 and IPv6,
 goes out with the node's own link-local address on the interface as its next hop (a link-local next hop is valid
-only toward a peer on that same link), and ExaBGP advertises Extended Next Hop for IPv4 unicast.
+only toward a peer on that same link), and ExaBGP advertises Extended Next Hop for IPv4 unicast. Its BFD session
+(`bfd.enabled`) runs over the same link-local addresses (`bgpadv.speaker.bfd`, `bgpadv.speaker.bfd_routes`).
 
 This module holds the rules of the file's side only; the schema calls them (`PeerConfig`).
 """
@@ -38,7 +39,6 @@ def interface_problems(
     local: Address | None,
     passive: bool,
     multihop: int | None,
-    bfd: bool = False,
 ) -> list[tuple[Loc, str]]:
     """What is wrong with an interface peer's fields (nothing for a peer without `interface`)."""
     if interface is None:
@@ -65,14 +65,6 @@ def interface_problems(
         problems.append((("passive",), "is not for an interface peer: bgpadv connects to the ToR on the link"))
     if multihop is not None and multihop > 1:
         problems.append((("ebgpMultihop",), "is not for an interface peer: the peer is on the link (one hop)"))
-    if bfd:
-        problems.append(
-            (
-                ("bfd", "enabled"),
-                "is not supported on an interface peer yet: a BFD session over link-local addresses must be bound to "
-                "the interface, which FRR's bfdd learns only from zebra, and bgpadv runs bfdd without zebra",
-            )
-        )
     return problems
 
 

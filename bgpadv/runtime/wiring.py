@@ -378,11 +378,13 @@ def _bfd_client(
 ) -> BfdControl | None:
     """The BFD client of the peers with `bfd.enabled` (bgpadv.speaker.bfd), not started: asks the supervisor for
     bfdd (the `bfdd.wanted` file) while some served peer wants BFD, and keeps its sessions; its state changes go to
-    the controller's loop (`inbox`, `BfdChanged`) and the gauges, and /status reads its states (`bfd_status`). None
-    without a runtime directory (`bgpadv controller --no-shim` alone: no supervisor, no bfdd)."""
+    the controller's loop (`inbox`, `BfdChanged`) and the gauges, and /status reads its states (`bfd_status`); the
+    interface peers' sessions are kept on their links by host routes (`bgpadv.speaker.bfd_routes`). None without a
+    runtime directory (`bgpadv controller --no-shim` alone: no supervisor, no bfdd)."""
     from bgpadv.core.runfiles import BFDD_FAILED
     from bgpadv.runtime.controller import BfdChanged
     from bgpadv.speaker.bfd import BFDD_SOCKET, BfdControl, BfdPeerState, BfdStates, bfdd_dir, sessions_of
+    from bgpadv.speaker.bfd_routes import LinkRoutes, raise_net_admin
 
     sessions = sessions_of(config.peers)
     if runtime is None:
@@ -401,6 +403,8 @@ def _bfd_client(
         on_metrics=metrics.bfd_state,
         failed_file=runtime / BFDD_FAILED,
         on_bfdd_failed=metrics.bfdd_failed,
+        host_routes=LinkRoutes(),
+        net_admin=raise_net_admin,
     )
     control.set_desired(sessions)
     return control

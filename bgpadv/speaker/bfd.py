@@ -17,6 +17,12 @@ drives it through the control socket (`--bfdctl`, FRR's `bfdd/control.c`; no vty
   state (`op` status, `state` up/down/init/adm-down, `diagnostics`), the current ones first. Measured (FRR 8.4,
   100 ms x 3): a frozen peer's session is reported down ~0.25 s after the freeze.
 
+An interface peer's session (`peers[].interface`, over link-local addresses) is given to bfdd by the ToR's
+link-local address alone: bfdd learns interfaces only from zebra, and refuses an interface or a link-local local
+address without it. The kernel then routes its packets by the main table, so `bgpadv.speaker.bfd_routes` keeps a host
+route `fe80::<ToR>/128 dev <uplink>` for each, written before the session is asked for. Such a session is not run
+(state `refused`, with the reason in /status and the log) when that route cannot be written (no CAP_NET_ADMIN).
+
 The controller keeps only what it was told: `BfdStates` holds each peer's last state; a session it does not want
 (from an earlier configuration, another node's peer) is deleted when bfdd mentions it. A BFD down after up is a
 failure (`BfdStates.failed`): the importer drops the peer's routes from the VRF tables at once and status shows the
@@ -56,6 +62,7 @@ NOTIFY_ALL = struct.pack("=Q", 2**64 - 1)
 NOTIFY_ID = 0
 
 UP, DOWN, INIT, ADMIN_DOWN, UNKNOWN = "up", "down", "init", "adm-down", "unknown"
+REFUSED = "refused"  # not asked of bfdd (the reason in BfdPeerState.reason)
 
 
 # --- what bfdd runs -----------------------------------------------------------------------------------------------
@@ -71,6 +78,8 @@ class BfdSession:
     min_rx: int
     min_tx: int
     multiplier: int
+    interface: str | None = None
+    """An interface peer's link: not given to bfdd (see the module), its host route's (`bfd_routes`)."""
 
     @property
     def family(self) -> str:
@@ -88,13 +97,15 @@ class BfdSession:
 
 
 def sessions_of(peers: Iterable[PeerConfig]) -> dict[str, BfdSession]:
-    """peer address → the session bfdd runs for each peer with `bfd.enabled` (rendered from the parsed values)."""
+    """peer address → the session bfdd runs for each peer with `bfd.enabled` (rendered from the parsed values). Two
+    interface peers never have one address: the second is not served (`bgpadv.runtime.unnumbered`)."""
     out = {}
     for p in peers:
         if not p.bfd.enabled:
             continue
         local = str(p.local_address) if p.local_address is not None else None
-        out[str(p.address)] = BfdSession(p.name, str(p.address), local, p.bfd.min_rx, p.bfd.min_tx, p.bfd.multiplier)
+        session = BfdSession(p.name, str(p.address), local, p.bfd.min_rx, p.bfd.min_tx, p.bfd.multiplier, p.interface)
+        out[str(p.address)] = session
     return out
 
 
@@ -170,13 +181,15 @@ class Decoder:
 
 @dataclass(frozen=True, slots=True)
 class BfdPeerState:
-    state: str  # up | down | init | adm-down | unknown (no word from bfdd yet, or bfdd unreachable)
+    state: str  # up | down | init | adm-down | unknown (no word from bfdd yet, or bfdd unreachable) | refused
     diagnostic: int = 0  # RFC 5880 diagnostic code of the last change (1: control detection time expired)
     since: float = 0.0  # time.time() of the last change
     failed: bool = False  # down after having been up while this controller watched: the peer is considered down
+    reason: str = ""  # why a `refused` session is not run
 
     def as_json(self) -> dict[str, Any]:
-        return {"state": self.state, "diagnostic": self.diagnostic, "since": self.since, "failed": self.failed}
+        out = {"state": self.state, "diagnostic": self.diagnostic, "since": self.since, "failed": self.failed}
+        return out | ({"reason": self.reason} if self.reason else {})
 
 
 @dataclass
@@ -197,22 +210,27 @@ class BfdStates:
             s = self._states.get(peer)
         return s is not None and s.failed
 
-    def set_peers(self, peers: Iterable[str]) -> list[str]:
-        """Keep exactly these peers (new ones unknown); return the names that left."""
+    def set_peers(self, peers: Iterable[str], refused: Mapping[str, str] | None = None) -> list[str]:
+        """Keep exactly these peers (new ones, and those refused before, unknown) and the `refused` ones (peer →
+        why: state `refused`); return the names that left."""
         wanted = list(peers)
+        refused = dict(refused or {})
         with self._lock:
-            gone = [p for p in self._states if p not in wanted]
+            gone = [p for p in self._states if p not in wanted and p not in refused]
             for p in gone:
                 del self._states[p]
             for p in wanted:
-                self._states.setdefault(p, BfdPeerState(UNKNOWN))
+                if self._states.get(p, BfdPeerState(REFUSED)).state == REFUSED:
+                    self._states[p] = BfdPeerState(UNKNOWN)
+            for p, why in refused.items():
+                self._states[p] = BfdPeerState(REFUSED, reason=why)
         return gone
 
     def update(self, peer: str, state: str, diagnostic: int, at: float) -> BfdPeerState | None:
         """A state bfdd reported; the new state when it changed (None otherwise, or for a peer not watched)."""
         with self._lock:
             old = self._states.get(peer)
-            if old is None or (old.state == state and old.diagnostic == diagnostic):
+            if old is None or old.state == REFUSED or (old.state == state and old.diagnostic == diagnostic):
                 return None
             if state == UP:
                 failed = False
@@ -228,7 +246,7 @@ class BfdStates:
         """bfdd's control socket closed: every state unknown (a restarted bfdd reports again); keeps `failed` off:
         bfdd's death says nothing about the peers (the ToR's own BFD and BGP decide there)."""
         with self._lock:
-            changed = [p for p, s in self._states.items() if s.state != UNKNOWN]
+            changed = [p for p, s in self._states.items() if s.state not in (UNKNOWN, REFUSED)]
             for p in changed:
                 self._states[p] = BfdPeerState(UNKNOWN, 0, at, False)
             return changed
@@ -243,6 +261,16 @@ class BfdSessions(Protocol):
     def set_desired(self, sessions: Mapping[str, BfdSession]) -> None: ...
 
 
+class HostRoutes(Protocol):
+    """The host routes that keep the interface peers' sessions on their links (`bfd_routes.LinkRoutes`)."""
+
+    def set_desired(self, routes: Mapping[str, str]) -> None: ...
+
+    def start(self) -> object: ...
+
+    def stop(self) -> None: ...
+
+
 Listener = Callable[[str, BfdPeerState], None]
 
 
@@ -251,7 +279,8 @@ class BfdControl:
     seconds): keeps bfdd's sessions equal to `set_desired`'s and reports state changes to `on_change` (from its
     thread: the controller queues them) and to `on_metrics` (peer, up: the gauge). `failed_file`: where the
     supervisor writes its reason for giving up on bfdd (`BFDD_FAILED`), read while bfdd is unreachable and handed to
-    `on_bfdd_failed` (the gauge)."""
+    `on_bfdd_failed` (the gauge). `host_routes`: the interface peers' host routes (see the module; None: their
+    sessions are refused), written once `net_admin` (None when CAP_NET_ADMIN is effective, else why not) allows."""
 
     def __init__(
         self,
@@ -262,6 +291,8 @@ class BfdControl:
         on_metrics: Callable[[str, bool], None] | None = None,
         failed_file: Path | None = None,
         on_bfdd_failed: Callable[[str], None] | None = None,
+        host_routes: HostRoutes | None = None,
+        net_admin: Callable[[], str | None] = lambda: None,
         retry: float = 0.5,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
@@ -271,6 +302,8 @@ class BfdControl:
         self.on_metrics = on_metrics
         self.on_bfdd_failed = on_bfdd_failed
         self.failed_file = failed_file
+        self.host_routes = host_routes
+        self.net_admin = net_admin
         self.bfdd_failed = ""
         self.retry = retry
         self._wall = wall_clock
@@ -278,6 +311,7 @@ class BfdControl:
         self._lock = threading.Lock()  # _desired, _sock, _next_id
         self._sock: socket.socket | None = None
         self._next_id = 1
+        self._told: dict[str, str] = {}  # the refused peers logged already, with their reason
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.connected = threading.Event()
@@ -286,24 +320,56 @@ class BfdControl:
     # -- controller side -------------------------------------------------------------------------------------------
     def set_desired(self, sessions: Mapping[str, BfdSession]) -> None:
         """The sessions bfdd must run (peer address → session): new and changed ones are added (bfdd updates the
-        timers of an existing session in place), the others deleted; untouched ones are not sent again."""
+        timers of an existing session in place), the others deleted; untouched ones are not sent again. An interface
+        peer's session is added after its host route is written, or refused (see the module)."""
+        wanted, refused = self._routed(sessions)
         with self._lock:
-            old, self._desired = self._desired, dict(sessions)
+            old, self._desired = self._desired, wanted
             add = [s for a, s in self._desired.items() if old.get(a) != s]
             remove = [s for a, s in old.items() if a not in self._desired]
-        for name in self.states.set_peers(s.peer for s in sessions.values()):
+        for name in self.states.set_peers((s.peer for s in wanted.values()), refused):
             log.info("BFD: peer no longer watched", extra={"peer": name})
+        for name, why in refused.items():
+            if self._told.get(name) != why:
+                log.error("BFD: the session with the peer is not run: %s", why, extra={"peer": name})
+                self._notify(name)
+        self._told = refused
         if remove:
             self._send(REQUEST_DEL, remove, timers=False)
+        if self.host_routes is not None:
+            self.host_routes.set_desired({a: s.interface for a, s in wanted.items() if s.interface is not None})
         if add:
             self._send(REQUEST_ADD, add)
 
+    def _routed(self, sessions: Mapping[str, BfdSession]) -> tuple[dict[str, BfdSession], dict[str, str]]:
+        """`sessions` but the interface peers' when their host routes cannot be written: those refused (peer →
+        why)."""
+        linked = [s for s in sessions.values() if s.interface is not None]
+        refused: dict[str, str] = {}
+        if not linked:
+            return dict(sessions), refused
+        if self.host_routes is None:
+            refused |= {
+                s.peer: "no host route keeps it on its link (bgpadv controller without a supervisor)" for s in linked
+            }
+        elif (why := self.net_admin()) is not None:
+            refused |= {
+                s.peer: f"its host route to the peer on {s.interface} needs CAP_NET_ADMIN: {why}" for s in linked
+            }
+        else:
+            return dict(sessions), refused
+        return {a: s for a, s in sessions.items() if s.interface is None}, refused
+
     def start(self) -> BfdControl:
+        if self.host_routes is not None:
+            self.host_routes.start()
         self._thread = threading.Thread(target=self._run, name="bfd-control", daemon=True)
         self._thread.start()
         return self
 
     def stop(self) -> None:
+        if self.host_routes is not None:
+            self.host_routes.stop()  # the routes stay, as bfdd's sessions do
         self._stop.set()
         with self._lock:
             sock = self._sock

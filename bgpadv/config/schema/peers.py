@@ -217,7 +217,7 @@ class PeerConfig(_Section):
         Field(
             description="Peer over this interface's IPv6 link-local addresses (unnumbered, RFC 8950: IPv4 routes "
             "with the node's link-local next hop); per node, the uplink toward the ToR. Not with localAddress, "
-            "passive, ebgpMultihop or BFD. See docs/unnumbered.md.",
+            "passive or ebgpMultihop; BFD runs over the same addresses. See docs/unnumbered.md.",
         ),
     ] = None
     on_link: Annotated[Address | None, PlainValidator(_not_in_file), SkipJsonSchema()] = None
@@ -326,9 +326,7 @@ class PeerConfig(_Section):
             )
         if self.passive and local is None and self.interface is None:
             problems.append((("localAddress",), "is required when passive is true: bgpadv listens there for the peer"))
-        problems += unnumbered.interface_problems(
-            self.interface, address, local, self.passive, self.ebgp_multihop, self.bfd.enabled
-        )
+        problems += unnumbered.interface_problems(self.interface, address, local, self.passive, self.ebgp_multihop)
         if self.interface is None:
             problems += _session_problems(address, local)
         if self.md5_password_file is not None and self.md5_password is not None:

@@ -1,7 +1,7 @@
 """Unnumbered peers: a session over an interface's IPv6 link-local addresses, IPv4 routes with IPv6 next hops.
 
 Scope: the `peers[].interface` key and its field errors (with or without the ToR's link-local address, never with
-localAddress, passive, ebgpMultihop or BFD); the ExaBGP neighbor block it renders (source-interface, the Extended Next
+localAddress, passive or ebgpMultihop); the ExaBGP neighbor block it renders (source-interface, the Extended Next
 Hop capability, ipv6 unicast among the families, `nexthop { ipv4 unicast ipv6; }`; a peer still to be discovered left
 out); the controller's resolution of each interface peer's link (`bgpadv.runtime.unnumbered`: the node's link-local
 address as next hop, the ToR's discovered, clear reasons when the link fails, the peer then not served, tried again
@@ -115,13 +115,6 @@ def test_a_peer_given_by_interface_is_read(peer, address, undiscovered):
             {"interface": "eth1", "asn": 64512, "ebgpMultihop": 2},
             "peers[0].ebgpMultihop: is not for an interface peer: the peer is on the link (one hop)",
             id="multihop",
-        ),
-        pytest.param(
-            {"interface": "eth1", "asn": 64512, "bfd": {"enabled": True}},
-            "peers[0].bfd.enabled: is not supported on an interface peer yet: a BFD session over link-local "
-            "addresses must be bound to the interface, which FRR's bfdd learns only from zebra, and bgpadv runs "
-            "bfdd without zebra",
-            id="bfd",
         ),
         pytest.param(
             {"interface": "eth1; }", "asn": 64512},
