@@ -548,7 +548,7 @@ BFD_ON_AN_UNNUMBERED_PEER = ["NET_BIND_SERVICE", "NET_RAW", "SYS_ADMIN", "NET_AD
         ),
         pytest.param(  # the import's NET_ADMIN and the host route's are one entry
             {"import": {"enabled": True}, "config": {"peers": [UNNUMBERED_BFD_PEER]}},
-            ["NET_BIND_SERVICE", "NET_RAW", "SYS_ADMIN", "NET_ADMIN"],
+            BFD_ON_AN_UNNUMBERED_PEER,
             id="import-and-interface-peer-with-bfd",
         ),
     ],
