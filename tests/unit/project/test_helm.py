@@ -66,6 +66,11 @@ OPTION_SETS = {
             "importRoutes": {"enabled": True, "networks": [{"name": "blue"}]},
         },
     },
+    "per-node-openshift-unnumbered-bfd": {
+        "mode": "per-node",
+        "openshift": {"enabled": True},
+        "config": {"localASN": 64513, "peers": [{"interface": "eth1", "asn": 64512, "bfd": {"enabled": True}}]},
+    },
     "own-namespace-and-overrides": {
         "namespace": {"create": False, "name": ""},
         "image": {"repository": "registry.example.com/net/bgpadv", "tag": "0.1.0-1", "pullPolicy": "Always"},
@@ -491,10 +496,13 @@ def test_the_runbooks_base_url_is_a_value(helm: str) -> None:
     assert moved == {alert: base + "#" + alert.lower() for alert in shipped}
 
 
-# -- egress import and unnumbered peers: NET_ADMIN, NET_RAW only when needed; OpenShift's SCC admits exactly the pod ---
+# -- egress import, unnumbered peers, BFD on them: NET_ADMIN, NET_RAW only when needed; the SCC admits exactly the pod
 
 IMPORTING = {"enabled": True, "networks": [{"name": "blue"}]}
 UNNUMBERED_PEER = {"interface": "eth1", "asn": 64512}
+UNNUMBERED_PEER_BFD_OFF = {"interface": "eth1", "asn": 64512, "bfd": {"enabled": False}}
+UNNUMBERED_BFD_PEER = {"interface": "eth2", "asn": 64512, "bfd": {"enabled": True}}
+BFD_ON_AN_UNNUMBERED_PEER = ["NET_BIND_SERVICE", "NET_RAW", "SYS_ADMIN", "NET_ADMIN"]  # bfdd's three, the host route
 
 
 @pytest.mark.parametrize("mode", ["cluster", "per-node"])
@@ -517,10 +525,31 @@ UNNUMBERED_PEER = {"interface": "eth1", "asn": 64512}
             ["NET_ADMIN", "NET_RAW"],
             id="import-and-unnumbered",
         ),
-        pytest.param(  # bfdd's NET_RAW and the controller's are one entry
-            {"bfd": {"enabled": True}, "unnumbered": {"enabled": True}},
+        pytest.param({"config": {"peers": [UNNUMBERED_PEER_BFD_OFF]}}, ["NET_RAW"], id="config-interface-peer-bfd-off"),
+        pytest.param(  # BFD on a numbered peer beside an interface peer without it: no host route, no NET_ADMIN
+            {"config": {"peers": [BFD_PEER, UNNUMBERED_PEER]}},
             ["NET_BIND_SERVICE", "NET_RAW", "SYS_ADMIN"],
-            id="bfd-and-unnumbered",
+            id="config-bfd-on-the-numbered-peer-only",
+        ),
+        pytest.param(  # the same through the values: bfd.enabled, unnumbered.enabled false
+            {"bfd": {"enabled": True}, "unnumbered": {"enabled": False}, "config": {"peers": [UNNUMBERED_PEER]}},
+            ["NET_BIND_SERVICE", "NET_RAW", "SYS_ADMIN"],
+            id="values-bfd-enabled-unnumbered-off",
+        ),
+        pytest.param(  # bfdd's NET_RAW and the controller's are one entry
+            {"config": {"peers": [BFD_PEER, UNNUMBERED_BFD_PEER]}},
+            BFD_ON_AN_UNNUMBERED_PEER,
+            id="config-interface-peer-with-bfd",
+        ),
+        pytest.param(
+            {"bfd": {"enabled": True}, "unnumbered": {"enabled": True}},
+            BFD_ON_AN_UNNUMBERED_PEER,
+            id="values-bfd-and-unnumbered-enabled",
+        ),
+        pytest.param(  # the import's NET_ADMIN and the host route's are one entry
+            {"import": {"enabled": True}, "config": {"peers": [UNNUMBERED_BFD_PEER]}},
+            BFD_ON_AN_UNNUMBERED_PEER,
+            id="import-and-interface-peer-with-bfd",
         ),
     ],
 )
@@ -561,15 +590,54 @@ def test_the_container_and_the_scc_grant_exactly_what_bfd_the_import_and_unnumbe
             },
             id="per-node-openshift-import-unnumbered",
         ),
+        pytest.param(
+            ("per-node", "openshift", "bfd", "unnumbered", "unnumbered-bfd"),
+            {
+                "mode": "per-node",
+                "openshift": {"enabled": True},
+                "bfd": {"enabled": True},
+                "unnumbered": {"enabled": True},
+            },
+            id="per-node-openshift-bfd-unnumbered-unnumbered-bfd",
+        ),
+        pytest.param(
+            ("per-node", "openshift", "bfd", "import", "unnumbered", "unnumbered-bfd"),
+            {
+                "mode": "per-node",
+                "openshift": {"enabled": True},
+                "bfd": {"enabled": True},
+                "import": {"enabled": True},
+                "unnumbered": {"enabled": True},
+            },
+            id="per-node-openshift-everything",
+        ),
     ],
 )
 def test_the_chart_renders_what_kustomize_does_with_the_same_components(
     helm: str, tmp_path: Path, components: tuple, values: dict
 ) -> None:
+    """Where two components append the same capability (NET_RAW: bfd and unnumbered; NET_ADMIN: import and
+    unnumbered-bfd) kustomize lists it twice and the chart once; the kernel and the SCC take both as one."""
     from .test_kustomize import with_components
 
     chart = substance(template(helm, values), "helm")
     kustomized = substance(
-        tuple(d for d in with_components(tmp_path, *components) if d["kind"] != "CustomResourceDefinition"), "kustomize"
+        tuple(
+            each_capability_once(d)
+            for d in with_components(tmp_path, *components)
+            if d["kind"] != "CustomResourceDefinition"
+        ),
+        "kustomize",
     )
     assert chart == kustomized
+
+
+def each_capability_once(doc: dict) -> dict:
+    """`doc` with its capability lists (a pod's containers' `add`, an SCC's `allowedCapabilities`) deduplicated, in
+    first-seen order."""
+    doc = copy.deepcopy(doc)
+    if doc["kind"] == "SecurityContextConstraints":
+        doc["allowedCapabilities"] = list(dict.fromkeys(doc["allowedCapabilities"]))
+    for c in doc.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+        c["securityContext"]["capabilities"]["add"] = list(dict.fromkeys(c["securityContext"]["capabilities"]["add"]))
+    return doc

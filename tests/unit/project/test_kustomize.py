@@ -594,13 +594,14 @@ def test_the_runbook_url_component_moves_every_runbook_to_the_given_base(tmp_pat
     assert [d for d in docs if d["kind"] != "PrometheusRule"] == [d for d in shipped if d["kind"] != "PrometheusRule"]
 
 
-# -- egress import (deploy/components/import), unnumbered peers (deploy/components/unnumbered) and OpenShift's SCC, in
-# every combination --------------------------------------------------------------------------------------------------
+# -- egress import (deploy/components/import), unnumbered peers (deploy/components/unnumbered), BFD on them
+# (deploy/components/unnumbered-bfd) and OpenShift's SCC, in every combination -------------------------------------
 
 BFD_CAPABILITIES = ["NET_BIND_SERVICE", "NET_RAW", "SYS_ADMIN"]
 IMPORT_CAPABILITIES = ["NET_ADMIN"]  # route writes into a VRF's table (RTM_NEWROUTE/RTM_DELROUTE); reads need none
 UNNUMBERED_CAPABILITIES = ["NET_RAW"]  # the raw ICMPv6 socket of Router Solicitations and Advertisements
-ORDER = ("per-node", "openshift", "bfd", "import", "unnumbered")
+UNNUMBERED_BFD_CAPABILITIES = ["NET_ADMIN"]  # the host route to the ToR's link-local address bfdd's packets take
+ORDER = ("per-node", "openshift", "bfd", "import", "unnumbered", "unnumbered-bfd")
 COMBINATIONS = [
     pytest.param(tuple(c for c in ORDER if c in chosen), id="+".join(chosen))
     for chosen in (
@@ -623,6 +624,11 @@ COMBINATIONS = [
         ("per-node", "openshift", "unnumbered"),
         ("per-node", "openshift", "bfd", "unnumbered"),
         ("per-node", "openshift", "bfd", "import", "unnumbered"),
+        ("unnumbered-bfd",),
+        ("per-node", "bfd", "unnumbered", "unnumbered-bfd"),
+        ("per-node", "import", "unnumbered", "unnumbered-bfd"),
+        ("per-node", "openshift", "bfd", "unnumbered", "unnumbered-bfd"),
+        ("per-node", "openshift", "bfd", "import", "unnumbered", "unnumbered-bfd"),
     )
 ]
 SCC_REQUIRED = (  # security.openshift.io/v1 SecurityContextConstraints: the fields its schema requires
@@ -701,6 +707,7 @@ def test_each_combination_grants_exactly_what_bfd_the_import_and_unnumbered_peer
         *(BFD_CAPABILITIES if "bfd" in components else []),
         *(IMPORT_CAPABILITIES if "import" in components else []),
         *(UNNUMBERED_CAPABILITIES if "unnumbered" in components else []),  # NET_RAW twice with bfd: one to the kernel
+        *(UNNUMBERED_BFD_CAPABILITIES if "unnumbered-bfd" in components else []),  # NET_ADMIN twice with import
     ]
     context = container(docs)["securityContext"]
     assert context == {
@@ -717,11 +724,14 @@ def test_each_combination_grants_exactly_what_bfd_the_import_and_unnumbered_peer
 
 @pytest.mark.parametrize(
     "order",
-    [pytest.param(order, id="+".join(order)) for order in itertools.permutations(("bfd", "import", "unnumbered"))],
+    [
+        pytest.param(order, id="+".join(order))
+        for order in itertools.permutations(("bfd", "import", "unnumbered", "unnumbered-bfd"))
+    ],
 )
-def test_bfd_import_and_unnumbered_compose_in_any_order(tmp_path: Path, order: tuple[str, ...]) -> None:
+def test_bfd_import_unnumbered_and_unnumbered_bfd_compose_in_any_order(tmp_path: Path, order: tuple[str, ...]) -> None:
     docs = with_components(tmp_path, "per-node", "openshift", *order)
-    everything = sorted(BFD_CAPABILITIES + IMPORT_CAPABILITIES + UNNUMBERED_CAPABILITIES)
+    everything = sorted(BFD_CAPABILITIES + IMPORT_CAPABILITIES + UNNUMBERED_CAPABILITIES + UNNUMBERED_BFD_CAPABILITIES)
     assert sorted(container(docs)["securityContext"]["capabilities"]["add"]) == everything
     assert container(docs)["securityContext"]["allowPrivilegeEscalation"] is True
     scc = one(docs, "SecurityContextConstraints")
@@ -738,6 +748,11 @@ def test_the_docs_name_each_component_and_what_it_grants() -> None:
     openshift = (ROOT / "docs" / "openshift.md").read_text()
     for needed in ("bgpadv-speaker", "frrConfigurationSelector", "localAddress: {fromEnv: BGPADV_NODE_IPS}"):
         assert needed in openshift, needed
+    for component in ("bfd", "import", "unnumbered", "unnumbered-bfd"):  # each widens the SCC
+        assert f"`{component}`" in openshift, component
     install = (ROOT / "docs" / "install.md").read_text()
     for component in sorted(p.name for p in (DEPLOY / "components").iterdir()):
         assert f"components/{component}" in install, component
+    # the Helm values that grant the controller's NET_ADMIN for BFD on interface peers
+    for needed in ("components/unnumbered-bfd", "a peer with `interface` and `bfd.enabled`", "`unnumbered.enabled`"):
+        assert needed in install, needed

@@ -65,13 +65,26 @@ the configuration has an interface. Its Router Solicitations and Advertisements 
 {{- if $on -}}true{{- end -}}
 {{- end -}}
 
+{{/* "true" when the controller serves an unnumbered peer with BFD (docs/unnumbered.md): some peer of the
+configuration has an interface and bfd.enabled, or unnumbered.enabled and bfd.enabled (for peers added later). The
+host route that sends bfdd's packets to the ToR's link-local address by the peer's link needs NET_ADMIN. */}}
+{{- define "bgpadv.unnumberedBfd" -}}
+{{- $on := and .Values.unnumbered.enabled .Values.bfd.enabled -}}
+{{- range .Values.config.peers -}}
+{{- if kindIs "map" . -}}{{- if and .interface (kindIs "map" .bfd) -}}{{- if .bfd.enabled -}}{{- $on = true -}}{{- end -}}{{- end -}}{{- end -}}
+{{- end -}}
+{{- if $on -}}true{{- end -}}
+{{- end -}}
+
 {{/* The capabilities the container adds to its bounding set (JSON list): bfdd's three with BFD, NET_ADMIN with the
-import, NET_RAW with unnumbered peers (once, BFD's too); [] otherwise. Each takes effect only through the image's
-file capabilities, so escalation must be allowed when the list is not empty. */}}
+import, NET_RAW with unnumbered peers (once, BFD's too), NET_ADMIN with BFD on an unnumbered peer (once, the
+import's too); [] otherwise. Each takes effect only through the image's file capabilities, so escalation must be
+allowed when the list is not empty. */}}
 {{- define "bgpadv.capabilities" -}}
 {{- $caps := list -}}
 {{- if include "bgpadv.bfd" . -}}{{- $caps = concat $caps (list "NET_BIND_SERVICE" "NET_RAW" "SYS_ADMIN") -}}{{- end -}}
 {{- if include "bgpadv.import" . -}}{{- $caps = append $caps "NET_ADMIN" -}}{{- end -}}
 {{- if include "bgpadv.unnumbered" . -}}{{- $caps = append $caps "NET_RAW" -}}{{- end -}}
+{{- if include "bgpadv.unnumberedBfd" . -}}{{- $caps = append $caps "NET_ADMIN" -}}{{- end -}}
 {{- toJson (uniq $caps) -}}
 {{- end -}}
