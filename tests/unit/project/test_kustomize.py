@@ -745,6 +745,8 @@ def test_the_docs_name_each_component_and_what_it_grants() -> None:
     unnumbered = (ROOT / "docs" / "unnumbered.md").read_text()
     for needed in ("deploy/components/unnumbered", "unnumbered.enabled", "NET_RAW", "python3-netadmin", "radvd"):
         assert needed in unnumbered, needed
+    for needed in ("deploy/components/unnumbered-bfd", "NET_ADMIN", "bfd.enabled"):  # BFD on interface peers
+        assert needed in unnumbered, needed
     openshift = (ROOT / "docs" / "openshift.md").read_text()
     for needed in ("bgpadv-speaker", "frrConfigurationSelector", "localAddress: {fromEnv: BGPADV_NODE_IPS}"):
         assert needed in openshift, needed
