@@ -136,8 +136,15 @@ def fabric() -> Iterator[tuple[Lab, BgpadvInLab]]:
                 chain.stop()
 
 
+def host_routes(lab: Lab) -> dict[str, str]:
+    """w1's host routes that keep the BFD sessions on their links (protocol 211): address → interface."""
+    out = sh(["ip", "-6", "-j", "route", "show", "table", "main", "proto", "211"], netns=lab.ns("w1")).stdout
+    return {r["dst"]: r["dev"] for r in json.loads(out or "[]")}
+
+
 def test_a_bfd_session_runs_over_each_uplinks_link_local_addresses(fabric):
     lab, _chain = fabric
+    assert host_routes(lab) == {link_local(lab, "tor", port): uplink for uplink, port in UPLINKS.items()}
     for uplink, port in UPLINKS.items():
         peer = bfd_peer(lab.frr, port)
         assert peer["status"] == "up"
@@ -185,3 +192,4 @@ def test_a_link_flap_brings_that_links_bfd_session_back_and_leaves_the_other_up(
     back = time.monotonic() - t0
     print(f"\neth1 up: swp1's BFD up {bfd_back:.3f} s, BGP and the route over both uplinks {back:.3f} s")
     assert flaps == ["up"] and bfd_state(lab.frr, "swp2") == "up", "swp2's session stayed up"
+    assert host_routes(lab)[link_local(lab, "tor", "swp1")] == "eth1", "the link took the route, bgpadv put it back"

@@ -6,7 +6,8 @@ without zebra, refuses an interface or a link-local local address); the client w
 `fe80::<ToR>/128 dev <uplink>` before it asks bfdd for the session, deletes it with the session, and refuses the
 session (state `refused`, the reason in /status) when CAP_NET_ADMIN cannot be raised, the numbered peers' sessions
 untouched; the route keeper (`bgpadv.speaker.bfd_routes`) puts back what the kernel lost, deletes only its own
-protocol's routes, leaves another's route for the address alone, and treats a link that is down as the usual case.
+protocol's routes, leaves another's route for the address alone, and treats a link that is down as the usual case;
+what it reads of the kernel: the main table's IPv6 host routes out of a dump, and which notifications wake it.
 The real bfdd, a real FRR ToR with `neighbor swp1 bfd`, a link flap and two uplinks: tests/lab/test_unnumbered_bfd.py.
 """
 
@@ -14,12 +15,15 @@ from __future__ import annotations
 
 import errno
 import logging
+import socket
+import struct
 
 import pytest
+from pyroute2.netlink.rtnl.rtmsg import rtmsg
 
 from bgpadv.config import parse
 from bgpadv.speaker import bfd
-from bgpadv.speaker.bfd_routes import LinkRoutes
+from bgpadv.speaker.bfd_routes import RTPROT_BGPADV, LinkRoutes, concerns_ours, routes_of
 from tests.unit.speaker.test_bfd import FakeBfdd
 
 TOR_A, TOR_B = "fe80::1", "fe80::2"
@@ -228,3 +232,52 @@ def test_a_route_that_cannot_be_written_is_an_error_logged_once_and_tried_again(
         routes.repair()
     assert tries == [TOR_A, TOR_A] and routes.errors == 2
     assert len(caplog.records) == 1
+
+
+# -- what the keeper reads of the kernel: a route dump the kernel filters, and the notifications ---------------------
+
+
+def route_message(kind: int, dst: str, *, dst_len: int = 128, proto: int = RTPROT_BGPADV, table: int = 254) -> bytes:
+    """One RTM_NEWROUTE (24) or RTM_DELROUTE (25) as the kernel sends it (encoded by pyroute2)."""
+    msg = rtmsg()
+    msg["header"]["type"] = kind
+    msg["family"] = socket.AF_INET6 if ":" in dst else socket.AF_INET
+    msg["dst_len"], msg["proto"], msg["table"], msg["type"] = dst_len, proto, min(table, 255), 1
+    msg["attrs"] = [("RTA_TABLE", table), ("RTA_DST", dst), ("RTA_OIF", 3)]
+    msg.encode()
+    return bytes(msg.data)
+
+
+def control(kind: int, code: int = 0) -> bytes:
+    """NLMSG_DONE (3) or NLMSG_ERROR (2) with `code` (a negative errno)."""
+    return struct.pack("=IHHIIi", 20, kind, 0, 1, 0, code)
+
+
+def test_a_dump_read_keeps_the_main_tables_ipv6_host_routes_and_ends_with_done():
+    dump = route_message(24, TOR_A) + route_message(24, "fe80::", dst_len=64, proto=2)
+    dump += route_message(24, "2001:db8::5", table=1001, proto=186) + route_message(24, "10.0.0.1", dst_len=32)
+    out: list[tuple[str, int, int]] = []
+    assert routes_of(dump, out) is False  # more to read
+    assert routes_of(route_message(24, TOR_B, proto=4) + control(3), out) is True
+    assert out == [(TOR_A, 3, RTPROT_BGPADV), (TOR_B, 3, 4)]
+
+
+def test_a_dump_the_kernel_refuses_is_an_oserror_with_its_errno():
+    with pytest.raises(OSError) as e:
+        routes_of(control(2, -errno.EINVAL), [])
+    assert e.value.errno == errno.EINVAL
+
+
+@pytest.mark.parametrize(
+    ("notification", "concerns"),
+    [
+        pytest.param(route_message(24, "2001:db8::", dst_len=64, proto=186, table=1001), False, id="import-write"),
+        pytest.param(route_message(25, "2001:db8::", dst_len=64, proto=186, table=1001), False, id="import-delete"),
+        pytest.param(route_message(24, TOR_A), False, id="our-own-add"),
+        pytest.param(route_message(25, TOR_A), True, id="ours-deleted"),
+        pytest.param(route_message(25, TOR_A, proto=4) + route_message(25, TOR_B), True, id="ours-second-in-a-read"),
+        pytest.param(struct.pack("=IHHII", 32, 16, 0, 0, 0) + bytes(16), True, id="a-link-changed"),
+    ],
+)
+def test_only_a_link_change_or_one_of_our_routes_deleted_wakes_the_keeper(notification, concerns):
+    assert concerns_ours(notification) is concerns
