@@ -107,8 +107,11 @@ SESSION_COLUMNS: tuple[Column[Session], ...] = (
 
 
 def _session_notes(name: str, p: dict[str, Any], prefix: str = "") -> list[str]:
-    """The last error and the last NOTIFICATION of a session, one line each."""
+    """The last error and the last NOTIFICATION of a session, one line each; an unnumbered session that negotiated no
+    Extended Next Hop."""
     out = []
+    if p.get("interface") and p.get("extended_next_hop") is False:
+        out.append(f"  {prefix}{name} negotiated no Extended Next Hop: IPv4 routes are not sent to it")
     error = p.get("last_error")
     if isinstance(error, dict) and error.get("message"):
         out.append(f"  {prefix}{name} last error ({_when(error.get('time'))}): {error['message']}")

@@ -142,6 +142,7 @@ PEER = record(
     local_asn=_COUNT,
     address=_TEXT,
     interface=_TEXT,
+    extended_next_hop=optional(flag),
     node=_TEXT,
     routes_sent=_COUNT,
     routes_advertised=_COUNT,

@@ -127,6 +127,7 @@ def session_fields(
         peer["address"] = about.get("address", name)
         if about.get("interface") is not None:  # an unnumbered session: the address is the ToR's link-local there
             peer["interface"] = about["interface"]
+            peer["extended_next_hop"] = about.get("extendedNextHop")  # None: not negotiated yet
         peer["local_asn"] = about.get("localASN")
         peer["node"] = about.get("node")
         peer["routes_received"] = len(learned.get(name) or {}) if imported is not None else None

@@ -14,7 +14,7 @@ import queue
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -111,8 +111,10 @@ def run(
         clean_runtime_dir(rdir, owned=owned)
 
 
-def session_info(config: Config) -> dict[str, dict[str, object]]:
-    """What the configuration says of each served peer's session, for /status and the BGPSessionState objects."""
+def session_info(config: Config, negotiated: Mapping[str, bool] | None = None) -> dict[str, dict[str, object]]:
+    """What the configuration says of each served peer's session, for /status and the BGPSessionState objects; an
+    interface peer's with what its session negotiated (`negotiated`: peer → Extended Next Hop for IPv4 unicast, from
+    the speaker; None when not known)."""
     node = config.speaker_node or config.node_name
     return {
         p.name: {
@@ -120,7 +122,11 @@ def session_info(config: Config) -> dict[str, dict[str, object]]:
             "address": str(p.address),
             "localASN": config.local_asn,
             "node": node,
-            **({"interface": p.interface} if p.interface is not None else {}),  # unnumbered
+            **(
+                {"interface": p.interface, "extendedNextHop": (negotiated or {}).get(p.name)}  # unnumbered
+                if p.interface is not None
+                else {}
+            ),
         }
         for p in config.peers
     }
@@ -240,7 +246,7 @@ def controller_main(
             placement=lambda: placement_status(controller.configured, controller.config, links.status()),
             bfd=(lambda: bfd_status(bfd)) if bfd is not None else None,
             sent=speaker.sent.report,  # /sent?prefix=P: when each peer was last sent P
-            sessions=lambda: session_info(controller.config),
+            sessions=lambda: session_info(controller.config, speaker.extended_next_hop),
         )
     )
     watch = ConfigFileWatch(config_path, controller.queue.put, seen=seen)

@@ -226,6 +226,12 @@ class Speaker:
             if peer.interface is not None and not self._extended_next_hop.get(name, False)
         )
 
+    @property
+    def extended_next_hop(self) -> dict[str, bool]:
+        """Per interface peer whose current session ExaBGP reported on: whether it negotiated Extended Next Hop for
+        IPv4 unicast (absent: not known yet, or no session)."""
+        return dict(self._extended_next_hop)
+
     def advertised(self, peer: str) -> Mapping[Prefix, Route]:
         """Routes ExaBGP holds for `peer` according to acknowledged commands (unknown prefixes left out)."""
         return {r.prefix: r for r in self._advertised.get(peer, {}).values() if r is not None}

@@ -117,6 +117,9 @@ def test_the_session_runs_over_the_link_local_addresses_with_extended_next_hop(f
     assert neighbor["bgpNeighborAddr"] == link_local(lab, "w1", "eth1"), "discovered by the ToR from the node's RAs"
     assert neighbor["neighborCapabilities"]["extendedNexthop"] == "advertisedAndReceived"
     assert metric(one, "bgpadv_router_adverts_sent_total") >= 1
+    code, body = one.get("/status")
+    [peer] = json.loads(body)["peers"].values()
+    assert code == 200 and (peer["interface"], peer["extended_next_hop"]) == ("eth1", True)
 
 
 def test_vm_host_routes_are_best_at_the_tor_via_the_nodes_link_local_address(fabric):

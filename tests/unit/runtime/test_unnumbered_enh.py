@@ -5,7 +5,8 @@ session may carry; the speaker's per-session fact (unknown until told, reset by 
 a restarted controller from the IPv4 routes ExaBGP still holds for the peer); the guard refusing an interface peer's
 IPv4 routes `extended-next-hop-not-negotiated` while its session lacks the capability, on the whole and the delta
 path, IPv6 routes and other peers untouched; the controller withdrawing and announcing them again as the sessions
-change. The lab proves it at a real FRR ToR (tests/lab/test_unnumbered_enh.py).
+change; /status and `bgpadv status` showing what the session negotiated. The lab proves it at a real FRR ToR
+(tests/lab/test_unnumbered_enh.py).
 """
 
 from __future__ import annotations
@@ -169,6 +170,32 @@ def test_an_interface_peer_is_without_the_capability_until_its_session_negotiate
     speaker.handle_line(negotiated(nexthop=()))
     speaker.handle_line(state_line("up"))
     assert speaker.no_extended_next_hop == {TOR}
+
+
+@pytest.mark.parametrize(
+    ("lines", "shown", "note"),
+    [
+        pytest.param([], None, False, id="no-session-yet-unknown"),
+        pytest.param([negotiated()], True, False, id="negotiated"),
+        pytest.param([negotiated(nexthop=())], False, True, id="negotiated-without-it"),
+    ],
+)
+def test_status_shows_what_the_interface_peers_session_negotiated(lines, shown, note):
+    from bgpadv.commands.status import render_sessions
+    from bgpadv.commands.statusdoc import PEER
+    from bgpadv.observe.sessionstate import session_fields
+    from bgpadv.runtime.wiring import session_info
+
+    speaker, _ = ready_speaker()
+    for line in lines:
+        speaker.handle_line(line)
+    status = {"peers": {TOR: {"state": "up"}, NUMBERED: {"state": "up"}}}
+    session_fields(status, session_info(config(), speaker.extended_next_hop))
+    peers = {name: PEER(peer, name) for name, peer in status["peers"].items()}
+    assert peers[TOR]["interface"] == "eth1" and peers[TOR]["extended_next_hop"] is shown
+    assert "extended_next_hop" not in peers[NUMBERED], "a numbered session carries IPv4 with IPv4 next hops"
+    notes = [line for line in render_sessions(peers) if "Extended Next Hop" in line]
+    assert notes == ([f"  {TOR} negotiated no Extended Next Hop: IPv4 routes are not sent to it"] if note else [])
 
 
 def rib_line(prefix: str) -> str:
