@@ -31,10 +31,14 @@ class BirdNeighbor:
     asn: int = 64513
 
 
-def render_bird_config(neighbors: tuple[BirdNeighbor, ...], log_file: Path, asn: int = 64512) -> str:
+def render_bird_config(
+    neighbors: tuple[BirdNeighbor, ...], log_file: Path, asn: int = 64512, bfd: tuple[int, int, int] | None = None
+) -> str:
     """bird.conf: `device` (BIRD must know the interfaces to reach a link-local neighbour), the kernel protocols
     exporting every route to the main tables (`via inet6 …` for an IPv4 route with an IPv6 next hop), and one eBGP
-    session per neighbour that accepts everything and sends nothing. No IPv4 address anywhere: the router id is set."""
+    session per neighbour that accepts everything and sends nothing. No IPv4 address anywhere: the router id is set.
+    `bfd` (receive, transmit ms, multiplier): a `bfd` protocol on every interface and each session tied to it."""
+    tied = "\n    bfd on;" if bfd is not None else ""
     sessions = "".join(
         f"""
 protocol bgp {n.name} {{
@@ -42,7 +46,7 @@ protocol bgp {n.name} {{
     neighbor {n.address}%{n.interface} as {n.asn};
     hold time 9;
     keepalive time 3;
-    connect retry time 2;
+    connect retry time 2;{tied}
     error wait time 1, 5;
     ipv4 {{ import all; export none; extended next hop on; }};
     ipv6 {{ import all; export none; }};
@@ -55,14 +59,30 @@ router id 10.255.0.1;
 protocol device {{ scan time 1; }}
 protocol kernel {{ ipv4 {{ import none; export all; }}; scan time 2; }}
 protocol kernel {{ ipv6 {{ import none; export all; }}; scan time 2; }}
-{sessions}"""
+{_bfd_protocol(bfd)}{sessions}"""
+
+
+def _bfd_protocol(bfd: tuple[int, int, int] | None) -> str:
+    if bfd is None:
+        return ""
+    rx, tx, multiplier = bfd
+    timers = f"min rx interval {rx} ms; min tx interval {tx} ms; multiplier {multiplier};"
+    return f'protocol bfd {{ interface "*" {{ {timers} }}; }}\n'
 
 
 class BirdRouter:
     """`bird` in `ns`, started by `start()` (foreground, a child of the lab), stopped by PID in `stop()`."""
 
-    def __init__(self, lab: Netns, ns: str, workdir: Path, neighbors: tuple[BirdNeighbor, ...]) -> None:
+    def __init__(
+        self,
+        lab: Netns,
+        ns: str,
+        workdir: Path,
+        neighbors: tuple[BirdNeighbor, ...],
+        bfd: tuple[int, int, int] | None = None,
+    ) -> None:
         self.lab = lab
+        self.bfd = bfd
         self.ns = ns
         self.dir = workdir
         self.neighbors = neighbors
@@ -72,7 +92,7 @@ class BirdRouter:
     def start(self, timeout: float = 20.0) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         conf = self.dir / "bird.conf"
-        conf.write_text(render_bird_config(self.neighbors, self.dir / "bird.log"))
+        conf.write_text(render_bird_config(self.neighbors, self.dir / "bird.log", bfd=self.bfd))
         out = (self.dir / "bird.out").open("ab")
         argv = [BIRD, "-f", "-c", str(conf), "-s", str(self.socket), "-P", str(self.dir / "bird.pid")]
         self.proc = self.lab.spawn(self.ns, argv, stdout=out, stderr=subprocess.STDOUT)
@@ -114,6 +134,19 @@ class BirdRouter:
                 info[key] = value.strip()
         info["text"] = out
         return info
+
+    def bfd_sessions(self) -> dict[tuple[str, str], str]:
+        """`show bfd sessions`: (neighbour address, interface) → state (`Up`, `Down`, `Init`, …); {} without BFD."""
+        try:
+            out = self.birdc("show bfd sessions")
+        except (RuntimeError, subprocess.TimeoutExpired):
+            return {}
+        sessions = {}
+        for line in out.splitlines():
+            fields = line.split()
+            if len(fields) >= 3 and ":" in fields[0] and fields[2] in ("Up", "Down", "Init", "AdminDown"):
+                sessions[(fields[0], fields[1])] = fields[2]
+        return sessions
 
     def route(self, prefix: str, table: str = "master4") -> list[dict[str, str]]:
         """The paths of exactly `prefix` in BIRD's `table` (`show route all for PREFIX`), each as its gateway and

@@ -8,16 +8,22 @@ fe80::NODE%swp1 as 64513` with `ipv4 { extended next hop on; }` and an `ipv6` ch
 eth1, address: fe80::TOR}]` (no discovery). What the fabric must see: the session Established with Extended Next Hop
 in both directions; the VM's /32 in BIRD's IPv4 table, best, with the node's link-local address as its BGP next hop
 and gateway on swp1, and in the ToR kernel's FIB `via inet6 fe80::… dev swp1` (BIRD exports to it); the VM stopped:
-the /32 gone from both. bgpadv still sends its Router Advertisements on eth1, which BIRD ignores. The Kubernetes API
-is a fake one on the management network (br0), which carries no BGP here.
+the /32 gone from both. BFD on both sides (BIRD's `protocol bfd` and `bfd on`, bgpadv's `bfd.enabled`, 100 ms x 3):
+the session Up at BIRD on swp1 with the node's link-local address; bgpadv's bfdd frozen, BIRD takes the BGP session
+and the /32 down on BFD's detection time, long before the hold time (9 s), and both come back when it is thawed.
+bgpadv still sends its Router Advertisements on eth1, which BIRD ignores. The Kubernetes API is a fake one on the
+management network (br0), which carries no BGP here.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
 import sys
+import time
 
 import pytest
 
@@ -28,10 +34,13 @@ from bgpadv_lab.frr import FrrRouter
 from bgpadv_lab.netns import sh
 from bgpadv_lab.objects import VM_NAMESPACE as NS
 from bgpadv_lab.topology import Lab, link_local
+from tests.lab.test_unnumbered_bfd import bfdd_pid
 
 pytestmark = pytest.mark.lab
 
 VM_A, VM_B = "192.168.100.10", "192.168.100.11"
+BFD_TIMERS = (100, 100, 3)  # receive, transmit (ms), multiplier
+HOLD = 9
 
 
 def cluster() -> list[dict]:
@@ -71,13 +80,16 @@ def fabric():
         lab.net.veth(lab.ns("tor"), "swp1", lab.ns("w1"), "eth1")  # point-to-point, link-local addresses only
         node = FrrRouter.wait_for(lambda: link_local(lab, "w1", "eth1"), 15, "the node's link-local address")
         tor = FrrRouter.wait_for(lambda: link_local(lab, "tor", "swp1"), 15, "the ToR's link-local address")
-        bird = BirdRouter(lab.net, lab.ns("tor"), lab.workdir / "bird", (BirdNeighbor("worker1", "swp1", node),))
+        neighbors = (BirdNeighbor("worker1", "swp1", node),)
+        bird = BirdRouter(lab.net, lab.ns("tor"), lab.workdir / "bird", neighbors, bfd=BFD_TIMERS)
         bird.start()
         api = shared_api(lab)  # on the management network (br0)
         with api:
             api.load(cluster())
             config = lab_config(lab.workdir / "bgpadv-w1" / "kubeconfig", "w1", nodeName="worker-1")
-            config["peers"] = [{"interface": "eth1", "address": tor, "asn": 64512, "holdTime": 9}]
+            rx, tx, multiplier = BFD_TIMERS
+            bfd = {"enabled": True, "minRx": rx, "minTx": tx, "multiplier": multiplier}
+            config["peers"] = [{"interface": "eth1", "address": tor, "asn": 64512, "holdTime": HOLD, "bfd": bfd}]
             del config["nextHopSelf"]
             running = BgpadvInLab(lab, node="w1", config=config, api=api)
             try:
@@ -121,3 +133,24 @@ def test_a_stopped_vm_is_withdrawn_from_bird_and_the_tors_fib(fabric):
     FrrRouter.wait_for(lambda: bird.route(f"{VM_B}/32") == [], 30, f"{VM_B}/32 out of BIRD's table")
     FrrRouter.wait_for(lambda: fib(bird, VM_B) == [], 15, f"{VM_B} out of the ToR's FIB")
     assert [p["gateway"] for p in bird.route(f"{VM_A}/32")] == [node], "the other VM's route stays"
+
+
+def test_bfd_runs_over_the_link_local_addresses_and_a_frozen_bfdd_takes_the_route_off_bird_on_its_time(fabric):
+    _lab, _api, bird, running, node = fabric
+    FrrRouter.wait_for(lambda: bird.bfd_sessions().get((node, "swp1")) == "Up", 30, "BIRD's BFD session Up")
+    FrrRouter.wait_for(lambda: bird.route(f"{VM_A}/32") != [], 30, f"{VM_A}/32 at BIRD")
+    pid = bfdd_pid(running)
+    t0 = time.monotonic()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        FrrRouter.wait_for(lambda: bird.route(f"{VM_A}/32") == [], HOLD, f"{VM_A}/32 off BIRD", every=0.02)
+        gone = time.monotonic() - t0
+        assert bird.bfd_sessions().get((node, "swp1")) != "Up"
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    t1 = time.monotonic()
+    FrrRouter.wait_for(lambda: bird.bfd_sessions().get((node, "swp1")) == "Up", 30, "BFD Up again", every=0.02)
+    FrrRouter.wait_for(lambda: bird.route(f"{VM_A}/32") != [], 60, f"{VM_A}/32 back at BIRD", every=0.05)
+    back = time.monotonic() - t1
+    print(f"\nBIRD, bfdd frozen: {VM_A}/32 withdrawn after {gone:.3f} s; thawed: back after {back:.3f} s")
+    assert gone < HOLD / 3, f"the route left after {gone:.2f} s: the hold time, not BFD"
