@@ -36,9 +36,11 @@ class _Data(ctypes.Structure):
 
 
 def raise_capability(number: int, name: str, deploy: str) -> str | None:
-    """Make capability `number` (`name`, e.g. "NET_RAW") effective in this process; None when it is (now or
+    """Make capability `number` (`name`, e.g. "NET_RAW") effective in the calling thread; None when it is (now or
     already), else why it cannot be, naming what the pod needs (`deploy`: the component and Helm value that give
-    it)."""
+    it). Capabilities are per thread: the threads started afterwards inherit it, one started before does not, and
+    the kernel also checks a netlink write against the socket's opener: raise it where the privileged call runs,
+    before its socket is opened."""
     libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
     header = _Header(_LINUX_CAPABILITY_VERSION_3, 0)
     data = (_Data * 2)()

@@ -80,6 +80,8 @@ class KernelLinks:
         return ndp.link_local(interface)
 
     def router(self, interface: str, timeout: float) -> Address:
+        # capabilities are per thread: `LinkRetry`'s thread may predate the placement that raised CAP_NET_RAW
+        raise_net_raw()
         try:
             return ndp.discover_router(interface, timeout)
         except PermissionError as e:

@@ -409,7 +409,7 @@ def _bfd_client(
         on_metrics=metrics.bfd_state,
         failed_file=runtime / BFDD_FAILED,
         on_bfdd_failed=metrics.bfdd_failed,
-        host_routes=LinkRoutes(),
+        host_routes=LinkRoutes(net_admin=raise_net_admin),
         net_admin=raise_net_admin,
     )
     control.set_desired(sessions)

@@ -173,16 +173,21 @@ def _name(index: int) -> str:
 
 
 class NetlinkKernel:
-    """`Kernel` on the namespace the process runs in: `host_routes` to read, pyroute2 (imported on first use) to
-    write."""
+    """`Kernel` on the namespace the process runs in: `host_routes` to read, pyroute2 to write.
 
-    def __init__(self) -> None:
+    Each write raises CAP_NET_ADMIN in the writing thread first (`net_admin`) and opens its own netlink socket:
+    capabilities are per thread, and the kernel checks a netlink write against the socket's opener too, so neither
+    a thread started nor a socket opened before the capability was raised could ever write."""
+
+    def __init__(self, net_admin: Callable[[], str | None] = lambda: None) -> None:
+        self._net_admin = net_admin
+
+    def _write(self, command: str, what: str, **route: object) -> None:
         from pyroute2 import IPRoute
 
-        self._ipr = IPRoute()
-
-    def close(self) -> None:
-        self._ipr.close()
+        self._net_admin()  # when it cannot be raised, the write fails with EPERM: that is the error told
+        with _netlink(what), IPRoute() as ipr:
+            ipr.route(command, family=socket.AF_INET6, table=MAIN_TABLE, proto=RTPROT_BGPADV, **route)
 
     def ours(self) -> dict[str, str]:
         return {a: _name(i) for a, i, _proto in host_routes(RTPROT_BGPADV)}
@@ -195,17 +200,10 @@ class NetlinkKernel:
             index = socket.if_nametoindex(interface)
         except OSError:
             raise OSError(errno.ENODEV, f"no interface {interface}") from None
-        with _netlink(f"add {address}/128 dev {interface}"):
-            self._ipr.route(
-                "add", family=socket.AF_INET6, dst=f"{address}/128", oif=index, table=MAIN_TABLE,
-                proto=RTPROT_BGPADV,
-            )  # fmt: skip
+        self._write("add", f"add {address}/128 dev {interface}", dst=f"{address}/128", oif=index)
 
     def delete(self, address: str, interface: str) -> None:
-        with _netlink(f"delete {address}/128 dev {interface}"):
-            self._ipr.route(
-                "del", family=socket.AF_INET6, dst=f"{address}/128", table=MAIN_TABLE, proto=RTPROT_BGPADV,
-            )  # fmt: skip
+        self._write("del", f"delete {address}/128 dev {interface}", dst=f"{address}/128")
 
 
 def _notifications() -> socket.socket:
@@ -218,16 +216,19 @@ def _notifications() -> socket.socket:
 class LinkRoutes:
     """The host routes of the interface peers' BFD sessions (see the module). `set_desired` from the controller;
     `repair` is one pass (the thread's, or a test's); `start` runs the thread that repairs on every link or route
-    change the kernel reports and every `repair_seconds`."""
+    change the kernel reports and every `repair_seconds`. `net_admin`: raises CAP_NET_ADMIN in the calling thread
+    (`raise_net_admin`), before each write."""
 
     def __init__(
         self,
         kernel: Kernel | None = None,
         *,
+        net_admin: Callable[[], str | None] = lambda: None,
         repair_seconds: float = REPAIR_SECONDS,
         notifications: Callable[[], socket.socket] = _notifications,
     ) -> None:
         self._kernel = kernel
+        self._net_admin = net_admin
         self._desired: dict[str, str] = {}
         self._lock = threading.Lock()
         self._wake_r, self._wake_w = socket.socketpair()  # stop() wakes the thread's select
@@ -241,7 +242,7 @@ class LinkRoutes:
     @property
     def kernel(self) -> Kernel:
         if self._kernel is None:
-            self._kernel = NetlinkKernel()
+            self._kernel = NetlinkKernel(self._net_admin)
         return self._kernel
 
     def set_desired(self, routes: Routes) -> None:

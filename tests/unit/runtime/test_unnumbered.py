@@ -703,3 +703,13 @@ def test_a_peer_added_live_has_its_routes_imported_via_its_link():
     importer.set_peers(running, unnumbered.next_hop_links(running))  # gone again: its routes are forgotten
     importer.tick(2.0, full=True)
     assert kernel.tables == {1001: {}}
+
+
+def test_a_router_solicitation_raises_cap_net_raw_in_its_own_thread_first(monkeypatch):
+    """The link retry's thread may predate the placement that raised CAP_NET_RAW (an interface peer added by a
+    reload): capabilities are per thread, so each solicitation raises it where it runs."""
+    order: list[str] = []
+    monkeypatch.setattr(unnumbered, "raise_net_raw", lambda: order.append("raise"))
+    monkeypatch.setattr(ndp, "discover_router", lambda interface, timeout: order.append(interface) or TOR)
+    assert unnumbered.KernelLinks().router("eth1", 1.0) == TOR
+    assert order == ["raise", "eth1"]

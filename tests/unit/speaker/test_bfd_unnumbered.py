@@ -281,3 +281,35 @@ def test_a_dump_the_kernel_refuses_is_an_oserror_with_its_errno():
 )
 def test_only_a_link_change_or_one_of_our_routes_deleted_wakes_the_keeper(notification, concerns):
     assert concerns_ours(notification) is concerns
+
+
+def test_each_write_raises_cap_net_admin_in_its_thread_and_opens_its_own_socket_after(monkeypatch):
+    """Capabilities are per thread and the kernel checks a netlink write against the socket's opener too: a socket
+    opened, or a thread started, before the raise could never write (measured as a non-root user with the
+    interpreter's file capability: EPERM)."""
+    import pyroute2
+
+    from bgpadv.speaker.bfd_routes import NetlinkKernel
+
+    order: list[object] = []
+
+    class FakeIPRoute:
+        def __init__(self) -> None:
+            order.append("open")
+
+        def __enter__(self) -> FakeIPRoute:
+            return self
+
+        def __exit__(self, *_: object) -> None:
+            order.append("close")
+
+        def route(self, command: str, **route: object) -> None:
+            order.append((command, route["dst"], route["proto"], route["table"]))
+
+    monkeypatch.setattr(pyroute2, "IPRoute", FakeIPRoute)
+    monkeypatch.setattr(socket, "if_nametoindex", lambda name: 3)
+    kernel = NetlinkKernel(net_admin=lambda: order.append("raise"))  # type: ignore[arg-type,func-returns-value]
+    kernel.add(TOR_A, "eth1")
+    kernel.delete(TOR_A, "eth1")
+    route = (f"{TOR_A}/128", RTPROT_BGPADV, 254)
+    assert order == ["raise", "open", ("add", *route), "close", "raise", "open", ("del", *route), "close"]
