@@ -258,8 +258,9 @@ class LinkRoutes:
             desired = dict(self._desired)
             try:
                 present = self.kernel.ours()
-            except OSError as e:
-                self._fail("", "", f"reading the main table failed: {e}")
+            except OSError as e:  # no IPv6 on this node (ipv6.disable=1) is no error while no route is wanted
+                level = logging.WARNING if desired else logging.DEBUG
+                self._fail("", "", f"reading the main table failed: {e}", error=bool(desired), level=level)
                 return
             for address, interface in present.items():
                 if desired.get(address) != interface:
@@ -293,12 +294,13 @@ class LinkRoutes:
     def _fail(
         self, address: str, interface: str, why: str, *, error: bool = True, level: int = logging.WARNING
     ) -> None:
-        """Log each (route, reason) once (`errors` counts every failed write); a link that is down is the usual
-        case, repaired when it comes up."""
+        """Log each (route, reason) once (`errors` counts every failed write; a DEBUG line is no telling); a link
+        that is down is the usual case, repaired when it comes up."""
         self.errors += 1 if error else 0
         if (address, interface, why) in self._told:
             return
-        self._told.add((address, interface, why))
+        if level > logging.DEBUG:
+            self._told.add((address, interface, why))
         log.log(level, "BFD: host route to the peer: %s", why, extra={"address": address, "interface": interface})
 
     # -- the thread ----------------------------------------------------------------------------------------------------

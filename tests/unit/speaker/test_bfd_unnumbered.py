@@ -313,3 +313,21 @@ def test_each_write_raises_cap_net_admin_in_its_thread_and_opens_its_own_socket_
     kernel.delete(TOR_A, "eth1")
     route = (f"{TOR_A}/128", RTPROT_BGPADV, 254)
     assert order == ["raise", "open", ("add", *route), "close", "raise", "open", ("del", *route), "close"]
+
+
+def test_a_node_without_ipv6_is_no_error_while_no_interface_peer_runs_bfd(caplog):
+    """Every BFD client starts its keeper, numbered peers only included: a node booted with ipv6.disable=1 refuses the
+    IPv6 route dump, which says nothing while no host route is wanted."""
+    table = Table()
+
+    def no_ipv6() -> dict[str, str]:
+        raise OSError(errno.EAFNOSUPPORT, "route dump: Address family not supported by protocol")
+
+    table.ours = no_ipv6  # type: ignore[method-assign]
+    routes = LinkRoutes(table)
+    with caplog.at_level(logging.INFO, logger="bgpadv.speaker.bfd_routes"):
+        routes.set_desired({})
+    assert routes.errors == 0 and not caplog.records
+    with caplog.at_level(logging.WARNING, logger="bgpadv.speaker.bfd_routes"):
+        routes.set_desired({TOR_A: "eth1"})
+    assert routes.errors == 1 and "reading the main table failed" in caplog.records[-1].getMessage()
