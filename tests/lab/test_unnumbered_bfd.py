@@ -13,7 +13,9 @@ bfd peers json`, `show bgp neighbors json`, `show bgp ipv4 unicast json`):
 - bgpadv's bfdd frozen (SIGSTOP of bfdd alone, ExaBGP untouched): the ToR takes both sessions down on BFD's detection
   time, the VM's /32 leaves its RIB long before the BGP hold time (9 s); thawed, both come back;
 - a link flap (w1's eth1 down, then up, which takes the host route with it): swp1's BFD session and BGP session come
-  back up, swp2's stay up throughout.
+  back up, swp2's stay up throughout;
+- the controller killed (SIGKILL; the API shim starts another): both BFD sessions stay up at the ToR throughout, the
+  host routes are the same ones (bfdd and the routes outlive a controller; the next one adopts them).
 Detection and recovery times are printed (`pytest -s`). The Kubernetes API is a fake one on the management network.
 """
 
@@ -193,3 +195,18 @@ def test_a_link_flap_brings_that_links_bfd_session_back_and_leaves_the_other_up(
     print(f"\neth1 up: swp1's BFD up {bfd_back:.3f} s, BGP and the route over both uplinks {back:.3f} s")
     assert flaps == ["up"] and bfd_state(lab.frr, "swp2") == "up", "swp2's session stayed up"
     assert host_routes(lab)[link_local(lab, "tor", "swp1")] == "eth1", "the link took the route, bgpadv put it back"
+
+
+def test_a_controller_crash_leaves_both_bfd_sessions_up_at_the_tor(fabric):
+    lab, chain = fabric
+    before = host_routes(lab)
+    [controller] = chain.controller_pids()
+    os.kill(controller, signal.SIGKILL)
+    seen: set[str] = set()
+    deadline = time.monotonic() + 6.0  # past a new controller's start and its first repair of the routes
+    while time.monotonic() < deadline:
+        seen |= {bfd_state(lab.frr, port) for port in UPLINKS.values()}
+        time.sleep(0.02)
+    FrrRouter.wait_for(lambda: [p for p in chain.controller_pids() if p != controller], 30, "a new controller")
+    assert seen == {"up"}, f"the ToR saw the BFD sessions {seen}"
+    assert host_routes(lab) == before
