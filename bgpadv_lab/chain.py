@@ -236,6 +236,10 @@ class BgpadvInLab:
         """PIDs of ExaBGP processes (`exabgp server …`) in this namespace."""
         return self._pids(lambda argv: b"server" in argv and any(part.endswith(b"exabgp") for part in argv))
 
+    def bfdd_pids(self) -> list[int]:
+        """PIDs of bgpadv's bfdd (the supervisor's child while a peer enables BFD) in this namespace."""
+        return self._pids(lambda argv: argv[0].rsplit(b"/", 1)[-1] == b"bfdd")
+
     def kill_controller(self) -> int:
         """SIGKILL the controller (ExaBGP respawns it); return the killed PID."""
         pids = self.controller_pids()

@@ -27,7 +27,6 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -37,7 +36,6 @@ from bgpadv_lab.frr import FrrRouter, TorSettings
 from bgpadv_lab.netns import sh
 from bgpadv_lab.objects import VM_NAMESPACE as NS
 from bgpadv_lab.topology import Lab, link_local
-from tests.lab.test_bfd import descendants
 
 pytestmark = pytest.mark.lab
 
@@ -83,14 +81,8 @@ def route_device(lab: Lab, address: str) -> str:
 
 
 def bfdd_pid(chain: BgpadvInLab) -> int:
-    assert chain.proc is not None
-    for pid in descendants(chain.proc.pid):
-        try:
-            if Path(f"/proc/{pid}/comm").read_text().strip() == "bfdd":
-                return pid
-        except OSError:
-            continue
-    raise AssertionError("bgpadv's bfdd is not running")
+    [pid] = chain.bfdd_pids()  # bgpadv's one bfdd in the node's namespace (the ToR's runs in its own)
+    return pid
 
 
 @pytest.fixture(scope="module")
@@ -200,8 +192,8 @@ def test_a_link_flap_brings_that_links_bfd_session_back_and_leaves_the_other_up(
 def test_a_controller_crash_leaves_both_bfd_sessions_up_at_the_tor(fabric):
     lab, chain = fabric
     before = host_routes(lab)
-    [controller] = chain.controller_pids()
-    os.kill(controller, signal.SIGKILL)
+    assert len(chain.controller_pids()) == 1
+    controller = chain.kill_controller()
     seen: set[str] = set()
     deadline = time.monotonic() + 6.0  # past a new controller's start and its first repair of the routes
     while time.monotonic() < deadline:
