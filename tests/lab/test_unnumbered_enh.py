@@ -100,5 +100,8 @@ def test_ipv4_routes_wait_for_the_extended_next_hop_capability(fabric):
     frr.configure(f"router bgp {frr.settings.asn}", f"no neighbor {node} capability extended-nexthop")
     frr.vtysh(f"clear bgp {node}")
     FrrRouter.wait_for(lambda: frr.neighbor_state(node) == "Established", 60, "the session back")
+    # the reset took every route away: the /128 comes back with the new session (waited for, not read at once), and
+    # only then is the /32's absence the capability's doing rather than the session's youth
+    FrrRouter.wait_for(lambda: best_v6(frr, f"{VM_V6}/128"), 30, "the IPv6 route back with the session")
     FrrRouter.wait_for(lambda: best(frr, f"{VM_V4}/32") == [] and not fib(frr, VM_V4), 30, f"{VM_V4}/32 gone")
     assert best_v6(frr, f"{VM_V6}/128"), "the IPv6 route stays"
